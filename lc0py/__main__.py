@@ -1,0 +1,5 @@
+import sys
+
+from lc0py.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,136 @@
+"""The backend interface: a batch of encoded positions in, network outputs out.
+
+A position is encoded as lc0 does it (``lc0py.chess``): 112 planes, each a 64-bit square mask and
+one float value. Backends receive those compact arrays (12 bytes a plane instead of 256), expand
+them where they compute (on the GPU for the GPU backends) and return raw network outputs:
+
+* ``policy``: ``[B, 1858]`` float32 logits in lc0's policy order (no softmax);
+* ``wdl``: ``[B, 3]`` float32 probabilities (win, draw, loss) from the side to move; classical
+  value nets give ``(q', 0, -q')`` mapped to ``W = (1+q)/2, D = 0, L = (1-q)/2``;
+* ``moves_left``: ``[B]`` float32 (zeros if the net has no moves-left head).
+
+``evaluate_async`` lets search gather the next minibatch while the device works; backends that
+compute on the host may simply compute in ``evaluate_async`` and return a finished handle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+NUM_PLANES = 112
+POLICY_SIZE = 1858
+
+
+@dataclass
+class PlanesBatch:
+    """``masks``: ``[B, 112]`` uint64 (bit ``s`` = square ``s``); ``values``: ``[B, 112]`` float32."""
+
+    masks: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.masks = np.ascontiguousarray(self.masks, dtype=np.uint64).reshape(-1, NUM_PLANES)
+        self.values = np.ascontiguousarray(self.values, dtype=np.float32).reshape(-1, NUM_PLANES)
+        if self.masks.shape != self.values.shape:
+            raise ValueError(f"masks {self.masks.shape} and values {self.values.shape} differ")
+
+    def __len__(self) -> int:
+        return int(self.masks.shape[0])
+
+    def dense(self, dtype: type = np.float32) -> np.ndarray:
+        """The network input ``[B, 112, 8, 8]``: ``values`` where the mask bit is set, else 0."""
+        bits = (self.masks[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+        out = bits.astype(dtype) * self.values[:, :, None].astype(dtype)
+        return out.reshape(len(self), NUM_PLANES, 8, 8)
+
+    @staticmethod
+    def concat(batches: list[PlanesBatch]) -> PlanesBatch:
+        return PlanesBatch(
+            np.concatenate([b.masks for b in batches]), np.concatenate([b.values for b in batches])
+        )
+
+
+@dataclass
+class NetworkOutput:
+    policy: np.ndarray  # [B, 1858] float32 logits
+    wdl: np.ndarray  # [B, 3] float32
+    moves_left: np.ndarray  # [B] float32
+
+    def __len__(self) -> int:
+        return int(self.policy.shape[0])
+
+    @property
+    def q(self) -> np.ndarray:
+        """``W - L`` per position."""
+        return self.wdl[:, 0] - self.wdl[:, 2]
+
+
+class PendingOutput(Protocol):
+    """Handle of a submitted batch; ``result()`` blocks until the outputs are on the host."""
+
+    def result(self) -> NetworkOutput: ...
+
+
+class ReadyOutput:
+    """A handle whose result is already computed (host backends)."""
+
+    def __init__(self, output: NetworkOutput) -> None:
+        self._output = output
+
+    def result(self) -> NetworkOutput:
+        return self._output
+
+
+@dataclass
+class BackendInfo:
+    """What search needs to know about the network behind a backend."""
+
+    input_format: int  # lc0py.weights.network.InputFormat value
+    has_wdl: bool
+    has_moves_left: bool
+    recommended_batch: int = 256
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """One network on one device. Not thread-safe: one caller at a time."""
+
+    name: str
+    info: BackendInfo
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
+        """Run the network on ``batch`` and wait for the result."""
+        ...
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        """Start evaluating ``batch``; the handle's ``result()`` waits for it."""
+        ...
+
+    def close(self) -> None:
+        """Release device memory and handles (idempotent)."""
+        ...
+
+
+class BackendBase:
+    """Convenience base: ``evaluate_async`` computes synchronously; ``close`` does nothing."""
+
+    name = "base"
+    info: BackendInfo
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        return ReadyOutput(self.evaluate(batch))
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> BackendBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

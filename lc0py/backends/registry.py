@@ -1,0 +1,153 @@
+"""Backends by lc0's names, created lazily, with automatic selection and fallback.
+
+Each entry names a factory ``"module:function"`` with the signature
+``factory(network: Network, options: BackendOptions) -> Backend`` and an optional cheap
+``probe`` ``"module:function"`` returning ``None`` when the backend can run here or a one-line
+reason when it cannot (missing package, no GPU). Nothing is imported until it is needed, so
+``import lc0py`` never imports a vendor package.
+
+``policy_head`` and ``value_head`` are backend options in lc0 (they choose the heads of a
+multi-head net when the weights are loaded); ``create_backend`` takes them before the backend
+sees the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lc0py.backends.options import BackendOptions
+from lc0py.errors import BackendUnavailable, Lc0pyError
+
+if TYPE_CHECKING:
+    from lc0py.backends.base import Backend
+    from lc0py.weights.network import Network
+
+log = logging.getLogger("lc0py.backends")
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    name: str
+    priority: int  # higher is tried first by "auto"
+    factory: str  # "module:function"
+    description: str
+    probe: str | None = None  # "module:function" -> None | reason
+    auto: bool = True  # may "auto" pick it?
+
+
+_REGISTRY: dict[str, BackendEntry] = {}
+
+
+def register(entry: BackendEntry) -> None:
+    _REGISTRY[entry.name] = entry
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    module, func = ref.split(":")
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+
+
+def backend_names() -> list[str]:
+    """Every registered name, highest priority first."""
+    return [e.name for e in sorted(_REGISTRY.values(), key=lambda e: -e.priority)]
+
+
+def entry(name: str) -> BackendEntry:
+    if name not in _REGISTRY:
+        raise BackendUnavailable(
+            f"--backend '{name}': unknown backend (available: {', '.join([AUTO, *backend_names()])})"
+        )
+    return _REGISTRY[name]
+
+
+def unavailable_reason(name: str) -> str | None:
+    """``None`` if backend ``name`` can probably run here, else why not (one line)."""
+    e = entry(name)
+    if e.probe is None:
+        return None
+    try:
+        reason = _resolve(e.probe)()
+    except Exception as exc:  # a probe must never take the program down
+        return f"probe failed: {exc}"
+    return reason if reason else None
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run on this machine, highest priority first."""
+    return [n for n in backend_names() if unavailable_reason(n) is None]
+
+
+def create_backend(
+    name: str | None = None,
+    weights: str | Path | Network | None = None,
+    options: str | dict[str, str] | None = None,
+) -> Backend:
+    """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
+
+    ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net.
+    """
+    from lc0py.weights import load_network
+    from lc0py.weights.network import Network as _Network
+
+    name = (name or AUTO).strip().lower()
+    opts = BackendOptions.parse(options, backend=name)
+    policy_head = opts.take("policy_head", "vanilla")
+    value_head = opts.take("value_head", "winner")
+    if isinstance(weights, _Network):
+        network = weights
+        if (policy_head, value_head) != (network.policy_head_name, network.value_head_name):
+            raise BackendUnavailable(
+                "policy_head/value_head options need the weights path, not a loaded network"
+            )
+    else:
+        if weights is None:
+            from lc0py.tools.default_net import default_weights_path
+
+            weights = default_weights_path()
+        network = load_network(weights, policy_head=policy_head, value_head=value_head)
+
+    if name != AUTO:
+        e = entry(name)
+        reason = unavailable_reason(name)
+        if reason is not None:
+            raise BackendUnavailable(f"--backend '{name}': {reason}")
+        opts.backend = name
+        return _resolve(e.factory)(network, opts)  # type: ignore[no-any-return]
+
+    tried: list[str] = []
+    for candidate in backend_names():
+        e = _REGISTRY[candidate]
+        if not e.auto:
+            continue
+        reason = unavailable_reason(candidate)
+        if reason is not None:
+            tried.append(f"{candidate}: {reason}")
+            continue
+        try:
+            attempt = BackendOptions(dict(opts.values), backend=candidate)
+            backend = _resolve(e.factory)(network, attempt)
+        except Lc0pyError as exc:
+            tried.append(f"{candidate}: {exc}")
+            log.info("backend %s not usable, trying the next one: %s", candidate, exc)
+            continue
+        if tried:
+            log.info("auto backend: using %s (skipped %s)", candidate, "; ".join(tried))
+        return backend  # type: ignore[no-any-return]
+    raise BackendUnavailable("no backend could be created: " + "; ".join(tried))
+
+
+# Registered names (lc0's where lc0 has them). GPU, ONNX and random backends register here too,
+# so the list is complete even when their packages are not installed.
+register(BackendEntry("numpy", 10, "lc0py.backends.numpy_backend:create", "numpy reference (CPU)"))
+register(
+    BackendEntry(
+        "random", 0, "lc0py.backends.random_backend:create", "no network: random outputs", auto=False
+    )
+)

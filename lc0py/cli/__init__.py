@@ -1,0 +1,1 @@
+"""Command-line entry point (``lc0py``)."""

@@ -1,0 +1,80 @@
+"""``lc0py`` command line: one sub-command per tool, lc0's names and flags.
+
+Each sub-command lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; this file only wires them up and turns ``Lc0pyError`` into one line on
+stderr with exit status 2 (argparse's own usage errors also exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from lc0py.errors import Lc0pyError
+
+# command -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "backendbench": ("lc0py.tools.backendbench", "network throughput (nodes per second) per batch size"),
+    "benchmark": ("lc0py.tools.benchmark", "search speed on lc0's benchmark positions"),
+    "uci": ("lc0py.uci.engine", "run as a UCI engine (chess GUIs, python-chess, lichess-bot)"),
+    "verify": ("lc0py.tools.verify", "flash path vs fallback vs numpy float64 reference, with errors"),
+    "eval": ("lc0py.tools.eval", "evaluate positions: policy over legal moves, WDL, Q, moves-left"),
+    "describenet": ("lc0py.tools.describenet", "describe a network file as lc0's describenet does"),
+    "make-net": ("lc0py.tools.make_net", "write a random-weight network lc0 can load (deterministic)"),
+    "export-onnx": ("lc0py.backends.onnx.export_cli", "export a network to an ONNX model"),
+    "tune": ("lc0py.tools.tune", "tune the flash-attention kernel's run-time parameters"),
+    "attnbench": ("lc0py.tools.attnbench", "benchmark the general attention operator"),
+}
+
+
+def _load(module: str):  # type: ignore[no-untyped-def]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("lc0py"):
+            return None  # command not built (yet) in this tree
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lc0py", description="Python inference engine for lc0 attention-body networks."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = _load(module_name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="lc0py: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args) or 0)
+    except Lc0pyError as exc:
+        print(f"lc0py: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

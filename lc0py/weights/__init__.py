@@ -1,0 +1,1 @@
+"""lc0py.weights"""
