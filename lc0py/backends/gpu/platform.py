@@ -1,0 +1,308 @@
+"""The GPU platform interface: everything the GPU backend needs from a vendor runtime.
+
+One small abstract class, implemented by ``cuda_platform.CudaPlatform`` (CUDA driver API, NVRTC,
+cuBLAS) and ``hip_platform.HipPlatform`` (HIP, hiprtc, hipBLAS/rocBLAS). The network code
+(``network.py``) and the kernels (``kernels/*.hip``, single-source HIP C++) only talk to this, so
+the forward pass is written once for both vendors.
+
+Conventions (both implementations follow them exactly):
+
+* Handles are plain Python ``int``\\ s (device pointers, stream/event/graph handles, function
+  handles), so no vendor type leaks out and ``0`` means "null" / the default stream.
+* Every vendor call's status is checked; a failure raises ``GpuError`` naming the call and the
+  vendor's error string. Compile failures raise ``lc0py.errors.KernelCompileError`` carrying the
+  compiler log.
+* All copies and launches are asynchronous on the given stream; only ``synchronize`` /
+  ``Event.synchronize`` / ``free`` block.
+* GEMMs are described in **row-major** terms (numpy's ``C = A @ B``), whatever the library's own
+  convention: ``C[M,N] = alpha * op(A)[M,K] @ op(B)[K,N] + beta * C``, ``op(X) = X.T`` when the
+  matching ``trans_*`` flag is set. ``lda``/``ldb``/``ldc`` are row strides *in elements* of the
+  matrices as stored (e.g. a weight ``W[out, in]`` used as ``x @ W.T`` is ``B`` with
+  ``trans_b=True`` and ``ldb = in``). ``dtype`` ``"fp16"``: fp16 in/out with fp32 accumulation;
+  ``"fp32"``: fp32 in/out, fp32 arithmetic (no TF32: the fp32 backend is the accuracy backend).
+* Kernel arguments are ``ctypes`` scalars (``c_void_p`` for pointers, ``c_int``, ``c_float``, …)
+  in the kernel's parameter order.
+
+Nothing here imports a vendor package; ``create_platform`` imports the one that is asked for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lc0py.errors import BackendUnavailable, Lc0pyError
+
+KernelArg = ctypes.c_void_p | ctypes.c_int | ctypes.c_uint | ctypes.c_float | ctypes.c_int64 | ctypes.c_uint64
+Dim3 = tuple[int, int, int]
+
+
+class GpuError(Lc0pyError):
+    """A vendor runtime call failed (out of memory, launch failure, ...): names the call."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Properties of the selected device that kernels and tuning depend on."""
+
+    vendor: str  # "nvidia" | "amd"
+    index: int
+    name: str  # e.g. "NVIDIA H100 80GB HBM3", "AMD Radeon RX 7900 XTX"
+    arch: str  # compiler target: "sm_90", "sm_80", "gfx1100", "gfx90a", ...
+    sm_count: int  # multiprocessors / compute units
+    warp_size: int  # 32 (NVIDIA, RDNA wave32) or 64 (CDNA)
+    shared_mem_per_block: int  # bytes a block gets without opting in (48 KiB on NVIDIA)
+    shared_mem_per_block_optin: int  # largest dynamic shared memory after opting in
+    total_memory: int  # bytes of device memory
+    l2_bytes: int = 0
+
+    @property
+    def arch_number(self) -> int:
+        """``sm_90`` → 90, ``gfx1100`` → 1100 (for "at least" comparisons within a vendor)."""
+        digits = "".join(ch for ch in self.arch if ch.isdigit())
+        return int(digits) if digits else 0
+
+
+@dataclass(frozen=True)
+class Event:
+    """A device event: ``handle`` is the vendor's event handle."""
+
+    handle: int
+    platform: Platform
+
+    def record(self, stream: int) -> None:
+        self.platform.event_record(self.handle, stream)
+
+    def synchronize(self) -> None:
+        self.platform.event_synchronize(self.handle)
+
+    def query(self) -> bool:
+        """``True`` once all work before the recorded point has finished."""
+        return self.platform.event_query(self.handle)
+
+    def elapsed_ms(self, end: Event) -> float:
+        """Milliseconds from this event to ``end`` (both recorded, created with ``timing=True``)."""
+        return self.platform.event_elapsed_ms(self.handle, end.handle)
+
+
+class HostBuffer:
+    """Pinned (page-locked) host memory viewed as a numpy array, for async copies.
+
+    ``array`` is a flat ``uint8`` view; ``view(dtype, shape)`` gives typed views of its start.
+    """
+
+    def __init__(self, ptr: int, nbytes: int) -> None:
+        self.ptr = ptr
+        self.nbytes = nbytes
+        self.array = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)) if nbytes else np.empty(0, np.uint8)
+
+    def view(self, dtype: np.dtype | type, shape: tuple[int, ...]) -> np.ndarray:
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape)) * dt.itemsize
+        if n > self.nbytes:
+            raise ValueError(f"host buffer of {self.nbytes} bytes cannot hold {shape} {dt}")
+        return self.array[:n].view(dt).reshape(shape)
+
+
+class Platform(ABC):
+    """One device of one vendor: memory, streams, events, run-time compilation, launches, BLAS,
+    graphs. Created by ``create_platform``; not thread-safe (one backend drives it)."""
+
+    vendor: str  # "nvidia" | "amd"
+    info: DeviceInfo
+    #: binary format produced by ``compile`` ("cubin", "hsaco"); part of the kernel cache key
+    binary_kind: str
+
+    # ---- memory -------------------------------------------------------------------------
+    @abstractmethod
+    def alloc(self, nbytes: int) -> int:
+        """Device memory (plain allocation, never managed); returns the device pointer."""
+
+    @abstractmethod
+    def free(self, ptr: int) -> None: ...
+
+    @abstractmethod
+    def alloc_host(self, nbytes: int) -> HostBuffer:
+        """Pinned host memory (so H2D/D2H copies are truly asynchronous)."""
+
+    @abstractmethod
+    def free_host(self, buf: HostBuffer) -> None: ...
+
+    @abstractmethod
+    def copy_h2d(self, dst: int, src: np.ndarray | HostBuffer, nbytes: int, stream: int) -> None:
+        """Async copy of ``nbytes`` from host ``src`` (contiguous; pinned for real overlap)."""
+
+    @abstractmethod
+    def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None: ...
+
+    @abstractmethod
+    def copy_d2d(self, dst: int, src: int, nbytes: int, stream: int) -> None: ...
+
+    @abstractmethod
+    def memset(self, ptr: int, byte: int, nbytes: int, stream: int) -> None:
+        """Fill ``nbytes`` with ``byte`` (used to poison buffers in tests, zero pads)."""
+
+    # ---- streams and events -------------------------------------------------------------
+    @abstractmethod
+    def create_stream(self) -> int:
+        """A non-blocking stream (does not synchronise with the legacy default stream)."""
+
+    @abstractmethod
+    def destroy_stream(self, stream: int) -> None: ...
+
+    @abstractmethod
+    def synchronize(self, stream: int | None = None) -> None:
+        """Wait for ``stream`` (``None``: the whole device)."""
+
+    @abstractmethod
+    def create_event(self, timing: bool = False) -> Event:
+        """An event; ``timing=False`` makes record/query cheaper (no timestamp)."""
+
+    @abstractmethod
+    def destroy_event(self, event: Event) -> None: ...
+
+    @abstractmethod
+    def event_record(self, event: int, stream: int) -> None: ...
+
+    @abstractmethod
+    def event_synchronize(self, event: int) -> None: ...
+
+    @abstractmethod
+    def event_query(self, event: int) -> bool: ...
+
+    @abstractmethod
+    def event_elapsed_ms(self, start: int, end: int) -> float: ...
+
+    # ---- run-time compilation and launches ---------------------------------------------
+    @abstractmethod
+    def compiler_version(self) -> str:
+        """E.g. ``"nvrtc-13.5"``; part of the kernel cache key."""
+
+    @abstractmethod
+    def compile(self, source: str, name: str, options: Sequence[str], headers: dict[str, str]) -> bytes:
+        """Compile HIP C++ ``source`` for ``self.info.arch``; returns the loadable binary.
+
+        ``headers`` maps include names to their text (``"mma.h"`` → …), so nothing is read from
+        disk by the compiler. ``options`` are extra compiler flags (``-DLC0_...=...``); the
+        platform adds its own vendor prelude and arch flags. Raises ``KernelCompileError`` with
+        the log on failure.
+        """
+
+    @abstractmethod
+    def load_module(self, binary: bytes) -> int:
+        """Load a compiled binary; returns a module handle."""
+
+    @abstractmethod
+    def get_function(self, module: int, name: str) -> int:
+        """Kernel handle by its (``extern "C"``) name."""
+
+    @abstractmethod
+    def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
+        """Allow ``function`` more than the default dynamic shared memory (no-op if not needed)."""
+
+    @abstractmethod
+    def launch(
+        self,
+        function: int,
+        grid: Dim3,
+        block: Dim3,
+        shared_mem: int,
+        stream: int,
+        args: Sequence[KernelArg],
+    ) -> None:
+        """Launch asynchronously; launch errors raise ``GpuError``."""
+
+    # ---- BLAS ---------------------------------------------------------------------------
+    @abstractmethod
+    def gemm(
+        self,
+        stream: int,
+        m: int,
+        n: int,
+        k: int,
+        a: int,
+        lda: int,
+        b: int,
+        ldb: int,
+        c: int,
+        ldc: int,
+        *,
+        dtype: str,
+        trans_a: bool = False,
+        trans_b: bool = False,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+        batch: int = 1,
+        stride_a: int = 0,
+        stride_b: int = 0,
+        stride_c: int = 0,
+        bias: int = 0,
+        epilogue: str | None = None,
+    ) -> None:
+        """Row-major (strided-batched when ``batch > 1``) GEMM, see the module docstring.
+
+        ``epilogue`` (``None``, ``"bias"``, ``"bias_relu"``) with ``bias`` a device vector of
+        ``n`` elements of ``dtype`` adds ``bias[n]`` to every row (then ReLU) in the GEMM's
+        epilogue; only allowed where ``supports_epilogue`` says so.
+        """
+
+    def supports_epilogue(self, epilogue: str) -> bool:
+        """Whether ``gemm(..., epilogue=epilogue)`` is available here."""
+        return False
+
+    # ---- graphs -------------------------------------------------------------------------
+    @abstractmethod
+    def begin_capture(self, stream: int) -> None:
+        """Start recording ``stream``'s work (launches, GEMMs, copies) into a graph."""
+
+    @abstractmethod
+    def end_capture(self, stream: int) -> int:
+        """Stop recording; returns an executable graph handle."""
+
+    @abstractmethod
+    def launch_graph(self, graph: int, stream: int) -> None: ...
+
+    @abstractmethod
+    def destroy_graph(self, graph: int) -> None: ...
+
+    # ---- lifetime -----------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None:
+        """Release library handles (idempotent). Memory must have been freed by its owners."""
+
+
+def create_platform(vendor: str = "auto", device: int = 0) -> Platform:
+    """The platform of ``vendor`` ("nvidia", "amd", or "auto": whichever is present) on ``device``.
+
+    Raises ``BackendUnavailable`` with the reason when none can be used.
+    """
+    reasons: list[str] = []
+    if vendor in ("nvidia", "auto"):
+        try:
+            from lc0py.backends.gpu.cuda_platform import CudaPlatform
+
+            return CudaPlatform(device)
+        except BackendUnavailable as exc:
+            if vendor == "nvidia":
+                raise
+            reasons.append(f"cuda: {exc}")
+    if vendor in ("amd", "auto"):
+        try:
+            from lc0py.backends.gpu.hip_platform import HipPlatform  # type: ignore[import-not-found]
+
+            return HipPlatform(device)  # type: ignore[no-any-return]
+        except ImportError as exc:
+            if vendor == "amd":
+                raise BackendUnavailable(f"HIP platform not available: {exc}") from None
+            reasons.append(f"rocm: {exc}")
+        except BackendUnavailable as exc:
+            if vendor == "amd":
+                raise
+            reasons.append(f"rocm: {exc}")
+    if vendor not in ("nvidia", "amd", "auto"):
+        raise BackendUnavailable(f"unknown GPU vendor '{vendor}' (nvidia, amd, auto)")
+    raise BackendUnavailable("no GPU platform: " + "; ".join(reasons))
