@@ -1,0 +1,120 @@
+"""Decode and encode ``Weights.Layer`` arrays (weights-format.md §4), vectorised with numpy.
+
+A layer's own ``encoding`` field decides how its bytes are read; an absent field means LINEAR16
+(whatever ``Format.weights_encoding`` says). LINEAR16 uses lc0 >= 0.33's formula
+``min*(1-θ) + max*θ`` with ``θ = u/65535``, all in float32, so the values equal lc0's bit for bit.
+``encode_layer`` is the inverse used by the writer (LINEAR16 recipe of the training exporter).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lc0py.errors import WeightsFormatError
+from lc0py.weights.network import WeightsEncoding
+
+_ELEMENT_SIZE = {
+    WeightsEncoding.LINEAR16: 2,
+    WeightsEncoding.FLOAT16: 2,
+    WeightsEncoding.BFLOAT16: 2,
+    WeightsEncoding.FLOAT32: 4,
+}
+
+ENCODING_NAMES = {e.name.lower(): e for e in _ELEMENT_SIZE}
+
+
+def layer_encoding(layer: Any) -> WeightsEncoding:
+    """The effective encoding of ``layer`` (absent field -> LINEAR16)."""
+    if not layer.HasField("encoding"):
+        return WeightsEncoding.LINEAR16
+    return WeightsEncoding(int(layer.encoding))
+
+
+def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
+    """Return the layer's values as a flat float32 array (empty for an absent/empty layer).
+
+    Raises ``WeightsFormatError`` (message starts with ``name``) for an explicit UNKNOWN or
+    unrecognised encoding, a byte count that is not a multiple of the element size, or ``dims``
+    whose product disagrees with the element count.
+    """
+    raw: bytes = layer.params
+    if layer.HasField("encoding"):
+        code = int(layer.encoding)
+        if code not in _ELEMENT_SIZE.keys():
+            raise WeightsFormatError(f"{name}: unknown layer encoding {code} (expected 1-4)")
+        encoding = WeightsEncoding(code)
+    else:
+        encoding = WeightsEncoding.LINEAR16
+    size = _ELEMENT_SIZE[encoding]
+    if len(raw) % size:
+        raise WeightsFormatError(
+            f"{name}: {len(raw)} bytes of {encoding.name} data is not a multiple of {size}"
+        )
+    if encoding == WeightsEncoding.LINEAR16:
+        theta = np.frombuffer(raw, dtype="<u2").astype(np.float32) / np.float32(65535.0)
+        lo, hi = np.float32(layer.min_val), np.float32(layer.max_val)
+        values = lo * (np.float32(1.0) - theta) + hi * theta
+    elif encoding == WeightsEncoding.FLOAT16:
+        values = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+    elif encoding == WeightsEncoding.BFLOAT16:
+        values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+    else:
+        values = np.frombuffer(raw, dtype="<f4").astype(np.float32)  # copy: writable, native order
+    if len(layer.dims):
+        dims = [int(d) for d in layer.dims]
+        if int(np.prod(dims, dtype=np.int64)) != values.size:
+            raise WeightsFormatError(
+                f"{name}: dims {'x'.join(map(str, dims))} disagree with its {values.size} values"
+            )
+    return values
+
+
+def encode_layer(layer: Any, values: np.ndarray, encoding: WeightsEncoding = WeightsEncoding.LINEAR16,
+                 dims: tuple[int, ...] | None = None) -> None:
+    """Fill ``layer`` (a ``Weights.Layer`` message) with ``values`` in ``encoding``.
+
+    LINEAR16 follows the training exporter (``fill_layer_v2``): ``min/max`` of the data (a single
+    element gets ``min=0, max=value`` or ``max=1`` for 0), ``round((x-min)/(max-min)*65535)``.
+    LINEAR16 layers leave the ``encoding`` field unset (absent means LINEAR16 to every lc0, and
+    lc0 < 0.33 does not know the field); other encodings set it explicitly.
+    ``dims`` defaults to ``values.shape``.
+    """
+    x = np.ascontiguousarray(values, dtype=np.float32)
+    flat = x.reshape(-1)
+    if encoding == WeightsEncoding.LINEAR16:
+        if flat.size == 1:
+            lo = 0.0
+            hi = float(flat[0]) if flat[0] != 0 else 1.0
+        elif flat.size == 0:
+            lo = hi = 0.0
+        else:
+            lo, hi = float(flat.min()), float(flat.max())
+        lo32, hi32 = np.float32(lo), np.float32(hi)
+        if hi32 == lo32:
+            q = np.round((flat.astype(np.float64) - lo32) * 65535.0)
+        else:
+            q = np.round((flat.astype(np.float64) - lo32) / (float(hi32) - float(lo32)) * 65535.0)
+        layer.min_val = float(lo32)
+        layer.max_val = float(hi32)
+        layer.params = np.clip(q, 0, 65535).astype("<u2").tobytes()
+    elif encoding == WeightsEncoding.FLOAT16:
+        layer.params = flat.astype("<f2").tobytes()
+    elif encoding == WeightsEncoding.BFLOAT16:
+        bits = flat.view(np.uint32).astype(np.uint64)
+        # round to nearest even on the dropped 16 bits (NaN stays NaN: the exponent is all ones)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        nan = np.isnan(flat)
+        upper = np.where(nan, (bits >> 16) | 0x40, rounded).astype("<u2")
+        layer.params = upper.tobytes()
+    elif encoding == WeightsEncoding.FLOAT32:
+        layer.params = flat.astype("<f4").tobytes()
+    else:
+        raise ValueError(f"cannot encode with {encoding!r}")
+    if encoding == WeightsEncoding.LINEAR16:
+        layer.ClearField("encoding")
+    else:
+        layer.encoding = int(encoding)
+    del layer.dims[:]
+    layer.dims.extend(int(d) for d in (x.shape if dims is None else dims))
