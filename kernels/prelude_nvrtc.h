@@ -1,0 +1,71 @@
+// prelude_nvrtc.h -- HIP spellings -> CUDA for NVRTC. The ONLY vendor switch on the NVIDIA side.
+//
+// The kernels in this folder are single-source HIP C++. On AMD, hiprtc compiles them as they are
+// (the HIP platform pre-includes its own prelude with the same names). On NVIDIA, the CUDA
+// platform pre-includes this file (NVRTC `-include prelude_nvrtc.h`), which defines the small
+// vocabulary every kernel uses, so kernels never name a CUDA-only intrinsic:
+//
+//   LC0_NVIDIA / LC0_AMD        which vendor compiles (exactly one is defined to 1)
+//   WARP_SIZE                   32 here; 64 on CDNA, 32 on RDNA wave32
+//   u16, u32, u64               fixed-width unsigned integers (NVRTC has no <cstdint> here)
+//   f16                         16-bit IEEE half *storage* type (all arithmetic is done in fp32)
+//   f16_to_f32 / f32_to_f16     conversions (round to nearest even)
+//   warp_shfl_xor(v, m)         butterfly shuffle among the lanes of a warp (float / u32)
+//   warp_sync()                 converge the warp (after per-warp shared-memory writes)
+//   lc0_exp2 / lc0_rsqrt        fast special functions (ex2.approx / rsqrt.approx; rel err ~2^-22)
+//   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
+//
+// We do NOT include <cuda_fp16.h>: NVRTC needs the toolkit's include folder for it, which an
+// installed wheel (nvidia-cuda-nvrtc) does not ship. A storage-only half type plus two PTX `cvt`
+// conversions is all the kernels need, and keeps the compile free of file-system lookups.
+#pragma once
+
+#define LC0_NVIDIA 1
+#define WARP_SIZE 32
+#define LC0_DEVICE __device__ __forceinline__
+#define LC0_RESTRICT __restrict__
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct __align__(2) f16 {
+    u16 x;
+};
+
+LC0_DEVICE float f16_to_f32(f16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x));
+    return f;
+}
+
+LC0_DEVICE f16 f32_to_f16(float f) {
+    f16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f));
+    return h;
+}
+
+// Two floats -> one 32-bit register holding (lo, hi) halves: the operand format of mma.sync.
+LC0_DEVICE u32 pack_f16x2(float lo, float hi) {
+    u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+LC0_DEVICE float warp_shfl_xor(float v, int lane_mask) {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, WARP_SIZE);
+}
+LC0_DEVICE u32 warp_shfl_xor(u32 v, int lane_mask) {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, WARP_SIZE);
+}
+LC0_DEVICE void warp_sync() { __syncwarp(); }
+
+LC0_DEVICE float lc0_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+LC0_DEVICE float lc0_rsqrt(float x) { return rsqrtf(x); }
+
+// Shared-memory address as the 32-bit value ldmatrix/cp.async want.
+LC0_DEVICE u32 lc0_smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
