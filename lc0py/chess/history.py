@@ -1,0 +1,206 @@
+"""The game as lc0 sees it: positions with lc0's ep marker, rule-50 count and repetition count.
+
+python-chess keeps the current board and the move stack; lc0 also needs facts about earlier
+positions (their pieces for the history planes, their repetition counts), so every position gets a
+small immutable :class:`PositionRecord` taken when it is reached (chess-encoding.md §2, §3).
+
+Two details differ from python-chess and matter for the encoding:
+
+* **ep marker**: lc0 marks "en passant possible" only when a pawn of the side to move attacks the
+  passed-over square (pins ignored); python-chess sets ``ep_square`` after every double push. In
+  the game's starting FEN, an ep square named by the FEN is always a marker.
+* **repetitions**: counted as lc0's ``PositionHistory::Append`` (§3), including its stop rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import chess
+
+from lc0py.chess.encoding import EncodedPosition, PositionRecord, encode_history
+from lc0py.errors import PositionError
+
+
+def _pieces(board: chess.Board) -> tuple[int, ...]:
+    """The 12 piece masks, absolute squares: white P N B R Q K, then black P N B R Q K."""
+    b, w = board.occupied_co  # indexed by colour: [BLACK, WHITE]
+    p, n, bi, r, q, k = board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings
+    return (p & w, n & w, bi & w, r & w, q & w, k & w, p & b, n & b, bi & b, r & b, q & b, k & b)
+
+
+def _lc0_ep_after_move(board: chess.Board, ep: int) -> int:
+    """lc0's marker after a double push over ``ep``: ``ep`` if a pawn of the side now to move
+    attacks it (pins ignored), else -1. python-chess's ``ep_square`` is not used: it is set after
+    every double push."""
+    attackers = chess.BB_PAWN_ATTACKS[not board.turn][ep] & board.pawns & board.occupied_co[board.turn]
+    return ep if attackers else -1
+
+
+def _record(board: chess.Board, ep: int, previous: list[PositionRecord]) -> PositionRecord:
+    pieces = _pieces(board)
+    castling = board.castling_rights
+    rule50 = board.halfmove_clock
+    turn = board.turn
+    key = (pieces, castling, ep, turn)
+    reps = 0
+    if rule50 >= 4:
+        # lc0 PositionHistory::ComputeLastMoveRepetitions: same side to move, 4, 6, 8, ... plies back;
+        # compare first, then stop at a position with rule50 < 2.
+        for idx in range(len(previous) - 4, -1, -2):
+            old = previous[idx]
+            if old.key == key:
+                reps = 1 + old.repetitions
+                break
+            if old.rule50 < 2:
+                break
+    return PositionRecord(pieces, castling, ep, turn, rule50, reps, key)
+
+
+class PositionHistory:
+    """A game from a start position (standard or FEN) plus moves, with lc0's per-position facts.
+
+    ``board`` is the current python-chess board (its ``move_stack`` holds the moves). Use
+    :meth:`push`/:meth:`pop` rather than mutating ``board`` directly.
+    """
+
+    __slots__ = ("board", "_records")
+
+    def __init__(self, board: chess.Board, records: list[PositionRecord]) -> None:
+        self.board = board
+        self._records = records
+
+    # --- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_fen(cls, fen: str | None = None, moves: Sequence[str] = ()) -> PositionHistory:
+        """Start from ``fen`` (default: standard start position) and play ``moves`` (UCI strings).
+
+        Moves follow lc0's UCI input rules: ``e1g1``/``e1h1`` castle, a 4-character pawn move onto
+        the last rank is a knight promotion. Raises :class:`PositionError` on a bad FEN or an
+        illegal move.
+        """
+        if fen is None:
+            board = chess.Board()
+        else:
+            try:
+                board = chess.Board(fen)
+            except ValueError as exc:
+                raise PositionError(f"bad FEN {fen!r}: {exc}") from None
+        history = cls._from_root(board, fen or board.fen())
+        for text in moves:
+            history.push(history._parse_move(text))
+        return history
+
+    @classmethod
+    def from_board(cls, board: chess.Board) -> PositionHistory:
+        """The game of ``board``: its ``root()`` and ``move_stack`` replayed (``board`` is not changed)."""
+        history = cls._from_root(board.root(), board.root().fen())
+        for move in board.move_stack:
+            history.push(move)
+        return history
+
+    @classmethod
+    def _from_root(cls, board: chess.Board, fen: str) -> PositionHistory:
+        _validate_root(board, fen)
+        board = board.copy(stack=False)
+        ep = board.ep_square if board.ep_square is not None else -1
+        return cls(board, [_record(board, ep, [])])
+
+    def _parse_move(self, text: str) -> chess.Move:
+        board = self.board
+        try:
+            move = chess.Move.from_uci(text)
+        except ValueError:
+            raise PositionError(f"illegal move {text!r} in position {board.fen()}") from None
+        if (
+            move.promotion is None
+            and board.pawns & board.occupied_co[board.turn] & (1 << move.from_square)
+            and chess.square_rank(move.to_square) in (0, 7)
+        ):
+            move = chess.Move(move.from_square, move.to_square, chess.KNIGHT)
+        if not board.is_legal(move):
+            # python-chess also accepts king-takes-rook castling on standard boards via is_legal.
+            raise PositionError(f"illegal move {text!r} in position {board.fen()}")
+        return move
+
+    def copy(self) -> PositionHistory:
+        """An independent copy (records are immutable and shared)."""
+        return PositionHistory(self.board.copy(), list(self._records))
+
+    # --- game ---------------------------------------------------------------------------------
+    def push(self, move: chess.Move) -> None:
+        """Play ``move`` (assumed legal) and record lc0's facts about the new position."""
+        board = self.board
+        frm, to = move.from_square, move.to_square
+        double_push = (to - frm == 16 or frm - to == 16) and (board.pawns >> frm) & 1
+        board.push(move)
+        ep = _lc0_ep_after_move(board, (frm + to) >> 1) if double_push else -1
+        self._records.append(_record(board, ep, self._records))
+
+    def pop(self) -> None:
+        """Take back the last move."""
+        if len(self._records) == 1:
+            raise IndexError("pop from a history without moves")
+        self.board.pop()
+        self._records.pop()
+
+    def __len__(self) -> int:
+        """Number of positions (moves + 1)."""
+        return len(self._records)
+
+    def repetitions(self) -> int:
+        """lc0's repetition count of the current position (2 = third occurrence, a draw)."""
+        return self._records[-1].repetitions
+
+    @property
+    def rule50(self) -> int:
+        """Plies since the last capture or pawn move (as in the FEN for the start position)."""
+        return self._records[-1].rule50
+
+    @property
+    def records(self) -> Sequence[PositionRecord]:
+        """Per-position facts, oldest first (read-only view for encoders and tests)."""
+        return tuple(self._records)
+
+    def encode(self, input_format: int, history_fill: str = "fen_only") -> EncodedPosition:
+        """The 112 input planes of the current position (chess-encoding.md §2–§4)."""
+        return encode_history(self._records, int(input_format), history_fill)
+
+    def key(self) -> int:
+        """NN-cache key: board (incl. castling), lc0 ep marker, side to move, repetitions; not rule-50."""
+        last = self._records[-1]
+        return hash((last.key, last.repetitions))
+
+
+def _validate_root(board: chess.Board, fen: str) -> None:
+    """Refuse what lc0's ``SetFromFen`` refuses (and positions without exactly one king a side)."""
+    status = board.status()
+    bad = (
+        chess.STATUS_NO_WHITE_KING
+        | chess.STATUS_NO_BLACK_KING
+        | chess.STATUS_TOO_MANY_KINGS
+        | chess.STATUS_PAWNS_ON_BACKRANK
+        | chess.STATUS_BAD_CASTLING_RIGHTS
+    )
+    if status & bad:
+        what = {
+            chess.STATUS_NO_WHITE_KING: "no white king",
+            chess.STATUS_NO_BLACK_KING: "no black king",
+            chess.STATUS_TOO_MANY_KINGS: "too many kings",
+            chess.STATUS_PAWNS_ON_BACKRANK: "pawn on back rank",
+            chess.STATUS_BAD_CASTLING_RIGHTS: "castling right without its king or rook",
+        }
+        reasons = ", ".join(text for flag, text in what.items() if status & flag)
+        raise PositionError(f"bad FEN {fen!r}: {reasons}")
+    ep = board.ep_square
+    if ep is not None:
+        # lc0: right rank, empty square, and the pawn that double-pushed past it on the next square.
+        pushed_sq = ep - 8 if board.turn == chess.WHITE else ep + 8
+        ok_rank = chess.square_rank(ep) == (5 if board.turn == chess.WHITE else 2)
+        pusher = board.pawns & board.occupied_co[not board.turn]
+        if (
+            not ok_rank
+            or board.occupied & (1 << ep)
+            or not (0 <= pushed_sq < 64 and pusher & (1 << pushed_sq))
+        ):
+            raise PositionError(f"bad FEN {fen!r}: bad en passant square {chess.square_name(ep)}")
