@@ -1,0 +1,60 @@
+"""``numpy`` backend: the reference forward pass (``lc0py.model``) behind the backend interface.
+
+Slow but exact; useful everywhere a GPU is absent and as the yardstick for other backends.
+Options (``--backend-opts``): ``precision=fp32|fp64`` (default ``fp32``). With ``fp64`` the
+weights are converted to float64 once at creation, not per batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PlanesBatch
+from lc0py.backends.options import BackendOptions
+from lc0py.model.forward import cast_network, forward
+from lc0py.weights.network import Network
+
+PRECISIONS: dict[str, type] = {"fp32": np.float32, "fp64": np.float64}
+KNOWN_OPTIONS = ("precision",)
+
+
+class NumpyBackend(BackendBase):
+    """Evaluates batches with ``lc0py.model.forward`` in float32 or float64 on the CPU."""
+
+    name = "numpy"
+
+    def __init__(self, network: Network, precision: str = "fp32") -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
+        self.precision = precision
+        self.dtype = PRECISIONS[precision]
+        self.network = cast_network(network, self.dtype)
+        self.info = BackendInfo(
+            input_format=int(network.format.input),
+            has_wdl=network.has_wdl,
+            has_moves_left=network.has_moves_left,
+            recommended_batch=32,
+        )
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
+        """``batch`` (``B`` positions) -> float32 outputs ``policy [B,1858]``, ``wdl [B,3]``, ``moves_left [B]``."""
+        if len(batch) == 0:
+            return NetworkOutput(
+                np.zeros((0, 1858), np.float32), np.zeros((0, 3), np.float32), np.zeros(0, np.float32)
+            )
+        out = forward(self.network, batch.dense(self.dtype), self.dtype)
+        return NetworkOutput(
+            policy=out.policy.astype(np.float32),
+            wdl=out.wdl.astype(np.float32),
+            moves_left=out.moves_left.astype(np.float32),
+        )
+
+    def __repr__(self) -> str:
+        return f"NumpyBackend(precision={self.precision!r})"
+
+
+def create(network: Network, options: BackendOptions) -> NumpyBackend:
+    """Registry factory: ``options`` may hold ``precision``; anything else is refused."""
+    precision = options.take_choice("precision", "fp32", tuple(PRECISIONS))
+    options.finish(KNOWN_OPTIONS)
+    return NumpyBackend(network, precision)

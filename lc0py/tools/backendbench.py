@@ -1,0 +1,207 @@
+"""``lc0py backendbench``: network throughput per batch size, in lc0 master's CSV format.
+
+Like lc0 (``src/tools/backendbench.cc``): one position (``--fen``, default the start position)
+is evaluated ``size`` times per batch, ``--batches`` batches per size, sizes from
+``--start-batch-size`` to ``--max-batch-size`` in steps of ``--batch-step`` (or the list
+``--batch-sizes 1,8,64``). Each timed batch includes encoding the planes, building the batch,
+the backend call and reading the outputs back (host <-> device traffic), as lc0 does. Warm-up:
+2 batches of the largest size. Rows: see ``lc0py.tools.bench_stats``.
+
+CPU backends are slow on T82-sized nets, so when the chosen backend runs on the CPU and no batch
+flag was given, a small plan is used (sizes 1, 8, 32, 5 batches each, 1 warm-up batch) and said
+on stderr. Backends declare this with an ``is_cpu`` attribute; the known CPU names are below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lc0py.errors import UsageError
+from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
+from lc0py.tools.positions import normalise_fen
+
+CPU_BACKENDS = frozenset({"numpy", "onnx-cpu", "random"})
+CPU_DEFAULT_SIZES = (1, 8, 32)
+CPU_DEFAULT_BATCHES = 5
+CPU_DEFAULT_WARMUP = 1
+WARMUP_BATCHES = 2
+PROGRESS_AFTER_S = 2.0
+
+_BATCH_FLAGS = ("batches", "start_batch_size", "max_batch_size", "batch_step", "batch_sizes")
+
+
+@dataclass
+class Plan:
+    """What to run: batch sizes, batches per size, warm-up batches (of the largest size)."""
+
+    sizes: list[int]
+    batches: int
+    warmup: int
+
+
+def _int_in(name: str, lo: int, hi: int) -> Any:
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} '{text}' is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{name} {value} is out of range [{lo}, {hi}]")
+        return value
+
+    return convert
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--weights", "-w", metavar="FILE", help="network file (default: built-in T82-shaped net)")
+    parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto = best available)")
+    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
+    parser.add_argument("--batches", type=_int_in("--batches", 1, 999999999), default=None,
+                        help="batches per size (default 100)")
+    parser.add_argument("--start-batch-size", type=_int_in("--start-batch-size", 1, 1024), default=None,
+                        help="first batch size (default 1)")
+    parser.add_argument("--max-batch-size", type=_int_in("--max-batch-size", 1, 1024), default=None,
+                        help="last batch size (default 256)")
+    parser.add_argument("--batch-step", type=_int_in("--batch-step", 1, 256), default=None,
+                        help="batch size step (default 1)")
+    parser.add_argument("--batch-sizes", default=None, metavar="LIST",
+                        help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
+    parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
+    parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
+    parser.add_argument("--json", action="store_true", help="one JSON object per batch size instead of CSV")
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"1,8,64"`` -> ``[1, 8, 64]`` (each 1..1024)."""
+    sizes = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise UsageError(f"--batch-sizes: '{item}' is not an integer") from None
+        if not 1 <= n <= 1024:
+            raise UsageError(f"--batch-sizes: {n} is out of range [1, 1024]")
+        sizes.append(n)
+    if not sizes:
+        raise UsageError("--batch-sizes: no sizes given")
+    return sizes
+
+
+def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
+    """The plan from the flags; ``(plan, used_cpu_defaults)``."""
+    if is_cpu and all(getattr(args, f) is None for f in _BATCH_FLAGS):
+        return Plan(list(CPU_DEFAULT_SIZES), CPU_DEFAULT_BATCHES, CPU_DEFAULT_WARMUP), True
+    if args.batch_sizes is not None:
+        if any(getattr(args, f) is not None for f in ("start_batch_size", "max_batch_size", "batch_step")):
+            raise UsageError("--batch-sizes cannot be combined with --start/--max-batch-size/--batch-step")
+        sizes = parse_sizes(args.batch_sizes)
+    else:
+        start = args.start_batch_size if args.start_batch_size is not None else 1
+        stop = args.max_batch_size if args.max_batch_size is not None else 256
+        step = args.batch_step if args.batch_step is not None else 1
+        if start > stop:
+            raise UsageError(f"--start-batch-size {start} is larger than --max-batch-size {stop}")
+        sizes = list(range(start, stop + 1, step))
+    batches = args.batches if args.batches is not None else 100
+    return Plan(sizes, batches, WARMUP_BATCHES), False
+
+
+def backend_is_cpu(backend: Any) -> bool:
+    flag = getattr(backend, "is_cpu", None)
+    if isinstance(flag, bool):
+        return flag
+    return str(getattr(backend, "name", "")) in CPU_BACKENDS
+
+
+class _Progress:
+    """``size S: batch k/n`` on stderr (terminals only) once the run has taken a while."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.shown = False
+
+    def update(self, text: str) -> None:
+        if self.tty and time.monotonic() - self.start > PROGRESS_AFTER_S:
+            sys.stderr.write(f"\r\033[Kbackendbench: {text}")
+            sys.stderr.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
+    """Encode ``size`` copies of the position, evaluate, and touch every output on the host."""
+    from lc0py.chess import encode_batch
+
+    batch = encode_batch([history.encode(input_format) for _ in range(size)])
+    out = backend.evaluate(batch)
+    # Reading the outputs completes any device -> host copy (lc0 fetches results the same way).
+    float(out.policy[-1, -1]) + float(out.wdl[-1, 0]) + float(out.moves_left[-1])
+
+
+def bench_size(backend: Any, history: Any, input_format: int, size: int, batches: int,
+               progress: _Progress | None = None) -> BatchStats:
+    """Time ``batches`` batches of ``size`` positions (one thread) and return the statistics."""
+    completions = []
+    start = time.perf_counter()
+    for k in range(batches):
+        run_batch(backend, history, input_format, size)
+        completions.append(time.perf_counter())
+        if progress is not None:
+            progress.update(f"size {size}: batch {k + 1}/{batches}")
+    return compute_stats(size, start, [completions])
+
+
+def run(args: argparse.Namespace) -> int:
+    from lc0py.backends.registry import create_backend
+    from lc0py.chess import PositionHistory
+
+    fen = normalise_fen(args.fen) if args.fen is not None else None
+    history = PositionHistory.from_fen(fen)  # validates --fen before anything slow
+    weights: Path | None = None
+    if args.weights is not None:
+        weights = Path(args.weights)
+        if not weights.is_file():
+            raise UsageError(f"--weights {weights}: no such file")
+    if args.batch_sizes is not None:
+        parse_sizes(args.batch_sizes)
+    backend = create_backend(args.backend, weights, args.backend_opts)
+    try:
+        plan, cpu_defaults = make_plan(args, backend_is_cpu(backend))
+        if cpu_defaults:
+            print(f"backendbench: CPU backend '{backend.name}' without batch flags: sizes "
+                  f"{','.join(map(str, plan.sizes))}, {plan.batches} batches each, "
+                  f"{plan.warmup} warm-up batch (give --batches/--batch-sizes/... to change)",
+                  file=sys.stderr, flush=True)
+        fmt = backend.info.input_format
+        progress = _Progress()
+        for k in range(plan.warmup):
+            run_batch(backend, history, fmt, max(plan.sizes))
+            progress.update(f"warm-up {k + 1}/{plan.warmup}")
+        for index, size in enumerate(plan.sizes):
+            stats = bench_size(backend, history, fmt, size, plan.batches, progress)
+            progress.clear()
+            if args.json:
+                row = {"backend": backend.name, **stats.as_dict()}
+                sys.stdout.write(json.dumps(row) + "\n")
+            else:
+                if header_due(index, args.header_only_once):
+                    sys.stdout.write(HEADER + "\n")
+                sys.stdout.write(stats.csv_row() + "\n")
+            sys.stdout.flush()
+    finally:
+        backend.close()
+    return 0
