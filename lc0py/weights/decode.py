@@ -118,3 +118,15 @@ def encode_layer(layer: Any, values: np.ndarray, encoding: WeightsEncoding = Wei
         layer.encoding = int(encoding)
     del layer.dims[:]
     layer.dims.extend(int(d) for d in (x.shape if dims is None else dims))
+
+
+def layer_element_count(layer: Any) -> int:
+    """Number of elements a layer holds (bytes / element size), without decoding it.
+
+    lc0's describenet divides by 2 whatever the encoding; this counts FLOAT32 layers correctly.
+    An unknown encoding counts as 2-byte elements.
+    """
+    encoding = int(layer.encoding) if layer.HasField("encoding") else int(WeightsEncoding.LINEAR16)
+    size = _ELEMENT_SIZE.get(WeightsEncoding(encoding) if encoding in _ELEMENT_SIZE.keys() else
+                             WeightsEncoding.LINEAR16, 2)
+    return len(layer.params) // size

@@ -130,7 +130,7 @@ PRESETS: dict[str, Preset] = {
         embedding_size=64, layers=2, heads=4, ffn_size=96,
         smolgen_channels=4, smolgen_hidden=16, smolgen_gen=16,
         policy_embedding=32, policy_dmodel=32, value_channels=8, value_hidden=32,
-        moves_left_channels=4, moves_left_hidden=16, dense_embedding_size=8, embedding_ffn_size=64,
+        moves_left_channels=4, moves_left_hidden=16, dense_embedding_size=4, embedding_ffn_size=64,
     ),
 }
 
@@ -179,9 +179,9 @@ class _Gen:
 
 def _policy_head(g: _Gen, c: Preset, embedding: Dense | None) -> PolicyHead:
     emb = embedding if embedding is not None else g.dense(c.policy_embedding, c.embedding_size)
-    # gain 2 on Q and K: logits = q.k / sqrt(Pd) get a std of about 1-3 after the default activation
-    wq = g.dense(c.policy_dmodel, c.policy_embedding, gain=2.0)
-    wk = g.dense(c.policy_dmodel, c.policy_embedding, gain=2.0)
+    # gain 2.3 on Q and K: logits = q.k / sqrt(Pd) get a std of about 1-3 (tiny ~2, t82 ~1.2)
+    wq = g.dense(c.policy_dmodel, c.policy_embedding, gain=2.3)
+    wk = g.dense(c.policy_dmodel, c.policy_embedding, gain=2.3)
     promo = g.normal((4, c.policy_dmodel), 1.0 / np.sqrt(c.policy_dmodel))
     return PolicyHead(emb, wq, wk, promo)
 
@@ -218,7 +218,13 @@ def random_network(preset: str = "tiny", seed: int = 0, **overrides: Any) -> Net
         preproc = g.dense(64 * de, 64 * 12, gain=4.0)
         embedding = Embedding(kind=effective, dense=g.dense(e, 112 + de, gain=2.0), preproc=preproc)
     else:
-        embedding = Embedding(kind=effective, dense=g.dense(e, 176, gain=2.0))
+        dense = g.dense(e, 176, gain=2.0)
+        # Emphasise the 112 planes over the 64 fixed positional-encoding columns (identical for
+        # every position): without this the body's output, hence the value, barely moves between
+        # positions.
+        dense.w[:, :112] *= np.float32(2.0)
+        dense.w[:, 112:] *= np.float32(0.5)
+        embedding = Embedding(kind=effective, dense=dense)
     if c.gating:
         embedding.mult_gate = g.normal((e, 64), 0.1, mean=1.0)
         embedding.add_gate = g.normal((e, 64), 0.1)
