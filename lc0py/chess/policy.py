@@ -121,6 +121,9 @@ def legal_moves_with_indices(
 ) -> tuple[list[chess.Move], np.ndarray]:
     """The legal moves of ``board`` (python-chess order) and their policy indices (int32 array).
 
+    ``transform`` must be one lc0 can choose for ``board`` (only 0 or FLIP with pawns on the
+    board), else a promotion may have no entry and ``ValueError`` is raised.
+
     Move generation dominates; the per-move work is a few integer operations and one table look-up.
     """
     moves = list(board.generate_legal_moves())
@@ -138,6 +141,9 @@ def legal_moves_with_indices(
                 to = (to & 56) | (7 if to > frm else 0)
         code = _PROMO_CODE[m.promotion] if m.promotion and m.promotion != chess.KNIGHT else 0
         out[n] = packed[code * 4096 + sq[frm ^ flip] * 64 + sq[to ^ flip]]
+    if moves and out.min() < 0:
+        bad = moves[int(out.argmin())]
+        raise ValueError(f"move {bad.uci()} has no lc0 policy index under transform {transform}")
     return moves, out
 
 
