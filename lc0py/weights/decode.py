@@ -14,6 +14,7 @@ import numpy as np
 
 from lc0py.errors import WeightsFormatError
 from lc0py.weights.network import WeightsEncoding
+from lc0py.weights.proto import unknown_varint
 
 _ELEMENT_SIZE = {
     WeightsEncoding.LINEAR16: 2,
@@ -40,8 +41,9 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
     whose product disagrees with the element count.
     """
     raw: bytes = layer.params
-    if layer.HasField("encoding"):
-        code = int(layer.encoding)
+    unknown = None if layer.HasField("encoding") else unknown_varint(layer, 4)
+    if layer.HasField("encoding") or unknown is not None:
+        code = int(layer.encoding) if unknown is None else unknown
         if code not in _ELEMENT_SIZE.keys():
             raise WeightsFormatError(f"{name}: unknown layer encoding {code} (expected 1-4)")
         encoding = WeightsEncoding(code)

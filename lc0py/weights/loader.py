@@ -206,6 +206,10 @@ def _check_kind(net: Any, source: str) -> None:
     """Refuse every network kind lc0py does not run, with a plain sentence (weights-format.md §8)."""
     nf = net.format.network_format
     w = net.weights
+    for fd in nf.DESCRIPTOR.fields:  # enum values this schema does not know: lc0 refuses them too
+        unknown = proto.unknown_varint(nf, fd.number)
+        if unknown is not None:
+            _unsupported(source, f"NetworkFormat.{fd.name} = {unknown} is not a value lc0 knows")
     kind = int(nf.network)
     if net.HasField("onnx_model") or kind == NetworkKind.ONNX:
         _unsupported(source, "ONNX networks (NETWORK_ONNX) are not supported; use the original .pb.gz network")

@@ -289,6 +289,26 @@ OnnxModel: Any = CLASSES["OnnxModel"]
 WEIGHT_MAGIC = 0x1C0
 
 
+def unknown_varint(message: Message, number: int) -> int | None:
+    """The last value of field ``number`` kept among ``message``'s unknown fields, if any.
+
+    proto2 enums are closed: a value the schema does not list (e.g. a layer encoding from a newer
+    lc0) is parsed into the unknown-field set and the field reads as unset. lc0's own parser keeps
+    the raw number and then refuses it; this lets the loader do the same.
+    """
+    try:
+        from google.protobuf import unknown_fields
+
+        entries = [(f.field_number, f.wire_type, f.data) for f in unknown_fields.UnknownFieldSet(message)]
+    except (ImportError, AttributeError):  # protobuf < 4.24
+        entries = [(f.field_number, f.wire_type, f.data) for f in message.UnknownFields()]  # type: ignore[attr-defined]
+    found = None
+    for field_number, wire_type, data in entries:
+        if field_number == number and wire_type == 0:
+            found = int(data)
+    return found
+
+
 def parse_net(data: bytes) -> Any:
     """Parse serialized ``pblczero.Net`` bytes; raises ``google.protobuf.message.DecodeError``."""
     net = Net()
@@ -298,5 +318,5 @@ def parse_net(data: bytes) -> Any:
 
 __all__ = [
     "DecodeError", "ENUMS", "MESSAGES", "Net", "Weights", "Layer", "EngineVersion", "Format",
-    "NetworkFormat", "TrainingParams", "OnnxModel", "WEIGHT_MAGIC", "parse_net",
+    "NetworkFormat", "TrainingParams", "OnnxModel", "WEIGHT_MAGIC", "parse_net", "unknown_varint",
 ]
