@@ -1,0 +1,92 @@
+// prelude_hiprtc.h -- the AMD twin of prelude_nvrtc.h: the small vocabulary every kernel uses,
+// spelled with clang AMDGPU builtins. The HIP platform (lc0py/backends/gpu/hip_platform.py)
+// pre-includes it in every hiprtc compile; kernels never name an AMD-only builtin themselves.
+//
+//   LC0_AMD                     defined to 1 (LC0_NVIDIA is the NVRTC prelude's)
+//   WARP_SIZE                   64 on gfx9 (GCN/CDNA: wave64 only), 32 on gfx10+ (RDNA: HIP
+//                               compiles wave32 unless -mwavefrontsize64, which we never pass)
+//   u16, u32, u64               fixed-width unsigned integers
+//   f16                         16-bit IEEE half *storage* type, the same struct as on NVIDIA
+//   f16_to_f32 / f32_to_f16     conversions (round to nearest even: v_cvt_f16_f32)
+//   pack_f16x2(lo, hi)          two floats -> (lo | hi << 16) halves
+//   warp_shfl_xor(v, m)         butterfly shuffle among the lanes of a wave (ds_bpermute)
+//   warp_sync()                 converge the wave and order its shared-memory accesses
+//   lc0_exp2 / lc0_rsqrt        v_exp_f32 / v_rsq_f32 (1 ulp; inputs are never denormal here)
+//   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
+//
+// Only clang builtins are used (no HIP header function), so the file compiles the same under
+// every ROCm's hiprtc and under plain clang in CI (tests/kernels/test_compile_amd.py), where no
+// ROCm is installed. threadIdx, __syncthreads, __shared__ and __global__ still come from hiprtc's
+// own pre-defined runtime header, exactly as on NVIDIA they come from NVRTC.
+#pragma once
+
+#define LC0_AMD 1
+
+// Not __AMDGCN_WAVEFRONT_SIZE: newer clang deprecates it (a warning in every compile). The arch
+// family decides it: gfx9 (incl. CDNA gfx908/90a/94x/950) only runs wave64; HIP builds gfx10+
+// (RDNA) for wave32 by default.
+#if defined(__GFX9__) || defined(__GFX8__)
+#define WARP_SIZE 64
+#else
+#define WARP_SIZE 32
+#endif
+
+#define LC0_DEVICE __device__ inline __attribute__((always_inline))
+#define LC0_RESTRICT __restrict__
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The same storage struct as prelude_nvrtc.h, so host code and kernels see one type.
+struct __attribute__((aligned(2))) f16 {
+    u16 x;
+};
+
+LC0_DEVICE float f16_to_f32(f16 h) { return (float)__builtin_bit_cast(_Float16, h.x); }
+
+LC0_DEVICE f16 f32_to_f16(float f) {
+    f16 h;
+    h.x = __builtin_bit_cast(u16, (_Float16)f);  // IEEE conversion: round to nearest even
+    return h;
+}
+
+LC0_DEVICE u32 pack_f16x2(float lo, float hi) {
+    return (u32)f32_to_f16(lo).x | ((u32)f32_to_f16(hi).x << 16);
+}
+
+// Hardware lane (0..WARP_SIZE-1), whatever the block shape: mbcnt counts the set bits of the
+// all-ones mask below this lane (what HIP's __lane_id() does).
+LC0_DEVICE int lc0_lane() {
+#if WARP_SIZE == 64
+    return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+#else
+    return (int)__builtin_amdgcn_mbcnt_lo(~0u, 0u);
+#endif
+}
+
+// ds_bpermute: lane l reads the value of lane addr/4; the same instruction HIP's __shfl_xor uses.
+LC0_DEVICE u32 warp_shfl_xor(u32 v, int lane_mask) {
+    const int src = lc0_lane() ^ lane_mask;
+    return (u32)__builtin_amdgcn_ds_bpermute(src << 2, (int)v);
+}
+LC0_DEVICE float warp_shfl_xor(float v, int lane_mask) {
+    return __builtin_bit_cast(float, warp_shfl_xor(__builtin_bit_cast(u32, v), lane_mask));
+}
+
+// A wave executes in lockstep, so only the compiler must be stopped from moving shared-memory
+// accesses across this point (ROCm's __syncwarp is the same three builtins).
+LC0_DEVICE void warp_sync() {
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+
+LC0_DEVICE float lc0_exp2(float x) {
+#if __has_builtin(__builtin_amdgcn_exp2f)
+    return __builtin_amdgcn_exp2f(x);  // v_exp_f32, no denormal-range fix-up code
+#else
+    return __builtin_exp2f(x);
+#endif
+}
+LC0_DEVICE float lc0_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }

@@ -1,0 +1,200 @@
+// wave_emu.h -- a lockstep AMD wave on the CPU, so kernels/mma_amd.h can be run without AMD
+// hardware. Each lane is a std::thread; every cross-lane builtin is a collective: all lanes post
+// their operands, meet at a barrier, each computes its own result from everybody's operands,
+// meet again. The builtins are modelled from the ISA documentation, written in the "hardware
+// reads operand X from lane L" direction -- independently of how mma_amd.h writes its loads:
+//
+//   v_wmma_f32_16x16x16_f16 (RDNA3, wave32): A[m][k] is element k of lane m, B[k][n] element k of
+//     lane n (lanes 0..15); lanes 16..31 must carry copies (checked: a mismatch is an error, not
+//     silently ignored); D element v of lane l is (2v + l/16, l%16).
+//     Source: GPUOpen "How to accelerate AI applications on RDNA 3 using WMMA"; RDNA3 ISA 7.9.
+//   v_mfma_f32_16x16x16_f16 (CDNA, wave64): A[i][k] is element k%4 of lane i + 16*(k/4), B[k][j]
+//     element k%4 of lane j + 16*(k/4); D element v of lane l is (4*(l/16) + v, l%16).
+//     Source: AMD Matrix Instruction Calculator (v_mfma_f32_16x16x16f16); CK ck_tile MFMA attrs.
+//   DPP (update_dpp): quad_perm:[a,b,c,d] (ctrl 0x00-0xFF, lane 4q+i reads 4q+sel_i),
+//     row_mirror (0x140, lane i of 16 reads 15-i), row_half_mirror (0x141, lane i of 8 reads
+//     7-i), row_xmask:m (0x160+m, gfx10+, lane i of 16 reads i^m). Anything else is an error.
+//     Source: LLVM AMDGPUModifierSyntax, "dpp_ctrl".
+//   ds_bpermute(addr, v): lane l reads v of lane addr/4.  mbcnt_lo/hi: the masked popcount of
+//     the lanes below this one (V_MBCNT_LO/HI_U32_B32).
+//   wave_barrier: all lanes meet (hardware lanes are in lockstep anyway).
+#pragma once
+
+#include <array>
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(EMU_WMMA)
+#define __GFX11__ 1
+#define __gfx1100__ 1
+#define EMU_WAVE 32
+#elif defined(EMU_MFMA)
+#define __GFX9__ 1
+#define __gfx90a__ 1
+#define EMU_WAVE 64
+#else
+#error "define EMU_WMMA or EMU_MFMA"
+#endif
+
+#define __device__
+#define __shared__
+
+namespace emu {
+
+struct Wave {
+    int n;
+    std::barrier<> bar;
+    std::vector<std::array<unsigned char, 128>> slot;
+    explicit Wave(int lanes) : n(lanes), bar(lanes), slot(lanes) {}
+};
+inline Wave* g_wave = nullptr;
+inline thread_local int t_lane = -1;
+inline std::mutex g_err_mu;
+inline std::vector<std::string> g_errors;
+
+inline void error(const std::string& msg) {
+    std::lock_guard<std::mutex> g(g_err_mu);
+    if (g_errors.size() < 20) g_errors.push_back(msg);
+}
+
+// All lanes call it together; f(get, lane) computes this lane's result from every lane's input.
+template <class In, class F>
+auto collective(const In& mine, F f) {
+    static_assert(sizeof(In) <= 128, "collective operand too large");
+    std::memcpy(g_wave->slot[t_lane].data(), &mine, sizeof(In));
+    g_wave->bar.arrive_and_wait();
+    auto get = [](int lane) {
+        In v;
+        std::memcpy(&v, g_wave->slot[lane].data(), sizeof(In));
+        return v;
+    };
+    auto out = f(get, t_lane);
+    g_wave->bar.arrive_and_wait();
+    return out;
+}
+
+// Run body(lane) on every lane of one wave, in lockstep at the collectives.
+inline void run_wave(const std::function<void(int)>& body) {
+    Wave w(EMU_WAVE);
+    g_wave = &w;
+    std::vector<std::thread> th;
+    for (int l = 0; l < EMU_WAVE; ++l)
+        th.emplace_back([&body, l] {
+            t_lane = l;
+            body(l);
+        });
+    for (auto& t : th) t.join();
+    g_wave = nullptr;
+}
+
+}  // namespace emu
+
+// ------------------------------------------------------------------ modelled builtins --------
+typedef _Float16 emu_h4 __attribute__((ext_vector_type(4)));
+typedef _Float16 emu_h16 __attribute__((ext_vector_type(16)));
+typedef float emu_f4 __attribute__((ext_vector_type(4)));
+typedef float emu_f8 __attribute__((ext_vector_type(8)));
+
+inline unsigned __builtin_amdgcn_mbcnt_lo(unsigned mask, unsigned base) {
+    const int l = emu::t_lane;
+    const unsigned below = l >= 32 ? 0xffffffffu : ((1u << l) - 1u);
+    return base + (unsigned)__builtin_popcount(mask & below);
+}
+inline unsigned __builtin_amdgcn_mbcnt_hi(unsigned mask, unsigned base) {
+    const int l = emu::t_lane;
+    const unsigned below = l <= 32 ? 0u : ((1u << (l - 32)) - 1u);
+    return base + (unsigned)__builtin_popcount(mask & below);
+}
+
+inline void __builtin_amdgcn_wave_barrier() { emu::g_wave->bar.arrive_and_wait(); }
+inline void __builtin_amdgcn_fence(int, const char*) {}  // the barrier above orders memory
+inline float __builtin_amdgcn_rsqf(float x) { return 1.0f / std::sqrt(x); }
+
+inline int __builtin_amdgcn_ds_bpermute(int addr, int v) {
+    return emu::collective(v, [addr](auto get, int lane) {
+        const int src = addr / 4;
+        if (addr % 4 != 0 || src < 0 || src >= EMU_WAVE) {
+            emu::error("ds_bpermute: lane " + std::to_string(lane) + " address " + std::to_string(addr));
+            return 0;
+        }
+        return get(src);
+    });
+}
+
+inline int emu_dpp_source(int lane, int ctrl) {
+    const int in16 = lane & 15, row = lane & ~15;
+    if (ctrl >= 0x00 && ctrl <= 0xFF) return (lane & ~3) | ((ctrl >> (2 * (lane & 3))) & 3);
+    if (ctrl == 0x140) return row | (15 - in16);
+    if (ctrl == 0x141) return (lane & ~7) | (7 - (lane & 7));
+#if EMU_WAVE == 32
+    if (ctrl >= 0x160 && ctrl <= 0x16F) return row | (in16 ^ (ctrl & 15));
+#endif
+    return -1;
+}
+
+inline int __builtin_amdgcn_update_dpp(int old, int src, int ctrl, int row_mask, int bank_mask,
+                                        bool bound_ctrl) {
+    (void)old;
+    (void)bound_ctrl;
+    if (row_mask != 0xF || bank_mask != 0xF) emu::error("update_dpp: partial row/bank masks are not modelled");
+    return emu::collective(src, [ctrl](auto get, int lane) {
+        const int s = emu_dpp_source(lane, ctrl);
+        if (s < 0) {
+            emu::error("update_dpp: dpp_ctrl " + std::to_string(ctrl) + " is not modelled");
+            return 0;
+        }
+        return get(s);
+    });
+}
+
+struct emu_wmma_in {
+    emu_h16 a, b;
+    emu_f8 c;
+};
+inline emu_f8 __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(emu_h16 a, emu_h16 b, emu_f8 c) {
+    return emu::collective(emu_wmma_in{a, b, c}, [](auto get, int lane) {
+        if (lane >= 16) {  // RDNA3: the upper half-wave must replicate the lower one
+            const emu_wmma_in hi = get(lane), lo = get(lane - 16);
+            for (int e = 0; e < 16; ++e)
+                if (hi.a[e] != lo.a[e] || hi.b[e] != lo.b[e])
+                    emu::error("wmma: lane " + std::to_string(lane) + " does not replicate lane " +
+                               std::to_string(lane - 16) + " (element " + std::to_string(e) + ")");
+        }
+        emu_f8 d;
+        for (int v = 0; v < 8; ++v) {
+            const int m = 2 * v + lane / 16, n = lane % 16;
+            double acc = 0.0;
+            for (int k = 0; k < 16; ++k) acc += (double)get(m).a[k] * (double)get(n).b[k];
+            d[v] = (float)((double)get(lane).c[v] + acc);
+        }
+        return d;
+    });
+}
+
+struct emu_mfma_in {
+    emu_h4 a, b;
+    emu_f4 c;
+};
+inline emu_f4 __builtin_amdgcn_mfma_f32_16x16x16f16(emu_h4 a, emu_h4 b, emu_f4 c, int cbsz, int abid,
+                                                      int blgp) {
+    if (cbsz || abid || blgp) emu::error("mfma: cbsz/abid/blgp broadcasts are not modelled");
+    return emu::collective(emu_mfma_in{a, b, c}, [](auto get, int lane) {
+        emu_f4 d;
+        for (int v = 0; v < 4; ++v) {
+            const int i = 4 * (lane / 16) + v, j = lane % 16;
+            double acc = 0.0;
+            for (int k = 0; k < 16; ++k)
+                acc += (double)get(i + 16 * (k / 4)).a[k % 4] * (double)get(j + 16 * (k / 4)).b[k % 4];
+            d[v] = (float)((double)get(lane).c[v] + acc);
+        }
+        return d;
+    });
+}
