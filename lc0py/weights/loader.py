@@ -475,7 +475,9 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     gs = None
     if any(layer.mha.HasField("smolgen") for layer in w.encoder):
         sw = r.values(w.smolgen_w, "smolgen_w")
-        if sw.size == 0 or sw.size % 4096:
+        if sw.size == 0:
+            r.fail("smolgen_w is missing (the encoder layers have smolgen)")
+        if sw.size % 4096:
             r.fail(f"smolgen_w has {sw.size} values, expected a non-zero multiple of 4096 (4096 x gen size)")
         gs = sw.size // 4096
         smolgen_w = sw.reshape(4096, gs)
