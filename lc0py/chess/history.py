@@ -72,18 +72,21 @@ class PositionHistory:
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
-    def from_fen(cls, fen: str | None = None, moves: Sequence[str] = ()) -> PositionHistory:
+    def from_fen(
+        cls, fen: str | None = None, moves: Sequence[str] = (), *, chess960: bool = False
+    ) -> PositionHistory:
         """Start from ``fen`` (default: standard start position) and play ``moves`` (UCI strings).
 
         Moves follow lc0's UCI input rules: ``e1g1``/``e1h1`` castle, a 4-character pawn move onto
-        the last rank is a knight promotion. Raises :class:`PositionError` on a bad FEN or an
-        illegal move.
+        the last rank is a knight promotion. ``chess960``: read ``KQkq`` as the outermost rooks and
+        allow any castling rook (lc0 accepts both in every FEN). Raises :class:`PositionError` on a
+        bad FEN or an illegal move.
         """
         if fen is None:
-            board = chess.Board()
+            board = chess.Board(chess960=chess960)
         else:
             try:
-                board = chess.Board(fen)
+                board = chess.Board(fen, chess960=chess960)
             except ValueError as exc:
                 raise PositionError(f"bad FEN {fen!r}: {exc}") from None
         history = cls._from_root(board, fen or board.fen())
