@@ -40,6 +40,7 @@ class BackendEntry:
     description: str
     probe: str | None = None  # "module:function" -> None | reason
     auto: bool = True  # may "auto" pick it?
+    needs_weights: bool = True  # False: weights=None gives the factory network=None (random)
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -93,7 +94,6 @@ def create_backend(
 
     ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net.
     """
-    from lc0py.weights import load_network
     from lc0py.weights.network import Network as _Network
 
     name = (name or AUTO).strip().lower()
@@ -106,7 +106,11 @@ def create_backend(
             raise BackendUnavailable(
                 "policy_head/value_head options need the weights path, not a loaded network"
             )
+    elif weights is None and name in _REGISTRY and not _REGISTRY[name].needs_weights:
+        network = None  # e.g. "random": no net needed, do not build the default one
     else:
+        from lc0py.weights import load_network
+
         if weights is None:
             from lc0py.tools.default_net import default_weights_path
 
@@ -148,6 +152,18 @@ def create_backend(
 register(BackendEntry("numpy", 10, "lc0py.backends.numpy_backend:create", "numpy reference (CPU)"))
 register(
     BackendEntry(
-        "random", 0, "lc0py.backends.random_backend:create", "no network: random outputs", auto=False
+        "random",
+        0,
+        "lc0py.backends.random_backend:create",
+        "no network: random outputs",
+        auto=False,
+        needs_weights=False,
     )
 )
+
+# ONNX Runtime: lc0's names and priorities, except that onnx-cuda ranks above onnx-cpu (lc0: 61 < 62)
+# so that "auto" prefers the GPU when onnxruntime-gpu is installed.
+_ORT = "lc0py.backends.onnx.runtime"
+register(BackendEntry("onnx-rocm", 64, f"{_ORT}:create_rocm", "ONNX Runtime ROCm", f"{_ORT}:probe_rocm"))
+register(BackendEntry("onnx-cuda", 63, f"{_ORT}:create_cuda", "ONNX Runtime CUDA", f"{_ORT}:probe_cuda"))
+register(BackendEntry("onnx-cpu", 62, f"{_ORT}:create_cpu", "ONNX Runtime CPU", f"{_ORT}:probe_cpu"))

@@ -1,0 +1,144 @@
+"""``random`` backend: no network, deterministic pseudo-random outputs (lc0's ``random`` backend).
+
+Why: it measures the search alone (no network cost) and lets the engine run without weights.
+Like lc0's ``src/neural/network_random.cc`` the outputs are a function of the input planes only
+(a hash of the plane masks and values), so the same position always gets the same evaluation
+and the NN cache behaves as with a real net:
+
+* value ``q = (h mod 200000 - 100000) / 100000`` (lc0's formula), draw probability from other bits
+  of the hash, ``W = (1 + q - d)/2``, ``L = (1 - q - d)/2``;
+* policy logits: small pseudo-random values in ``[0, 1)`` (nearly uniform priors after softmax),
+  one of ``TABLE_ROWS`` precomputed rows picked by the hash — cheap for large batches;
+* moves-left: ``20 + (h >> 40) mod 80`` plies when ``moves_left=on`` (default: as the net, or off).
+
+Options (``--backend-opts``): ``seed=<int>`` (default 0), ``uniform=on`` (all logits 0),
+``delay_ms=<float>`` (sleep per batch to imitate a device; work is done in a thread so
+``evaluate_async`` really overlaps), ``input_format=<int>`` (planes format the search encodes;
+default: the network's, else 1 = classical), ``wdl=on|off``, ``moves_left=on|off``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from lc0py.backends.base import (
+    POLICY_SIZE,
+    BackendBase,
+    BackendInfo,
+    NetworkOutput,
+    PendingOutput,
+    PlanesBatch,
+    ReadyOutput,
+)
+from lc0py.backends.options import BackendOptions
+
+if TYPE_CHECKING:
+    from lc0py.weights.network import Network
+
+TABLE_ROWS = 251  # prime, so "h mod rows" uses all the hash bits
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, vectorised (uint64 arithmetic wraps modulo 2^64)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def planes_hash(batch: PlanesBatch, seed: int = 0) -> np.ndarray:
+    """``[B]`` uint64 hash of each position's 112 masks and values (order-sensitive)."""
+    n = batch.masks.shape[1]
+    weights = _mix(np.arange(1, 2 * n + 1, dtype=np.uint64) + np.uint64(seed & 0xFFFFFFFF))
+    vals = batch.values.view(np.uint32).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = (_mix(batch.masks) * weights[:n]).sum(axis=1, dtype=np.uint64)
+        h = h + (_mix(vals) * weights[n:]).sum(axis=1, dtype=np.uint64)
+        return _mix(h)
+
+
+class RandomBackend(BackendBase):
+    """Pseudo-random, position-deterministic outputs; costs only a hash and a table lookup."""
+
+    name = "random"
+
+    def __init__(
+        self,
+        input_format: int = 1,
+        has_wdl: bool = True,
+        has_moves_left: bool = False,
+        seed: int = 0,
+        uniform: bool = False,
+        delay_ms: float = 0.0,
+    ) -> None:
+        self.info = BackendInfo(
+            input_format=input_format,
+            has_wdl=has_wdl,
+            has_moves_left=has_moves_left,
+            recommended_batch=256,
+        )
+        self.seed = seed
+        self.delay_ms = delay_ms
+        rng = np.random.default_rng(seed)
+        if uniform:
+            self._table = np.zeros((1, POLICY_SIZE), dtype=np.float32)
+        else:
+            self._table = rng.random((TABLE_ROWS, POLICY_SIZE), dtype=np.float32)
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
+        if self.delay_ms > 0:
+            time.sleep(self.delay_ms / 1000.0)
+        h = planes_hash(batch, self.seed)
+        q = ((h % np.uint64(200000)).astype(np.int64) - 100000).astype(np.float32) / 100000.0
+        if self.info.has_wdl:
+            frac = ((h >> np.uint64(20)) % np.uint64(1000)).astype(np.float32) / 1000.0
+            d = frac * (1.0 - np.abs(q))
+        else:
+            d = np.zeros_like(q)
+        wdl = np.stack([(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0], axis=1).astype(np.float32)
+        policy = self._table[(h % np.uint64(len(self._table))).astype(np.intp)]
+        if self.info.has_moves_left:
+            ml = (20 + (h >> np.uint64(40)) % np.uint64(80)).astype(np.float32)
+        else:
+            ml = np.zeros(len(batch), dtype=np.float32)
+        return NetworkOutput(policy=policy, wdl=wdl, moves_left=ml)
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        if self.delay_ms <= 0:
+            return ReadyOutput(self.evaluate(batch))
+        # Imitate a device: the delay runs in a thread while the caller gathers the next batch.
+        fut: Future[NetworkOutput] = Future()
+
+        def work() -> None:
+            try:
+                fut.set_result(self.evaluate(batch))
+            except BaseException as exc:  # delivered to result()
+                fut.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True).start()
+        return fut
+
+
+def create(network: Network | None, options: BackendOptions) -> RandomBackend:
+    """Registry factory; ``network`` may be ``None`` (no weights needed)."""
+    default_format = int(network.format.input) if network is not None else 1
+    backend = RandomBackend(
+        input_format=options.take("input_format", default_format),
+        has_wdl=options.take("wdl", network.has_wdl if network is not None else True),
+        has_moves_left=options.take(
+            "moves_left", network.has_moves_left if network is not None else False
+        ),
+        seed=options.take("seed", 0),
+        uniform=options.take("uniform", False),
+        delay_ms=options.take("delay_ms", 0.0),
+    )
+    options.finish(("seed", "uniform", "delay_ms", "input_format", "wdl", "moves_left"))
+    return backend
