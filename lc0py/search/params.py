@@ -1,0 +1,61 @@
+"""Search parameters with lc0's defaults (``src/search/classic/params.cc``, tools-and-uci.md §4).
+
+One frozen-ish dataclass that the UCI option table and the benchmark fill in; the search reads
+it once per search, so changing an option between moves takes effect at the next ``go``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SearchParams:
+    """Knobs of the classic MCTS. Names follow lc0's options in snake case."""
+
+    cpuct: float = 1.745
+    cpuct_base: float = 38739.0
+    cpuct_factor: float = 3.894
+    root_has_own_cpuct_params: bool = False
+    cpuct_at_root: float = 1.745
+    cpuct_base_at_root: float = 38739.0
+    cpuct_factor_at_root: float = 3.894
+    fpu_absolute: bool = False  # FpuStrategy: reduction (False) / absolute (True)
+    fpu_value: float = 0.330
+    fpu_strategy_at_root: str = "same"  # same / reduction / absolute
+    fpu_value_at_root: float = 1.0
+    policy_softmax_temp: float = 1.359
+    minibatch_size: int = 0  # 0: the backend's recommended batch
+    max_prefetch: int = 32  # listed for compatibility; lc0py does not prefetch
+    max_collision_visits: int = 80000
+    max_collision_visits_scaling_start: int = 28
+    max_collision_visits_scaling_end: int = 145000
+    max_collision_visits_scaling_power: float = 1.25
+    max_out_of_order_evals_factor: float = 2.4
+    out_of_order_eval: bool = True
+    two_fold_draws: bool = True
+    sticky_endgames: bool = True
+    draw_score: float = 0.0  # white's point of view
+    multipv: int = 1
+    smart_pruning_factor: float = 1.33
+    moves_left_max_effect: float = 0.0345
+    moves_left_threshold: float = 0.8
+    moves_left_slope: float = 0.0027
+    moves_left_constant_factor: float = 0.0
+    moves_left_scaled_factor: float = 1.6521
+    moves_left_quadratic_factor: float = -0.6521
+    history_fill: str = "fen_only"
+    nncache_size: int = 2000000
+    fast_math: bool = False  # lc0's FastExp for the policy softmax (bit-exact priors)
+    overlap: bool = True  # gather the next minibatch while the backend evaluates (lc0py only)
+    verbose_move_stats: bool = False
+
+    def collision_budget(self, visits: float) -> int:
+        """Collisions allowed in one gather when ``visits`` playouts are known (§7.5)."""
+        start, end = self.max_collision_visits_scaling_start, self.max_collision_visits_scaling_end
+        if visits <= start:
+            return 1
+        if visits >= end:
+            return self.max_collision_visits
+        frac = ((visits - start) / (end - start)) ** self.max_collision_visits_scaling_power
+        return int(round(1 + (self.max_collision_visits - 1) * frac))
