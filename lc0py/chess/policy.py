@@ -116,6 +116,21 @@ def move_to_index(
     return idx
 
 
+_ABSOLUTE_TABLES: dict[tuple[int, bool, bool], list[int]] = {}
+
+
+def _absolute_table(transform: int, black: bool, compat: bool) -> list[int]:
+    """``table[code*4096 + from*64 + to]`` for absolute squares: colour mirror and transform baked in."""
+    key = (transform, black, compat)
+    table = _ABSOLUTE_TABLES.get(key)
+    if table is None:
+        sq = np.array(_square_map(transform, compat), dtype=np.int64)[np.arange(64) ^ (56 if black else 0)]
+        code, frm, to = np.meshgrid(np.arange(4), np.arange(64), np.arange(64), indexing="ij")
+        table = _PACKED_TO_INDEX[code * 4096 + sq[frm] * 64 + sq[to]].ravel().tolist()
+        _ABSOLUTE_TABLES[key] = table
+    return table
+
+
 def legal_moves_with_indices(
     board: chess.Board, transform: int = 0, *, lc0_032_transpose_compat: bool = False
 ) -> tuple[list[chess.Move], np.ndarray]:
@@ -128,19 +143,21 @@ def legal_moves_with_indices(
     """
     moves = list(board.generate_legal_moves())
     black = board.turn == chess.BLACK
+    table = _absolute_table(transform, black, lc0_032_transpose_compat)
     ours = board.occupied_co[board.turn]
-    king_bb = board.kings & ours
-    sq = _square_map(transform, lc0_032_transpose_compat)
-    flip = 56 if black else 0
-    packed = _PACKED_LIST
-    out = np.empty(len(moves), dtype=np.int32)
-    for n, m in enumerate(moves):
+    king = (board.kings & ours).bit_length() - 1
+    indices = []
+    for m in moves:
         frm, to = m.from_square, m.to_square
-        if (king_bb >> frm) & 1 and (abs(to - frm) == 2 or (ours >> to) & 1):
-            if not (ours >> to) & 1:
-                to = (to & 56) | (7 if to > frm else 0)
-        code = _PROMO_CODE[m.promotion] if m.promotion and m.promotion != chess.KNIGHT else 0
-        out[n] = packed[code * 4096 + sq[frm ^ flip] * 64 + sq[to ^ flip]]
+        if m.promotion:
+            code = _PROMO_CODE[m.promotion] if m.promotion != chess.KNIGHT else 0
+        else:
+            code = 0
+            if frm == king and (to - frm in (2, -2) or (ours >> to) & 1):  # castling: king takes rook
+                if not (ours >> to) & 1:
+                    to = (to & 56) | (7 if to > frm else 0)
+        indices.append(table[code * 4096 + frm * 64 + to])
+    out = np.array(indices, dtype=np.int32)
     if moves and out.min() < 0:
         bad = moves[int(out.argmin())]
         raise ValueError(f"move {bad.uci()} has no lc0 policy index under transform {transform}")
