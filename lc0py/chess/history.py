@@ -126,6 +126,13 @@ class PositionHistory:
             raise PositionError(f"illegal move {text!r} in position {board.fen()}")
         return move
 
+    def __repr__(self) -> str:
+        root = self.board.root()
+        fen = None if root == chess.Board() and not root.chess960 else root.fen()
+        moves = [m.uci() for m in self.board.move_stack]
+        extra = ", chess960=True" if root.chess960 else ""
+        return f"PositionHistory.from_fen({fen!r}, {moves!r}{extra})"
+
     def copy(self) -> PositionHistory:
         """An independent copy (records are immutable and shared)."""
         return PositionHistory(self.board.copy(), list(self._records))

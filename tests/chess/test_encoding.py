@@ -411,6 +411,13 @@ def test_from_board_equals_from_fen() -> None:
     assert len(a) == 7 and len(board.move_stack) == 6  # the board is not changed
 
 
+def test_repr_reads_as_constructor() -> None:
+    h = PositionHistory.from_fen(None, ["e2e4", "e7e5"])
+    assert repr(h) == "PositionHistory.from_fen(None, ['e2e4', 'e7e5'])"
+    fen = "8/8/4k3/8/8/3K4/8/8 w - - 97 120"
+    assert repr(PositionHistory.from_fen(fen)) == f"PositionHistory.from_fen({fen!r}, [])"
+
+
 def test_copy_is_independent() -> None:
     a = PositionHistory.from_fen(None, ["e2e4"])
     b = a.copy()
