@@ -40,7 +40,8 @@ def mish(x: np.ndarray) -> np.ndarray:
         e = np.exp(x)
         n = e * e + one(2) * e
     d = x / (n + one(2))
-    return np.where(x <= one(-0.125), n * d, x - one(2) * d)
+    with np.errstate(invalid="ignore"):  # inf * 0 in the branch np.where discards
+        return np.where(x <= one(-0.125), n * d, x - one(2) * d)
 
 
 def swish(x: np.ndarray) -> np.ndarray:

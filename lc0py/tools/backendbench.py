@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lc0py.errors import UsageError
+from lc0py.errors import PositionError, UsageError
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
@@ -45,31 +45,39 @@ class Plan:
     warmup: int
 
 
-def _int_in(name: str, lo: int, hi: int) -> Any:
-    def convert(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} '{text}' is not an integer") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{name} {value} is out of range [{lo}, {hi}]")
-        return value
+def flag_int(flag: str, value: str | int | None, lo: int, hi: int) -> int | None:
+    """``value`` of ``flag`` as an int in ``[lo, hi]`` (``None`` stays ``None``), else ``UsageError``.
 
-    return convert
+    Flags are parsed here rather than by argparse so that a bad value is one ``lc0py:`` line.
+    """
+    if value is None:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{flag} '{value}' is not an integer") from None
+    if not lo <= n <= hi:
+        raise UsageError(f"{flag} {n} is out of range [{lo}, {hi}]")
+    return n
+
+
+# flag -> (attribute, lc0's range)
+INT_FLAGS = {
+    "--batches": ("batches", 1, 999999999),
+    "--start-batch-size": ("start_batch_size", 1, 1024),
+    "--max-batch-size": ("max_batch_size", 1, 1024),
+    "--batch-step": ("batch_step", 1, 256),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", metavar="FILE", help="network file (default: built-in T82-shaped net)")
     parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto = best available)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
-    parser.add_argument("--batches", type=_int_in("--batches", 1, 999999999), default=None,
-                        help="batches per size (default 100)")
-    parser.add_argument("--start-batch-size", type=_int_in("--start-batch-size", 1, 1024), default=None,
-                        help="first batch size (default 1)")
-    parser.add_argument("--max-batch-size", type=_int_in("--max-batch-size", 1, 1024), default=None,
-                        help="last batch size (default 256)")
-    parser.add_argument("--batch-step", type=_int_in("--batch-step", 1, 256), default=None,
-                        help="batch size step (default 1)")
+    parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
+    parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
+    parser.add_argument("--max-batch-size", default=None, metavar="N", help="last batch size (default 256)")
+    parser.add_argument("--batch-step", default=None, metavar="N", help="batch size step (default 1)")
     parser.add_argument("--batch-sizes", default=None, metavar="LIST",
                         help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
@@ -169,8 +177,13 @@ def run(args: argparse.Namespace) -> int:
     from lc0py.backends.registry import create_backend
     from lc0py.chess import PositionHistory
 
+    for flag, (attr, lo, hi) in INT_FLAGS.items():
+        setattr(args, attr, flag_int(flag, getattr(args, attr), lo, hi))
     fen = normalise_fen(args.fen) if args.fen is not None else None
-    history = PositionHistory.from_fen(fen)  # validates --fen before anything slow
+    try:
+        history = PositionHistory.from_fen(fen)  # validates --fen before anything slow
+    except PositionError as exc:
+        raise PositionError(f"--fen: {exc}") from None
     weights: Path | None = None
     if args.weights is not None:
         weights = Path(args.weights)

@@ -133,6 +133,6 @@ def default_weights_path() -> Path:
     if path in _verified and path.is_file():
         return path
     if not is_valid(path):
-        generate(path)
+        generate(path, PRESET, SEED)
     _verified.add(path)
     return path

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--top", type=int, default=None, metavar="N",
+    parser.add_argument("--top", default=None, metavar="N",
                         help=f"show the N most likely moves (default: {DEFAULT_TOP}; --json: all)")
 
 
@@ -129,8 +129,13 @@ def format_table(ev: Evaluation, number: int, top: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from lc0py.backends.registry import create_backend
 
-    if args.top is not None and args.top < 1:
-        raise UsageError(f"--top {args.top}: must be at least 1")
+    if args.top is not None:
+        try:
+            args.top = int(args.top)
+        except ValueError:
+            raise UsageError(f"--top '{args.top}' is not an integer") from None
+        if args.top < 1:
+            raise UsageError(f"--top {args.top}: must be at least 1")
     specs = collect_positions(args)
     for spec in specs:  # validate every position before loading the network
         spec.history()

@@ -14,7 +14,7 @@ Policy probabilities are ``softmax(logits[legal])`` at temperature 1. lc0's ``p_
 same softmax but with lc0's fast approximate exponential (``FastExp``, relative error ~1e-4), so
 probabilities are computed from ``p_raw`` (exact logits) on lc0's side; ``test_p_softmax_is_fastexp``
 pins that fact. Tolerance: 1e-5 absolute on probabilities, W/D/L and Q; 1e-5 relative on M (lc0
-computes in float32). lc0 0.32 maps policy indices of TRANSPOSE positions differently from its
+computes in float32); raw logits 1e-4 relative to the largest |logit| of the position. lc0 0.32 maps policy indices of TRANSPOSE positions differently from its
 planes (chess-encoding.md §6.2), so the legal-move indices are taken in that compatibility mode.
 """
 
@@ -38,6 +38,9 @@ from lc0py.weights import load_network, random_network, save_network  # noqa: E4
 pytestmark = pytest.mark.oracle
 
 TOL = 1e-5
+# Raw logits (network level only) relative to the position's largest |logit|: lc0 accumulates in
+# float32, so the logits themselves carry ~1e-5 relative noise that the probabilities do not show.
+LOGIT_TOL = 1e-4
 LC0_MAX_BATCH = 256
 ALL_INPUT_FORMATS = (1, 2, 3, 4, 5, 132, 133)
 
@@ -157,7 +160,7 @@ def _compare_outputs(ref: Any, lc0: tuple[np.ndarray, ...], has_mlh: bool,
 
 def _assert_within(errs: dict[str, float], what: str) -> None:
     assert all(np.isfinite(v) for v in errs.values()), f"{what}: non-finite error {errs}"
-    bad = {k: v for k, v in errs.items() if v > TOL}
+    bad = {k: v for k, v in errs.items() if v > (LOGIT_TOL if k == "logit_rel" else TOL)}
     assert not bad, f"{what}: errors above {TOL}: {bad} (all: {errs})"
 
 

@@ -1,0 +1,129 @@
+"""Backend conformance suite: any ``Backend`` against the numpy float64 reference.
+
+Reuse from a backend's tests::
+
+    from tests.backends.conformance import RTOL_FP16, check_backend_against_reference
+    errors = check_backend_against_reference(backend, network, RTOL_FP16)
+
+Positions are fresh random games (random legal playouts from the start position and from a few
+FENs with castling/en passant/promotion chances), encoded for the backend's input format with
+``lc0py.chess``; a new seed is drawn per call and printed in the failure message, so a failure
+can be reproduced with ``seed=``. Errors are relative norms ``||a - b|| / ||b||`` per output
+(policy logits, W/D/L, moves-left when the net has it). NaN or inf anywhere fails.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import numpy as np
+
+from lc0py.backends.base import PlanesBatch
+from lc0py.chess import PositionHistory, encode_batch
+from lc0py.model import cast_network, forward
+
+RTOL_FP32 = 1e-4
+RTOL_FP16 = 1e-2
+
+START_FENS = (
+    None,
+    "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 8",
+    "8/P1k5/8/3pP3/8/8/5Kp1/8 w - d6 0 40",
+    "4k3/8/8/8/8/8/8/R3K2R b KQ - 12 60",
+)
+
+
+@dataclass
+class ConformanceReport:
+    seed: int
+    batch: int
+    errors: dict[str, float]
+
+    def __str__(self) -> str:
+        errs = ", ".join(f"{k} {v:.3g}" for k, v in self.errors.items())
+        return f"seed={self.seed} batch={self.batch}: {errs}"
+
+
+def random_positions(n: int, seed: int, max_plies: int = 80) -> list[PositionHistory]:
+    """``n`` games from random legal playouts (deterministic for a seed), never finished ones."""
+    rng = random.Random(seed)
+    games = []
+    while len(games) < n:
+        fen = rng.choice(START_FENS)
+        board = chess.Board() if fen is None else chess.Board(fen)
+        moves = []
+        for _ in range(rng.randrange(0, max_plies)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            move = rng.choice(legal)
+            moves.append(move.uci())
+            board.push(move)
+        if board.is_game_over(claim_draw=False):
+            continue
+        games.append(PositionHistory.from_fen(fen, moves))
+    return games
+
+
+def random_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
+    """``n`` random positions encoded for ``input_format``."""
+    return encode_batch([h.encode(input_format) for h in random_positions(n, seed)])
+
+
+def relative_error(a: np.ndarray, b: np.ndarray) -> float:
+    """``||a - b|| / ||b||`` in float64; inf if either has a non-finite value or ``b`` is zero."""
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a64.shape != b64.shape:
+        raise AssertionError(f"shape {a64.shape} != reference {b64.shape}")
+    if not (np.all(np.isfinite(a64)) and np.all(np.isfinite(b64))):
+        return float("inf")
+    norm = float(np.linalg.norm(b64))
+    if norm == 0.0:
+        return 0.0 if not np.any(a64) else float("inf")
+    return float(np.linalg.norm(a64 - b64) / norm)
+
+
+def compare_outputs(out: Any, ref: Any, has_moves_left: bool) -> dict[str, float]:
+    """Relative errors of a backend's ``NetworkOutput`` against a reference output."""
+    errors = {
+        "policy": relative_error(out.policy, ref.policy),
+        "wdl": relative_error(out.wdl, ref.wdl),
+    }
+    if has_moves_left:
+        errors["moves_left"] = relative_error(out.moves_left, ref.moves_left)
+    return errors
+
+
+def check_backend_against_reference(
+    backend: Any,
+    network: Any,
+    rtol: float,
+    batch_sizes: tuple[int, ...] = (1, 7),
+    seed: int | None = None,
+) -> list[ConformanceReport]:
+    """Evaluate fresh random positions with ``backend`` and the float64 reference; assert errors ≤ ``rtol``.
+
+    ``network`` is the ``Network`` the backend was created from (same selected heads). Returns
+    the reports (one per batch size) so callers can print or record them.
+    """
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little")
+    net64 = cast_network(network, np.float64)
+    has_mlh = network.moves_left is not None
+    reports = []
+    for k, size in enumerate(batch_sizes):
+        batch = random_batch(size, backend.info.input_format, seed + k)
+        planes = batch.dense(np.float64)
+        assert np.any(planes), "input planes are all zero"
+        ref = forward(net64, planes, np.float64)
+        out = backend.evaluate(batch)
+        assert len(out) == size, f"backend returned {len(out)} positions for a batch of {size}"
+        report = ConformanceReport(seed + k, size, compare_outputs(out, ref, has_mlh))
+        reports.append(report)
+        bad = {name: err for name, err in report.errors.items() if not err <= rtol}
+        assert not bad, f"{getattr(backend, 'name', backend)}: relative error above {rtol}: {report}"
+    return reports

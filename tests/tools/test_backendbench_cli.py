@@ -1,0 +1,85 @@
+"""``lc0py backendbench``: CSV/JSON output, CPU defaults, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lc0py.cli.main import main
+from lc0py.tools.bench_stats import HEADER
+from lc0py.weights import random_network, save_network
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("nets") / "tiny.pb.gz"
+    save_network(random_network("tiny", seed=51), path)
+    return path
+
+
+def test_csv_rows(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "3",
+            "--start-batch-size", "1", "--max-batch-size", "5", "--batch-step", "2"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == HEADER
+    assert [int(line.split(",")[0]) for line in lines[1:]] == [1, 3, 5]
+    for line in lines[1:]:
+        values = [float(x) for x in line.split(",")]
+        assert all(v >= 0 for v in values) and values[1] > 0
+
+
+def test_batch_sizes_json(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "2",
+            "--batch-sizes", "2,4", "--json", "--fen", "8/P1k5/8/8/8/8/5K2/8 w - - 0 1"]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["size"] for r in rows] == [2, 4] and all(r["backend"] == "numpy" for r in rows)
+    assert all(r["nps"] > 0 and r["samples"] == 1 for r in rows)
+
+
+def test_cpu_defaults(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backendbench", "-w", str(tiny_path), "--header-only-once"]) == 0
+    captured = capsys.readouterr()
+    assert "sizes 1,8,32" in captured.err
+    lines = captured.out.splitlines()
+    assert lines[0] == HEADER and len(lines) == 4
+
+
+def test_header_repeats_every_32_sizes(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "1",
+            "--start-batch-size", "1", "--max-batch-size", "33"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines.count(HEADER) == 2 and lines[33] == HEADER
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--fen", "not a fen"], "--fen"),
+        (["--batches", "0"], "--batches"),
+        (["--batches", "x"], "--batches"),
+        (["--max-batch-size", "2000"], "--max-batch-size"),
+        (["--batch-step", "0"], "--batch-step"),
+        (["--start-batch-size", "9", "--max-batch-size", "3"], "larger than"),
+        (["--batch-sizes", "1,x"], "--batch-sizes"),
+        (["--batch-sizes", "0"], "--batch-sizes"),
+        (["--batch-sizes", "1", "--batch-step", "2"], "cannot be combined"),
+        (["-b", "nope"], "unknown backend"),
+        (["-b", "numpy", "-o", "precision=fp16"], "precision"),
+        (["-b", "numpy", "-o", "bogus"], "key=value"),
+    ],
+)
+def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert main(["backendbench", "-w", str(tiny_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lc0py: ") and message in err
+
+
+def test_missing_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backendbench", "-w", str(tmp_path / "nope.pb.gz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file" in err
