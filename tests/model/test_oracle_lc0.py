@@ -276,3 +276,29 @@ def test_t82_widths_match_lc0(preset: str, tmp_path: Path) -> None:
     case = NetCase("pe_map", False, True, True, 4, seed=3)
     path, network = _write_and_load(tmp_path, case, preset=preset, layers=2)
     _assert_within(check_network_level(path, network, seed=9, n=16), f"{preset} random planes")
+
+
+def test_absent_biases_match_lc0(tmp_path: Path) -> None:
+    """Bias arrays lc0 can do without (k, v, mha.dense, wk, value out, MLH out): blas semantics.
+
+    Without ``ip2_mov_b`` lc0 skips the final ReLU, so some moves-left outputs are negative.
+    """
+    net = random_network("tiny", seed=3, input_format=1)
+    net.encoders[0].k.b = None
+    net.encoders[1].v.b = None
+    net.encoders[0].out.b = None
+    net.policy.wk.b = None
+    net.value.fc2.b = None
+    assert net.moves_left is not None
+    net.moves_left.fc2.b = None
+    net.moves_left.fc2.w = net.moves_left.fc2.w - 0.05  # push some raw outputs below zero
+    path = tmp_path / "nobias.pb.gz"
+    save_network(net, path)
+    loaded = load_network(path)
+    assert loaded.moves_left is not None and loaded.moves_left.fc2.b is None and loaded.encoders[0].k.b is None
+    _assert_within(check_network_level(path, loaded, seed=1, n=16), "absent biases")
+    from lc0py.backends.base import PlanesBatch
+
+    masks, values = _random_batch(np.random.default_rng(1), 16)
+    mlh = forward(loaded, PlanesBatch(masks, values).dense(np.float64), np.float64).moves_left
+    assert np.any(mlh < 0)
