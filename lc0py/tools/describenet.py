@@ -49,12 +49,18 @@ def _all_layers(message: Any) -> Iterator[Any]:
     for fd, value in message.ListFields():
         if fd.message_type is None:
             continue
-        items = value if fd.label == fd.LABEL_REPEATED else [value]
+        items = value if _is_repeated(fd) else [value]
         for item in items:
             if fd.message_type.full_name == "pblczero.Weights.Layer":
                 yield item
             else:
                 yield from _all_layers(item)
+
+
+def _is_repeated(fd: Any) -> bool:
+    """``FieldDescriptor.is_repeated`` (protobuf >= 5.28; ``label`` was removed later)."""
+    flag = getattr(fd, "is_repeated", None)
+    return bool(flag) if flag is not None else fd.label == fd.LABEL_REPEATED
 
 
 def describe(net: Any, source: str) -> list[str]:
