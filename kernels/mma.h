@@ -17,6 +17,8 @@
 //   void a_from_c(frag_a& a, const frag_c& c, f16* scratch); // fp16(c) as an A operand (P of P.V);
 //        scratch: 16*16 f16 of this warp's own shared memory (16-byte aligned), used only where
 //        the accumulator and A layouts differ (AMD, scalar); NVIDIA converts in registers.
+//   SCRATCH_ELEMS      f16 elements of scratch a_from_c needs per warp (0 on NVIDIA, 256 else);
+//        kernels reserve SCRATCH_ELEMS per warp and pass scratch + warp*SCRATCH_ELEMS.
 //
 //   Per-lane accumulator access, so online softmax works on every arch:
 //   C_ELEMS            accumulator elements per lane (NVIDIA 8, gfx11 8, CDNA 4, scalar 8)
@@ -52,6 +54,7 @@ namespace lc0mma {
 #define LC0_MMA_BRANCH "scalar"
 static constexpr int C_ELEMS = 8;
 static constexpr int C_ROWS = 1;
+static constexpr int SCRATCH_ELEMS = 256;
 struct frag_a { float x[16]; };
 struct frag_b { float x[16][8]; };
 struct frag_c { float x[8]; };
@@ -120,6 +123,7 @@ LC0_DEVICE float row_sum(float v) { return v + warp_shfl_xor(v, 1); }
 #define LC0_MMA_BRANCH "nvidia-mma.sync.m16n8k16"
 static constexpr int C_ELEMS = 8;
 static constexpr int C_ROWS = 2;
+static constexpr int SCRATCH_ELEMS = 0;
 struct frag_a { u32 x[4]; };
 struct frag_b { u32 x[4]; };  // x[0..1]: n-half 0 (b0,b1); x[2..3]: n-half 1
 struct frag_c { float x[8]; };

@@ -14,6 +14,9 @@
 //   warp_sync()                 converge the warp (after per-warp shared-memory writes)
 //   lc0_exp2 / lc0_rsqrt        fast special functions (ex2.approx / rsqrt.approx; rel err ~2^-22)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
+//   async_copy16(smem, gmem)    16-byte global->shared copy that does not wait (cp.async on
+//   async_commit()              sm_80+; a plain copy where the vendor has none); commit closes
+//   async_wait<N>()             a group, wait<N> waits until at most N groups are pending
 //
 // We do NOT include <cuda_fp16.h>: NVRTC needs the toolkit's include folder for it, which an
 // installed wheel (nvidia-cuda-nvrtc) does not ship. A storage-only half type plus two PTX `cvt`
@@ -69,3 +72,12 @@ LC0_DEVICE float lc0_rsqrt(float x) { return rsqrtf(x); }
 
 // Shared-memory address as the 32-bit value ldmatrix/cp.async want.
 LC0_DEVICE u32 lc0_smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+LC0_DEVICE void async_copy16(void* smem, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(lc0_smem_addr(smem)), "l"(gmem));
+}
+LC0_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+LC0_DEVICE void async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}

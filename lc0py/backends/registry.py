@@ -167,3 +167,12 @@ _ORT = "lc0py.backends.onnx.runtime"
 register(BackendEntry("onnx-rocm", 64, f"{_ORT}:create_rocm", "ONNX Runtime ROCm", f"{_ORT}:probe_rocm"))
 register(BackendEntry("onnx-cuda", 63, f"{_ORT}:create_cuda", "ONNX Runtime CUDA", f"{_ORT}:probe_cuda"))
 register(BackendEntry("onnx-cpu", 62, f"{_ORT}:create_cpu", "ONNX Runtime CPU", f"{_ORT}:probe_cpu"))
+
+# GPU backends (lc0py.backends.gpu): fp16 ranks above fp32 and all rank above ONNX, so "auto" takes
+# the GPU when one is present; "gpu" is whichever vendor platform is there (fp16).
+_GPU = "lc0py.backends.gpu.backend"
+register(BackendEntry("gpu", 106, f"{_GPU}:create_gpu", "GPU (CUDA or ROCm), fp16", f"{_GPU}:probe_any"))
+register(BackendEntry("cuda-fp16", 105, f"{_GPU}:create_cuda_fp16", "CUDA, fp16", f"{_GPU}:probe_cuda"))
+register(BackendEntry("rocm-fp16", 104, f"{_GPU}:create_rocm_fp16", "ROCm/HIP, fp16", f"{_GPU}:probe_rocm"))
+register(BackendEntry("cuda", 103, f"{_GPU}:create_cuda", "CUDA, fp32", f"{_GPU}:probe_cuda"))
+register(BackendEntry("rocm", 102, f"{_GPU}:create_rocm", "ROCm/HIP, fp32", f"{_GPU}:probe_rocm"))

@@ -1,0 +1,156 @@
+"""The GPU backends (``cuda``, ``cuda-fp16``, ``gpu``, ``rocm``, ``rocm-fp16``) on ``GpuNetwork``.
+
+Backend options (``--backend-opts``):
+
+=================== ========= ==============================================================
+``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
+``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
+``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
+``gpu``             ``0``     device index
+``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
+``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
+                              ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
+                              ``attn_f32_threads``; see ``tuning.FlashParams``)
+=================== ========= ==============================================================
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.backends.gpu.tuning import OVERRIDABLE
+from lc0py.backends.options import BackendOptions
+from lc0py.errors import BackendOptionError
+from lc0py.weights.network import Network
+
+log = logging.getLogger("lc0py.backends.gpu")
+
+KNOWN_OPTIONS = ("flash", "graphs", "max_batch", "gpu", "verify", *(f"attn_{n}" for n in OVERRIDABLE))
+
+
+class GpuBackend(BackendBase):
+    """A ``Backend`` running one network on one GPU (fp16 or fp32 storage)."""
+
+    is_cpu = False
+
+    def __init__(self, network: Network, options: BackendOptions, *, fp16: bool, vendor: str, name: str) -> None:
+        from lc0py.backends.gpu.network import GpuNetwork
+        from lc0py.backends.gpu.platform import create_platform
+
+        self.name = name
+        flash = options.take("flash", True)
+        graphs = options.take("graphs", True)
+        max_batch = options.take("max_batch", 256)
+        device = options.take("gpu", 0)
+        self._verify = options.take("verify", False)
+        overrides: dict[str, int] = {}
+        for field in OVERRIDABLE:
+            value = options.take(f"attn_{field}", None, lambda k, v: int(v) if v.lstrip("-").isdigit() else _bad(k, v))
+            if value is not None:
+                overrides[field] = value
+        options.finish(KNOWN_OPTIONS)
+        if not 1 <= max_batch <= 65536:
+            raise BackendOptionError(f"--backend-opts: max_batch={max_batch} is out of range [1, 65536]")
+        self.network = network
+        self.platform = create_platform(vendor, device)
+        try:
+            self.gpu = GpuNetwork(self.platform, network, fp16=fp16, flash=flash, graphs=graphs,
+                                  max_batch=max_batch, flash_overrides=overrides)
+        except BaseException:
+            self.platform.close()
+            raise
+        self.info = BackendInfo(
+            input_format=int(network.format.input),
+            has_wdl=network.has_wdl,
+            has_moves_left=network.has_moves_left,
+            recommended_batch=256,
+        )
+        choice = self.gpu.flash_choice
+        log.info("%s on %s (%s): attention %s (%s)", name, self.platform.info.name, self.platform.info.arch,
+                 choice.kernel.value, choice.reason)
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        pending = self.gpu.submit(batch)
+        if self._verify:
+            self._verify = False
+            self._check_against_reference(batch, pending.result())
+        return pending
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
+        return self.evaluate_async(batch).result()
+
+    def _check_against_reference(self, batch: PlanesBatch, out: NetworkOutput) -> None:
+        from lc0py.model import forward
+
+        ref = forward(self.network, batch.dense(np.float64), np.float64)
+
+        def rel(a: np.ndarray, b: np.ndarray) -> float:
+            return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-300))
+
+        errs = {"policy": rel(out.policy, ref.policy), "wdl": rel(out.wdl, ref.wdl)}
+        if self.network.has_moves_left:
+            errs["moves_left"] = rel(out.moves_left, ref.moves_left)
+        limit = 1e-2 if self.gpu.fp16 else 1e-4
+        verdict = "PASS" if all(e <= limit for e in errs.values()) else "FAIL"
+        log.warning("verify=on (%s, first batch of %d vs numpy float64): %s -> %s (limit %g)", self.name, len(batch),
+                    ", ".join(f"{k} {v:.3g}" for k, v in errs.items()), verdict, limit)
+
+    def close(self) -> None:
+        gpu = getattr(self, "gpu", None)
+        if gpu is not None:
+            gpu.close()
+            self.gpu = None  # type: ignore[assignment]
+            self.platform.close()
+
+
+def _bad(key: str, value: str) -> int:
+    raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer")
+
+
+# ---- registry factories and probes ------------------------------------------------------------
+def create_cuda(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=False, vendor="nvidia", name="cuda")
+
+
+def create_cuda_fp16(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=True, vendor="nvidia", name="cuda-fp16")
+
+
+def create_gpu(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=True, vendor="auto", name="gpu")
+
+
+def create_rocm(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=False, vendor="amd", name="rocm")
+
+
+def create_rocm_fp16(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=True, vendor="amd", name="rocm-fp16")
+
+
+def probe_cuda() -> str | None:
+    from lc0py.backends.gpu.cuda_platform import probe
+
+    return probe()
+
+
+def probe_rocm() -> str | None:
+    try:
+        from lc0py.backends.gpu import hip_platform  # type: ignore[attr-defined]
+    except ImportError:
+        return "HIP platform not available in this build"
+    probe = getattr(hip_platform, "probe", None)
+    return probe() if probe is not None else None
+
+
+def probe_any() -> str | None:
+    reason_cuda = probe_cuda()
+    if reason_cuda is None:
+        return None
+    reason_rocm = probe_rocm()
+    if reason_rocm is None:
+        return None
+    return f"{reason_cuda}; {reason_rocm}"

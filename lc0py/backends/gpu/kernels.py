@@ -1,0 +1,110 @@
+"""Which attention kernel (and parameters) for a shape -- or "unsupported, use the fallback".
+
+One function, ``choose_attention``, answers both questions (as llama.cpp's
+``ggml_cuda_get_best_fattn_kernel`` does): every branch that returns ``FALLBACK`` says why, and
+the backend logs that reason once. The fallback (strided-batched GEMMs + ``softmax_bias``)
+supports every shape.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from lc0py.backends.gpu.tuning import FlashParams, apply_overrides, default_params
+
+MAX_FLASH_DEPTH = 256  # registers: the O accumulators alone are d/2 floats per lane at d = 256
+MAX_F32_DEPTH = 128  # the SIMT kernel keeps a d-float accumulator row per thread
+
+
+class AttentionKernel(enum.Enum):
+    FLASH_MMA = "flash_attention_f16"  # tensor cores (mma.h), fp16 storage
+    FLASH_SIMT = "flash_attention_f32"  # fp32 FMAs, fp32 storage
+    FALLBACK = "fallback"  # batched GEMMs + softmax_bias kernel
+
+
+@dataclass(frozen=True)
+class AttentionChoice:
+    kernel: AttentionKernel
+    params: FlashParams | None
+    reason: str
+
+    @property
+    def is_flash(self) -> bool:
+        return self.kernel is not AttentionKernel.FALLBACK
+
+
+def _arch_has_mma(vendor: str, arch: str) -> tuple[bool, str]:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    n = int(digits) if digits else 0
+    if vendor == "nvidia":
+        # mma.sync m16n8k16 f16 and cp.async both need sm_80 (Ampere) or newer.
+        return (n >= 80, f"{arch} < sm_80: no mma.sync.m16n8k16 / cp.async")
+    if vendor == "amd":
+        if arch.startswith("gfx11") or arch.startswith("gfx12"):
+            return True, ""
+        if arch.startswith("gfx90a") or arch.startswith("gfx94") or arch.startswith("gfx95"):
+            return True, ""
+        return False, f"{arch}: no WMMA/MFMA branch in mma_amd.h"
+    return False, f"unknown vendor {vendor}"
+
+
+def choose_attention(
+    *,
+    depth: int,
+    seq: int,
+    fp16: bool,
+    vendor: str,
+    arch: str,
+    shared_optin: int,
+    flash: bool = True,
+    overrides: dict[str, int] | None = None,
+    bias_f32: bool | None = None,
+    scratch_per_warp: int = 0,
+) -> AttentionChoice:
+    """Pick the attention kernel for head ``depth``, sequence ``seq`` and storage precision.
+
+    ``shared_optin`` is the device's largest dynamic shared memory per block; ``overrides`` are
+    ``FlashParams`` fields from ``--backend-opts`` (``attn_warps=...``).
+    """
+    fallback = AttentionKernel.FALLBACK
+    if not flash:
+        return AttentionChoice(fallback, None, "flash attention disabled (flash=off)")
+    if seq < 1:
+        return AttentionChoice(fallback, None, f"sequence length {seq} < 1")
+    params, why = default_params(depth, arch, seq)
+    try:
+        params = apply_overrides(params, overrides or {})
+    except KeyError as exc:
+        return AttentionChoice(fallback, None, f"unknown flash parameter(s) {exc}")
+    bias32 = (not fp16) if bias_f32 is None else bias_f32
+    if fp16:
+        if depth % 16 or depth < 16:
+            return AttentionChoice(fallback, None, f"head depth {depth} is not a multiple of 16")
+        if depth > MAX_FLASH_DEPTH:
+            return AttentionChoice(fallback, None, f"head depth {depth} > {MAX_FLASH_DEPTH}")
+        ok, why_not = _arch_has_mma(vendor, arch)
+        if not ok:
+            return AttentionChoice(fallback, None, why_not)
+        if params.kv_tile % 16 or params.kv_tile < 16:
+            return AttentionChoice(fallback, None, f"kv_tile {params.kv_tile} is not a multiple of 16")
+        if params.stages not in (1, 2) or params.warps < 1 or params.warps > 16:
+            return AttentionChoice(fallback, None, f"bad flash parameters {params}")
+        kernel = AttentionKernel.FLASH_MMA
+    else:
+        if depth > MAX_F32_DEPTH or depth < 1:
+            return AttentionChoice(fallback, None, f"fp32 flash kernel supports depth <= {MAX_F32_DEPTH}, not {depth}")
+        if params.f32_threads % 32 or not 32 <= params.f32_threads <= 256:
+            return AttentionChoice(fallback, None, f"f32_threads {params.f32_threads} not a multiple of 32 in [32, 256]")
+        kernel = AttentionKernel.FLASH_SIMT
+    smem = params.shared_bytes(depth, fp16, bias32, scratch_per_warp)
+    if smem > shared_optin:
+        return AttentionChoice(fallback, None, f"needs {smem} B shared memory per block > device limit {shared_optin}")
+    return AttentionChoice(kernel, params, why)
+
+
+def flash_grid(seq: int, heads: int, batch: int, params: FlashParams, fp16: bool) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a flash launch (both kernels: x = query-row blocks, y = head, z = batch)."""
+    rows = params.rows if fp16 else params.f32_threads
+    threads = params.warps * 32 if fp16 else params.f32_threads
+    return ((seq + rows - 1) // rows, heads, batch), (threads, 1, 1)

@@ -1,0 +1,537 @@
+"""The whole attention-body forward pass on the GPU, written once against ``Platform``.
+
+``GpuNetwork(platform, network, fp16=...)`` uploads the packed weights once (``weights.py``),
+compiles the kernels (``compile_cache.py``; cached on disk), and keeps activation buffers sized
+for the largest batch seen (grown on demand). ``submit(batch)`` copies the compact planes
+(uint64 masks + float values) to the device, runs the network on one stream -- replaying a
+captured graph per batch-size bucket when ``graphs`` is on -- starts the copies of the outputs
+back into pinned host memory, records an event and returns at once; ``PendingBatch.result()``
+waits on that event.
+
+Per encoder layer (fp16: every buffer fp16, fp32 accumulation in GEMMs/kernels, fp32 LN stats)::
+
+    qkv  = x · [Wq;Wk;Wv]ᵀ                         one GEMM, N = 3D (biases applied in attention)
+    G    = smolgen(x)                              compress GEMM, dense1 GEMM + act/LN kernel,
+                                                   dense2 GEMM + act/LN kernel, global GEMM -> [B,H,64,64]
+    O    = flash(qkv, G)                           one kernel: QKᵀ·scale + G -> online softmax -> ·V
+           (fallback: bias kernel, per-head batched GEMMs QKᵀ, softmax_bias kernel, GEMMs P·V)
+    y    = O · Woᵀ
+    x1   = LN((y + bo)·α + x)                      one fused kernel
+    f    = act(x1 · W1ᵀ + b1)                      GEMM + bias/act kernel
+    y    = f · W2ᵀ
+    x    = LN((y + b2)·α + x1)                     one fused kernel
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from lc0py.backends.base import NetworkOutput, PlanesBatch
+from lc0py.backends.gpu.compile_cache import KernelCache
+from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
+from lc0py.backends.gpu.platform import Event, HostBuffer, Platform
+from lc0py.backends.gpu.weights import (
+    PLANES,
+    POLICY_OUT,
+    SEQ,
+    activation_code,
+    graph_bucket,
+    layout,
+    net_shape,
+    pack_weights,
+    plan_buffers,
+)
+from lc0py.errors import Lc0pyError
+from lc0py.weights.network import Activation, Network
+
+log = logging.getLogger("lc0py.backends.gpu")
+
+P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
+ACT_NONE = int(Activation.NONE)
+_fallback_logged: set[str] = set()
+
+
+def log_once(message: str) -> None:
+    """One log line per distinct message per process (fallback notices)."""
+    if message not in _fallback_logged:
+        _fallback_logged.add(message)
+        log.warning(message)
+
+
+def ln_config(n: int, vec: int) -> dict[str, int]:
+    """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 8 chunks."""
+    chunks = n // vec if n % vec == 0 else n
+    threads = 32
+    while (chunks + threads - 1) // threads > 8 and threads < 1024:
+        threads *= 2
+    return {"LC0_LN_N": n, "LC0_LN_THREADS": threads, "LC0_LN_ROWS": max(1, 128 // threads)}
+
+
+@dataclass
+class _Slot:
+    """Pinned host buffers of one in-flight batch (two slots: submit overlaps a pending result)."""
+
+    masks: HostBuffer
+    values: HostBuffer
+    policy: HostBuffer
+    value: HostBuffer
+    mlh: HostBuffer
+    event: Event
+    pending: PendingBatch | None = None
+
+
+class PendingBatch:
+    """Handle returned by ``GpuNetwork.submit``; ``result()`` waits for the device."""
+
+    def __init__(self, net: GpuNetwork, slot: _Slot, n: int) -> None:
+        self._net, self._slot, self._n = net, slot, n
+        self._out: NetworkOutput | None = None
+
+    def done(self) -> bool:
+        return self._out is not None or self._slot.event.query()
+
+    def result(self) -> NetworkOutput:
+        if self._out is None:
+            self._slot.event.synchronize()
+            self._out = self._net._read_outputs(self._slot, self._n)
+            self._slot.pending = None
+        return self._out
+
+
+class GpuNetwork:
+    """One network on one GPU (see the module docstring)."""
+
+    def __init__(
+        self,
+        platform: Platform,
+        network: Network,
+        *,
+        fp16: bool = True,
+        flash: bool = True,
+        graphs: bool = True,
+        max_batch: int = 256,
+        flash_overrides: dict[str, int] | None = None,
+    ) -> None:
+        self.p = platform
+        self.net = network
+        self.shape = s = net_shape(network)
+        self.fp16 = fp16
+        self.dtype = "fp16" if fp16 else "fp32"
+        self.np_dtype = np.float16 if fp16 else np.float32
+        self.elem = 2 if fp16 else 4
+        self.graphs_enabled = graphs
+        self.max_batch = max(1, int(max_batch))
+        self.stream = platform.create_stream()
+        self.cache = KernelCache(platform)
+        self.acts = {
+            "default": activation_code(network.default_act),
+            "ffn": activation_code(network.ffn_act),
+            "smolgen": activation_code(network.smolgen_act) if s.smolgen else ACT_NONE,
+        }
+        scratch = 0 if platform.vendor == "nvidia" else 256
+        self.flash_choice: AttentionChoice = choose_attention(
+            depth=s.depth, seq=SEQ, fp16=fp16, vendor=platform.vendor, arch=platform.info.arch,
+            shared_optin=platform.info.shared_mem_per_block_optin, flash=flash,
+            overrides=flash_overrides, scratch_per_warp=scratch,
+        )
+        self._compile_kernels()
+        self._upload_weights()
+        self._buf: dict[str, int] = {}
+        self._buf_base = 0
+        self.capacity = 0
+        self._graphs: dict[tuple[int, bool], int] = {}
+        self._slots: list[_Slot] = []
+        self._next_slot = 0
+        self._closed = False
+        self._ensure(self.max_batch)
+
+    # ---- setup ------------------------------------------------------------------------------
+    def _fn(self, source: str, kernel: str, defines: dict[str, int]) -> int:
+        return self.cache.function(source, kernel, {"LC0_FP16": int(self.fp16), **defines})
+
+    def _compile_kernels(self) -> None:
+        s = self.shape
+        vec = 16 // self.elem
+        self.k_expand = self._fn("elementwise.hip", "expand_planes", {})
+        self.k_embed = self._fn("elementwise.hip", "embed_epilogue", {})
+        self.k_bias_act = self._fn("elementwise.hip", "bias_act", {})
+        self.k_gather = self._fn("policy_map.hip", "policy_gather", {})
+        self.ln_cfg: dict[int, dict[str, int]] = {}
+        self.k_ln: dict[int, int] = {}
+        for n in {s.E, s.hs, s.H * s.gs} - {0}:
+            cfg = ln_config(n, vec)
+            self.ln_cfg[n] = cfg
+            self.k_ln[n] = self._fn("layernorm.hip", "residual_layernorm", cfg)
+        self.k_softmax: int | None = None
+        self.k_flash: int | None = None
+        self.flash_smem = 0
+        ch = self.flash_choice
+        if ch.is_flash:
+            assert ch.params is not None
+            try:
+                defines = ch.params.defines(s.depth, self.fp16, bias_f32=not self.fp16)
+                self.k_flash = self.cache.function("flash_attention.hip", ch.kernel.value, defines)
+                scratch = 0 if self.p.vendor == "nvidia" else 256
+                self.flash_smem = ch.params.shared_bytes(s.depth, self.fp16, not self.fp16, scratch)
+                self.p.set_max_dynamic_shared(self.k_flash, self.flash_smem)
+            except Lc0pyError as exc:
+                self.flash_choice = AttentionChoice(AttentionKernel.FALLBACK, None, f"flash kernel failed to build: {exc}")
+                self.k_flash = None
+        if not self.flash_choice.is_flash:
+            log_once(f"attention: using GEMM+softmax fallback ({self.flash_choice.reason})")
+            self._softmax_kernel()
+
+    def _softmax_kernel(self) -> int:
+        if self.k_softmax is None:
+            self.k_softmax = self._fn("softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": (SEQ + 31) // 32})
+        return self.k_softmax
+
+    def _upload_weights(self) -> None:
+        packed = pack_weights(self.net, self.np_dtype)
+        offsets, total = layout({k: a.nbytes for k, a in packed.items()})
+        host = np.zeros(total, np.uint8)
+        for k, a in packed.items():
+            host[offsets[k]:offsets[k] + a.nbytes] = a.view(np.uint8).reshape(-1)
+        self._w_base = self.p.alloc(total)
+        self.p.copy_h2d(self._w_base, host, total, self.stream)
+        self.p.synchronize(self.stream)
+        self.w = {k: self._w_base + off for k, off in offsets.items()}
+        self.weight_bytes = total
+
+    def _ensure(self, batch: int) -> None:
+        """Buffers for ``batch`` positions (grows by powers of two; drops captured graphs)."""
+        if batch <= self.capacity:
+            return
+        cap = max(batch, self.max_batch)
+        cap = 1 << (cap - 1).bit_length() if cap > self.max_batch else cap
+        for slot in self._slots:
+            if slot.pending is not None:
+                slot.pending.result()
+        self.p.synchronize(self.stream)
+        self._drop_graphs()
+        if self._buf_base:
+            self.p.free(self._buf_base)
+        for slot in self._slots:
+            for hb in (slot.masks, slot.values, slot.policy, slot.value, slot.mlh):
+                self.p.free_host(hb)
+            self.p.destroy_event(slot.event)
+        need_fallback = True  # scores buffer: fallback may be chosen per call (verify, flash failure)
+        sizes = plan_buffers(self.shape, cap, self.elem, need_fallback)
+        offsets, total = layout(sizes)
+        self._buf_base = self.p.alloc(total)
+        self._buf = {k: self._buf_base + off for k, off in offsets.items()}
+        self.buffer_bytes = total
+        s = self.shape
+        self._slots = [
+            _Slot(
+                masks=self.p.alloc_host(cap * PLANES * 8),
+                values=self.p.alloc_host(cap * PLANES * 4),
+                policy=self.p.alloc_host(cap * POLICY_OUT * 4),
+                value=self.p.alloc_host(cap * s.v_out * self.elem),
+                mlh=self.p.alloc_host(cap * self.elem),
+                event=self.p.create_event(),
+            )
+            for _ in range(2)
+        ]
+        self.capacity = cap
+
+    def _drop_graphs(self) -> None:
+        for g in self._graphs.values():
+            self.p.destroy_graph(g)
+        self._graphs.clear()
+
+    # ---- primitives ---------------------------------------------------------------------------
+    def _gemm(self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object) -> None:
+        self.p.gemm(self.stream, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
+
+    def _dense(self, x: int, rows: int, n_in: int, w: str, n_out: int, out: int) -> None:
+        """``out[rows, n_out] = x[rows, n_in] · W[n_out, n_in]ᵀ`` (no bias)."""
+        self._gemm(rows, n_out, n_in, x, n_in, self.w[w], n_in, out, n_out, trans_b=True)
+
+    def _bias_act(self, y: int, bias: str, rows: int, n: int, act: int) -> None:
+        total = rows * n // (16 // self.elem if n % (16 // self.elem) == 0 else 1)
+        blocks = max(1, min((total + 255) // 256, 65535))
+        self.p.launch(self.k_bias_act, (blocks, 1, 1), (256, 1, 1), 0, self.stream,
+                      [P(y), P(self.w[bias]), LL(rows), I(n), I(act)])
+
+    def _layernorm(self, n: int, y: int, bias: int, skip: int, out: int, gamma: str, beta: str, rows: int,
+                   alpha: float, eps: float, act: int) -> None:
+        cfg = self.ln_cfg[n]
+        per_block = cfg["LC0_LN_ROWS"]
+        blocks = (rows + per_block - 1) // per_block
+        self.p.launch(self.k_ln[n], (blocks, 1, 1), (cfg["LC0_LN_THREADS"] * per_block, 1, 1), 0, self.stream,
+                      [P(y), P(bias), P(skip), P(out), P(self.w[gamma]), P(self.w[beta]), I(rows), F(alpha),
+                       F(eps), I(act)])
+
+    def _off(self, ptr: int, elems: int) -> int:
+        return ptr + elems * self.elem
+
+    # ---- the forward pass ---------------------------------------------------------------------
+    def _attention(self, l: int, bsz: int, flash: bool) -> None:
+        s, buf = self.shape, self._buf
+        qkv, o = buf["qkv"], buf["attn"]
+        g = buf["sg.g"] if s.smolgen else 0
+        bias = self.w[f"L{l}.qkv.b"]
+        scale = 1.0 / math.sqrt(s.depth)
+        if flash and self.k_flash is not None:
+            ch = self.flash_choice
+            assert ch.params is not None
+            grid, block = flash_grid(SEQ, s.H, bsz, ch.params, self.fp16)
+            self.p.launch(self.k_flash, grid, block, self.flash_smem, self.stream, [
+                P(qkv), P(self._off(qkv, s.D)), P(self._off(qkv, 2 * s.D)), I(3 * s.D), P(g),
+                P(bias), P(self._off(bias, 2 * s.D)), P(o), I(s.D), I(SEQ), I(s.H), F(scale)])
+            return
+        # Fallback: add all three biases, then per head: S = Q Kᵀ, softmax(S·scale + G), O = P V.
+        sc = buf["scores"]
+        self._bias_act(qkv, f"L{l}.qkv.b", bsz * SEQ, 3 * s.D, ACT_NONE)
+        ld = 3 * s.D
+        tok = SEQ * ld  # elements between positions
+        hs = SEQ * SEQ
+        for h in range(s.H):
+            self._gemm(SEQ, SEQ, s.depth, self._off(qkv, h * s.depth), ld, self._off(qkv, s.D + h * s.depth), ld,
+                       self._off(sc, h * hs), SEQ, trans_b=True, batch=bsz, stride_a=tok, stride_b=tok,
+                       stride_c=s.H * hs)
+        rows = bsz * s.H * SEQ
+        warps = 4
+        self.p.launch(self._softmax_kernel(), ((rows + warps - 1) // warps, 1, 1), (32 * warps, 1, 1), 0, self.stream,
+                      [P(sc), P(g), LL(rows), I(SEQ), F(scale)])
+        for h in range(s.H):
+            self._gemm(SEQ, s.depth, SEQ, self._off(sc, h * hs), SEQ, self._off(qkv, 2 * s.D + h * s.depth), ld,
+                       self._off(o, h * s.depth), s.D, batch=bsz, stride_a=s.H * hs, stride_b=tok,
+                       stride_c=SEQ * s.D)
+
+    def _smolgen(self, l: int, bsz: int) -> None:
+        s, buf, p = self.shape, self._buf, f"L{l}.sg."
+        layer = self.net.encoders[l].smolgen
+        assert layer is not None
+        m = bsz * SEQ
+        act = self.acts["smolgen"]
+        self._dense(buf["x"], m, s.E, p + "compress", s.hc, buf["sg.c"])
+        self._dense(buf["sg.c"], bsz, SEQ * s.hc, p + "d1.w", s.hs, buf["sg.s1"])
+        self._layernorm(s.hs, buf["sg.s1"], self.w[p + "d1.b"], 0, buf["sg.s1"], p + "ln1.g", p + "ln1.b", bsz,
+                        1.0, layer.ln1.eps, act)
+        self._dense(buf["sg.s1"], bsz, s.hs, p + "d2.w", s.H * s.gs, buf["sg.s2"])
+        self._layernorm(s.H * s.gs, buf["sg.s2"], self.w[p + "d2.b"], 0, buf["sg.s2"], p + "ln2.g", p + "ln2.b",
+                        bsz, 1.0, layer.ln2.eps, act)
+        self._dense(buf["sg.s2"], bsz * s.H, s.gs, "smolgen_w", SEQ * SEQ, buf["sg.g"])
+
+    def _encoder(self, l: int, bsz: int, flash: bool, tap: Callable[[str, int, int], None] | None) -> None:
+        s, buf, p = self.shape, self._buf, f"L{l}."
+        layer = self.net.encoders[l]
+        m = bsz * SEQ
+        alpha = float(self.net.alpha)
+        self._dense(buf["x"], m, s.E, p + "qkv.w", 3 * s.D, buf["qkv"])
+        if s.smolgen:
+            self._smolgen(l, bsz)
+        self._attention(l, bsz, flash)
+        if tap is not None:
+            tap(f"encoder{l}.attention", buf["attn"], s.D)
+        self._dense(buf["attn"], m, s.D, p + "out.w", s.E, buf["y"])
+        self._layernorm(s.E, buf["y"], self.w[p + "out.b"], buf["x"], buf["x1"], p + "ln1.g", p + "ln1.b", m, alpha,
+                        layer.ln1.eps, ACT_NONE)
+        self._dense(buf["x1"], m, s.E, p + "ffn1.w", s.Fd, buf["ffn"])
+        self._bias_act(buf["ffn"], p + "ffn1.b", m, s.Fd, self.acts["ffn"])
+        self._dense(buf["ffn"], m, s.Fd, p + "ffn2.w", s.E, buf["y"])
+        self._layernorm(s.E, buf["y"], self.w[p + "ffn2.b"], buf["x1"], buf["x"], p + "ln2.g", p + "ln2.b", m, alpha,
+                        layer.ln2.eps, ACT_NONE)
+
+    def _heads(self, bsz: int) -> None:
+        s, buf = self.shape, self._buf
+        m = bsz * SEQ
+        act = self.acts["default"]
+        # policy
+        self._dense(buf["x"], m, s.E, "pol.emb.w", s.Pe, buf["ffn"])
+        self._bias_act(buf["ffn"], "pol.emb.b", m, s.Pe, act)
+        self._dense(buf["ffn"], m, s.Pe, "pol.qk.w", 2 * s.Pd, buf["pol.qk"])
+        self._bias_act(buf["pol.qk"], "pol.qk.b", m, 2 * s.Pd, ACT_NONE)
+        ld = 2 * s.Pd
+        self._gemm(SEQ, SEQ, s.Pd, buf["pol.qk"], ld, self._off(buf["pol.qk"], s.Pd), ld, buf["pol.lg"], SEQ,
+                   trans_b=True, alpha=1.0 / math.sqrt(s.Pd), batch=bsz, stride_a=SEQ * ld, stride_b=SEQ * ld,
+                   stride_c=SEQ * SEQ)
+        self.p.launch(self.k_gather, (bsz, 1, 1), (256, 1, 1), 0, self.stream, [
+            P(buf["pol.lg"]), P(self._off(buf["pol.qk"], s.Pd)), I(ld), P(self.w["pol.promo"]), I(s.Pd),
+            P(self.w["gather"]), I(POLICY_OUT), P(buf["out.policy"])])
+        # value
+        self._dense(buf["x"], m, s.E, "val.emb.w", s.Vc, buf["val.v1"])
+        self._bias_act(buf["val.v1"], "val.emb.b", m, s.Vc, act)
+        self._dense(buf["val.v1"], bsz, SEQ * s.Vc, "val.fc1.w", s.Vh, buf["val.v2"])
+        self._bias_act(buf["val.v2"], "val.fc1.b", bsz, s.Vh, act)
+        self._dense(buf["val.v2"], bsz, s.Vh, "val.fc2.w", s.v_out, buf["out.value"])
+        self._bias_act(buf["out.value"], "val.fc2.b", bsz, s.v_out, ACT_NONE)
+        # moves left (final ReLU on the host, skipped without ip2_mov_b as blas does)
+        if s.mlh:
+            self._dense(buf["x"], m, s.E, "mlh.emb.w", s.Mc, buf["mlh.m1"])
+            self._bias_act(buf["mlh.m1"], "mlh.emb.b", m, s.Mc, act)
+            self._dense(buf["mlh.m1"], bsz, SEQ * s.Mc, "mlh.fc1.w", s.Mh, buf["mlh.m2"])
+            self._bias_act(buf["mlh.m2"], "mlh.fc1.b", bsz, s.Mh, act)
+            self._dense(buf["mlh.m2"], bsz, s.Mh, "mlh.fc2.w", 1, buf["out.mlh"])
+            self._bias_act(buf["out.mlh"], "mlh.fc2.b", bsz, 1, ACT_NONE)
+
+    def _body(self, bsz: int, flash: bool, tap: Callable[[str, int, int], None] | None = None) -> None:
+        """Everything from the uploaded masks/values to the output buffers, on ``self.stream``."""
+        s, buf = self.shape, self._buf
+        m = bsz * SEQ
+        self.p.launch(self.k_expand, (bsz, 1, 1), (256, 1, 1), 0, self.stream,
+                      [P(buf["in.masks"]), P(buf["in.values"]), P(buf["tokens"]), I(PLANES)])
+        self._gemm(m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True)
+        total = m * s.E
+        mult = self.w["emb.mult"] if s.gating else 0
+        add = self.w["emb.add"] if s.gating else 0
+        self.p.launch(self.k_embed, (max(1, min((total + 255) // 256, 65535)), 1, 1), (256, 1, 1), 0, self.stream,
+                      [P(buf["x"]), P(self.w["emb.sqbias"]), P(mult), P(add), LL(m), I(s.E), I(self.acts["default"])])
+        if tap is not None:
+            tap("embedding", buf["x"], s.E)
+        for l in range(s.L):
+            self._encoder(l, bsz, flash, tap)
+        self._heads(bsz)
+
+    # ---- submit / results ---------------------------------------------------------------------
+    @property
+    def uses_flash(self) -> bool:
+        return self.k_flash is not None
+
+    def submit(self, batch: PlanesBatch, *, flash: bool | None = None, use_graph: bool | None = None) -> PendingBatch:
+        """Start evaluating ``batch``; returns before the device finishes."""
+        n = len(batch)
+        if n == 0:
+            raise ValueError("empty batch")
+        flash = self.uses_flash if flash is None else (flash and self.uses_flash)
+        use_graph = self.graphs_enabled if use_graph is None else use_graph
+        run = graph_bucket(n) if use_graph else n
+        self._ensure(run)
+        slot = self._slots[self._next_slot]
+        self._next_slot = (self._next_slot + 1) % len(self._slots)
+        if slot.pending is not None:
+            slot.pending.result()  # its outputs are still in this slot's pinned buffers
+        masks = slot.masks.view(np.uint64, (run, PLANES))
+        values = slot.values.view(np.float32, (run, PLANES))
+        masks[:n] = batch.masks
+        values[:n] = batch.values
+        if run > n:
+            masks[n:] = 0
+            values[n:] = 0
+        buf = self._buf
+        self.p.copy_h2d(buf["in.masks"], slot.masks, run * PLANES * 8, self.stream)
+        self.p.copy_h2d(buf["in.values"], slot.values, run * PLANES * 4, self.stream)
+        if use_graph:
+            key = (run, flash)
+            graph = self._graphs.get(key)
+            if graph is None:
+                # One eager run first: cuBLAS picks and loads its kernels for these shapes and
+                # creates its handle outside the capture (neither is allowed inside one).
+                self._body(run, flash)
+                self.p.begin_capture(self.stream)
+                try:
+                    self._body(run, flash)
+                finally:
+                    graph = self.p.end_capture(self.stream)
+                self._graphs[key] = graph
+            self.p.launch_graph(graph, self.stream)
+        else:
+            self._body(run, flash)
+        self._copy_outputs(slot, n)
+        slot.event.record(self.stream)
+        pending = PendingBatch(self, slot, n)
+        slot.pending = pending
+        return pending
+
+    def _copy_outputs(self, slot: _Slot, n: int) -> None:
+        s, buf = self.shape, self._buf
+        self.p.copy_d2h(slot.policy, buf["out.policy"], n * POLICY_OUT * 4, self.stream)
+        self.p.copy_d2h(slot.value, buf["out.value"], n * s.v_out * self.elem, self.stream)
+        if s.mlh:
+            self.p.copy_d2h(slot.mlh, buf["out.mlh"], n * self.elem, self.stream)
+
+    def _read_outputs(self, slot: _Slot, n: int) -> NetworkOutput:
+        s = self.shape
+        policy = np.array(slot.policy.view(np.float32, (n, POLICY_OUT)))
+        z = slot.value.view(self.np_dtype, (n, s.v_out)).astype(np.float32)
+        if s.v_out == 3:
+            e = np.exp(z - z.max(axis=1, keepdims=True))
+            wdl = e / e.sum(axis=1, keepdims=True)
+        else:
+            q = np.tanh(z[:, 0])
+            wdl = np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+        if s.mlh:
+            mlh = slot.mlh.view(self.np_dtype, (n,)).astype(np.float32)
+            ml = self.net.moves_left
+            if ml is not None and ml.fc2.b is not None:
+                mlh = np.maximum(mlh, 0)
+        else:
+            mlh = np.zeros(n, np.float32)
+        return NetworkOutput(policy=policy, wdl=wdl.astype(np.float32), moves_left=mlh)
+
+    def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
+        return self.submit(batch, **kw).result()
+
+    def evaluate_traced(self, batch: PlanesBatch, *, flash: bool) -> tuple[NetworkOutput, dict[str, np.ndarray]]:
+        """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
+        ``[B, 64, width]``), for ``lc0py verify``; no graphs, synchronises after each tap."""
+        n = len(batch)
+        self._ensure(n)
+        slot = self._slots[self._next_slot]
+        if slot.pending is not None:
+            slot.pending.result()
+        slot.masks.view(np.uint64, (n, PLANES))[:] = batch.masks
+        slot.values.view(np.float32, (n, PLANES))[:] = batch.values
+        self.p.copy_h2d(self._buf["in.masks"], slot.masks, n * PLANES * 8, self.stream)
+        self.p.copy_h2d(self._buf["in.values"], slot.values, n * PLANES * 4, self.stream)
+        taps: dict[str, np.ndarray] = {}
+
+        def tap(name: str, ptr: int, width: int) -> None:
+            host = np.empty((n, SEQ, width), self.np_dtype)
+            self.p.copy_d2h(host, ptr, host.nbytes, self.stream)
+            self.p.synchronize(self.stream)
+            taps[name] = host.astype(np.float32)
+
+        self._body(n, flash and self.uses_flash, tap)
+        self._copy_outputs(slot, n)
+        self.p.synchronize(self.stream)
+        return self._read_outputs(slot, n), taps
+
+    # ---- timing helpers (benchmarks) ------------------------------------------------------------
+    def time_attention(self, bsz: int, flash: bool, iters: int = 50) -> float:
+        """Median milliseconds of one layer's attention (flash kernel vs fallback GEMMs+softmax) on
+        the current buffers (run a batch first so they hold real activations)."""
+        self._ensure(bsz)
+        start, end = self.p.create_event(timing=True), self.p.create_event(timing=True)
+        times = []
+        try:
+            for i in range(iters + 5):
+                start.record(self.stream)
+                self._attention(0, bsz, flash and self.uses_flash)
+                end.record(self.stream)
+                end.synchronize()
+                if i >= 5:
+                    times.append(start.elapsed_ms(end))
+        finally:
+            self.p.destroy_event(start)
+            self.p.destroy_event(end)
+        return float(np.median(times))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.p.synchronize(self.stream)
+        finally:
+            self._drop_graphs()
+            for slot in self._slots:
+                for hb in (slot.masks, slot.values, slot.policy, slot.value, slot.mlh):
+                    self.p.free_host(hb)
+                self.p.destroy_event(slot.event)
+            self._slots = []
+            if self._buf_base:
+                self.p.free(self._buf_base)
+                self._buf_base = 0
+            if self._w_base:
+                self.p.free(self._w_base)
+                self._w_base = 0
+            self.p.destroy_stream(self.stream)

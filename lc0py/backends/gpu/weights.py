@@ -1,0 +1,221 @@
+"""Host-side preparation of a ``Network`` for the GPU: shapes, fused/packed weights, buffer plan.
+
+Pure numpy, no device: everything here is tested without a GPU. ``pack_weights`` does all
+re-arrangement once, at upload, so the forward pass launches plain GEMMs on contiguous arrays:
+
+* ``L{l}.qkv.w = concat(q_w, k_w, v_w)`` ``[3D, E]`` (in that order): one GEMM with N = 3D
+  instead of three, and the flash kernel reads Q/K/V at column offsets 0, D, 2D with stride 3D.
+* The embedding's constant positional-encoding columns are folded into a per-square bias:
+  ``emb.sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
+* Gates are transposed to ``[64, E]`` so the epilogue kernel reads them coalesced.
+* Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
+* Absent biases of layers without an activation become zeros (attention-body.md §4.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lc0py.errors import UnsupportedNetError
+from lc0py.model.tables import attention_policy_gather, pos_encoding_table
+from lc0py.weights.network import Activation, Dense, InputEmbedding, Network
+
+SEQ = 64
+PLANES = 112
+POLICY_OUT = 1858
+ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads, cuBLAS's liking)
+
+
+@dataclass(frozen=True)
+class NetShape:
+    """The sizes the GPU forward pass needs (attention-body.md §1 symbols)."""
+
+    E: int
+    D: int
+    H: int
+    depth: int
+    L: int
+    Fd: int
+    smolgen: bool
+    hc: int
+    hs: int
+    gs: int
+    Pe: int
+    Pd: int
+    Vc: int
+    Vh: int
+    v_out: int  # 3 (WDL) or 1 (classical)
+    mlh: bool
+    Mc: int
+    Mh: int
+    gating: bool
+
+    @property
+    def seq(self) -> int:
+        return SEQ
+
+
+def net_shape(net: Network) -> NetShape:
+    """Sizes of ``net``; raises ``UnsupportedNetError`` for what the GPU path does not run."""
+    if not net.encoders:
+        raise UnsupportedNetError("GPU backend: the network has no encoder layers")
+    if net.embedding.kind == InputEmbedding.PE_DENSE:
+        raise UnsupportedNetError(
+            "GPU backend: the PE_DENSE input embedding is not implemented yet (use --backend numpy or onnx-cpu)"
+        )
+    if net.embedding.dense.n_in != PLANES + SEQ:
+        raise UnsupportedNetError(f"GPU backend: embedding input width {net.embedding.dense.n_in} != 176 (PE_MAP)")
+    sg = net.encoders[0].smolgen
+    smolgen = net.has_smolgen and sg is not None
+    if smolgen and any(layer.smolgen is None for layer in net.encoders):
+        raise UnsupportedNetError("GPU backend: smolgen on some layers only is not supported")
+    mlh = net.moves_left
+    return NetShape(
+        E=net.embedding_size,
+        D=net.d_model,
+        H=net.heads,
+        depth=net.depth,
+        L=net.num_layers,
+        Fd=net.ffn_size,
+        smolgen=smolgen,
+        hc=sg.hidden_channels if smolgen and sg else 0,
+        hs=sg.hidden_size if smolgen and sg else 0,
+        gs=int(net.smolgen_w.shape[1]) if smolgen and net.smolgen_w is not None else 0,
+        Pe=net.policy.embedding.n_out,
+        Pd=net.policy.wq.n_out,
+        Vc=net.value.embedding.n_out,
+        Vh=net.value.fc1.n_out,
+        v_out=net.value.fc2.n_out,
+        mlh=mlh is not None,
+        Mc=mlh.embedding.n_out if mlh else 0,
+        Mh=mlh.fc1.n_out if mlh else 0,
+        gating=net.embedding.mult_gate is not None and net.embedding.add_gate is not None,
+    )
+
+
+def _bias(d: Dense) -> np.ndarray:
+    return d.b if d.b is not None else np.zeros(d.n_out, np.float32)
+
+
+def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
+    """Every device array of ``net`` by name, already fused/transposed, in ``dtype`` (gather: int32)."""
+    shape = net_shape(net)
+    out: dict[str, np.ndarray] = {}
+    emb = net.embedding
+    w = emb.dense.w.astype(np.float64)
+    out["emb.w"] = w[:, :PLANES]
+    pe = pos_encoding_table(np.float64)
+    out["emb.sqbias"] = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
+    if shape.gating:
+        assert emb.mult_gate is not None and emb.add_gate is not None
+        out["emb.mult"] = emb.mult_gate.T
+        out["emb.add"] = emb.add_gate.T
+    for i, layer in enumerate(net.encoders):
+        p = f"L{i}."
+        out[p + "qkv.w"] = np.concatenate([layer.q.w, layer.k.w, layer.v.w], axis=0)
+        out[p + "qkv.b"] = np.concatenate([_bias(layer.q), _bias(layer.k), _bias(layer.v)])
+        out[p + "out.w"] = layer.out.w
+        out[p + "out.b"] = _bias(layer.out)
+        out[p + "ln1.g"], out[p + "ln1.b"] = layer.ln1.gamma, layer.ln1.beta
+        out[p + "ffn1.w"], out[p + "ffn1.b"] = layer.ffn1.w, _bias(layer.ffn1)
+        out[p + "ffn2.w"], out[p + "ffn2.b"] = layer.ffn2.w, _bias(layer.ffn2)
+        out[p + "ln2.g"], out[p + "ln2.b"] = layer.ln2.gamma, layer.ln2.beta
+        if shape.smolgen and layer.smolgen is not None:
+            s = layer.smolgen
+            out[p + "sg.compress"] = s.compress
+            out[p + "sg.d1.w"], out[p + "sg.d1.b"] = s.dense1.w, _bias(s.dense1)
+            out[p + "sg.ln1.g"], out[p + "sg.ln1.b"] = s.ln1.gamma, s.ln1.beta
+            out[p + "sg.d2.w"], out[p + "sg.d2.b"] = s.dense2.w, _bias(s.dense2)
+            out[p + "sg.ln2.g"], out[p + "sg.ln2.b"] = s.ln2.gamma, s.ln2.beta
+    if shape.smolgen:
+        assert net.smolgen_w is not None
+        out["smolgen_w"] = net.smolgen_w
+    pol = net.policy
+    out["pol.emb.w"], out["pol.emb.b"] = pol.embedding.w, _bias(pol.embedding)
+    out["pol.qk.w"] = np.concatenate([pol.wq.w, pol.wk.w], axis=0)
+    out["pol.qk.b"] = np.concatenate([_bias(pol.wq), _bias(pol.wk)])
+    out["pol.promo"] = pol.promotion
+    v = net.value
+    out["val.emb.w"], out["val.emb.b"] = v.embedding.w, _bias(v.embedding)
+    out["val.fc1.w"], out["val.fc1.b"] = v.fc1.w, _bias(v.fc1)
+    out["val.fc2.w"], out["val.fc2.b"] = v.fc2.w, _bias(v.fc2)
+    if net.moves_left is not None:
+        m = net.moves_left
+        out["mlh.emb.w"], out["mlh.emb.b"] = m.embedding.w, _bias(m.embedding)
+        out["mlh.fc1.w"], out["mlh.fc1.b"] = m.fc1.w, _bias(m.fc1)
+        out["mlh.fc2.w"], out["mlh.fc2.b"] = m.fc2.w, _bias(m.fc2)
+    packed = {k: np.ascontiguousarray(a, dtype=dtype) for k, a in out.items()}
+    packed["gather"] = np.ascontiguousarray(attention_policy_gather(), dtype=np.int32)
+    return packed
+
+
+def activation_code(act: Activation) -> int:
+    """The run-time activation argument of the kernels (lc0's proto numbers, activations.h)."""
+    if act in (Activation.DEFAULT, Activation.SOFTMAX):
+        raise UnsupportedNetError(f"GPU backend: activation {act.name} cannot be applied element-wise")
+    return int(act)
+
+
+def align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
+    """Offsets (bytes) of named regions packed into one allocation, each ``ALIGN``-aligned."""
+    offsets: dict[str, int] = {}
+    total = 0
+    for name, n in sizes.items():
+        offsets[name] = total
+        total += align(n)
+    return offsets, max(total, ALIGN)
+
+
+def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:
+    """Bytes of every activation buffer for ``batch`` positions (``elem`` = 2 fp16, 4 fp32)."""
+    m = batch * SEQ
+    sizes = {
+        "in.masks": batch * PLANES * 8,
+        "in.values": batch * PLANES * 4,
+        "tokens": m * PLANES * elem,
+        "x": m * s.E * elem,
+        "x1": m * s.E * elem,
+        "y": m * s.E * elem,
+        "qkv": m * 3 * s.D * elem,
+        "attn": m * s.D * elem,
+        "ffn": m * max(s.Fd, s.Pe) * elem,  # FFN hidden; reused by the policy embedding
+        "pol.qk": m * 2 * s.Pd * elem,
+        "pol.lg": batch * SEQ * SEQ * elem,
+        "out.policy": batch * POLICY_OUT * 4,
+        "val.v1": m * s.Vc * elem,
+        "val.v2": batch * s.Vh * elem,
+        "out.value": batch * s.v_out * elem,
+    }
+    if s.mlh:
+        sizes["mlh.m1"] = m * s.Mc * elem
+        sizes["mlh.m2"] = batch * s.Mh * elem
+        sizes["out.mlh"] = batch * elem
+    if s.smolgen:
+        sizes["sg.c"] = m * s.hc * elem
+        sizes["sg.s1"] = batch * s.hs * elem
+        sizes["sg.s2"] = batch * s.H * s.gs * elem
+        sizes["sg.g"] = batch * s.H * SEQ * SEQ * elem
+    if fallback:
+        sizes["scores"] = batch * s.H * SEQ * SEQ * elem
+    return sizes
+
+
+def graph_bucket(batch: int) -> int:
+    """The batch size a CUDA graph is captured for: few graphs, little padding.
+
+    Powers of two up to 16, multiples of 16 up to 256, then multiples of 64 (at most 1/4 or 1/5
+    wasted rows, and lc0's usual batch sizes are exact).
+    """
+    if batch <= 0:
+        raise ValueError("batch must be positive")
+    if batch <= 16:
+        return 1 << (batch - 1).bit_length()
+    if batch <= 256:
+        return (batch + 15) // 16 * 16
+    return (batch + 63) // 64 * 64

@@ -1,0 +1,175 @@
+"""``lc0py verify``: a backend against the numpy float64 reference, on fresh random positions.
+
+For the GPU backends both attention paths are run on the same positions -- the fused flash
+kernel and the GEMM+softmax fallback -- and each layer's attention output ``O`` is compared too,
+so a wrong kernel is located, not just detected. Other backends (numpy, onnx-cpu, ...) are
+compared on their outputs only ("backend vs reference").
+
+Errors per output: max and mean absolute error, and the relative norm error
+``||out - ref|| / ||ref||``. PASS when every relative error is <= 1e-4 (fp32 backends) or
+<= 1e-2 (fp16 backends); exit status 1 on FAIL. NaN/inf anywhere is a FAIL.
+
+Examples::
+
+    lc0py verify --weights t82.pb.gz --backend cuda-fp16 --batch 16
+    lc0py verify --preset t82-h6 --layers 2 --backend cuda        # generated net, no file
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lc0py.backends.base import PlanesBatch
+from lc0py.errors import UsageError
+
+RTOL_FP32 = 1e-4
+RTOL_FP16 = 1e-2
+FP16_BACKENDS = {"cuda-fp16", "rocm-fp16", "gpu"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--weights", "-w", metavar="FILE", help="network file (.pb.gz)")
+    src.add_argument("--preset", metavar="NAME", help="generate a random net of this preset instead (t82, tiny, ...)")
+    parser.add_argument("--layers", type=int, default=None, metavar="N", help="with --preset: encoder layers")
+    parser.add_argument("--backend", "-b", default="auto", help="backend to check (default: auto)")
+    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="backend options")
+    parser.add_argument("--batch", type=int, default=8, metavar="N", help="positions (default 8)")
+    parser.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (default: fresh)")
+    parser.add_argument("--planes", choices=("games", "random"), default="games",
+                        help="random legal positions from playouts (default) or random planes")
+
+
+@dataclass
+class ErrorRow:
+    path: str
+    what: str
+    max_abs: float
+    mean_abs: float
+    rel: float
+
+    def line(self) -> str:
+        return f"{self.path:<10} {self.what:<22} {self.max_abs:>11.3e} {self.mean_abs:>11.3e} {self.rel:>11.3e}"
+
+
+def errors(path: str, what: str, out: np.ndarray, ref: np.ndarray) -> ErrorRow:
+    a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"{path} {what}: shape {a.shape} != reference {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return ErrorRow(path, what, float("inf"), float("inf"), float("inf"))
+    d = np.abs(a - b)
+    norm = float(np.linalg.norm(b))
+    rel = float(np.linalg.norm(a - b) / norm) if norm > 0 else (0.0 if not d.any() else float("inf"))
+    return ErrorRow(path, what, float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0, rel)
+
+
+def random_planes_batch(n: int, seed: int) -> PlanesBatch:
+    """Random masks (about 1 bit in 8 set) and values in [0, 1]: off the chess manifold."""
+    rng = np.random.default_rng(seed)
+    bits = rng.random((n, 112, 64)) < 0.125
+    masks = (bits.astype(np.uint64) << np.arange(64, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
+    values = rng.random((n, 112)).astype(np.float32)
+    return PlanesBatch(masks, values)
+
+
+def random_games_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
+    """``n`` positions reached by random legal playouts (python-chess) from the start position."""
+    import chess
+
+    from lc0py.chess import PositionHistory, encode_batch
+
+    rng = random.Random(seed)
+    histories = []
+    while len(histories) < n:
+        board = chess.Board()
+        moves = []
+        for _ in range(rng.randrange(0, 100)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            mv = rng.choice(legal)
+            moves.append(mv.uci())
+            board.push(mv)
+        if board.is_game_over(claim_draw=False):
+            continue
+        histories.append(PositionHistory.from_fen(None, moves))
+    return encode_batch([h.encode(input_format) for h in histories])
+
+
+def _load(args: argparse.Namespace) -> Any:
+    if args.weights:
+        from lc0py.weights import load_network
+
+        if not os.path.isfile(args.weights):
+            raise UsageError(f"--weights {args.weights}: no such file")
+        return load_network(args.weights)
+    from lc0py.weights.presets import random_network
+
+    overrides = {"layers": args.layers} if args.layers else {}
+    return random_network(args.preset, args.seed or 0, **overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lc0py.backends.registry import create_backend
+    from lc0py.model import cast_network, forward
+
+    if args.batch < 1:
+        raise UsageError(f"--batch {args.batch}: must be >= 1")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    network = _load(args)
+    backend = create_backend(args.backend, network, args.backend_opts)
+    try:
+        fmt = int(network.format.input)
+        if args.planes == "random":
+            batch = random_planes_batch(args.batch, seed)
+        else:
+            batch = random_games_batch(args.batch, fmt, seed)
+        trace: dict[str, np.ndarray] = {}
+        ref = forward(cast_network(network, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        gpu = getattr(backend, "gpu", None)
+        fp16 = bool(getattr(gpu, "fp16", backend.name in FP16_BACKENDS))
+        limit = RTOL_FP16 if fp16 else RTOL_FP32
+        rows: list[ErrorRow] = []
+        if gpu is not None:
+            paths = [("flash", True), ("fallback", False)] if gpu.uses_flash else [("fallback", False)]
+            for label, flash in paths:
+                out, taps = gpu.evaluate_traced(batch, flash=flash)
+                rows += _output_rows(label, out, ref, network.has_moves_left)
+                for l in range(network.num_layers):
+                    key = f"encoder{l}.attention"
+                    if key in taps:
+                        rows.append(errors(label, f"L{l} attention", taps[key], trace[key]))
+            # and the production path (graphs, async) once more
+            rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
+        else:
+            rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
+        print(f"verify: backend {backend.name}, {args.batch} positions ({args.planes}), seed {seed}, "
+              f"limit {limit:g} relative")
+        if gpu is not None:
+            ch = gpu.flash_choice
+            print(f"device: {gpu.p.info.name} ({gpu.p.info.arch}); attention kernel: {ch.kernel.value} ({ch.reason})")
+        print(f"{'path':<10} {'output':<22} {'max abs':>11} {'mean abs':>11} {'rel':>11}")
+        for r in rows:
+            print(r.line())
+        worst = max(r.rel for r in rows)
+        ok = worst <= limit
+        print(f"{'PASS' if ok else 'FAIL'}: worst relative error {worst:.3e} (limit {limit:g})")
+        sys.stdout.flush()
+        return 0 if ok else 1
+    finally:
+        backend.close()
+
+
+def _output_rows(path: str, out: Any, ref: Any, has_mlh: bool) -> list[ErrorRow]:
+    rows = [errors(path, "policy logits", out.policy, ref.policy), errors(path, "wdl", out.wdl, ref.wdl)]
+    if has_mlh:
+        rows.append(errors(path, "moves-left", out.moves_left, ref.moves_left))
+    return rows

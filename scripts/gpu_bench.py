@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""GPU timings for docs/performance.md (benchmark only; never a test).
+
+* end-to-end nps of ``GpuNetwork`` (graphs on, H2D of the masks and D2H of the outputs inside
+  the timed region, as backendbench) per batch size, flash vs fallback;
+* one layer's attention alone: flash kernel vs fallback GEMMs + softmax (device events, median);
+* the fp16 GEMM ceiling through the same cuBLAS binding (8192^3, events, median);
+* achieved TFLOP/s = flops_per_position x nps and its fraction of that ceiling.
+
+Writes a JSON summary (``--json``) and prints a markdown table. Usage::
+
+    PYTHONPATH=$PWD python3 scripts/gpu_bench.py --preset t82 --sizes 1,64,256,1024 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def planes_batch(n: int, seed: int = 0):  # type: ignore[no-untyped-def]
+    from lc0py.backends.base import PlanesBatch
+
+    rng = np.random.default_rng(seed)
+    bits = rng.random((n, 112, 64)) < 0.12
+    masks = (bits.astype(np.uint64) << np.arange(64, dtype=np.uint64)).sum(axis=2, dtype=np.uint64)
+    return PlanesBatch(masks, rng.random((n, 112)).astype(np.float32))
+
+
+def time_e2e(gpu, batch, iters: int, flash: bool) -> list[float]:  # type: ignore[no-untyped-def]
+    for _ in range(3):
+        gpu.submit(batch, flash=flash).result()
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        out = gpu.submit(batch, flash=flash).result()
+        float(out.policy[-1, -1])
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def gemm_ceiling(platform, n: int = 8192, iters: int = 20) -> float:  # type: ignore[no-untyped-def]
+    """fp16 TFLOP/s of an n^3 GEMM (random data) through the platform's cuBLAS."""
+    stream = platform.create_stream()
+    nbytes = n * n * 2
+    rng = np.random.default_rng(1)
+    host = (rng.standard_normal(n * n) * 0.1).astype(np.float16)
+    a, b, c = platform.alloc(nbytes), platform.alloc(nbytes), platform.alloc(nbytes)
+    platform.copy_h2d(a, host, nbytes, stream)
+    platform.copy_h2d(b, host, nbytes, stream)
+    e0, e1 = platform.create_event(timing=True), platform.create_event(timing=True)
+    times = []
+    for i in range(iters + 3):
+        e0.record(stream)
+        platform.gemm(stream, n, n, n, a, n, b, n, c, n, dtype="fp16", trans_b=True)
+        e1.record(stream)
+        e1.synchronize()
+        if i >= 3:
+            times.append(e0.elapsed_ms(e1))
+    for p in (a, b, c):
+        platform.free(p)
+    platform.destroy_stream(stream)
+    return 2 * n**3 / (float(np.median(times)) * 1e-3) / 1e12
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="t82")
+    ap.add_argument("--weights", default=None)
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--sizes", default="1,2,4,8,16,32,64,128,256,512,1024")
+    ap.add_argument("--compare", default="64,256,1024", help="sizes where flash vs fallback is timed")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--fp32", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    from lc0py.backends.gpu.cuda_platform import CudaPlatform
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    t0 = time.time()
+    if args.weights:
+        from lc0py.weights import load_network
+
+        net = load_network(args.weights)
+    else:
+        from lc0py.weights.presets import random_network
+
+        net = random_network(args.preset, 1, **({"layers": args.layers} if args.layers else {}))
+    print(f"net ready in {time.time() - t0:.1f}s: {net.num_layers} layers, {net.heads} heads, "
+          f"{net.flops_per_position() / 1e9:.3f} GFLOP/position", flush=True)
+    platform = CudaPlatform(0)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    compare = [int(s) for s in args.compare.split(",")]
+    gpu = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(sizes + compare))
+    info = platform.info
+    print(f"device {info.name} {info.arch} SMs {info.sm_count}; attention {gpu.flash_choice.kernel.value} "
+          f"({gpu.flash_choice.reason})", flush=True)
+    ceiling = gemm_ceiling(platform)
+    fpp = net.flops_per_position()
+    print(f"fp16 GEMM ceiling (8192^3 cuBLAS): {ceiling:.0f} TFLOP/s", flush=True)
+    rows = []
+    for n in sizes:
+        batch = planes_batch(n)
+        t = time_e2e(gpu, batch, args.iters, flash=True)
+        med = float(np.median(t))
+        nps = n / med
+        row = {"batch": n, "median_ms": med * 1e3, "nps": nps, "mean_nps": n * len(t) / sum(t),
+               "tflops": fpp * nps / 1e12, "frac_ceiling": fpp * nps / 1e12 / ceiling}
+        if n in compare:
+            tf = time_e2e(gpu, batch, args.iters, flash=False)
+            row["nps_fallback"] = n / float(np.median(tf))
+            row["flash_speedup"] = nps / row["nps_fallback"]
+            gpu.submit(batch, flash=True).result()  # real activations in the buffers
+            row["attn_flash_ms"] = gpu.time_attention(n, flash=True)
+            row["attn_fallback_ms"] = gpu.time_attention(n, flash=False)
+            row["attn_speedup"] = row["attn_fallback_ms"] / row["attn_flash_ms"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print()
+    print(f"| batch | nps (median) | ms/batch | TFLOP/s | of ceiling | nps fallback | flash/fallback | attn flash ms | attn fallback ms | attn ratio |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        fb = f"{r['nps_fallback']:.0f}" if "nps_fallback" in r else ""
+        sp = f"{r['flash_speedup']:.2f}x" if "flash_speedup" in r else ""
+        af = f"{r['attn_flash_ms']:.3f}" if "attn_flash_ms" in r else ""
+        ab = f"{r['attn_fallback_ms']:.3f}" if "attn_fallback_ms" in r else ""
+        ar = f"{r['attn_speedup']:.2f}x" if "attn_speedup" in r else ""
+        print(f"| {r['batch']} | {r['nps']:.0f} | {r['median_ms']:.3f} | {r['tflops']:.1f} | {100 * r['frac_ceiling']:.1f}% "
+              f"| {fb} | {sp} | {af} | {ab} | {ar} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": info.name, "arch": info.arch, "ceiling_tflops": ceiling, "flops_per_position": fpp,
+                       "attention": gpu.flash_choice.kernel.value, "rows": rows}, f, indent=1)
+    gpu.close()
+    platform.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
