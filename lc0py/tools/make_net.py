@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.pb.gz)")
     shape = parser.add_argument_group("shape overrides (default: the preset's)")
     shape.add_argument("--embedding", metavar="KIND", help=f"input embedding: {', '.join(EMBEDDINGS)}")
-    shape.add_argument("--heads", type=int, metavar="N", help="attention heads (must divide the embedding size)")
+    shape.add_argument("--heads", type=int, metavar="N",
+                       help="attention heads (must divide the embedding size)")
     shape.add_argument("--layers", type=int, metavar="N", help="encoder layers")
     shape.add_argument("--embedding-size", type=int, metavar="N", help="embedding size E (= attention width)")
     shape.add_argument("--ffn-size", type=int, metavar="N", help="encoder FFN hidden size")

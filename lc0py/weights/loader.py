@@ -103,7 +103,8 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
         raise WeightsFormatError(f"{name}: not an lc0 network file (not a protobuf message)") from None
     if net.magic != proto.WEIGHT_MAGIC:
         raise WeightsFormatError(
-            f"{name}: invalid weight file: bad header (magic {net.magic:#x}, expected {proto.WEIGHT_MAGIC:#x})"
+            f"{name}: invalid weight file: bad header "
+            f"(magic {net.magic:#x}, expected {proto.WEIGHT_MAGIC:#x})"
         )
     v = net.min_version
     net_ver = version_int(v.major, v.minor, v.patch)
@@ -212,7 +213,8 @@ def _check_kind(net: Any, source: str) -> None:
             _unsupported(source, f"NetworkFormat.{fd.name} = {unknown} is not a value lc0 knows")
     kind = int(nf.network)
     if net.HasField("onnx_model") or kind == NetworkKind.ONNX:
-        _unsupported(source, "ONNX networks (NETWORK_ONNX) are not supported; use the original .pb.gz network")
+        _unsupported(source, "ONNX networks (NETWORK_ONNX) are not supported; "
+                     "use the original .pb.gz network")
     if not net.HasField("weights"):
         raise WeightsFormatError(f"{source}: the network has no weights")
     if len(w.residual) > 0 and len(w.encoder) > 0:
@@ -220,7 +222,8 @@ def _check_kind(net: Any, source: str) -> None:
                      "are not supported")
     if len(w.residual) > 0 or kind in (NetworkKind.CLASSICAL_WITH_HEADFORMAT, NetworkKind.SE_WITH_HEADFORMAT):
         _unsupported(source, "classical residual (convolutional) networks are not supported yet")
-    if kind not in (NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT, NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT):
+    if kind not in (NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
+                    NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT):
         _unsupported(source, f"network format {_enum_name(NetworkKind, kind)} is not supported")
     policy = int(nf.policy)
     if policy in (PolicyFormat.CONVOLUTION, PolicyFormat.CLASSICAL):
@@ -290,7 +293,8 @@ def _policy_sources(w: Any, source: str) -> dict[str, _PolicySource]:
             head = getattr(ph, field)
             prefix = f"policy_heads.{field}."
             own = head.HasField("ip_pol_w") and len(head.ip_pol_w.params) > 0
-            heads[key] = _PolicySource(head, prefix, head if own else shared, prefix if own else shared_prefix)
+            heads[key] = _PolicySource(head, prefix, head if own else shared,
+                                       prefix if own else shared_prefix)
 
         add("vanilla", "vanilla")
         for key, field in _POLICY_EXTRA:
@@ -334,7 +338,8 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
     pe = emb.n_out
     wq = r.dense(m, "ip2_pol_w", "ip2_pol_b", pe, p, "the policy d_model Pd")
     pd = wq.n_out
-    wk = Dense(r.array(m.ip3_pol_w, p + "ip3_pol_w", (pd, pe)), r.optional_bias(m.ip3_pol_b, p + "ip3_pol_b", pd))
+    wk = Dense(r.array(m.ip3_pol_w, p + "ip3_pol_w", (pd, pe)),
+               r.optional_bias(m.ip3_pol_b, p + "ip3_pol_b", pd))
     promo = r.array(m.ip4_pol_w, p + "ip4_pol_w", (4, pd))
     return PolicyHead(emb, wq, wk, promo)
 
@@ -412,7 +417,8 @@ def _build_encoder(r: _Reader, layer: Any, i: int, e: int, heads: int, d_model: 
         r.fail(f"{p}mha.q_b has {d} values, expected {d_model} (D of encoder[0])")
     k = Dense(r.array(mha.k_w, p + "mha.k_w", (d, e)), r.optional_bias(mha.k_b, p + "mha.k_b", d))
     v = Dense(r.array(mha.v_w, p + "mha.v_w", (d, e)), r.optional_bias(mha.v_b, p + "mha.v_b", d))
-    out = Dense(r.array(mha.dense_w, p + "mha.dense_w", (e, d)), r.optional_bias(mha.dense_b, p + "mha.dense_b", e))
+    out = Dense(r.array(mha.dense_w, p + "mha.dense_w", (e, d)),
+                r.optional_bias(mha.dense_b, p + "mha.dense_b", e))
     ln1 = r.layer_norm(layer, "ln1_gammas", "ln1_betas", e, eps, p)
     ffn1 = r.dense(ffn, "dense1_w", "dense1_b", e, p + "ffn.", "the FFN size Fd")
     ffn2 = Dense(r.array(ffn.dense2_w, p + "ffn.dense2_w", (e, ffn1.n_out)),
@@ -497,7 +503,8 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     if int(nf.moves_left) == MovesLeftFormat.V1:
         emb = r.dense(w, "ip_mov_w", "ip_mov_b", e, "", "the moves-left embedding channels")
         fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", 64 * emb.n_out, "", "the moves-left hidden size")
-        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)), r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
+        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
+                    r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
         moves_left = MovesLeftHead(emb, fc1, fc2)
 
     fmt = NetworkFormat(

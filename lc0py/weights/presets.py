@@ -43,7 +43,9 @@ from lc0py.weights.network import (
     ValueHead,
 )
 
-EMBEDDINGS = {"pe_map": InputEmbedding.PE_MAP, "pe_dense": InputEmbedding.PE_DENSE, "none": InputEmbedding.NONE}
+EMBEDDINGS = {
+    "pe_map": InputEmbedding.PE_MAP, "pe_dense": InputEmbedding.PE_DENSE, "none": InputEmbedding.NONE,
+}
 #: Activation names accepted for ``ffn_activation``/``smolgen_activation`` overrides.
 ACTIVATIONS = {a.name.lower(): a for a in Activation if a != Activation.SOFTMAX}
 DEFAULT_ACTIVATIONS = {"relu": DefaultActivation.RELU, "mish": DefaultActivation.MISH}
@@ -97,10 +99,12 @@ class Preset:
         if self.embedding not in EMBEDDINGS:
             raise UsageError(f"embedding '{self.embedding}': unknown (available: {', '.join(EMBEDDINGS)})")
         if self.default_activation not in DEFAULT_ACTIVATIONS:
-            raise UsageError(f"default activation '{self.default_activation}': unknown (available: relu, mish)")
+            raise UsageError(
+                f"default activation '{self.default_activation}': unknown (available: relu, mish)")
         for what in ("ffn_activation", "smolgen_activation"):
             if getattr(self, what) not in ACTIVATIONS:
-                raise UsageError(f"{what} '{getattr(self, what)}': unknown (available: {', '.join(ACTIVATIONS)})")
+                raise UsageError(
+                    f"{what} '{getattr(self, what)}': unknown (available: {', '.join(ACTIVATIONS)})")
         try:
             InputFormat(self.input_format)
         except ValueError:
@@ -114,7 +118,8 @@ class Preset:
             bad = [h for h in self.policy_heads if h not in POLICY_HEAD_NAMES]
             bad += [h for h in self.value_heads if h not in VALUE_HEAD_NAMES]
             if bad:
-                raise UsageError(f"unknown head name(s) {', '.join(bad)} (policy: {', '.join(POLICY_HEAD_NAMES)}; "
+                raise UsageError(f"unknown head name(s) {', '.join(bad)} "
+                                 f"(policy: {', '.join(POLICY_HEAD_NAMES)}; "
                                  f"value: {', '.join(VALUE_HEAD_NAMES)})")
         return self
 
@@ -169,7 +174,8 @@ class _Gen:
             x += np.float32(mean)
         return x
 
-    def dense(self, n_out: int, n_in: int, gain: float = 1.0, bias: bool = True, bias_std: float = 0.05) -> Dense:
+    def dense(self, n_out: int, n_in: int, gain: float = 1.0, bias: bool = True,
+              bias_std: float = 0.05) -> Dense:
         w = self.normal((n_out, n_in), gain / np.sqrt(n_in))
         return Dense(w, self.normal((n_out,), bias_std) if bias else None)
 

@@ -79,7 +79,9 @@ ENUMS: dict[str, list[tuple[str, int]]] = {
 _L = "Weights.Layer"
 _CB = "Weights.ConvBlock"
 MESSAGES: dict[str, list[tuple[str, int, str, bool]]] = {
-    "EngineVersion": [("major", 1, "uint32", False), ("minor", 2, "uint32", False), ("patch", 3, "uint32", False)],
+    "EngineVersion": [
+        ("major", 1, "uint32", False), ("minor", 2, "uint32", False), ("patch", 3, "uint32", False),
+    ],
     "Weights": [
         ("input", 1, _CB, False),
         ("residual", 2, "Weights.Residual", True),
@@ -137,8 +139,12 @@ MESSAGES: dict[str, list[tuple[str, int, str, bool]]] = {
         ("weights", 1, _L, False), ("biases", 2, _L, False), ("bn_means", 3, _L, False),
         ("bn_stddivs", 4, _L, False), ("bn_gammas", 5, _L, False), ("bn_betas", 6, _L, False),
     ],
-    "Weights.SEunit": [("w1", 1, _L, False), ("b1", 2, _L, False), ("w2", 3, _L, False), ("b2", 4, _L, False)],
-    "Weights.Residual": [("conv1", 1, _CB, False), ("conv2", 2, _CB, False), ("se", 3, "Weights.SEunit", False)],
+    "Weights.SEunit": [
+        ("w1", 1, _L, False), ("b1", 2, _L, False), ("w2", 3, _L, False), ("b2", 4, _L, False),
+    ],
+    "Weights.Residual": [
+        ("conv1", 1, _CB, False), ("conv2", 2, _CB, False), ("se", 3, "Weights.SEunit", False),
+    ],
     "Weights.Smolgen": [
         ("compress", 1, _L, False), ("dense1_w", 2, _L, False), ("dense1_b", 3, _L, False),
         ("ln1_gammas", 4, _L, False), ("ln1_betas", 5, _L, False), ("dense2_w", 6, _L, False),

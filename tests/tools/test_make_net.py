@@ -23,9 +23,30 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], rc: int) -> str:
 
 def test_writes_a_loadable_net(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "n.pb.gz"
-    assert main(["make-net", "--preset", "tiny", "--seed", "7", "--heads", "8", "--layers", "1",
-                 "--embedding", "pe_dense", "--no-smolgen", "--no-moves-left", "--input-format", "3",
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "make-net",
+                "--preset",
+                "tiny",
+                "--seed",
+                "7",
+                "--heads",
+                "8",
+                "--layers",
+                "1",
+                "--embedding",
+                "pe_dense",
+                "--no-smolgen",
+                "--no-moves-left",
+                "--input-format",
+                "3",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote" in capsys.readouterr().out
     net = load_network(out)
     assert (net.heads, net.num_layers, net.embedding.kind) == (8, 1, InputEmbedding.PE_DENSE)
@@ -56,13 +77,21 @@ def test_multihead_and_plain(tmp_path: Path) -> None:
     assert net.format.network == NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--preset", "t99"], "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny)"),
-    (["--encoding", "int4"], "encoding 'int4': unknown (available: linear16, float16, bfloat16, float32)"),
-    (["--heads", "7"], "heads (7) must divide the embedding size (64)"),
-    (["--embedding", "sparse"], "embedding 'sparse': unknown (available: pe_map, pe_dense, none)"),
-])
-def test_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--preset", "t99"], "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny)"),
+        (
+            ["--encoding", "int4"],
+            "encoding 'int4': unknown (available: linear16, float16, bfloat16, float32)",
+        ),
+        (["--heads", "7"], "heads (7) must divide the embedding size (64)"),
+        (["--embedding", "sparse"], "embedding 'sparse': unknown (available: pe_map, pe_dense, none)"),
+    ],
+)
+def test_bad_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     out = tmp_path / "n.pb.gz"
     line = _one_line_error(capsys, main(["make-net", *argv, "-o", str(out)]))
     assert line == f"lc0py: {message}"

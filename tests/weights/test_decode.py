@@ -79,7 +79,9 @@ def test_dims_checked_when_present_packed_or_not() -> None:
     assert decode_layer(layer).size == 6
     unpacked = layer.SerializeToString()
     assert bytes([0x28, 2, 0x28, 3]) in unpacked  # proto2 default: one tag per element
-    packed = proto.Layer(params=layer.params, min_val=0, max_val=1).SerializeToString() + bytes([0x2A, 2, 2, 3])
+    packed = proto.Layer(params=layer.params, min_val=0, max_val=1).SerializeToString() + bytes(
+        [0x2A, 2, 2, 3]
+    )
     again = proto.Layer()
     again.ParseFromString(packed)
     assert list(again.dims) == [2, 3]

@@ -40,7 +40,7 @@ def test_truncated_gzip(tmp_path: Path, good: Path) -> None:
 
 def test_corrupt_gzip(tmp_path: Path, good: Path) -> None:
     data = bytearray(good.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 64] = bytes(64)
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
     bad = tmp_path / "corrupt.pb.gz"
     bad.write_bytes(bytes(data))
     with pytest.raises(WeightsFormatError, match="corrupt.pb.gz: corrupt gzip data"):
@@ -60,9 +60,15 @@ def test_plain_protobuf_loads(tmp_path: Path, good: Path) -> None:
     assert load_network(plain).embedding_size == 64
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "too small"), (b"x", "too small"), (b"1\nabc", "version 1"), (b"2\n0.1 0.2", "text format"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "too small"),
+        (b"x", "too small"),
+        (b"1\nabc", "version 1"),
+        (b"2\n0.1 0.2", "text format"),
+    ],
+)
 def test_old_formats(tmp_path: Path, content: bytes, message: str) -> None:
     bad = tmp_path / "old.txt"
     bad.write_bytes(content)
@@ -78,8 +84,9 @@ def test_wrong_magic(tmp_path: Path) -> None:
         load_network(mutated_file(tmp_path, mutate))
 
 
-@pytest.mark.parametrize("version, ok", [((0, 33, 0), True), ((0, 33, 1), False), ((1, 0, 0), False),
-                                         ((97, 98, 99), True)])
+@pytest.mark.parametrize(
+    "version, ok", [((0, 33, 0), True), ((0, 33, 1), False), ((1, 0, 0), False), ((97, 98, 99), True)]
+)
 def test_min_version_gate(tmp_path: Path, version: tuple[int, int, int], ok: bool) -> None:
     def mutate(m: Any) -> None:
         m.min_version.major, m.min_version.minor, m.min_version.patch = version
@@ -88,7 +95,7 @@ def test_min_version_gate(tmp_path: Path, version: tuple[int, int, int], ok: boo
     if ok:
         assert load_network(path).min_version == version
     else:
-        with pytest.raises(WeightsFormatError, match=r"lc0 version >= v%d\.%d\.%d required" % version):
+        with pytest.raises(WeightsFormatError, match=r"lc0 version >= v{}\.{}\.{} required".format(*version)):
             load_network(path)
 
 
@@ -118,21 +125,34 @@ def _classical_residual(m: Any) -> None:
 
 
 REFUSALS = [
-    ("classical-residual", _classical_residual,
-     r"classical residual \(convolutional\) networks are not supported yet"),
-    ("old-classical", lambda m: (m.format.network_format.__setattr__("network", 1), m.weights.ClearField("encoder")),
-     "classical residual"),
+    (
+        "classical-residual",
+        _classical_residual,
+        r"classical residual \(convolutional\) networks are not supported yet",
+    ),
+    (
+        "old-classical",
+        lambda m: (m.format.network_format.__setattr__("network", 1), m.weights.ClearField("encoder")),
+        "classical residual",
+    ),
     ("no-format-at-all", lambda m: m.format.ClearField("network_format"), "classical residual"),
     ("hybrid", lambda m: m.weights.residual.add().conv1.weights.__setattr__("params", b"\0\0"), "hybrid"),
     ("onnx", lambda m: m.onnx_model.__setattr__("model", b"\x08\x07"), "ONNX"),
     ("rpe", lambda m: m.weights.encoder[0].mha.rpe_q.__setattr__("params", b"\0\0"), "RPE"),
     ("value-param", lambda m: m.format.network_format.__setattr__("value", 3), "VALUE_PARAM"),
-    ("conv-policy", lambda m: m.format.network_format.__setattr__("policy", 2),
-     "convolution policy is not supported with an attention body"),
+    (
+        "conv-policy",
+        lambda m: m.format.network_format.__setattr__("policy", 2),
+        "convolution policy is not supported with an attention body",
+    ),
     ("classical-policy", lambda m: m.format.network_format.__setattr__("policy", 1), "classical policy"),
     ("softmax-ffn", lambda m: m.format.network_format.__setattr__("ffn_activation", 9), "SOFTMAX"),
     ("softmax-smolgen", lambda m: m.format.network_format.__setattr__("smolgen_activation", 9), "SOFTMAX"),
-    ("pol-encoder", lambda m: m.weights.pol_encoder.add().mha.q_b.__setattr__("params", b"\0\0"), "pol_encoder"),
+    (
+        "pol-encoder",
+        lambda m: m.weights.pol_encoder.add().mha.q_b.__setattr__("params", b"\0\0"),
+        "pol_encoder",
+    ),
 ]
 
 
@@ -172,31 +192,60 @@ def test_wrong_layer_size_names_file_and_layer(tmp_path: Path) -> None:
 
     with pytest.raises(WeightsFormatError) as info:
         load_network(mutated_file(tmp_path, mutate, name="weights.pb.gz"))
-    assert str(info.value).endswith("weights.pb.gz: encoder[0].mha.q_w has 1000 values, expected 4096 (64x64)")
+    assert str(info.value).endswith(
+        "weights.pb.gz: encoder[0].mha.q_w has 1000 values, expected 4096 (64x64)"
+    )
 
 
-@pytest.mark.parametrize("mutate, message", [
-    pytest.param(lambda w: w.ClearField("ip_emb_b"), "ip_emb_b is missing", id="ip_emb_b"),
-    pytest.param(lambda w: w.encoder[0].mha.ClearField("q_b"), r"encoder\[0\].mha.q_b is missing", id="q_b"),
-    pytest.param(lambda w: w.encoder[0].ffn.ClearField("dense1_b"), "ffn.dense1_b is missing", id="ffn1_b"),
-    pytest.param(lambda w: w.encoder[0].ffn.ClearField("dense2_b"), "ffn.dense2_b is missing", id="ffn2_b"),
-    pytest.param(lambda w: w.ClearField("ip_pol_b"), "ip_pol_b is missing", id="ip_pol_b"),
-    pytest.param(lambda w: w.ClearField("ip1_mov_b"), "ip1_mov_b is missing", id="ip1_mov_b"),
-    pytest.param(lambda w: w.encoder[0].ClearField("ln2_betas"), r"encoder\[0\].ln2_betas is missing", id="ln"),
-    pytest.param(lambda w: w.__setattr__("headcount", 3), "headcount 3 does not divide", id="headcount"),
-    pytest.param(lambda w: w.ClearField("headcount"), "headcount is missing", id="no-headcount"),
-    pytest.param(lambda w: w.ClearField("smolgen_w"), "smolgen_w is missing", id="smolgen_w"),
-    pytest.param(lambda w: (w.encoder[0].mha.smolgen.dense2_b.__setattr__("params", b"\0\0" * 10),
-                            w.encoder[0].mha.smolgen.dense2_b.ClearField("dims")),
-                 "smolgen.dense2_b has 10 values, expected 64", id="smolgen-gs"),
-    pytest.param(lambda w: w.ip4_pol_w.__setattr__("params", b"\0\0" * 3) or w.ip4_pol_w.ClearField("dims"),
-                 r"ip4_pol_w has 3 values, expected 128 \(4x32\)", id="ip4"),
-    pytest.param(lambda w: (w.ip2_val_w.__setattr__("params", b"\0\0" * 32), w.ip2_val_w.ClearField("dims")),
-                 r"ip2_val_w has 32 values, expected 96 \(3x32\)", id="wdl-as-classical"),
-    pytest.param(lambda w: w.ClearField("ip_val_w"), "could not find valid value head weights", id="no-value"),
-    pytest.param(lambda w: (w.ClearField("ip_pol_w"), w.ClearField("ip_pol_b")),
-                 "could not find valid policy head weights", id="no-policy"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        pytest.param(lambda w: w.ClearField("ip_emb_b"), "ip_emb_b is missing", id="ip_emb_b"),
+        pytest.param(
+            lambda w: w.encoder[0].mha.ClearField("q_b"), r"encoder\[0\].mha.q_b is missing", id="q_b"
+        ),
+        pytest.param(
+            lambda w: w.encoder[0].ffn.ClearField("dense1_b"), "ffn.dense1_b is missing", id="ffn1_b"
+        ),
+        pytest.param(
+            lambda w: w.encoder[0].ffn.ClearField("dense2_b"), "ffn.dense2_b is missing", id="ffn2_b"
+        ),
+        pytest.param(lambda w: w.ClearField("ip_pol_b"), "ip_pol_b is missing", id="ip_pol_b"),
+        pytest.param(lambda w: w.ClearField("ip1_mov_b"), "ip1_mov_b is missing", id="ip1_mov_b"),
+        pytest.param(
+            lambda w: w.encoder[0].ClearField("ln2_betas"), r"encoder\[0\].ln2_betas is missing", id="ln"
+        ),
+        pytest.param(lambda w: w.__setattr__("headcount", 3), "headcount 3 does not divide", id="headcount"),
+        pytest.param(lambda w: w.ClearField("headcount"), "headcount is missing", id="no-headcount"),
+        pytest.param(lambda w: w.ClearField("smolgen_w"), "smolgen_w is missing", id="smolgen_w"),
+        pytest.param(
+            lambda w: (
+                w.encoder[0].mha.smolgen.dense2_b.__setattr__("params", b"\0\0" * 10),
+                w.encoder[0].mha.smolgen.dense2_b.ClearField("dims"),
+            ),
+            "smolgen.dense2_b has 10 values, expected 64",
+            id="smolgen-gs",
+        ),
+        pytest.param(
+            lambda w: w.ip4_pol_w.__setattr__("params", b"\0\0" * 3) or w.ip4_pol_w.ClearField("dims"),
+            r"ip4_pol_w has 3 values, expected 128 \(4x32\)",
+            id="ip4",
+        ),
+        pytest.param(
+            lambda w: (w.ip2_val_w.__setattr__("params", b"\0\0" * 32), w.ip2_val_w.ClearField("dims")),
+            r"ip2_val_w has 32 values, expected 96 \(3x32\)",
+            id="wdl-as-classical",
+        ),
+        pytest.param(
+            lambda w: w.ClearField("ip_val_w"), "could not find valid value head weights", id="no-value"
+        ),
+        pytest.param(
+            lambda w: (w.ClearField("ip_pol_w"), w.ClearField("ip_pol_b")),
+            "could not find valid policy head weights",
+            id="no-policy",
+        ),
+    ],
+)
 def test_inconsistent_files(tmp_path: Path, mutate: Any, message: str) -> None:
     with pytest.raises(WeightsFormatError, match=message):
         load_network(mutated_file(tmp_path, lambda m: mutate(m.weights)))
@@ -226,7 +275,9 @@ def test_classical_value_needs_its_bias(tmp_path: Path) -> None:
 def test_gating_only_with_both_gates(tmp_path: Path) -> None:
     both = load_network(mutated_file(tmp_path, lambda m: None))
     assert both.embedding.mult_gate is not None and both.embedding.mult_gate.shape == (64, 64)
-    one = load_network(mutated_file(tmp_path, lambda m: m.weights.ClearField("ip_add_gate"), name="one.pb.gz"))
+    one = load_network(
+        mutated_file(tmp_path, lambda m: m.weights.ClearField("ip_add_gate"), name="one.pb.gz")
+    )
     assert one.embedding.mult_gate is None and one.embedding.add_gate is None
 
 
@@ -277,14 +328,19 @@ def test_rule6_format6_with_heads_becomes_multihead_pe_dense(tmp_path: Path) -> 
 
 
 def test_rule6_format6_default_embedding_is_pe_map(tmp_path: Path) -> None:
-    net = load_network(mutated_file(tmp_path, lambda m: m.format.network_format.ClearField("input_embedding")))
+    net = load_network(
+        mutated_file(tmp_path, lambda m: m.format.network_format.ClearField("input_embedding"))
+    )
     assert net.format.input_embedding == InputEmbedding.PE_MAP
     assert net.embedding.kind == InputEmbedding.PE_MAP and net.encoder_eps == 1e-6
 
 
 def test_format7_without_embedding_runs_as_pe_map(tmp_path: Path) -> None:
-    net = load_network(mutated_file(tmp_path, lambda m: m.format.network_format.ClearField("input_embedding"),
-                                    multihead=True))
+    net = load_network(
+        mutated_file(
+            tmp_path, lambda m: m.format.network_format.ClearField("input_embedding"), multihead=True
+        )
+    )
     assert net.format.input_embedding == InputEmbedding.NONE
     assert net.embedding.kind == InputEmbedding.PE_MAP
     assert net.encoder_eps == 1e-6 and net.embedding.dense.n_in == 176
@@ -298,8 +354,10 @@ def test_resolved_values(tmp_path: Path) -> None:
 
     net = load_network(mutated_file(tmp_path, mutate, layers=3))
     assert net.ffn_act == net.smolgen_act == net.default_act == Activation.RELU
-    assert net.alpha == pytest.approx(6 ** -0.25)
-    assert all(e.ln1.eps == 1e-6 and e.smolgen is not None and e.smolgen.ln1.eps == 1e-3 for e in net.encoders)
+    assert net.alpha == pytest.approx(6**-0.25)
+    assert all(
+        e.ln1.eps == 1e-6 and e.smolgen is not None and e.smolgen.ln1.eps == 1e-3 for e in net.encoders
+    )
 
 
 # --------------------------------------------------------------------------- heads (§5.3)
@@ -323,7 +381,9 @@ def test_head_selection(multihead: Path) -> None:
 
 
 def test_unknown_head(multihead: Path, tmp_path: Path) -> None:
-    with pytest.raises(BackendOptionError, match="The policy head you specified 'soft' does not exist in this net"):
+    with pytest.raises(
+        BackendOptionError, match="The policy head you specified 'soft' does not exist in this net"
+    ):
         load_network(multihead, policy_head="soft")
     with pytest.raises(BackendOptionError, match="The value head you specified 'st' does not exist"):
         load_network(multihead, value_head="st")

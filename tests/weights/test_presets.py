@@ -49,39 +49,60 @@ def test_t82_shape_and_format() -> None:
     assert f.input == InputFormat.WITH_CANONICALIZATION_HECTOPLIES
     assert f.network == NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT and f.output == OutputFormat.WDL
     assert f.input_embedding == InputEmbedding.PE_MAP
-    assert (net.default_act, net.smolgen_act, net.ffn_act) == (Activation.MISH, Activation.SWISH, Activation.RELU_2)
+    assert (net.default_act, net.smolgen_act, net.ffn_act) == (
+        Activation.MISH,
+        Activation.SWISH,
+        Activation.RELU_2,
+    )
     assert net.embedding.mult_gate is not None and net.moves_left is not None
 
 
 def test_overrides() -> None:
-    net = random_network("tiny", heads=8, layers=3, embedding="pe_dense", smolgen=False, moves_left=False,
-                         gating=False, default_activation="relu", ffn_activation="selu",
-                         smolgen_activation="mish", input_format=3, wdl=False)
+    net = random_network(
+        "tiny",
+        heads=8,
+        layers=3,
+        embedding="pe_dense",
+        smolgen=False,
+        moves_left=False,
+        gating=False,
+        default_activation="relu",
+        ffn_activation="selu",
+        smolgen_activation="mish",
+        input_format=3,
+        wdl=False,
+    )
     assert (net.heads, net.num_layers, net.embedding.kind) == (8, 3, InputEmbedding.PE_DENSE)
     assert net.smolgen_w is None and all(e.smolgen is None for e in net.encoders)
     assert net.moves_left is None and net.embedding.mult_gate is None
     assert (net.default_act, net.ffn_act) == (Activation.RELU, Activation.SELU)
     assert net.format.input == 3 and net.value.fc2.n_out == 1 and net.format.output == OutputFormat.CLASSICAL
-    assert net.encoder_eps == 1e-3 and net.alpha == pytest.approx(6 ** -0.25)
+    assert net.encoder_eps == 1e-3 and net.alpha == pytest.approx(6**-0.25)
 
     mh = random_network("tiny", multihead=True)
     assert mh.format.network == NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT
-    assert mh.available_policy_heads == ("vanilla", "optimistic") and mh.available_value_heads == ("winner", "q")
+    assert mh.available_policy_heads == ("vanilla", "optimistic") and mh.available_value_heads == (
+        "winner",
+        "q",
+    )
     assert mh.extra["policy_heads"]["optimistic"].embedding is mh.policy.embedding  # shared ip_pol
     none = random_network("tiny", embedding="none")
     assert none.format.input_embedding == InputEmbedding.NONE and none.embedding.kind == InputEmbedding.PE_MAP
 
 
-@pytest.mark.parametrize("preset, overrides, message", [
-    ("t83", {}, "preset 't83': unknown"),
-    ("tiny", {"heads": 5}, "heads .5. must divide"),
-    ("tiny", {"embedding": "pe_sparse"}, "embedding 'pe_sparse': unknown"),
-    ("tiny", {"ffn_activation": "softmax"}, "ffn_activation 'softmax': unknown"),
-    ("tiny", {"input_format": 6}, "input format 6: unknown"),
-    ("tiny", {"layers": 0}, "layers must be positive"),
-    ("tiny", {"colour": "blue"}, "unknown network setting"),
-    ("tiny", {"multihead": True, "policy_heads": ("vanilla", "greedy")}, "unknown head name"),
-])
+@pytest.mark.parametrize(
+    "preset, overrides, message",
+    [
+        ("t83", {}, "preset 't83': unknown"),
+        ("tiny", {"heads": 5}, "heads .5. must divide"),
+        ("tiny", {"embedding": "pe_sparse"}, "embedding 'pe_sparse': unknown"),
+        ("tiny", {"ffn_activation": "softmax"}, "ffn_activation 'softmax': unknown"),
+        ("tiny", {"input_format": 6}, "input format 6: unknown"),
+        ("tiny", {"layers": 0}, "layers must be positive"),
+        ("tiny", {"colour": "blue"}, "unknown network setting"),
+        ("tiny", {"multihead": True, "policy_heads": ("vanilla", "greedy")}, "unknown head name"),
+    ],
+)
 def test_bad_settings(preset: str, overrides: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         preset_config(preset, **overrides)
@@ -128,12 +149,17 @@ def _evaluate(net: Any, boards: list[chess.Board]) -> tuple[list[np.ndarray], np
     return logits, np.asarray(out.wdl), np.asarray(out.moves_left), peak
 
 
-@pytest.mark.parametrize("preset, overrides", [
-    pytest.param("tiny", {}, id="tiny"),
-    pytest.param("tiny", {"embedding": "pe_dense"}, id="tiny-pe_dense"),
-    pytest.param("tiny", {"default_activation": "relu", "ffn_activation": "relu", "smolgen": False}, id="tiny-relu"),
-    pytest.param("t82", {"layers": 2}, id="t82-2layers"),
-])
+@pytest.mark.parametrize(
+    "preset, overrides",
+    [
+        pytest.param("tiny", {}, id="tiny"),
+        pytest.param("tiny", {"embedding": "pe_dense"}, id="tiny-pe_dense"),
+        pytest.param(
+            "tiny", {"default_activation": "relu", "ffn_activation": "relu", "smolgen": False}, id="tiny-relu"
+        ),
+        pytest.param("t82", {"layers": 2}, id="t82-2layers"),
+    ],
+)
 def test_random_nets_give_useful_outputs(preset: str, overrides: dict[str, Any]) -> None:
     """Policy logits std ~1-3, WDL not saturated, outputs differ across positions, fp16-safe range."""
     boards = _random_positions(12, seed=1)

@@ -37,9 +37,17 @@ def assert_same(a: Any, b: Any, encoding: str, where: str = "network") -> None:
     the resolved value of the other side.
     """
     if isinstance(a, NetworkFormat):
-        a = dataclasses.replace(a, **{k: v for k, v in (("ffn_activation", b.ffn_activation),
-                                                         ("smolgen_activation", b.smolgen_activation))
-                                      if getattr(a, k) == Activation.DEFAULT})
+        a = dataclasses.replace(
+            a,
+            **{
+                k: v
+                for k, v in (
+                    ("ffn_activation", b.ffn_activation),
+                    ("smolgen_activation", b.smolgen_activation),
+                )
+                if getattr(a, k) == Activation.DEFAULT
+            },
+        )
     if isinstance(a, np.ndarray):
         assert isinstance(b, np.ndarray), where
         assert b.dtype == np.float32, where
@@ -71,8 +79,10 @@ CASES = [
     for mh in (False, True)
 ] + [
     pytest.param(dict(smolgen=False, moves_left=False), id="no-smolgen-no-mlh"),
-    pytest.param(dict(gating=False, wdl=False, default_activation="relu", ffn_activation="default"),
-                 id="relu-classical-value-no-gating"),
+    pytest.param(
+        dict(gating=False, wdl=False, default_activation="relu", ffn_activation="default"),
+        id="relu-classical-value-no-gating",
+    ),
 ]
 
 
@@ -117,8 +127,18 @@ def test_format_fields_as_lc0_needs_them(tmp_path: Path) -> None:
     assert (msg.min_version.major, msg.min_version.minor, msg.min_version.patch) == (0, 30, 0)
     assert msg.format.weights_encoding == 1
     nf = msg.format.network_format
-    for field in ("input", "output", "network", "policy", "value", "moves_left", "default_activation",
-                  "smolgen_activation", "ffn_activation", "input_embedding"):
+    for field in (
+        "input",
+        "output",
+        "network",
+        "policy",
+        "value",
+        "moves_left",
+        "default_activation",
+        "smolgen_activation",
+        "ffn_activation",
+        "input_embedding",
+    ):
         assert nf.HasField(field), field
     assert nf.ffn_activation == 1  # DEFAULT resolved to the default activation (MISH)
     assert nf.network == NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT

@@ -24,8 +24,13 @@ def write_proto(path: Path, net_proto: Any, compress: bool = True) -> Path:
     return path
 
 
-def mutated_file(tmp_path: Path, mutate: Callable[[Any], None], name: str = "net.pb.gz",
-                 encoding: str = "linear16", **overrides: Any) -> Path:
+def mutated_file(
+    tmp_path: Path,
+    mutate: Callable[[Any], None],
+    name: str = "net.pb.gz",
+    encoding: str = "linear16",
+    **overrides: Any,
+) -> Path:
     """A small generated net whose raw ``pblczero.Net`` was changed by ``mutate`` before writing."""
     net_proto = network_to_proto(small_net(**overrides), encoding)
     mutate(net_proto)
