@@ -1,0 +1,176 @@
+"""``lc0py benchmark``: full search on lc0's benchmark positions, lc0's output shape.
+
+The 34 positions are lc0's list from ``src/tools/benchmark.h`` (tools-and-uci.md §2). Each
+position gets a fresh tree; one NN cache (``--nncache``, default 200000) is shared by the whole
+run. A search stops at ``--movetime`` ms (no move overhead; ``-1`` = no limit) and/or ``--nodes``
+root visits; no smart pruning or time manager. Output goes to stdout::
+
+    Position: k/N <position>
+    Benchmark time <ms> ms, <nodes> nodes, <nps> nps, move <pv0>     (one per info update)
+    bestmove <move>
+    ...
+    ===========================
+    Total time (ms) : <sum ms>
+    Nodes searched  : <sum playouts>
+    Nodes/second    : <round(1000 * playouts / (ms + 1))>
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import NoReturn
+
+import chess
+
+from lc0py.errors import UsageError
+from lc0py.search.nncache import NNCache
+from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
+from lc0py.search.tree import NodeTree
+from lc0py.uci.options import Options
+
+# lc0's src/tools/benchmark.h (a string may carry "moves ...", applied first).
+POSITIONS: tuple[str, ...] = (
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+    "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 10",
+    "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 11",
+    "4rrk1/pp1n3p/3q2pQ/2p1pb2/2PP4/2P3N1/P2B2PP/4RRK1 b - - 7 19",
+    "rq3rk1/ppp2ppp/1bnpb3/3N2B1/3NP3/7P/PPPQ1PP1/2KR3R w - - 7 14 moves d4e6",
+    "r1bq1r1k/1pp1n1pp/1p1p4/4p2Q/4Pp2/1BNP4/PPP2PPP/3R1RK1 w - - 2 14 moves g2g4",
+    "r3r1k1/2p2ppp/p1p1bn2/8/1q2P3/2NPQN2/PPP3PP/R4RK1 b - - 2 15",
+    "r1bbk1nr/pp3p1p/2n5/1N4p1/2Np1B2/8/PPP2PPP/2KR1B1R w kq - 0 13",
+    "r1bq1rk1/ppp1nppp/4n3/3p3Q/3P4/1BP1B3/PP1N2PP/R4RK1 w - - 1 16",
+    "4r1k1/r1q2ppp/ppp2n2/4P3/5Rb1/1N1BQ3/PPP3PP/R5K1 w - - 1 17",
+    "2rqkb1r/ppp2p2/2npb1p1/1N1Nn2p/2P1PP2/8/PP2B1PP/R1BQK2R b KQ - 0 11",
+    "r1bq1r1k/b1p1npp1/p2p3p/1p6/3PP3/1B2NN2/PP3PPP/R2Q1RK1 w - - 1 16",
+    "3r1rk1/p5pp/bpp1pp2/8/q1PP1P2/b3P3/P2NQRPP/1R2B1K1 b - - 6 22",
+    "r1q2rk1/2p1bppp/2Pp4/p6b/Q1PNp3/4B3/PP1R1PPP/2K4R w - - 2 18",
+    "4k2r/1pb2ppp/1p2p3/1R1p4/3P4/2r1PN2/P4PPP/1R4K1 b - - 3 22",
+    "3q2k1/pb3p1p/4pbp1/2r5/PpN2N2/1P2P2P/5PP1/Q2R2K1 b - - 4 26",
+    "6k1/6p1/6Pp/ppp5/3pn2P/1P3K2/1PP2P2/3N4 b - - 0 1",
+    "3b4/5kp1/1p1p1p1p/pP1PpP1P/P1P1P3/3KN3/8/8 w - - 0 1",
+    "2K5/p7/7P/5pR1/8/5k2/r7/8 w - - 0 1 moves g5g6 f3e3 g6g5 e3f3",
+    "8/6pk/1p6/8/PP3p1p/5P2/4KP1q/3Q4 w - - 0 1",
+    "7k/3p2pp/4q3/8/4Q3/5Kp1/P6b/8 w - - 0 1",
+    "8/2p5/8/2kPKp1p/2p4P/2P5/3P4/8 w - - 0 1",
+    "8/1p3pp1/7p/5P1P/2k3P1/8/2K2P2/8 w - - 0 1",
+    "8/pp2r1k1/2p1p3/3pP2p/1P1P1P1P/P5KR/8/8 w - - 0 1",
+    "8/3p4/p1bk3p/Pp6/1Kp1PpPp/2P2P1P/2P5/5B2 b - - 0 1",
+    "5k2/7R/4P2p/5K2/p1r2P1p/8/8/8 b - - 0 1",
+    "6k1/6p1/P6p/r1N5/5p2/7P/1b3PP1/4R1K1 w - - 0 1",
+    "1r3k2/4q3/2Pp3b/3Bp3/2Q2p2/1p1P2P1/1P2KP2/3N4 w - - 0 1",
+    "6k1/4pp1p/3p2p1/P1pPb3/R7/1r2P1PP/3B1P2/6K1 w - - 0 1",
+    "8/3p3B/5p2/5P2/p7/PP5b/k7/6K1 w - - 0 1",
+    "5rk1/q6p/2p3bR/1pPp1rP1/1P1Pp3/P3B1Q1/1K3P2/R7 w - - 93 90",
+    "4rrk1/1p1nq3/p7/2p1P1pp/3P2bp/3Q1Bn1/PPPB4/1K2R1NR w - - 40 21",
+    "r3k2r/3nnpbp/q2pp1p1/p7/Pp1PPPP1/4BNN1/1P5P/R2Q1RK1 w kq - 0 16",
+    "3Qb1k1/1r2ppb1/pN1n2q1/Pp1Pp1Pr/4P2p/4BP2/4B1R1/1R5K b - - 11 40",
+)
+
+
+def _one_line_error(prog: str) -> object:
+    def error(message: str) -> NoReturn:
+        print(f"{prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+    return error
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    Options(groups=("backend", "search")).add_arguments(parser)
+    parser.add_argument("--nodes", type=int, default=-1, help="root visits per position (-1: no limit)")
+    parser.add_argument("--movetime", type=int, default=10000, help="ms per position (-1: no limit)")
+    parser.add_argument("--num-positions", type=int, default=34, help="first N of lc0's 34 positions")
+    parser.add_argument("--fen", default="", help="one position (FEN [moves ...]) instead of the list")
+    parser.error = _one_line_error("lc0py benchmark")  # type: ignore[method-assign,assignment]
+
+
+def split_position(text: str) -> tuple[str, list[str]]:
+    """``"<fen> moves a b"`` → (fen, [a, b])."""
+    if " moves " in f" {text} ":
+        fen, _, moves = f" {text} ".partition(" moves ")
+        return fen.strip(), moves.split()
+    return text.strip(), []
+
+
+def ktr_uci(board: chess.Board, move: chess.Move) -> str:
+    """King-takes-rook castling text (lc0's benchmark prints ``e1h1``)."""
+    if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
+        rook_file = 7 if move.to_square > move.from_square else 0
+        return chess.Move(move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))).uci()
+    return move.uci()
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 1 <= args.num_positions <= len(POSITIONS):
+        raise UsageError(f"--num-positions {args.num_positions} is out of range [1, {len(POSITIONS)}]")
+    if args.nodes < -1 or args.movetime < -1:
+        raise UsageError("--nodes and --movetime must be -1 (no limit) or >= 0")
+    options = Options(groups=("backend", "search"))
+    options.values["NNCacheSize"] = 200000  # lc0's benchmark default
+    options.apply_args(args)
+    from lc0py.backends.registry import create_backend
+
+    weights = options["WeightsFile"]
+    weights = None if weights in ("", "<autodiscover>") else weights
+    backend = create_backend(options["Backend"], weights, options["BackendOptions"] or None)
+    params = options.search_params()
+    cache = NNCache(int(options["NNCacheSize"]))
+    positions = [args.fen] if args.fen else list(POSITIONS[: args.num_positions])
+    trees = []
+    for text in positions:  # validate every position before the first search
+        fen, moves = split_position(text)
+        tree = NodeTree()
+        tree.reset_to_position(fen, moves)
+        trees.append(tree)
+
+    total_ms = 0
+    total_playouts = 0
+    out = sys.stdout
+    try:
+        for k, (text, tree) in enumerate(zip(positions, trees), 1):
+            out.write(f"\nPosition: {k}/{len(positions)} {text}\n")
+            out.flush()
+            board = tree.history.board.copy(stack=False)
+
+            def on_info(info: SearchInfo, board: chess.Board = board) -> None:
+                nps = info.nps if info.nps is not None else -1
+                line = f"Benchmark time {info.time_ms} ms, {info.nodes} nodes, {nps} nps"
+                if info.lines and info.lines[0].moves:
+                    line += ", move " + ktr_uci(board, info.lines[0].moves[0])
+                out.write(line + "\n")
+                out.flush()
+
+            result: list[chess.Move | None] = [None]
+            limits = SearchLimits(
+                nodes=None if args.nodes < 0 else args.nodes,
+                deadline_ms=None if args.movetime < 0 else args.movetime,
+                smart_pruning=False,
+            )
+            start = time.perf_counter()
+            search = Search(
+                tree, backend, params, limits, cache,
+                SearchCallbacks(
+                    on_info=on_info,
+                    on_bestmove=lambda m, p: result.__setitem__(0, m),
+                    on_message=lambda t: print(t, file=sys.stderr),
+                ),
+                start_time=start,
+            )
+            search.run()
+            total_ms += int((time.perf_counter() - start) * 1000)
+            total_playouts += search.playouts
+            best = result[0]
+            out.write(f"bestmove {ktr_uci(board, best) if best is not None else '(none)'}\n")
+            out.flush()
+            if search.error is not None:
+                raise search.error
+    finally:
+        backend.close()
+    out.write("\n===========================\n")
+    out.write(f"Total time (ms) : {total_ms}\n")
+    out.write(f"Nodes searched  : {total_playouts}\n")
+    out.write(f"Nodes/second    : {round(1000 * total_playouts / (total_ms + 1))}\n")
+    out.flush()
+    return 0
