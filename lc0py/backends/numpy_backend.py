@@ -37,7 +37,7 @@ class NumpyBackend(BackendBase):
         )
 
     def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
-        """``batch`` (``B`` positions) -> float32 outputs ``policy [B,1858]``, ``wdl [B,3]``, ``moves_left [B]``."""
+        """``batch`` (``B`` positions) -> float32 ``policy [B,1858]``, ``wdl [B,3]``, ``moves_left [B]``."""
         if len(batch) == 0:
             return NetworkOutput(
                 np.zeros((0, 1858), np.float32), np.zeros((0, 3), np.float32), np.zeros(0, np.float32)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from lc0py.weights.network import (
     ValueHead,
 )
 
-Trace = Union[dict[str, np.ndarray], Callable[[str, np.ndarray], None], None]
+Trace = dict[str, np.ndarray] | Callable[[str, np.ndarray], None] | None
 
 NUM_PLANES = 112
 POLICY_SIZE = 1858

@@ -28,7 +28,7 @@ def _queen_or_knight_reachable(s: int, t: int) -> bool:
     return {abs(dr), abs(df)} == {1, 2}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pos_encoding() -> np.ndarray:
     table = np.zeros((64, 64), dtype=np.float32)
     for s in range(64):
@@ -51,7 +51,7 @@ def _square_name(s: int) -> str:
     return "abcdefgh"[s % 8] + str(s // 8 + 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _policy_moves_and_gather() -> tuple[tuple[str, ...], np.ndarray]:
     moves: list[str] = []
     gather: list[int] = []

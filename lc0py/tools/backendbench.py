@@ -71,8 +71,10 @@ INT_FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", metavar="FILE", help="network file (default: built-in T82-shaped net)")
-    parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto = best available)")
+    parser.add_argument("--weights", "-w", metavar="FILE",
+                        help="network file (default: built-in T82-shaped net)")
+    parser.add_argument("--backend", "-b", default="auto",
+                        help="backend name (default: auto = best available)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")

@@ -53,7 +53,7 @@ def compute_stats(size: int, start: float, completions: list[list[float]]) -> Ba
     if threads == 0 or any(not c for c in completions):
         raise ValueError("every thread needs at least one completed batch")
     samples = [
-        (b - a) / threads for times in completions for a, b in zip(times, times[1:])
+        (b - a) / threads for times in completions for a, b in zip(times, times[1:], strict=False)
     ]
     firsts = sorted(times[0] for times in completions)
     if not samples:
@@ -67,7 +67,7 @@ def compute_stats(size: int, start: float, completions: list[list[float]]) -> Ba
         median_nps = size / ordered[n // 2]
     else:
         median_nps = 2 * size / (ordered[n // 2 - 1] + ordered[n // 2])
-    gaps = [b - a for a, b in zip([start, *firsts], firsts)]
+    gaps = [b - a for a, b in zip([start, *firsts], firsts, strict=False)]
     return BatchStats(
         size=size,
         nps=size * n / total,

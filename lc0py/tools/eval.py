@@ -96,7 +96,7 @@ def evaluate_positions(backend: Any, specs: list[PositionSpec]) -> list[Evaluati
     encoded = [h.encode(backend.info.input_format) for h in histories]
     out = backend.evaluate(encode_batch(encoded))
     results = []
-    for i, (spec, hist, enc) in enumerate(zip(specs, histories, encoded)):
+    for i, (spec, hist, enc) in enumerate(zip(specs, histories, encoded, strict=True)):
         moves, indices = legal_moves_with_indices(hist.board, enc.transform)
         policy: list[tuple[str, float]] = []
         if moves:

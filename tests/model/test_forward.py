@@ -216,8 +216,8 @@ def test_cast_network() -> None:
     net64 = cast_network(net, np.float64)
     assert net64.encoders[0].q.w.dtype == np.float64 and net.encoders[0].q.w.dtype == np.float32
     planes = random_planes(np.random.default_rng(26), 2)
-    np.testing.assert_allclose(forward(net64, planes, np.float64).policy, forward(net, planes, np.float64).policy,
-                               rtol=1e-13)
+    a = forward(net64, planes, np.float64).policy
+    np.testing.assert_allclose(a, forward(net, planes, np.float64).policy, rtol=1e-13)
 
 
 def test_bad_planes_shape() -> None:

@@ -12,9 +12,10 @@ weights) and evaluated by both engines:
 
 Policy probabilities are ``softmax(logits[legal])`` at temperature 1. lc0's ``p_softmax`` is the
 same softmax but with lc0's fast approximate exponential (``FastExp``, relative error ~1e-4), so
-probabilities are computed from ``p_raw`` (exact logits) on lc0's side; ``test_p_softmax_is_fastexp``
-pins that fact. Tolerance: 1e-5 absolute on probabilities, W/D/L and Q; 1e-5 relative on M (lc0
-computes in float32); raw logits 1e-4 relative to the largest |logit| of the position. lc0 0.32 maps policy indices of TRANSPOSE positions differently from its
+probabilities are computed from ``p_raw`` (exact logits) on lc0's side;
+``test_p_softmax_is_fastexp`` pins that fact. Tolerance: 1e-5 absolute on probabilities, W/D/L
+and Q; 1e-5 relative on M (lc0 computes in float32); raw logits 1e-4 relative to the largest
+|logit| of the position. lc0 0.32 maps policy indices of TRANSPOSE positions differently from its
 planes (chess-encoding.md §6.2), so the legal-move indices are taken in that compatibility mode.
 """
 
@@ -204,7 +205,7 @@ def check_position_level(path: Path, network: Any, cases: list[OracleCase]) -> d
         assert lc0_masks == ours, f"planes differ from lc0 for {cases[i].id} (format {fmt})"
     ref = forward(network, batch.dense(np.float64), np.float64)
     legal = [legal_moves_with_indices(h.board, e.transform, lc0_032_transpose_compat=True)[1]
-             for h, e in zip(histories, encoded)]
+             for h, e in zip(histories, encoded, strict=True)]
     return _compare_outputs(ref, _lc0_eval(backend, lc0_inputs), network.moves_left is not None, legal)
 
 
@@ -214,7 +215,8 @@ def ci_positions() -> list[OracleCase]:
 
 
 @pytest.mark.parametrize("case", CI_NETS, ids=lambda c: c.id)
-def test_reference_matches_lc0(case: NetCase, tmp_path: Path, ci_positions: list[OracleCase]) -> None:
+def test_reference_matches_lc0(case: NetCase, tmp_path: Path,
+                               ci_positions: list[OracleCase]) -> None:
     path, network = _write_and_load(tmp_path, case)
     _assert_within(check_network_level(path, network, seed=case.seed), f"{case.id} random planes")
     i = CI_NETS.index(case)
@@ -295,7 +297,8 @@ def test_absent_biases_match_lc0(tmp_path: Path) -> None:
     path = tmp_path / "nobias.pb.gz"
     save_network(net, path)
     loaded = load_network(path)
-    assert loaded.moves_left is not None and loaded.moves_left.fc2.b is None and loaded.encoders[0].k.b is None
+    assert loaded.moves_left is not None and loaded.moves_left.fc2.b is None
+    assert loaded.encoders[0].k.b is None
     _assert_within(check_network_level(path, loaded, seed=1, n=16), "absent biases")
     from lc0py.backends.base import PlanesBatch
 

@@ -77,7 +77,8 @@ def test_header_repeats_every_32_sizes(tiny_path: Path, capsys: pytest.CaptureFi
         (["-b", "numpy", "-o", "bogus"], "key=value"),
     ],
 )
-def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                       message: str) -> None:
     assert main(["backendbench", "-w", str(tiny_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lc0py: ") and message in err

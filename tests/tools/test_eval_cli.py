@@ -31,7 +31,8 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:  # t
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_startpos_policy_is_legal_and_sums_to_one(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_startpos_policy_is_legal_and_sums_to_one(tiny_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     (obj,) = run_json(capsys, "-w", str(tiny_path))
     legal = {m.uci() for m in chess.Board().legal_moves}
     assert set(obj["policy"]) == legal
@@ -90,7 +91,7 @@ def test_matches_reference(tiny_path: Path, capsys: pytest.CaptureFixture[str]) 
     moves, idx = legal_moves_with_indices(hist.board, enc.transform)
     p = np.exp(logits[idx] - logits[idx].max())
     p /= p.sum()
-    for m, prob in zip(moves, p):
+    for m, prob in zip(moves, p, strict=True):
         assert abs(obj["policy"][m.uci()] - prob) < 1e-5
 
 
@@ -128,7 +129,8 @@ def test_bad_positions_file(tiny_path: Path, tmp_path: Path, capsys: pytest.Capt
         (["--backend", "numpy", "--backend-opts", "precision=fp16"], "precision"),
     ],
 )
-def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                       message: str) -> None:
     assert main(["eval", "-w", str(tiny_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lc0py: ") and message in err
