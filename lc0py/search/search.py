@@ -23,13 +23,13 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import chess
 import numpy as np
 
-from lc0py.backends.base import Backend, BackendBase, NetworkOutput, PendingOutput
+from lc0py.backends.base import Backend, NetworkOutput
 from lc0py.chess.encoding import EncodedPosition, encode_batch
 from lc0py.chess.policy import legal_moves_with_indices
 from lc0py.search.nncache import CacheEntry, NNCache
@@ -103,7 +103,22 @@ class _Batch:
     leaves: list[_Leaf] = field(default_factory=list)
     encoded: list[EncodedPosition] = field(default_factory=list)
     collisions: list[Node] = field(default_factory=list)
-    pending: PendingOutput | None = None
+    pending: Future[NetworkOutput] | None = None
+    abandoned: bool = False
+
+
+_EXECUTORS: dict[int, tuple[Backend, ThreadPoolExecutor]] = {}
+_EXECUTORS_LOCK = threading.Lock()
+
+
+def _executor_for(backend: Backend) -> ThreadPoolExecutor:
+    """One evaluation thread per backend, shared by all searches using it."""
+    with _EXECUTORS_LOCK:
+        entry = _EXECUTORS.get(id(backend))
+        if entry is None or entry[0] is not backend:
+            entry = (backend, ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval"))
+            _EXECUTORS[id(backend)] = entry
+        return entry[1]
 
 
 class Search:
@@ -131,10 +146,11 @@ class Search:
         self.start_time = time.perf_counter() if start_time is None else start_time
         self.input_format = backend.info.input_format if input_format is None else input_format
         self.target = params.minibatch_size or backend.info.recommended_batch or 256
-        self._lock = threading.RLock()
+        self._lock = tree.lock  # shared by every search of this tree
         self._stop = threading.Event()  # worker: stop gathering
         self._done = threading.Event()  # bestmove emitted
-        self._worker_exit = threading.Event()
+        self._inflight: list[_Batch] = []  # submitted, not yet backed up (oldest first)
+        self._released = False  # bestmove sent / ponder stopped: the tree is no longer ours
         self._responded = False
         self._bestmove_wanted = not limits.infinite
         self.initial_visits = self.root.n
@@ -149,7 +165,6 @@ class Search:
         self.stop_reason = ""
         root_moves = set(limits.searchmoves)
         self._root_filter: set[chess.Move] | None = root_moves or None
-        self._executor: ThreadPoolExecutor | None = None
         self._threads: list[threading.Thread] = []
         self._remaining_estimate: float | None = None
         self._cs_cache: dict[int, float] = {}  # N -> cpuct(N)·sqrt(max(N−1, 1)), non-root params
@@ -166,11 +181,6 @@ class Search:
     # ------------------------------------------------------------------ public control ----
     def start(self) -> None:
         """Run the search in a worker thread plus a watchdog; returns at once."""
-        host_sync = type(self.backend).evaluate_async is BackendBase.evaluate_async
-        if self.params.overlap and host_sync:
-            # A host backend computes inside evaluate_async; run it in a helper thread so the
-            # next gather (Python) overlaps with numpy/BLAS (which releases the GIL).
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
         worker = threading.Thread(target=self._worker, name="lc0py-search", daemon=True)
         watchdog = threading.Thread(target=self._watchdog, name="lc0py-watchdog", daemon=True)
         self._threads = [worker, watchdog]
@@ -190,15 +200,20 @@ class Search:
 
     def stop_silently(self) -> None:
         """Stop without emitting ``bestmove`` (ponderhit restarts the search)."""
-        self._responded = True
-        self._done.set()
+        with self._lock:
+            self._responded = True
+            self._release_tree()
         self._stop.set()
+        self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for ``bestmove`` and for the worker to leave the tree; True if both happened."""
-        if not self._done.wait(timeout):
-            return False
-        return self._worker_exit.wait(timeout)
+        """Wait until ``bestmove`` was sent (the tree is then free for the next search)."""
+        return self._done.wait(timeout)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Also wait for the worker thread (e.g. an abandoned batch still in the backend)."""
+        for t in self._threads:
+            t.join(timeout)
 
     @property
     def done(self) -> bool:
@@ -209,50 +224,57 @@ class Search:
 
     # ------------------------------------------------------------------ threads ----
     def _worker(self) -> None:
-        pending: _Batch | None = None
+        """gather → submit → (gather the next while it runs) → complete the oldest → …"""
+        inflight = self._inflight
         try:
-            if self._root_has_no_moves():
-                self._stop.set()
+            with self._lock:
+                if self._root_has_no_moves():
+                    self._stop.set()
             while not self._stop.is_set():
                 with self._lock:
+                    if self._released:
+                        break
                     before = self.playouts
                     batch = self._gather()
-                    if not batch.leaves and not batch.collisions and pending is None:
-                        # Nothing to evaluate and nothing in flight: all visits were out of order
-                        # (terminals / cache), or the node budget is used up.
-                        self._after_batch()
-                        if self.playouts == before or self._no_progress():
-                            self._limit_reached("no progress")
-                        continue
                     if batch.leaves:
                         self._submit(batch)
-                if pending is not None:
-                    self._complete(pending)
-                    pending = None
-                if batch.leaves:
-                    if self.params.overlap and not self._stop.is_set():
-                        pending = batch
-                        continue
-                    self._complete(batch)
-                elif batch.collisions:
-                    with self._lock:
+                        inflight.append(batch)
+                    elif batch.collisions and inflight:
+                        # Collisions with a batch in flight are cancelled when it is backed up.
+                        inflight[-1].collisions.extend(batch.collisions)
+                    else:
                         self._cancel(batch)
                         self._after_batch()
-            if self._bestmove_wanted:
-                self._finish()  # answer first; the batch still in flight only updates the tree
-            if pending is not None:
-                self._complete(pending)
+                        if not inflight and (self.playouts == before or self._no_progress()):
+                            self._limit_reached("no progress")
+                        if not inflight:
+                            continue
+                if len(inflight) >= 2 or not self.params.overlap or self._stop.is_set() or not batch.leaves:
+                    self._complete_oldest()
+            if not self._bestmove_wanted:
+                while self._complete_oldest():  # infinite search at its limit: keep the tree whole
+                    pass
         except BaseException as exc:  # backend crash etc.: report, answer bestmove anyway
             self.error = exc
             self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
             self._bestmove_wanted = True
             self._stop.set()
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
-            self._worker_exit.set()
             if self._stop.is_set() and self._bestmove_wanted:
                 self._finish()
+
+    def _release_tree(self) -> None:
+        """(lock held) Give the tree back: batches still in the backend are abandoned and their
+        visits in flight cancelled, so the next search can start at once on a consistent tree."""
+        self._released = True
+        for batch in self._inflight:
+            batch.abandoned = True
+            if batch.pending is not None:
+                batch.pending.cancel()  # not started yet: drop it (the worker ignores it)
+            for leaf in batch.leaves:
+                self._cancel_path(leaf.node)
+            self._cancel(batch)
+        self._inflight.clear()
 
     def _watchdog(self) -> None:
         while not self._done.is_set():
@@ -686,23 +708,40 @@ class Search:
 
     # ------------------------------------------------------------------ evaluation ----
     def _submit(self, batch: _Batch) -> None:
+        """Queue the batch on the backend's own thread: host backends (numpy) then compute while
+        this thread gathers, and calls from consecutive searches never overlap (a backend is not
+        thread-safe)."""
         planes = encode_batch(batch.encoded)
-        if self._executor is not None:
-            backend = self.backend
-            fut = self._executor.submit(lambda: backend.evaluate_async(planes).result())
-            batch.pending = fut
-        else:
-            batch.pending = self.backend.evaluate_async(planes)
+        backend = self.backend
+        batch.pending = _executor_for(backend).submit(lambda: backend.evaluate_async(planes).result())
+
+    def _complete_oldest(self) -> bool:
+        with self._lock:
+            batch = self._inflight[0] if self._inflight and not self._released else None
+        if batch is None:
+            return False
+        self._complete(batch)
+        return True
 
     def _complete(self, batch: _Batch) -> None:
+        """Wait for ``batch`` (the oldest in flight), then expand and back up its leaves."""
         assert batch.pending is not None
-        out = batch.pending.result()  # outside the lock: the backend may take long
+        if batch.abandoned and batch.pending.cancelled():
+            return
+        try:
+            out = batch.pending.result()  # outside the lock: the backend may take long
+        except CancelledError:
+            return
         with self._lock:
+            if batch.abandoned:  # the search answered meanwhile: keep the evaluations only
+                self._apply(batch, out, cache_only=True)
+                return
+            self._inflight.remove(batch)
             self._apply(batch, out)
             self._cancel(batch)
             self._after_batch()
 
-    def _apply(self, batch: _Batch, out: NetworkOutput) -> None:
+    def _apply(self, batch: _Batch, out: NetworkOutput, cache_only: bool = False) -> None:
         leaves = batch.leaves
         counts = np.fromiter((len(x.moves) for x in leaves), dtype=np.int64, count=len(leaves))
         rows = np.repeat(np.arange(len(leaves)), counts)
@@ -723,11 +762,14 @@ class Search:
             priors = p_sorted[start : start + k]
             start += k
             put(leaf.key, CacheEntry(q[b], d[b], m[b], moves, priors))
+            if cache_only:
+                continue
             node = leaf.node
             node.expand(moves, list(priors))
             node.v = -q[b]
             self._backup(node, -q[b], d[b], m[b], leaf.depth)
-        self.nn_evals += len(leaves)
+        if not cache_only:
+            self.nn_evals += len(leaves)
 
     def _cancel(self, batch: _Batch) -> None:
         for leaf in batch.collisions:
@@ -887,6 +929,7 @@ class Search:
             if self._responded:
                 return
             self._responded = True
+            self._release_tree()
             try:
                 self.cb.on_info(self.info())  # at least one score line before bestmove
                 if self.params.verbose_move_stats:

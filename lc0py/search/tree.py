@@ -8,6 +8,7 @@ manager on a new game as lc0 does.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from lc0py.chess.history import PositionHistory
@@ -18,6 +19,7 @@ class NodeTree:
     """``history``: the game up to the search root; ``root``: the node of that position."""
 
     def __init__(self) -> None:
+        self.lock = threading.RLock()  # held by a search while it changes the tree
         self.start_fen: str | None = None
         self.moves: list[str] = []
         self.history: PositionHistory = PositionHistory.from_fen(None)
@@ -30,7 +32,10 @@ class NodeTree:
         Raises ``PositionError`` for a bad FEN or illegal move (the tree is then unchanged).
         """
         history = PositionHistory.from_fen(fen, moves)
-        moves = list(moves)
+        with self.lock:
+            return self._reset(fen, list(moves), history)
+
+    def _reset(self, fen: str | None, moves: list[str], history: PositionHistory) -> bool:
         same_game = (
             self.start_fen == fen
             and len(moves) >= len(self.moves)

@@ -159,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
                 start_time=start,
             )
             search.run()
+            search.join()  # an abandoned batch still in the backend belongs to this position's time
             total_ms += int((time.perf_counter() - start) * 1000)
             total_playouts += search.playouts
             best = result[0]
