@@ -277,33 +277,36 @@ _VALUE_EXTRA = (("q", "q"), ("st", "st"))
 
 
 class _PolicySource:
-    """Where one policy head's fields live, with the shared embedding lc0 would give it."""
+    """Where one policy head's fields live, and which ``ip_pol_w``/``ip_pol_b`` layers it uses.
 
-    def __init__(self, msg: Any, prefix: str, emb_msg: Any, emb_prefix: str) -> None:
-        self.msg, self.prefix, self.emb_msg, self.emb_prefix = msg, prefix, emb_msg, emb_prefix
+    lc0 (``MultiHeadWeights``): the shared embedding weight is ``policy_heads.ip_pol_w`` if that
+    field is set, else the top-level ``ip_pol_w`` (the bias likewise, decided separately); a head's
+    own non-empty ``ip_pol_w`` (or ``ip_pol_b``) replaces the shared one.
+    """
+
+    def __init__(self, msg: Any, prefix: str, emb_w: tuple[Any, str], emb_b: tuple[Any, str]) -> None:
+        self.msg, self.prefix, self.emb_w, self.emb_b = msg, prefix, emb_w, emb_b
 
 
 def _policy_sources(w: Any, source: str) -> dict[str, _PolicySource]:
+    ph = w.policy_heads
+    shared_w = (ph.ip_pol_w, "policy_heads.ip_pol_w") if ph.HasField("ip_pol_w") else (w.ip_pol_w, "ip_pol_w")
+    shared_b = (ph.ip_pol_b, "policy_heads.ip_pol_b") if ph.HasField("ip_pol_b") else (w.ip_pol_b, "ip_pol_b")
+
+    def source_for(head: Any, prefix: str) -> _PolicySource:
+        own_w = (head.ip_pol_w, prefix + "ip_pol_w") if len(head.ip_pol_w.params) else shared_w
+        own_b = (head.ip_pol_b, prefix + "ip_pol_b") if len(head.ip_pol_b.params) else shared_b
+        return _PolicySource(head, prefix, own_w, own_b)
+
     if w.HasField("policy_heads"):
-        ph = w.policy_heads
-        shared, shared_prefix = (ph, "policy_heads.") if ph.HasField("ip_pol_w") else (w, "")
-        heads: dict[str, _PolicySource] = {}
-
-        def add(key: str, field: str) -> None:
-            head = getattr(ph, field)
-            prefix = f"policy_heads.{field}."
-            own = head.HasField("ip_pol_w") and len(head.ip_pol_w.params) > 0
-            heads[key] = _PolicySource(head, prefix, head if own else shared,
-                                       prefix if own else shared_prefix)
-
-        add("vanilla", "vanilla")
+        heads = {"vanilla": source_for(ph.vanilla, "policy_heads.vanilla.")}
         for key, field in _POLICY_EXTRA:
             if ph.HasField(field):
-                add(key, field)
+                heads[key] = source_for(getattr(ph, field), f"policy_heads.{field}.")
         return heads
     if not (w.HasField("policy") or w.HasField("policy1") or w.HasField("ip_pol_w")):
         raise WeightsFormatError(f"{source}: could not find valid policy head weights")
-    return {"vanilla": _PolicySource(w, "", w, "")}
+    return {"vanilla": _PolicySource(w, "", shared_w, shared_b)}
 
 
 def _value_sources(w: Any, source: str) -> dict[str, tuple[Any, str]]:
@@ -334,7 +337,8 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
         _unsupported(r.source, f"{p}pol_encoder: policy encoder layers are not supported on attention bodies")
     if r.values(m.ip2_pol_b, p + "ip2_pol_b").size == 0:
         r.fail(f"the policy head selected '{key}' is empty ({p}ip2_pol_b is missing)")
-    emb = r.dense(src.emb_msg, "ip_pol_w", "ip_pol_b", e, src.emb_prefix, "the policy embedding size Pe")
+    emb_b = r.width(src.emb_b[0], src.emb_b[1], "the policy embedding size Pe")
+    emb = Dense(r.array(src.emb_w[0], src.emb_w[1], (emb_b.size, e)), emb_b)
     pe = emb.n_out
     wq = r.dense(m, "ip2_pol_w", "ip2_pol_b", pe, p, "the policy d_model Pd")
     pd = wq.n_out

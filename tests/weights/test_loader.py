@@ -457,3 +457,21 @@ def test_write_proto_helper_roundtrip(tmp_path: Path) -> None:
     msg = network_to_proto(small_net(seed=6), "float32")
     net = load_network(write_proto(tmp_path / "x.pb.gz", msg))
     assert np.array_equal(net.encoders[0].ffn1.w, small_net(seed=6).encoders[0].ffn1.w)
+
+
+def test_head_embedding_weight_and_bias_are_chosen_separately(tmp_path: Path) -> None:
+    """lc0 picks the shared/own ``ip_pol_w`` and ``ip_pol_b`` independently (MultiHeadWeights)."""
+
+    def mutate(m: Any) -> None:
+        ph = m.weights.policy_heads
+        ph.optimistic_st.ip_pol_b.CopyFrom(ph.ip_pol_b)  # own bias only
+        ph.optimistic_st.ip_pol_b.min_val, ph.optimistic_st.ip_pol_b.max_val = 7.0, 8.0
+        m.weights.ip_pol_w.CopyFrom(ph.ip_pol_w)  # shared weight moved to the top level
+        ph.ClearField("ip_pol_w")
+
+    path = mutated_file(tmp_path, mutate, multihead=True)
+    vanilla = load_network(path)
+    optimistic = load_network(path, policy_head="optimistic")
+    assert np.array_equal(vanilla.policy.embedding.w, optimistic.policy.embedding.w)
+    assert optimistic.policy.embedding.b is not None and optimistic.policy.embedding.b.min() >= 7.0
+    assert vanilla.policy.embedding.b is not None and vanilla.policy.embedding.b.max() < 1.0
