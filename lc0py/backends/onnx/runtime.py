@@ -1,0 +1,276 @@
+"""ONNX Runtime backends ``onnx-cpu``, ``onnx-cuda`` and ``onnx-rocm`` (lc0's names and options).
+
+The network is exported in memory (``export.network_to_onnx``) when the backend is created and
+handed to an ``onnxruntime.InferenceSession`` on the chosen execution provider. Nothing is written
+to disk: for a T82-sized net exporting and serialising take about as long as reading a cached
+model file back (docs/performance.md), so a cache would not shorten start-up.
+
+Options (``--backend-opts``), as lc0's ONNX backends take them where lc0 has them:
+
+* ``fp16=on|off``: float16 weights and activations (default off on CPU, on for GPUs, as lc0);
+* ``threads=N``: intra-op threads (0 = ONNX Runtime's choice: one per physical core). lc0 uses
+  1 on CPU because its search runs several evaluation threads; lc0py runs one batch at a time;
+* ``gpu=N``: device id for CUDA/ROCm;
+* ``batch=N``: fixed batch size (inputs are split and padded to it; default: variable);
+* ``opset=N`` (default 17), ``attention=plain|contrib`` (export.py);
+* ``iobinding=on|off``: bind inputs/outputs explicitly (default on for GPU providers, where it
+  saves a device allocation and copy per call; on CPU ``run`` is as fast).
+
+As in lc0, the WDL softmax is taken on the host in float32 (the in-memory model outputs logits),
+so float16 models lose no precision there.
+
+``onnxruntime`` is imported only when a backend is created or probed: ``import lc0py`` never
+imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PlanesBatch
+from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_MLH, OUTPUT_POLICY, OUTPUT_VALUE, OUTPUT_WDL
+from lc0py.backends.options import BackendOptions
+from lc0py.errors import BackendOptionError, BackendUnavailable
+from lc0py.weights.network import Network
+
+log = logging.getLogger("lc0py.backends")
+
+INSTALL_HINT = "pip install 'lc0py[onnx]'"
+KNOWN_OPTIONS = ("fp16", "threads", "gpu", "batch", "opset", "attention", "iobinding")
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """Which ONNX Runtime execution providers a backend name uses, in order of preference."""
+
+    providers: tuple[str, ...]
+    device: str  # "cpu" | "gpu"
+    fp16_default: bool
+    ort_device: str  # OrtValue device name for I/O binding
+
+
+PROVIDERS: dict[str, ProviderSpec] = {
+    "onnx-cpu": ProviderSpec(("CPUExecutionProvider",), "cpu", False, "cpu"),
+    "onnx-cuda": ProviderSpec(("CUDAExecutionProvider",), "gpu", True, "cuda"),
+    # ROCMExecutionProvider was removed from recent ONNX Runtime releases in favour of MIGraphX.
+    "onnx-rocm": ProviderSpec(("ROCMExecutionProvider", "MIGraphXExecutionProvider"), "gpu", True, "cuda"),
+}
+
+
+def _import_ort() -> ModuleType:
+    try:
+        import onnxruntime
+    except ImportError:
+        raise BackendUnavailable(f"onnxruntime is not installed ({INSTALL_HINT})") from None
+    return onnxruntime
+
+
+def _provider_reason(backend: str) -> str | None:
+    """``None`` if ONNX Runtime, onnx and one of ``backend``'s providers are present, else why not."""
+    try:
+        ort = _import_ort()
+        import onnx  # noqa: F401  (the exporter needs it)
+    except BackendUnavailable as exc:
+        return str(exc)
+    except ImportError:
+        return f"the onnx package is not installed ({INSTALL_HINT})"
+    available = ort.get_available_providers()
+    wanted = PROVIDERS[backend].providers
+    if not any(p in available for p in wanted):
+        return f"onnxruntime has no {' or '.join(wanted)} (available: {', '.join(available)})"
+    return None
+
+
+def probe_cpu() -> str | None:
+    return _provider_reason("onnx-cpu")
+
+
+def probe_cuda() -> str | None:
+    return _provider_reason("onnx-cuda")
+
+
+def probe_rocm() -> str | None:
+    return _provider_reason("onnx-rocm")
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class OnnxBackend(BackendBase):
+    """One network in one ``onnxruntime.InferenceSession``; evaluates batches synchronously."""
+
+    def __init__(
+        self,
+        network: Network,
+        *,
+        backend: str = "onnx-cpu",
+        fp16: bool | None = None,
+        threads: int = 0,
+        gpu: int = 0,
+        batch_size: int | None = None,
+        opset: int | None = None,
+        attention: str | None = None,
+        iobinding: bool | None = None,
+    ) -> None:
+        if backend not in PROVIDERS:
+            raise BackendUnavailable(f"unknown ONNX backend '{backend}' (available: {', '.join(PROVIDERS)})")
+        ort = _import_ort()
+        from lc0py.backends.onnx import export  # imports onnx
+
+        spec = PROVIDERS[backend]
+        self.name = backend
+        self.is_cpu = spec.device == "cpu"  # backendbench picks its small CPU plan from this
+        self.fp16 = spec.fp16_default if fp16 is None else fp16
+        self.batch_size = batch_size
+        self.iobinding = spec.device == "gpu" if iobinding is None else iobinding
+        self._io_dtype = np.float16 if self.fp16 else np.float32
+        available = ort.get_available_providers()
+        provider = next((p for p in spec.providers if p in available), None)
+        if provider is None:
+            raise BackendUnavailable(f"onnxruntime has no {' or '.join(spec.providers)}")
+        self.provider = provider
+        self._device = spec.ort_device
+        self._gpu = gpu
+
+        try:
+            model = export.network_to_onnx(
+                network,
+                fp16=self.fp16,
+                batch_size=None,  # fixed sizes go through the free-dimension override below
+                opset=opset or export.DEFAULT_OPSET,
+                attention=attention,  # type: ignore[arg-type]
+                wdl_softmax=False,
+            )
+        except ValueError as exc:
+            raise BackendOptionError(f"--backend-opts: {exc}") from None
+        self.attention = attention or export.DEFAULT_ATTENTION
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # ORT's warnings (e.g. fp16 fallbacks) are not actionable here
+        options.intra_op_num_threads = threads
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if batch_size is not None:
+            options.add_free_dimension_override_by_name("batch", batch_size)
+        provider_options: list[dict[str, Any]] = [{"device_id": gpu} if spec.device == "gpu" else {}]
+        try:
+            self.session = ort.InferenceSession(
+                model.SerializeToString(), options, providers=[provider], provider_options=provider_options
+            )
+        except Exception as exc:  # ORT raises its own types; a failed session is "unavailable here"
+            reason = _first_line(exc)
+            raise BackendUnavailable(f"{backend}: onnxruntime could not create a session: {reason}") from None
+        del model
+        self._outputs = [o.name for o in self.session.get_outputs()]
+        self._wdl = OUTPUT_WDL in self._outputs
+        self._mlh = OUTPUT_MLH in self._outputs
+        self.info = BackendInfo(
+            input_format=int(network.format.input),
+            has_wdl=network.has_wdl,
+            has_moves_left=network.has_moves_left,
+            recommended_batch=batch_size or (32 if spec.device == "cpu" else 256),
+        )
+
+    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
+        """``batch`` → float32 ``policy [B, 1858]``, ``wdl [B, 3]``, ``moves_left [B]``."""
+        n = len(batch)
+        if n == 0:
+            return NetworkOutput(
+                np.zeros((0, 1858), np.float32), np.zeros((0, 3), np.float32), np.zeros(0, np.float32)
+            )
+        planes = batch.dense(self._io_dtype)
+        if self.batch_size is None:
+            outs = self._run(planes)
+        else:  # fixed-size model: split and zero-pad to whole batches
+            step = self.batch_size
+            chunks = []
+            for start in range(0, n, step):
+                part = planes[start : start + step]
+                if len(part) < step:
+                    part = np.concatenate([part, np.zeros((step - len(part), 112, 8, 8), self._io_dtype)])
+                chunks.append(self._run(part))
+            outs = [np.concatenate([c[i] for c in chunks])[:n] for i in range(len(self._outputs))]
+        named = dict(zip(self._outputs, outs, strict=True))
+        policy = named[OUTPUT_POLICY].astype(np.float32)
+        if self._wdl:
+            wdl = _softmax(named[OUTPUT_WDL].astype(np.float32))
+        else:  # classical value head: q -> ((1 + q) / 2, 0, (1 - q) / 2)
+            q = named[OUTPUT_VALUE].astype(np.float32)[:, 0]
+            wdl = np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+        mlh = named[OUTPUT_MLH].astype(np.float32)[:, 0] if self._mlh else np.zeros(n, np.float32)
+        return NetworkOutput(policy=policy, wdl=wdl.astype(np.float32), moves_left=mlh)
+
+    def _run(self, planes: np.ndarray) -> list[np.ndarray]:
+        if not self.iobinding:
+            return self.session.run(self._outputs, {INPUT_PLANES: planes})  # type: ignore[no-any-return]
+        binding = self.session.io_binding()
+        binding.bind_cpu_input(INPUT_PLANES, planes)
+        for name in self._outputs:  # outputs land in host memory directly
+            binding.bind_output(name, "cpu")
+        self.session.run_with_iobinding(binding)
+        return binding.copy_outputs_to_cpu()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.session = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"OnnxBackend(backend={self.name!r}, provider={self.provider!r}, fp16={self.fp16}, "
+            f"attention={self.attention!r}, batch_size={self.batch_size})"
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _create(network: Network, options: BackendOptions, backend: str) -> OnnxBackend:
+    from lc0py.backends.onnx.export import ATTENTION_KINDS
+
+    spec = PROVIDERS[backend]
+    fp16 = options.take("fp16", spec.fp16_default)
+    threads = options.take("threads", 0)
+    gpu = options.take("gpu", 0)
+    batch = options.take("batch", 0)
+    opset = options.take("opset", 17)
+    attention = options.take("attention", None)
+    if attention is not None and attention not in ATTENTION_KINDS:
+        kinds = ", ".join(ATTENTION_KINDS)
+        raise BackendOptionError(f"--backend-opts: attention='{attention}' is not one of {kinds}")
+    iobinding = options.take("iobinding", spec.device == "gpu")
+    options.finish(KNOWN_OPTIONS)
+    if threads < 0 or gpu < 0 or batch < 0:
+        raise BackendOptionError("--backend-opts: threads, gpu and batch must not be negative")
+    return OnnxBackend(
+        network,
+        backend=backend,
+        fp16=fp16,
+        threads=threads,
+        gpu=gpu,
+        batch_size=batch or None,
+        opset=opset,
+        attention=attention,
+        iobinding=iobinding,
+    )
+
+
+def create_cpu(network: Network, options: BackendOptions) -> OnnxBackend:
+    """Registry factory for ``onnx-cpu``."""
+    return _create(network, options, "onnx-cpu")
+
+
+def create_cuda(network: Network, options: BackendOptions) -> OnnxBackend:
+    """Registry factory for ``onnx-cuda``."""
+    return _create(network, options, "onnx-cuda")
+
+
+def create_rocm(network: Network, options: BackendOptions) -> OnnxBackend:
+    """Registry factory for ``onnx-rocm``."""
+    return _create(network, options, "onnx-rocm")
