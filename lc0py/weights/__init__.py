@@ -6,6 +6,15 @@ Public API:
   * ``save_network(network, path, encoding="linear16", gzip=True)`` / ``network_to_proto``
   * ``random_network(preset="tiny", seed=0, **overrides) -> Network`` and ``PRESETS``
   * the typed description itself: ``Network`` and friends in ``lc0py.weights.network``
+
+Modules (call chain ``load_network -> load_proto -> proto.parse_net -> normalize -> decode``):
+  * ``network.py``   the typed, validated ``Network`` every backend consumes
+  * ``proto.py``     lc0's ``pblczero.Net`` schema, descriptors built at run time from one table
+  * ``decode.py``    ``Layer`` bytes <-> float32 arrays (LINEAR16, FLOAT16, BFLOAT16, FLOAT32)
+  * ``normalize.py`` lc0's ``FixOlderWeightsFile`` rules
+  * ``loader.py``    container checks, refusals, head selection, size validation -> ``Network``
+  * ``writer.py``    ``Network`` -> ``Net`` -> deterministic, atomically written ``.pb.gz``
+  * ``presets.py``   named shapes (t82, t82-h12/h8/h6, tiny) and ``random_network``
 """
 
 from __future__ import annotations
