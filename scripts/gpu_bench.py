@@ -43,6 +43,48 @@ def time_e2e(gpu, batch, iters: int, flash: bool) -> list[float]:  # type: ignor
     return times
 
 
+def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # type: ignore[no-untyped-def]
+    """Device time per operation kind of one eager forward pass at batch ``n`` (events between
+    every launch/GEMM; eager, so inter-op gaps are included only where the host is slower)."""
+    p = gpu.p
+    names = {v: k for k, v in vars(gpu).items() if k.startswith("k_") and isinstance(v, int)}
+    names.update({v: f"k_ln{n_}" for n_, v in gpu.k_ln.items()})
+    events = []
+    orig_launch, orig_gemm = p.launch, p.gemm
+
+    def mark(label: str) -> None:
+        ev = p.create_event(timing=True)
+        ev.record(gpu.stream)
+        events.append((label, ev))
+
+    def launch(fn, *a, **k):  # type: ignore[no-untyped-def]
+        mark(names.get(fn, f"kernel{fn}"))
+        return orig_launch(fn, *a, **k)
+
+    def gemm(stream, m, nn, kk, *a, **k):  # type: ignore[no-untyped-def]
+        mark(f"gemm {m}x{nn}x{kk}" + (f" b{k['batch']}" if k.get("batch", 1) > 1 else ""))
+        return orig_gemm(stream, m, nn, kk, *a, **k)
+
+    batch = planes_batch(n)
+    gpu.submit(batch, use_graph=False).result()
+    totals: dict[str, list[float]] = {}
+    p.launch, p.gemm = launch, gemm
+    try:
+        for _ in range(reps):
+            events.clear()
+            gpu._body(n, gpu.uses_flash)
+            mark("end")
+            p.synchronize(gpu.stream)
+            for (label, e0), (_, e1) in zip(events, events[1:]):
+                totals.setdefault(label, []).append(e0.elapsed_ms(e1))
+            for _, ev in events:
+                p.destroy_event(ev)
+    finally:
+        p.launch, p.gemm = orig_launch, orig_gemm
+    out = [(label, sum(v) / reps, len(v) // reps) for label, v in totals.items()]
+    return sorted(out, key=lambda r: -r[1])
+
+
 def gemm_ceiling(platform, n: int = 8192, iters: int = 20) -> float:  # type: ignore[no-untyped-def]
     """fp16 TFLOP/s of an n^3 GEMM (random data) through the platform's cuBLAS."""
     stream = platform.create_stream()
@@ -77,6 +119,8 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--fp32", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--profile", default="", help="batch sizes to profile per operation, e.g. 64,256")
+    ap.add_argument("--variants", default="", help="flash param variants to time, e.g. 'min_blocks=2;warps=2'")
     args = ap.parse_args()
 
     from lc0py.backends.gpu.cuda_platform import CudaPlatform
@@ -132,6 +176,22 @@ def main() -> int:
         ar = f"{r['attn_speedup']:.2f}x" if "attn_speedup" in r else ""
         print(f"| {r['batch']} | {r['nps']:.0f} | {r['median_ms']:.3f} | {r['tflops']:.1f} | {100 * r['frac_ceiling']:.1f}% "
               f"| {fb} | {sp} | {af} | {ab} | {ar} |")
+    for n in [int(x) for x in args.profile.split(",") if x]:
+        ops = profile_ops(gpu, n)
+        total = sum(t for _, t, _ in ops)
+        print(f"\nper-op device time, batch {n}: total {total:.3f} ms ({n / total * 1e3:.0f} nps without gaps)")
+        for label, t, cnt in ops:
+            print(f"  {label:<28} {t:8.3f} ms  {100 * t / total:5.1f}%  x{cnt}")
+    for var in [v for v in args.variants.split(";") if v]:
+        ov = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in var.split(",")}
+        g2 = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(compare), flash_overrides=ov)
+        res = []
+        for n in compare:
+            b = planes_batch(n)
+            g2.submit(b).result()
+            res.append(f"b{n}: attn {g2.time_attention(n, True):.4f} ms, e2e {n / float(np.median(time_e2e(g2, b, args.iters, True))):.0f} nps")
+        print(f"variant {var} ({g2.flash_choice.kernel.value}): " + "; ".join(res), flush=True)
+        g2.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "ceiling_tflops": ceiling, "flops_per_position": fpp,

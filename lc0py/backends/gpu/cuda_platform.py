@@ -248,9 +248,8 @@ class CudaPlatform(Platform):
         self._arch_option, self.binary_kind = nvrtc_target(self.cc)
         self._objs: dict[int, Any] = {}  # int handle -> cuda-python object
         self._cublas: _Cublas | None = None
-        self._cublas_handle = ctypes.c_void_p()
-        self._cublas_stream: int | None = None
-        self._workspace = 0
+        self._cublas_handles: dict[int, ctypes.c_void_p] = {}
+        self._workspaces: list[int] = []
         self._closed = False
 
     # ---- helpers --------------------------------------------------------------------------
@@ -332,6 +331,9 @@ class CudaPlatform(Platform):
     def event_record(self, event: int, stream: int) -> None:
         _check(self._drv.cuEventRecord(self._objs[event], self._stream(stream)), "cuEventRecord")
 
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        _check(self._drv.cuStreamWaitEvent(self._stream(stream), self._objs[event], 0), "cuStreamWaitEvent")
+
     def event_synchronize(self, event: int) -> None:
         _check(self._drv.cuEventSynchronize(self._objs[event]), "cuEventSynchronize")
 
@@ -373,19 +375,21 @@ class CudaPlatform(Platform):
         )
 
     # ---- BLAS ------------------------------------------------------------------------------
-    def _blas(self, stream: int) -> _Cublas:
-        if self._cublas is None:
-            self._cublas = _Cublas()
-            _Cublas.check(self._cublas.lib.cublasCreate_v2(ctypes.byref(self._cublas_handle)), "cublasCreate")
-            self._workspace = self.alloc(CUBLAS_WORKSPACE)
-            _Cublas.check(
-                self._cublas.lib.cublasSetWorkspace_v2(self._cublas_handle, self._workspace, CUBLAS_WORKSPACE),
-                "cublasSetWorkspace",
-            )
-        if stream != self._cublas_stream:
-            _Cublas.check(self._cublas.lib.cublasSetStream_v2(self._cublas_handle, stream or None), "cublasSetStream")
-            self._cublas_stream = stream
-        return self._cublas
+    def _blas(self, stream: int) -> ctypes.c_void_p:
+        """The cuBLAS handle of ``stream``: one handle and workspace per stream, so GEMMs on two
+        streams (the forked smolgen branch) never share a workspace concurrently."""
+        handle = self._cublas_handles.get(stream)
+        if handle is None:
+            if self._cublas is None:
+                self._cublas = _Cublas()
+            handle = ctypes.c_void_p()
+            _Cublas.check(self._cublas.lib.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
+            ws = self.alloc(CUBLAS_WORKSPACE)
+            self._workspaces.append(ws)
+            _Cublas.check(self._cublas.lib.cublasSetWorkspace_v2(handle, ws, CUBLAS_WORKSPACE), "cublasSetWorkspace")
+            _Cublas.check(self._cublas.lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
+            self._cublas_handles[stream] = handle
+        return handle
 
     def gemm(
         self,
@@ -414,7 +418,9 @@ class CudaPlatform(Platform):
     ) -> None:
         if epilogue is not None:
             raise GpuError(f"cuBLAS gemm: epilogue '{epilogue}' not supported on this platform")
-        cb = self._blas(stream)
+        handle = self._blas(stream)
+        cb = self._cublas
+        assert cb is not None
         if dtype == "fp16":
             t = _CUDA_R_16F
         elif dtype == "fp32":
@@ -426,12 +432,12 @@ class CudaPlatform(Platform):
         opb = _CUBLAS_OP_T if trans_b else _CUBLAS_OP_N
         opa = _CUBLAS_OP_T if trans_a else _CUBLAS_OP_N
         if batch == 1:
-            st = cb.lib.cublasGemmEx(self._cublas_handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, a, t, lda,
+            st = cb.lib.cublasGemmEx(handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, a, t, lda,
                                      ctypes.byref(be), c, t, ldc, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT)
             _Cublas.check(st, f"cublasGemmEx(m={m}, n={n}, k={k})")
         else:
             st = cb.lib.cublasGemmStridedBatchedEx(
-                self._cublas_handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, stride_b, a, t, lda, stride_a,
+                handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, stride_b, a, t, lda, stride_a,
                 ctypes.byref(be), c, t, ldc, stride_c, batch, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT)
             _Cublas.check(st, f"cublasGemmStridedBatchedEx(m={m}, n={n}, k={k}, batch={batch})")
 
@@ -461,12 +467,13 @@ class CudaPlatform(Platform):
         if self._closed:
             return
         self._closed = True
-        if self._cublas is not None and self._cublas_handle:
-            self._cublas.lib.cublasDestroy_v2(self._cublas_handle)
-            self._cublas = None
-        if self._workspace:
-            self.free(self._workspace)
-            self._workspace = 0
+        if self._cublas is not None:
+            for handle in self._cublas_handles.values():
+                self._cublas.lib.cublasDestroy_v2(handle)
+            self._cublas_handles.clear()
+        for ws in self._workspaces:
+            self.free(ws)
+        self._workspaces.clear()
         try:
             self._drv.cuDevicePrimaryCtxRelease(self._dev)
         except Exception:

@@ -128,6 +128,13 @@ class GpuNetwork:
         self.graphs_enabled = graphs
         self.max_batch = max(1, int(max_batch))
         self.stream = platform.create_stream()
+        self._cur = self.stream  # the stream the helpers enqueue on (main or side branch)
+        # Smolgen and the value/moves-left heads depend only on their input, so they run on a
+        # second stream, forked and joined with events (graph branches when captured): their
+        # small, latency-bound kernels overlap the big QKV / policy GEMMs.
+        self.fork = platform.can_fork
+        self.side = platform.create_stream() if self.fork else self.stream
+        self._fork_events = [platform.create_event() for _ in range(2 * (self.shape.L + 1))] if self.fork else []
         self.cache = KernelCache(platform)
         self.acts = {
             "default": activation_code(network.default_act),
@@ -248,7 +255,7 @@ class GpuNetwork:
 
     # ---- primitives ---------------------------------------------------------------------------
     def _gemm(self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object) -> None:
-        self.p.gemm(self.stream, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
+        self.p.gemm(self._cur, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
 
     def _dense(self, x: int, rows: int, n_in: int, w: str, n_out: int, out: int) -> None:
         """``out[rows, n_out] = x[rows, n_in] · W[n_out, n_in]ᵀ`` (no bias)."""
@@ -257,7 +264,7 @@ class GpuNetwork:
     def _bias_act(self, y: int, bias: str, rows: int, n: int, act: int) -> None:
         total = rows * n // (16 // self.elem if n % (16 // self.elem) == 0 else 1)
         blocks = max(1, min((total + 255) // 256, 65535))
-        self.p.launch(self.k_bias_act, (blocks, 1, 1), (256, 1, 1), 0, self.stream,
+        self.p.launch(self.k_bias_act, (blocks, 1, 1), (256, 1, 1), 0, self._cur,
                       [P(y), P(self.w[bias]), LL(rows), I(n), I(act)])
 
     def _layernorm(self, n: int, y: int, bias: int, skip: int, out: int, gamma: str, beta: str, rows: int,
@@ -265,7 +272,7 @@ class GpuNetwork:
         cfg = self.ln_cfg[n]
         per_block = cfg["LC0_LN_ROWS"]
         blocks = (rows + per_block - 1) // per_block
-        self.p.launch(self.k_ln[n], (blocks, 1, 1), (cfg["LC0_LN_THREADS"] * per_block, 1, 1), 0, self.stream,
+        self.p.launch(self.k_ln[n], (blocks, 1, 1), (cfg["LC0_LN_THREADS"] * per_block, 1, 1), 0, self._cur,
                       [P(y), P(bias), P(skip), P(out), P(self.w[gamma]), P(self.w[beta]), I(rows), F(alpha),
                        F(eps), I(act)])
 
@@ -283,7 +290,7 @@ class GpuNetwork:
             ch = self.flash_choice
             assert ch.params is not None
             grid, block = flash_grid(SEQ, s.H, bsz, ch.params, self.fp16)
-            self.p.launch(self.k_flash, grid, block, self.flash_smem, self.stream, [
+            self.p.launch(self.k_flash, grid, block, self.flash_smem, self._cur, [
                 P(qkv), P(self._off(qkv, s.D)), P(self._off(qkv, 2 * s.D)), I(3 * s.D), P(g),
                 P(bias), P(self._off(bias, 2 * s.D)), P(o), I(s.D), I(SEQ), I(s.H), F(scale)])
             return
@@ -299,7 +306,7 @@ class GpuNetwork:
                        stride_c=s.H * hs)
         rows = bsz * s.H * SEQ
         warps = 4
-        self.p.launch(self._softmax_kernel(), ((rows + warps - 1) // warps, 1, 1), (32 * warps, 1, 1), 0, self.stream,
+        self.p.launch(self._softmax_kernel(), ((rows + warps - 1) // warps, 1, 1), (32 * warps, 1, 1), 0, self._cur,
                       [P(sc), P(g), LL(rows), I(SEQ), F(scale)])
         for h in range(s.H):
             self._gemm(SEQ, s.depth, SEQ, self._off(sc, h * hs), SEQ, self._off(qkv, 2 * s.D + h * s.depth), ld,
@@ -321,14 +328,37 @@ class GpuNetwork:
                         bsz, 1.0, layer.ln2.eps, act)
         self._dense(buf["sg.s2"], bsz * s.H, s.gs, "smolgen_w", SEQ * SEQ, buf["sg.g"])
 
+    def _branch(self, k: int, work: Callable[[], None]) -> None:
+        """Enqueue ``work`` on the side stream after everything already on the main stream."""
+        if not self.fork:
+            work()
+            return
+        ev = self._fork_events[k]
+        self.p.event_record(ev.handle, self.stream)
+        self.p.stream_wait_event(self.side, ev.handle)
+        self._cur = self.side
+        try:
+            work()
+        finally:
+            self._cur = self.stream
+
+    def _join(self, k: int) -> None:
+        """Main stream waits for the side-stream work enqueued by ``_branch``."""
+        if self.fork:
+            ev = self._fork_events[k + 1]
+            self.p.event_record(ev.handle, self.side)
+            self.p.stream_wait_event(self.stream, ev.handle)
+
     def _encoder(self, l: int, bsz: int, flash: bool, tap: Callable[[str, int, int], None] | None) -> None:
         s, buf, p = self.shape, self._buf, f"L{l}."
         layer = self.net.encoders[l]
         m = bsz * SEQ
         alpha = float(self.net.alpha)
+        if s.smolgen:
+            self._branch(2 * l, lambda: self._smolgen(l, bsz))
         self._dense(buf["x"], m, s.E, p + "qkv.w", 3 * s.D, buf["qkv"])
         if s.smolgen:
-            self._smolgen(l, bsz)
+            self._join(2 * l)
         self._attention(l, bsz, flash)
         if tap is not None:
             tap(f"encoder{l}.attention", buf["attn"], s.D)
@@ -345,6 +375,7 @@ class GpuNetwork:
         s, buf = self.shape, self._buf
         m = bsz * SEQ
         act = self.acts["default"]
+        self._branch(2 * s.L, lambda: self._value_heads(bsz))
         # policy
         self._dense(buf["x"], m, s.E, "pol.emb.w", s.Pe, buf["ffn"])
         self._bias_act(buf["ffn"], "pol.emb.b", m, s.Pe, act)
@@ -354,9 +385,15 @@ class GpuNetwork:
         self._gemm(SEQ, SEQ, s.Pd, buf["pol.qk"], ld, self._off(buf["pol.qk"], s.Pd), ld, buf["pol.lg"], SEQ,
                    trans_b=True, alpha=1.0 / math.sqrt(s.Pd), batch=bsz, stride_a=SEQ * ld, stride_b=SEQ * ld,
                    stride_c=SEQ * SEQ)
-        self.p.launch(self.k_gather, (bsz, 1, 1), (256, 1, 1), 0, self.stream, [
+        self.p.launch(self.k_gather, (bsz, 1, 1), (256, 1, 1), 0, self._cur, [
             P(buf["pol.lg"]), P(self._off(buf["pol.qk"], s.Pd)), I(ld), P(self.w["pol.promo"]), I(s.Pd),
             P(self.w["gather"]), I(POLICY_OUT), P(buf["out.policy"])])
+        self._join(2 * s.L)
+
+    def _value_heads(self, bsz: int) -> None:
+        s, buf = self.shape, self._buf
+        m = bsz * SEQ
+        act = self.acts["default"]
         # value
         self._dense(buf["x"], m, s.E, "val.emb.w", s.Vc, buf["val.v1"])
         self._bias_act(buf["val.v1"], "val.emb.b", m, s.Vc, act)
@@ -377,13 +414,13 @@ class GpuNetwork:
         """Everything from the uploaded masks/values to the output buffers, on ``self.stream``."""
         s, buf = self.shape, self._buf
         m = bsz * SEQ
-        self.p.launch(self.k_expand, (bsz, 1, 1), (256, 1, 1), 0, self.stream,
+        self.p.launch(self.k_expand, (bsz, 1, 1), (256, 1, 1), 0, self._cur,
                       [P(buf["in.masks"]), P(buf["in.values"]), P(buf["tokens"]), I(PLANES)])
         self._gemm(m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True)
         total = m * s.E
         mult = self.w["emb.mult"] if s.gating else 0
         add = self.w["emb.add"] if s.gating else 0
-        self.p.launch(self.k_embed, (max(1, min((total + 255) // 256, 65535)), 1, 1), (256, 1, 1), 0, self.stream,
+        self.p.launch(self.k_embed, (max(1, min((total + 255) // 256, 65535)), 1, 1), (256, 1, 1), 0, self._cur,
                       [P(buf["x"]), P(self.w["emb.sqbias"]), P(mult), P(add), LL(m), I(s.E), I(self.acts["default"])])
         if tap is not None:
             tap("embedding", buf["x"], s.E)
@@ -534,4 +571,8 @@ class GpuNetwork:
             if self._w_base:
                 self.p.free(self._w_base)
                 self._w_base = 0
+            for ev in self._fork_events:
+                self.p.destroy_event(ev)
+            if self.side != self.stream:
+                self.p.destroy_stream(self.side)
             self.p.destroy_stream(self.stream)

@@ -168,6 +168,17 @@ class Platform(ABC):
     @abstractmethod
     def event_record(self, event: int, stream: int) -> None: ...
 
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        """Make later work on ``stream`` wait for ``event`` (no host wait; legal while capturing a
+        graph, where it forks/joins branches). The default says the platform cannot, and the
+        network then runs everything on one stream."""
+        raise NotImplementedError
+
+    @property
+    def can_fork(self) -> bool:
+        """Whether ``stream_wait_event`` is implemented (two-stream forward pass)."""
+        return type(self).stream_wait_event is not Platform.stream_wait_event
+
     @abstractmethod
     def event_synchronize(self, event: int) -> None: ...
 

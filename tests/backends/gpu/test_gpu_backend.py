@@ -1,0 +1,93 @@
+"""On a GPU: flash vs fallback vs the numpy float64 reference, and the shared conformance suite.
+
+Marked ``gpu``; the ``cuda_platform`` fixture skips cleanly when no NVIDIA GPU/driver/cuda-python
+is there (the device is only queried when a test runs, never at import). Nets are the four T82
+head configurations with 1 layer (all shapes of the real thing, fast to build).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lc0py.model import cast_network, forward
+from lc0py.weights.presets import random_network
+from tests.backends.conformance import RTOL_FP16, RTOL_FP32, check_backend_against_reference, random_batch, relative_error
+
+pytestmark = pytest.mark.gpu
+
+HEADS = ["t82", "t82-h12", "t82-h8", "t82-h6"]  # depth 32, 64, 96, 128
+
+
+@pytest.fixture(scope="module")
+def cuda_platform():  # type: ignore[no-untyped-def]
+    from lc0py.backends.gpu.cuda_platform import probe
+
+    reason = probe()
+    if reason is not None:
+        pytest.skip(reason)
+    from lc0py.backends.gpu.cuda_platform import CudaPlatform
+
+    p = CudaPlatform(0)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module", params=HEADS)
+def net(request):  # type: ignore[no-untyped-def]
+    return random_network(request.param, 11, layers=1)
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_flash_fallback_reference(cuda_platform, net, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
+    try:
+        assert gpu.uses_flash, gpu.flash_choice.reason
+        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+        trace: dict[str, np.ndarray] = {}
+        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        limit = RTOL_FP16 if fp16 else RTOL_FP32
+        for flash in (True, False):
+            out, taps = gpu.evaluate_traced(batch, flash=flash)
+            errs = {
+                "policy": relative_error(out.policy, ref.policy),
+                "wdl": relative_error(out.wdl, ref.wdl),
+                "moves_left": relative_error(out.moves_left, ref.moves_left),
+                "attention": relative_error(taps["encoder0.attention"], trace["encoder0.attention"]),
+            }
+            assert all(e <= limit for e in errs.values()), f"flash={flash} heads={net.heads}: {errs}"
+        # graphs + async path, odd batch size (padding rows inside a graph bucket)
+        got = gpu.submit(batch).result()
+        assert relative_error(got.policy, ref.policy) <= limit
+    finally:
+        gpu.close()
+
+
+def test_forced_fallback_backend_matches(cuda_platform) -> None:  # type: ignore[no-untyped-def]
+    from lc0py.backends.registry import create_backend
+
+    net = random_network("t82-h12", 4, layers=1)
+    a = create_backend("cuda-fp16", net, "flash=off,graphs=off")
+    b = create_backend("cuda-fp16", net, "flash=on")
+    try:
+        assert not a.gpu.uses_flash and b.gpu.uses_flash
+        batch = random_batch(5, int(net.format.input), seed=3)
+        oa, ob = a.evaluate(batch), b.evaluate(batch)
+        assert relative_error(oa.policy, ob.policy) < 1e-2
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
+def test_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
+    from lc0py.backends.registry import create_backend
+
+    net = random_network("tiny", 2)
+    backend = create_backend(name, net, "max_batch=8")
+    try:
+        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
+    finally:
+        backend.close()

@@ -1,0 +1,74 @@
+"""Every kernel compiles through NVRTC for sm_80 and sm_90 with several parameter sets (no GPU).
+
+NVRTC runs on CPU-only machines, so CI catches syntax errors, register-array misuse that ptxas
+rejects, and a broken mma.h branch (the scalar reference branch is compiled too). Skipped when
+cuda-python / NVRTC are not installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lc0py.backends.gpu.compile_cache import define_options, kernel_dir, read_headers
+from lc0py.backends.gpu.tuning import FlashParams, default_params
+
+nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
+from lc0py.backends.gpu.cuda_platform import nvrtc_compile  # noqa: E402
+
+ARCHS = ("sm_80", "sm_90")
+
+
+def _compile(source: str, defines: dict[str, int], arch: str) -> bytes:
+    kd = kernel_dir()
+    return nvrtc_compile((kd / source).read_text(), source, define_options(defines), read_headers(kd), f"-arch={arch}")
+
+
+def _flash_cases() -> list[tuple[str, dict[str, int]]]:
+    cases = []
+    for depth in (32, 64, 96, 128):
+        p, _ = default_params(depth, "sm_90")
+        cases.append((f"f16-d{depth}-default", p.defines(depth, fp16=True, bias_f32=False)))
+        cases.append((f"f32-d{depth}-default", p.defines(depth, fp16=False, bias_f32=True)))
+    odd = FlashParams(warps=2, kv_tile=32, stages=2, q_regs=0, min_blocks=2)
+    cases.append(("f16-d64-w2-kv32-s2-noqregs", odd.defines(64, fp16=True, bias_f32=False)))
+    cases.append(("f16-d48-biasf32", FlashParams().defines(48, fp16=True, bias_f32=True)))
+    cases.append(("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False)))
+    cases.append(("f16-d32-scalar-mma", {**FlashParams().defines(32, fp16=True, bias_f32=False), "LC0_MMA_SCALAR": 1}))
+    return cases
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("name", "defines"), _flash_cases(), ids=[c[0] for c in _flash_cases()])
+def test_flash_attention_compiles(arch: str, name: str, defines: dict[str, int]) -> None:
+    if arch == "sm_80" and "default" not in name:
+        pytest.skip("parameter variants: sm_90 only (CI time)")
+    assert len(_compile("flash_attention.hip", defines, arch)) > 1000
+
+
+OTHER = [
+    ("layernorm.hip", {"LC0_LN_N": 768, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 4}),
+    ("layernorm.hip", {"LC0_LN_N": 6144, "LC0_LN_THREADS": 128, "LC0_LN_ROWS": 1, "LC0_FP16": 0}),
+    ("layernorm.hip", {"LC0_LN_N": 100, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 4}),  # N not a multiple of 8
+    ("elementwise.hip", {"LC0_FP16": 1}),
+    ("elementwise.hip", {"LC0_FP16": 0}),
+    ("softmax_bias.hip", {"LC0_SM_PER": 2}),
+    ("softmax_bias.hip", {"LC0_SM_PER": 3, "LC0_FP16": 0}),
+    ("policy_map.hip", {"LC0_FP16": 1}),
+    ("policy_map.hip", {"LC0_FP16": 0}),
+]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("source", "defines"), OTHER, ids=[f"{s}-{'-'.join(f'{k}{v}' for k, v in d.items())}" for s, d in OTHER])
+def test_other_kernels_compile(arch: str, source: str, defines: dict[str, int]) -> None:
+    if arch == "sm_80" and source == "layernorm.hip" and defines["LC0_LN_N"] != 768:
+        pytest.skip("layernorm variants: sm_90 only (CI time)")
+    assert len(_compile(source, defines, arch)) > 1000
+
+
+def test_compile_error_carries_log() -> None:
+    from lc0py.errors import KernelCompileError
+
+    with pytest.raises(KernelCompileError) as info:
+        _compile("flash_attention.hip", {"LC0_FA_DEPTH": 24}, "sm_90")  # 24 % 16 != 0: static_assert
+    assert "multiple of 16" in info.value.log
