@@ -269,7 +269,7 @@ def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
 def _message_classes() -> dict[str, type[Message]]:
     # A private pool: never clashes with another ``pblczero`` registered in the default pool.
     pool = descriptor_pool.DescriptorPool()
-    pool.Add(_file_descriptor())
+    pool.AddSerializedFile(_file_descriptor().SerializeToString())  # in every protobuf 4-7 runtime
     get_class = getattr(message_factory, "GetMessageClass", None)
     classes: dict[str, type[Message]] = {}
     for full in MESSAGES:
