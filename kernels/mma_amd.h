@@ -73,6 +73,9 @@ typedef _Float16 lc0_h16 __attribute__((ext_vector_type(16)));
 typedef float lc0_f4 __attribute__((ext_vector_type(4)));
 typedef float lc0_f8 __attribute__((ext_vector_type(8)));
 
+// a_from_c's transpose goes through a 16x16 f16 tile of the warp's shared memory.
+static constexpr int SCRATCH_ELEMS = 256;
+
 LC0_DEVICE int lane_id() { return lc0_lane(); }
 LC0_DEVICE int lane16() { return lc0_lane() & 15; }  // row of A / column of B and C
 LC0_DEVICE int group16() { return lc0_lane() >> 4; }  // which 16-lane group

@@ -13,6 +13,10 @@
 //   warp_sync()                 converge the wave and order its shared-memory accesses
 //   lc0_exp2 / lc0_rsqrt        v_exp_f32 / v_rsq_f32 (1 ulp; inputs are never denormal here)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
+//   async_copy16(smem, gmem)    16-byte global->shared copy. AMD has no cp.async equivalent
+//   async_commit()              before gfx950, so this is a plain 16-byte copy through
+//   async_wait<N>()             registers and commit/wait are no-ops: the copy is complete in
+//                               program order, and the kernel's __syncthreads publishes it
 //
 // Only clang builtins are used (no HIP header function), so the file compiles the same under
 // every ROCm's hiprtc and under plain clang in CI (tests/kernels/test_compile_amd.py), where no
@@ -90,3 +94,11 @@ LC0_DEVICE float lc0_exp2(float x) {
 #endif
 }
 LC0_DEVICE float lc0_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
+
+typedef unsigned lc0_u32x4 __attribute__((ext_vector_type(4)));
+LC0_DEVICE void async_copy16(void* smem, const void* gmem) {
+    *reinterpret_cast<lc0_u32x4*>(smem) = *reinterpret_cast<const lc0_u32x4*>(gmem);
+}
+LC0_DEVICE void async_commit() {}
+template <int N>
+LC0_DEVICE void async_wait() {}

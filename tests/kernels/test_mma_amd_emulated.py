@@ -50,8 +50,22 @@ def emulator_binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     procs = {}
     for cid, defines in CONFIGS:
         exe = out / cid
-        cmd = [cxx, "-std=c++20", "-O0", "-Wall", "-Wno-psabi", *defines, "-I", str(ROOT / "kernels"),
-               "-I", str(EMU), str(EMU / "mma_amd_emu_test.cpp"), "-o", str(exe), "-pthread"]
+        cmd = [
+            cxx,
+            "-std=c++20",
+            "-O0",
+            "-Wall",
+            "-Wno-psabi",
+            *defines,
+            "-I",
+            str(ROOT / "kernels"),
+            "-I",
+            str(EMU),
+            str(EMU / "mma_amd_emu_test.cpp"),
+            "-o",
+            str(exe),
+            "-pthread",
+        ]
         procs[cid] = (exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     built = {}
     for cid, (exe, proc) in procs.items():
