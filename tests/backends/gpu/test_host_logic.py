@@ -190,3 +190,14 @@ def test_unknown_backend_option_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
         gb.GpuBackend(random_network("tiny", 0), BackendOptions.parse("flsh=off"), fp16=True, vendor="nvidia", name="x")
     with pytest.raises(BackendOptionError, match="attn_warps"):
         gb.GpuBackend(random_network("tiny", 0), BackendOptions.parse("attn_warps=two"), fp16=True, vendor="nvidia", name="x")
+
+
+def test_kernels_ship_inside_the_package() -> None:
+    """An installed wheel has no repo root: kernels must also be reachable as lc0py/kernels
+    (a link to ../kernels in the checkout, copied as package data by pyproject.toml)."""
+    import lc0py
+
+    pkg = Path(lc0py.__file__).parent / "kernels"
+    assert (pkg / "flash_attention.hip").is_file() and (pkg / "mma.h").is_file()
+    text = (Path(lc0py.__file__).parents[1] / "pyproject.toml").read_text()
+    assert '"kernels/*.hip"' in text and '"kernels/*.h"' in text
