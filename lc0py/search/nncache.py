@@ -1,7 +1,7 @@
 """NN cache (tools-and-uci.md §7.12): position hash -> evaluation and softmaxed priors.
 
-Keyed by ``PositionHistory.key()`` (board, castling, lc0's ep marker, side to move, repetitions;
-not rule-50 nor history). Entries hold the legal moves sorted by prior, so a hit needs no move
+Keyed by the position's facts (board, castling, lc0's ep marker, side to move) and its repetition
+count — not rule-50 nor history — as an exact, hashable value (§7.12). Entries hold the legal moves sorted by prior, so a hit needs no move
 generation. Capacity in entries; the oldest entry is evicted first (insertion order of a dict).
 """
 
@@ -28,11 +28,11 @@ class NNCache:
 
     def __init__(self, capacity: int = 2000000) -> None:
         self.capacity = max(0, int(capacity))
-        self._data: dict[int, CacheEntry] = {}
+        self._data: dict[object, CacheEntry] = {}
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: int) -> CacheEntry | None:
+    def get(self, key: object) -> CacheEntry | None:
         entry = self._data.get(key)
         if entry is None:
             self.misses += 1
@@ -40,7 +40,7 @@ class NNCache:
             self.hits += 1
         return entry
 
-    def put(self, key: int, entry: CacheEntry) -> None:
+    def put(self, key: object, entry: CacheEntry) -> None:
         if self.capacity <= 0:
             return
         data = self._data
@@ -59,7 +59,7 @@ class NNCache:
     def __len__(self) -> int:
         return len(self._data)
 
-    def __contains__(self, key: int) -> bool:
+    def __contains__(self, key: object) -> bool:
         return key in self._data
 
     def fill_permille(self) -> int:

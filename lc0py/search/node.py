@@ -64,6 +64,7 @@ class Node:
 
     def expand(self, moves: list[chess.Move], priors: list[float]) -> None:
         """Give the node its edges (``priors`` sorted descending, same order as ``moves``)."""
+        assert self.moves is None and not self.terminal, f"{self!r} expanded twice"
         self.moves = moves
         self.p = priors
         self.children = [None] * len(moves)

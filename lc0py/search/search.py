@@ -94,7 +94,7 @@ class _Leaf:
     node: Node
     idx: np.ndarray
     moves: list[chess.Move]
-    key: int
+    key: object
     depth: int
 
 
@@ -633,12 +633,13 @@ class Search:
         while common < limit and pushed[common] is target[common]:
             common += 1
         history = self.history
-        for _ in range(len(pushed) - common):
+        while len(pushed) > common:  # keep ``_pushed`` true to the history at every step
             history.pop()
+            pushed.pop()
         push = history.push
         for node in target[common:]:
             push(node.move)  # type: ignore[arg-type]
-        self._pushed = target
+            pushed.append(node)
         return self._resolve_leaf(leaf, depth, batch, is_root=not target)
 
     def _unwind(self) -> None:
@@ -660,7 +661,11 @@ class Search:
                     self._mate_or_stalemate(leaf, board)
                 self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
                 return True
-        key = history.key()
+        # The exact (position facts, repetitions) tuple, not ``history.key()``: Python's int hash
+        # is modulo 2^61-1, so bitboards with a piece on h8 and on c1 hash alike (1<<63 ≡ 4) and
+        # an int key would mix up positions; a tuple key is compared on collision.
+        last = history.records[-1]
+        key = (last.key, last.repetitions)
         entry = self.cache.get(key)
         if entry is not None:
             leaf.expand(entry.moves, list(entry.priors))
