@@ -68,6 +68,8 @@ def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # 
     batch = planes_batch(n)
     gpu.submit(batch, use_graph=False).result()
     totals: dict[str, list[float]] = {}
+    fork = gpu.fork
+    gpu.fork = False  # one stream, so consecutive events bracket one operation each
     p.launch, p.gemm = launch, gemm
     try:
         for _ in range(reps):
@@ -81,6 +83,7 @@ def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # 
                 p.destroy_event(ev)
     finally:
         p.launch, p.gemm = orig_launch, orig_gemm
+        gpu.fork = fork
     out = [(label, sum(v) / reps, len(v) // reps) for label, v in totals.items()]
     return sorted(out, key=lambda r: -r[1])
 
