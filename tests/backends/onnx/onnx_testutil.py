@@ -1,8 +1,10 @@
-"""Helpers of the ONNX tests: random positions, the float64 truth, relative errors.
+"""Helpers of the ONNX tests: random planes, the float64 truth, running an exported model.
 
-A module with a unique name (not ``conftest``) so the test modules can import it; the numpy
-float64 reference is ``lc0py.model.forward``. Tests needing ``onnx``/``onnxruntime`` skip
-themselves with ``pytest.importorskip`` (install command in the reason).
+The numpy float64 reference is ``lc0py.model.forward``; errors and thresholds come from the
+shared conformance suite (``tests/backends/conformance.py``). Positions here are random plane
+masks (every plane and square, not only what legal chess produces); the backend tests use the
+suite's random games. Tests needing ``onnx``/``onnxruntime`` skip themselves with
+``pytest.importorskip`` (install command in the reason).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import numpy as np
 from lc0py.backends.base import PlanesBatch
 from lc0py.model import forward
 from lc0py.weights.network import Network
+from tests.backends.conformance import RTOL_FP16, RTOL_FP32, relative_error
 
-# Thresholds on ||out - ref|| / ||ref|| against the float64 reference (the project's figures):
-# float32 rounding over a handful of layers stays near 1e-6; float16 near 1e-3.
-TOL = {"fp32": 1e-4, "fp16": 1e-2}
+# Thresholds on ||out - ref|| / ||ref|| against the float64 reference (the project's figures,
+# shared with the conformance suite): float32 rounding stays near 1e-6, float16 near 1e-3.
+TOL = {"fp32": RTOL_FP32, "fp16": RTOL_FP16}
 
 
 def random_batch(seed: int, size: int = 4) -> PlanesBatch:
@@ -27,14 +30,6 @@ def random_batch(seed: int, size: int = 4) -> PlanesBatch:
     masks |= np.uint64(1) << rng.integers(0, 64, size=(size, 112), dtype=np.uint64)  # non-zero
     values = rng.choice(np.array([0.5, 1.0, 1.0, 2.0], np.float32), size=(size, 112))
     return PlanesBatch(masks, values)
-
-
-def rel_err(out: np.ndarray, ref: np.ndarray) -> float:
-    """``||out - ref|| / ||ref||`` in float64."""
-    out64, ref64 = np.asarray(out, np.float64).ravel(), np.asarray(ref, np.float64).ravel()
-    denom = float(np.linalg.norm(ref64))
-    assert denom > 0, "reference output is all zeros: the test would not see errors"
-    return float(np.linalg.norm(out64 - ref64)) / denom
 
 
 def reference(network: Network, batch: PlanesBatch) -> dict[str, np.ndarray]:
@@ -73,7 +68,7 @@ def run_onnx(model: object, batch: PlanesBatch, fp16: bool) -> dict[str, np.ndar
 
 def errors(out: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, float]:
     """Relative error per output present in ``out`` (a net without MLH has no ``mlh``)."""
-    return {k: rel_err(out[k], ref[k]) for k in ("policy", "wdl", "mlh") if k in out}
+    return {k: relative_error(out[k], ref[k]) for k in ("policy", "wdl", "mlh") if k in out}
 
 
 def assert_close(errs: dict[str, float], precision: str) -> None:

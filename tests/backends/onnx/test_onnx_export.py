@@ -17,12 +17,12 @@ pytest.importorskip("onnx", reason="onnx not installed (pip install 'lc0py[onnx]
 pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip install 'lc0py[onnx]')")
 
 import onnx  # noqa: E402
-from onnx_testutil import assert_close, errors, random_batch, reference, run_onnx  # noqa: E402
 
 from lc0py.backends.onnx.export import network_to_onnx  # noqa: E402
 from lc0py.errors import UnsupportedNetError  # noqa: E402
 from lc0py.weights.network import Activation, Network  # noqa: E402
 from lc0py.weights.presets import random_network  # noqa: E402
+from tests.backends.onnx.onnx_testutil import assert_close, errors, random_batch, reference, run_onnx  # noqa: E402
 
 HEAD_PRESETS = ("t82", "t82-h12", "t82-h8", "t82-h6")
 HEAD_IDS = ("h24-d32", "h12-d64", "h8-d96", "h6-d128")  # heads and depth at d_model 768
