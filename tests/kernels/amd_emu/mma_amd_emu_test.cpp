@@ -259,7 +259,7 @@ void check_a_from_c(bool integers) {
             mma(c, a, b);
         }
         store_c(c);  // the first product, kept to build the reference from
-        emu::g_wave->bar.arrive_and_wait();
+        emu::t_wave->bar.arrive_and_wait();
         frag_a p;
         a_from_c(p, c, scratch);
         frag_b b0;
@@ -267,7 +267,7 @@ void check_a_from_c(bool integers) {
         frag_c d;
         zero(d);
         mma(d, p, b0);
-        emu::g_wave->bar.arrive_and_wait();  // everybody has read out[][] (it is overwritten next)
+        emu::t_wave->bar.arrive_and_wait();  // everybody has read out[][] (it is overwritten next)
         store_c(d);
     });
     double ref[16][16];

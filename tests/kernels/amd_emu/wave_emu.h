@@ -18,15 +18,19 @@
 //   ds_bpermute(addr, v): lane l reads v of lane addr/4.  mbcnt_lo/hi: the masked popcount of
 //     the lanes below this one (V_MBCNT_LO/HI_U32_B32).
 //   wave_barrier: all lanes meet (hardware lanes are in lockstep anyway).
+// Blocks (run_grid) are several waves plus a block barrier for __syncthreads, enough to run the
+// real kernels (flash_attention.hip) with threadIdx/blockIdx/__shared__ as on the device.
 #pragma once
 
 #include <array>
 #include <barrier>
 #include <cmath>
+#include <math.h>  // expf, fmaxf, tanhf in the global namespace, as HIP has them
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -45,18 +49,35 @@
 #endif
 
 #define __device__
+#define __global__
 #define __shared__
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+// The HIP device names the kernels use besides the prelude (hiprtc pre-defines them on a GPU).
+struct emu_dim3 {
+    unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local emu_dim3 threadIdx, blockIdx;
+inline emu_dim3 blockDim, gridDim;
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+inline float __int_as_float(int v) { return __builtin_bit_cast(float, v); }
+
+
 
 namespace emu {
 
 struct Wave {
-    int n;
     std::barrier<> bar;
     std::vector<std::array<unsigned char, 128>> slot;
-    explicit Wave(int lanes) : n(lanes), bar(lanes), slot(lanes) {}
+    explicit Wave(int lanes) : bar(lanes), slot(lanes) {}
 };
-inline Wave* g_wave = nullptr;
+inline thread_local Wave* t_wave = nullptr;
 inline thread_local int t_lane = -1;
+inline thread_local std::barrier<>* t_block_bar = nullptr;
 inline std::mutex g_err_mu;
 inline std::vector<std::string> g_errors;
 
@@ -65,37 +86,58 @@ inline void error(const std::string& msg) {
     if (g_errors.size() < 20) g_errors.push_back(msg);
 }
 
-// All lanes call it together; f(get, lane) computes this lane's result from every lane's input.
+// All lanes of a wave call it together; f(get, lane) computes this lane's result from every
+// lane's input.
 template <class In, class F>
 auto collective(const In& mine, F f) {
     static_assert(sizeof(In) <= 128, "collective operand too large");
-    std::memcpy(g_wave->slot[t_lane].data(), &mine, sizeof(In));
-    g_wave->bar.arrive_and_wait();
-    auto get = [](int lane) {
+    Wave* w = t_wave;
+    std::memcpy(w->slot[t_lane].data(), &mine, sizeof(In));
+    w->bar.arrive_and_wait();
+    auto get = [w](int lane) {
         In v;
-        std::memcpy(&v, g_wave->slot[lane].data(), sizeof(In));
+        std::memcpy(&v, w->slot[lane].data(), sizeof(In));
         return v;
     };
     auto out = f(get, t_lane);
-    g_wave->bar.arrive_and_wait();
+    w->bar.arrive_and_wait();
     return out;
 }
 
-// Run body(lane) on every lane of one wave, in lockstep at the collectives.
+// Run body() for every thread of every block of a 1-D-block grid: blocks one after another, the
+// threads of a block concurrently (waves of EMU_WAVE consecutive threads, as on the hardware).
+inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& body) {
+    if (threads % EMU_WAVE) error("block size is not a multiple of the wave size");
+    gridDim = grid;
+    blockDim = emu_dim3{(unsigned)threads, 1, 1};
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                std::barrier<> block_bar(threads);
+                std::vector<std::unique_ptr<Wave>> waves;
+                for (int w = 0; w < threads / EMU_WAVE; ++w) waves.push_back(std::make_unique<Wave>(EMU_WAVE));
+                std::vector<std::thread> th;
+                for (int t = 0; t < threads; ++t)
+                    th.emplace_back([&, t] {
+                        threadIdx = emu_dim3{(unsigned)t, 0, 0};
+                        blockIdx = emu_dim3{bx, by, bz};
+                        t_lane = t % EMU_WAVE;
+                        t_wave = waves[t / EMU_WAVE].get();
+                        t_block_bar = &block_bar;
+                        body();
+                    });
+                for (auto& x : th) x.join();
+            }
+}
+
+// One wave: body(lane).
 inline void run_wave(const std::function<void(int)>& body) {
-    Wave w(EMU_WAVE);
-    g_wave = &w;
-    std::vector<std::thread> th;
-    for (int l = 0; l < EMU_WAVE; ++l)
-        th.emplace_back([&body, l] {
-            t_lane = l;
-            body(l);
-        });
-    for (auto& t : th) t.join();
-    g_wave = nullptr;
+    run_grid(emu_dim3{1, 1, 1}, EMU_WAVE, [&body] { body(t_lane); });
 }
 
 }  // namespace emu
+
+inline void __syncthreads() { emu::t_block_bar->arrive_and_wait(); }
 
 // ------------------------------------------------------------------ modelled builtins --------
 typedef _Float16 emu_h4 __attribute__((ext_vector_type(4)));
@@ -114,7 +156,7 @@ inline unsigned __builtin_amdgcn_mbcnt_hi(unsigned mask, unsigned base) {
     return base + (unsigned)__builtin_popcount(mask & below);
 }
 
-inline void __builtin_amdgcn_wave_barrier() { emu::g_wave->bar.arrive_and_wait(); }
+inline void __builtin_amdgcn_wave_barrier() { emu::t_wave->bar.arrive_and_wait(); }
 inline void __builtin_amdgcn_fence(int, const char*) {}  // the barrier above orders memory
 inline float __builtin_amdgcn_rsqf(float x) { return 1.0f / std::sqrt(x); }
 
