@@ -176,10 +176,15 @@ class PositionHistory:
         """The 112 input planes of the current position (chess-encoding.md §2–§4)."""
         return encode_history(self._records, int(input_format), history_fill)
 
-    def key(self) -> int:
-        """NN-cache key: board (incl. castling), lc0 ep marker, side to move, repetitions; not rule-50."""
+    def key(self) -> tuple[object, ...]:
+        """NN-cache key: board (incl. castling), lc0 ep marker, side to move, repetitions; not rule-50.
+
+        The exact facts as a tuple, not a hash of them: Python hashes ints modulo 2**61 - 1, so a
+        hash of 64-bit bitboards can collide (``hash(1 << 63) == hash(4)``) and a cache keyed by
+        it would return another position's evaluation.
+        """
         last = self._records[-1]
-        return hash((last.key, last.repetitions))
+        return (last.key, last.repetitions)
 
 
 def _validate_root(board: chess.Board, fen: str) -> None:

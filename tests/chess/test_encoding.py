@@ -441,3 +441,12 @@ def test_encode_speed() -> None:
             h.pop()
         per = (time.perf_counter() - start) / n
         assert per < 200e-6, f"format {fmt}: {per * 1e6:.0f} µs per push+encode+pop"
+
+
+def test_key_is_exact_not_a_hash() -> None:
+    # Two positions whose 64-bit bitboards hash alike in CPython (2**63 and 4 collide mod 2**61-1)
+    # must still get different keys.
+    a = PositionHistory.from_fen("7k/8/8/8/8/8/8/K7 w - - 0 1")  # black king h8: bit 63
+    b = PositionHistory.from_fen("8/8/8/8/8/8/8/K1k5 w - - 0 1")  # black king c1: bit 2
+    assert a.key() != b.key()
+    assert hash(1 << 63) == hash(4)  # the reason the key is a tuple
