@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import chess
-
 
 @dataclass(slots=True)
 class CacheEntry:
@@ -19,7 +17,7 @@ class CacheEntry:
     q: float
     d: float
     m: float
-    moves: list[chess.Move]
+    moves: list[int]  # packed (lc0py.search.movegen)
     priors: list[float]
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import chess
 
+from lc0py.search.movegen import pack, to_move
+
 # Terminal kinds.
 NOT_TERMINAL = 0
 TERMINAL = 1  # game over (mate, stalemate, draw by rule) or proven by StickyEndgames
@@ -51,7 +53,7 @@ class Node:
         self.d = 0.0
         self.m = 0.0
         self.terminal = NOT_TERMINAL
-        self.moves: list[chess.Move] | None = None  # None until expanded
+        self.moves: list[int] | None = None  # packed moves (``movegen``); None until expanded
         self.p: list[float] = []  # priors, descending
         self.children: list[Node | None] = []
         self.touched = 0  # children[:touched] are nodes (see module doc)
@@ -62,7 +64,7 @@ class Node:
     def expanded(self) -> bool:
         return self.moves is not None
 
-    def expand(self, moves: list[chess.Move], priors: list[float]) -> None:
+    def expand(self, moves: list[int], priors: list[float]) -> None:
         """Give the node its edges (``priors`` sorted descending, same order as ``moves``)."""
         assert self.moves is None and not self.terminal, f"{self!r} expanded twice"
         self.moves = moves
@@ -81,18 +83,15 @@ class Node:
 
     def child_for(self, move: chess.Move) -> Node | None:
         """The child node reached by ``move`` (None if that edge has no node)."""
-        if self.moves is None:
-            return None
-        for i, mv in enumerate(self.moves):
-            if mv == move:
-                return self.children[i]
-        return None
+        i = self.edge_index(move)
+        return self.children[i] if i >= 0 else None
 
     def edge_index(self, move: chess.Move) -> int:
         if self.moves is None:
             return -1
+        packed = pack(move)
         for i, mv in enumerate(self.moves):
-            if mv == move:
+            if mv == packed:
                 return i
         return -1
 
@@ -103,7 +102,7 @@ class Node:
         while self.touched <= i:
             t = self.touched
             if children[t] is None:
-                children[t] = Node(self, t, self.moves[t])
+                children[t] = Node(self, t, to_move(self.moves[t]))
             self.touched = t + 1
         node = children[i]
         assert node is not None

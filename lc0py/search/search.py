@@ -31,7 +31,7 @@ import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput
 from lc0py.chess.encoding import EncodedPosition, encode_batch
-from lc0py.chess.policy import legal_moves_with_indices
+from lc0py.search.movegen import legal_moves_indexed, pack, to_move
 from lc0py.search.nncache import CacheEntry, NNCache
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.params import SearchParams
@@ -93,7 +93,7 @@ class SearchCallbacks:
 class _Leaf:
     node: Node
     idx: np.ndarray
-    moves: list[chess.Move]
+    moves: list[int]
     key: object
     depth: int
 
@@ -163,8 +163,8 @@ class Search:
         self._last_info_time = 0.0
         self.error: BaseException | None = None
         self.stop_reason = ""
-        root_moves = set(limits.searchmoves)
-        self._root_filter: set[chess.Move] | None = root_moves or None
+        root_moves = {pack(m) for m in limits.searchmoves}
+        self._root_filter: set[int] | None = root_moves or None
         self._threads: list[threading.Thread] = []
         self._remaining_estimate: float | None = None
         self._cs_cache: dict[int, float] = {}  # N -> cpuct(N)·sqrt(max(N−1, 1)), non-root params
@@ -673,7 +673,7 @@ class Search:
             self._backup(leaf, -entry.q, entry.d, entry.m, depth)
             return True
         enc = history.encode(self.input_format, self.params.history_fill)
-        moves, idx = legal_moves_with_indices(board, enc.transform)
+        moves, idx = legal_moves_indexed(board, enc.transform)
         if not moves:
             self._mate_or_stalemate(leaf, board)
             self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
@@ -850,7 +850,7 @@ class Search:
             nxt = self.best_child(node)
             if nxt is None:
                 # unvisited reply: the highest-prior move (§5 pv)
-                pv.append(node.moves[0])
+                pv.append(to_move(node.moves[0]))
                 break
             pv.append(nxt.move)
             if nxt.n == 0:
@@ -865,16 +865,16 @@ class Search:
             root = self.root
             if root.moves:
                 allowed = self._allowed_root_edges()
-                return (root.moves[allowed[0]] if allowed else root.moves[0]), None
+                return to_move(root.moves[allowed[0]] if allowed else root.moves[0]), None
             moves = list(self.history.board.generate_legal_moves())
             if self._root_filter:
-                moves = [m for m in moves if m in self._root_filter] or moves
+                moves = [m for m in moves if pack(m) in self._root_filter] or moves
             return (moves[0] if moves else None), None
         best = ranked[0]
         ponder = None
         if best.n > 0 and best.moves:
             nxt = self.best_child(best)
-            ponder = nxt.move if nxt is not None else best.moves[0]
+            ponder = nxt.move if nxt is not None else to_move(best.moves[0])
         return best.move, ponder
 
     def info(self) -> SearchInfo:

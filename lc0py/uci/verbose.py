@@ -5,6 +5,7 @@ from __future__ import annotations
 import chess
 
 from lc0py.chess.policy import move_to_index
+from lc0py.search.movegen import to_move
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.search import Search
 from lc0py.uci.info import wdl_mu
@@ -31,7 +32,8 @@ def verbose_stats(search: Search) -> list[str]:
     cs = search._cpuct_scaled(root, True)
     fpu = search._fpu(root, True)
     rows = []
-    for i, move in enumerate(root.moves):
+    for i, packed in enumerate(root.moves):
+        move = to_move(packed)
         child: Node | None = root.children[i] if i < len(root.children) else None
         prior = root.p[i]
         n = child.n if child is not None else 0

@@ -42,10 +42,9 @@ def hand_node(priors: Sequence[float], stats: Sequence[tuple[int, int, float]], 
 
     Parent ``n`` = 1 + sum of child visits (its own first visit); moves are placeholders.
     """
-    import chess
 
     parent = Node()
-    parent.expand([chess.Move(i, i + 8) for i in range(len(priors))], list(priors))
+    parent.expand([i | (i + 8) << 6 for i in range(len(priors))], list(priors))  # packed moves
     total = 1
     for i, (n, nif, cwl) in enumerate(stats):
         child = parent.ensure_child(i)
