@@ -22,38 +22,35 @@ extern "C" __global__ void expand_planes(const u64* LC0_RESTRICT masks, const fl
 // to [64][E] at upload so these reads coalesce; mult == nullptr means no gating.
 extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRICT sq_bias,
                                           const T* LC0_RESTRICT mult, const T* LC0_RESTRICT add,
-                                          long long rows, int n, int act) {
-    const long long total = rows * n;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        const long long r = i / n;
-        const int c = (int)(i % n);
-        const int sc = (int)(r % 64) * n + c;
+                                          int rows, int n, int act) {
+    // 32-bit indices (rows * n < 2^31): 64-bit division/modulo costs ~10x more per element.
+    const unsigned total = (unsigned)rows * (unsigned)n;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const unsigned r = i / (unsigned)n, c = i - r * (unsigned)n;
+        const unsigned sc = (r % 64u) * (unsigned)n + c;
         float val = activate(to_f32(y[i]) + to_f32(sq_bias[sc]), act);
         if (mult != nullptr) val = val * to_f32(mult[sc]) + to_f32(add[sc]);
         store_f32(&y[i], val);
     }
 }
 
-// y[r, :] = act(y[r, :] + bias) in place, 16 bytes per thread when n allows.
-extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, long long rows, int n, int act) {
+// y[r, :] = act(y[r, :] + bias) in place, 16 bytes per thread when n allows; rows * n < 2^31.
+extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, int rows, int n, int act) {
     if (n % LC0_VEC == 0) {
-        const long long chunks = rows * (n / LC0_VEC);
-        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < chunks;
-             i += (long long)gridDim.x * blockDim.x) {
-            const long long e = i * LC0_VEC;
-            const int c = (int)(e % n);
+        const unsigned cpr = (unsigned)n / LC0_VEC;  // chunks per row
+        const unsigned chunks = (unsigned)rows * cpr;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += gridDim.x * blockDim.x) {
+            const unsigned c = (i % cpr) * LC0_VEC;
             float x[LC0_VEC], bb[LC0_VEC];
-            load_vec(y + e, x);
+            load_vec(y + (size_t)i * LC0_VEC, x);
             load_vec(bias + c, bb);
 #pragma unroll
             for (int j = 0; j < LC0_VEC; ++j) x[j] = activate(x[j] + bb[j], act);
-            store_vec(y + e, x);
+            store_vec(y + (size_t)i * LC0_VEC, x);
         }
     } else {
-        const long long total = rows * n;
-        for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-             i += (long long)gridDim.x * blockDim.x)
-            store_f32(&y[i], activate(to_f32(y[i]) + to_f32(bias[i % n]), act));
+        const unsigned total = (unsigned)rows * (unsigned)n;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
+            store_f32(&y[i], activate(to_f32(y[i]) + to_f32(bias[i % (unsigned)n]), act));
     }
 }

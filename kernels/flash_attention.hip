@@ -152,26 +152,6 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
     const GT* gb = g ? g + ((long long)b * heads + h) * seq * seq : nullptr;
     const bool g_vec = (seq % (16 / (int)sizeof(GT))) == 0;
 
-    // ---- stage Q (+ bias) with plain 16-byte loads; rows past seq are zeros ----
-    {
-        constexpr int CH = DEPTH / 8;
-        for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
-            const int r = c / CH, col = (c % CH) * 8;
-            uint4 u = make_uint4(0, 0, 0, 0);
-            if (q0 + r < seq) {
-                u = *reinterpret_cast<const uint4*>(qb + (long long)(q0 + r) * ld + col);
-                if (bq != nullptr) {
-                    const uint4 ub = *reinterpret_cast<const uint4*>(bq + h * DEPTH + col);
-                    f16* e = reinterpret_cast<f16*>(&u);
-                    const f16* eb = reinterpret_cast<const f16*>(&ub);
-#pragma unroll
-                    for (int i = 0; i < 8; ++i) e[i] = f32_to_f16(f16_to_f32(e[i]) + f16_to_f32(eb[i]));
-                }
-            }
-            *reinterpret_cast<uint4*>(qs + r * PQ + col) = u;
-        }
-    }
-
     const int n_tiles = (seq + KV - 1) / KV;
     auto stage_ptrs = [&](int s, f16*& ks, f16*& vs, GT*& gs) {
         unsigned char* base = stage0 + s * STAGE_BYTES;
@@ -185,6 +165,36 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
         stage_ptrs(0, ks, vs, gs);
         load_kv_tile(ks, vs, gs, kb, vb, ld, gb, seq, 0, q0, g_vec);
         async_commit();
+    }
+
+    // ---- stage Q (+ bias) with plain 16-byte loads while the K/V/G copies above are in flight
+    //      (issuing those first overlaps the two memory round trips); rows past seq are zeros ----
+    {
+        constexpr int CH = DEPTH / 8;
+        constexpr int IT = (ROWS * CH + THREADS - 1) / THREADS;
+        uint4 u[IT], ub[IT];
+#pragma unroll
+        for (int it = 0; it < IT; ++it) {  // all loads first: one round trip, not IT
+            const int c = threadIdx.x + it * THREADS, r = c / CH, col = (c % CH) * 8;
+            u[it] = make_uint4(0, 0, 0, 0);
+            ub[it] = make_uint4(0, 0, 0, 0);
+            if (c < ROWS * CH && q0 + r < seq) {
+                u[it] = *reinterpret_cast<const uint4*>(qb + (long long)(q0 + r) * ld + col);
+                if (bq != nullptr) ub[it] = *reinterpret_cast<const uint4*>(bq + h * DEPTH + col);
+            }
+        }
+#pragma unroll
+        for (int it = 0; it < IT; ++it) {
+            const int c = threadIdx.x + it * THREADS, r = c / CH, col = (c % CH) * 8;
+            if (c >= ROWS * CH) continue;
+            if (bq != nullptr) {
+                f16* e = reinterpret_cast<f16*>(&u[it]);
+                const f16* eb = reinterpret_cast<const f16*>(&ub[it]);
+#pragma unroll
+                for (int i = 0; i < 8; ++i) e[i] = f32_to_f16(f16_to_f32(e[i]) + f16_to_f32(eb[i]));
+            }
+            *reinterpret_cast<uint4*>(qs + r * PQ + col) = u[it];
+        }
     }
 
     lc0mma::frag_a qa[LC0_FA_Q_REGS ? DT : 1];

@@ -88,6 +88,36 @@ def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # 
     return sorted(out, key=lambda r: -r[1])
 
 
+def torch_trace(gpu, n: int, reps: int = 5, order: int = 0) -> None:  # type: ignore[no-untyped-def]
+    """Device time of every kernel inside the graph replays (CUPTI through torch.profiler, which
+    records all kernels of the shared primary context), plus the replay's wall time: the gap
+    between the two is launch/dependency idle time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    batch = planes_batch(n)
+    for _ in range(3):
+        gpu.submit(batch).result()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        t = time.perf_counter()
+        for _ in range(reps):
+            gpu.submit(batch).result()
+        wall = (time.perf_counter() - t) / reps
+    events = [e for e in prof.key_averages()]
+    total = sum(e.device_time_total for e in events) / reps / 1e3
+    print(f"\ntorch.profiler batch {n}: wall {wall * 1e3:.3f} ms per batch, kernels+copies {total:.3f} ms "
+          f"(idle/overhead {wall * 1e3 - total:.3f} ms)")
+    for e in sorted(events, key=lambda e: -e.device_time_total)[:25]:
+        print(f"  {e.device_time_total / reps / 1e3:8.3f} ms  x{e.count // reps:<4d} {e.key[:110]}")
+    if order:
+        kern = [e for e in prof.events() if e.device_time_total > 0]
+        per = len(kern) // reps
+        print(f"  first {order} device events of the last replay (of {per}):")
+        for e in kern[-per:][:order]:
+            print(f"    {e.device_time_total:9.1f} us  {e.name[:90]}")
+
+
 def gemm_ceiling(platform, n: int = 8192, iters: int = 20) -> float:  # type: ignore[no-untyped-def]
     """fp16 TFLOP/s of an n^3 GEMM (random data) through the platform's cuBLAS."""
     stream = platform.create_stream()
@@ -123,6 +153,7 @@ def main() -> int:
     ap.add_argument("--fp32", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default="", help="batch sizes to profile per operation, e.g. 64,256")
+    ap.add_argument("--torch-profile", default="", help="batch sizes to trace with torch.profiler (CUPTI sees our kernels)")
     ap.add_argument("--variants", default="", help="flash param variants to time, e.g. 'min_blocks=2;warps=2'")
     args = ap.parse_args()
 
@@ -185,6 +216,8 @@ def main() -> int:
         print(f"\nper-op device time, batch {n}: total {total:.3f} ms ({n / total * 1e3:.0f} nps without gaps)")
         for label, t, cnt in ops:
             print(f"  {label:<28} {t:8.3f} ms  {100 * t / total:5.1f}%  x{cnt}")
+    for n in [int(x) for x in args.torch_profile.split(",") if x]:
+        torch_trace(gpu, n, order=40)
     for var in [v for v in args.variants.split(";") if v]:
         ov = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in var.split(",")}
         g2 = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(compare), flash_overrides=ov)

@@ -69,9 +69,9 @@ def test_shared_memory_estimate_matches_kernel_layout() -> None:
 
 
 def test_ln_config_keeps_rows_in_registers() -> None:
-    assert ln_config(768, 8) == {"LC0_LN_N": 768, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 4}
-    cfg = ln_config(6144, 8)
-    assert cfg["LC0_LN_THREADS"] * 8 * 8 >= 6144 and cfg["LC0_LN_ROWS"] >= 1
+    assert ln_config(768, 8) == {"LC0_LN_N": 768, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 8}
+    cfg = ln_config(6144, 8, act=7)
+    assert cfg["LC0_LN_THREADS"] * 4 * 8 >= 6144 and cfg["LC0_LN_ROWS"] >= 1 and cfg["LC0_LN_ACT"] == 7
 
 
 # ---- compile cache with a fake platform --------------------------------------------------------
