@@ -5,9 +5,11 @@
 //
 //   LC0_AMD_WMMA  RDNA3 / RDNA3.5 (gfx1100-1103, gfx1150-1153; __GFX11__), wave32:
 //                 v_wmma_f32_16x16x16_f16 via __builtin_amdgcn_wmma_f32_16x16x16_f16_w32
+//   LC0_AMD_WMMA12 RDNA4 (gfx1200, gfx1201; __GFX12__), wave32: the same instruction with a new
+//                 operand layout, via __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12
 //   LC0_AMD_MFMA  CDNA (gfx908, gfx90a, gfx940-942, gfx950), wave64:
 //                 v_mfma_f32_16x16x16_f16 via __builtin_amdgcn_mfma_f32_16x16x16f16
-//   anything else (gfx10 RDNA1/2, gfx12 RDNA4, gfx900/906): no branch; LC0_AMD_MMA_SUPPORTED is 0
+//   anything else (gfx10 RDNA1/2, gfx900/906): no branch; LC0_AMD_MMA_SUPPORTED is 0
 //                 and the kernels.py "which kernel?" choice must not pick an mma kernel there
 //                 (hip_platform.mma_kind(arch) says the same on the host).
 //
@@ -29,6 +31,15 @@
 //   RDNA3 WMMA GEMM (extra/gemm) and Modular's get_rdna_fragment_layout ("lane l, elem v ->
 //   D[row=v*2+l//16, col=l%16]").
 //
+// RDNA4 WMMA, wave32 (v8f16 a, v8f16 b, v8f32 c): no replication any more, the half-waves split k
+//   A: lane l holds row m = l%16, k = 8*(l/16) + e (e = 0..7). -> a[e] = A[l%16][8*(l/16)+e]
+//   B: lane l holds column n = l%16, k = 8*(l/16) + e.         -> b[e] = B[8*(l/16)+e][l%16]
+//   C/D: lane l, element v (0..7) is row m = 8*(l/16) + v, column n = l%16.
+//   Sources: AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs"
+//   (gpuopen.com/learn/using_matrix_core_amd_rdna4); llama.cpp mma.cuh (RDNA4: A tile<16,8,half2>
+//   get_i = threadIdx.x%16, get_j = 4*(threadIdx.x/16) + l; C tile<16,16> get_i(l) =
+//   8*(threadIdx.x/16) + l, get_j = threadIdx.x%16).
+//
 // CDNA MFMA 16x16x16 f16, wave64 (v4f16 a, v4f16 b, v4f32 c; cbsz = abid = blgp = 0):
 //   A: lane l holds row m = l%16, k = 4*(l/16) + e (e = 0..3). -> a[e] = A[l%16][4*(l/16)+e]
 //   B: lane l holds column n = l%16, k = 4*(l/16) + e.         -> b[e] = B[4*(l/16)+e][l%16]
@@ -39,7 +50,7 @@
 //   kABKLane 4, kABKPerLane 4, kCMLane 4, kCNLane 16, kCM1PerLane 4); llama.cpp mma.cuh
 //   (AMD_MFMA tile<16,16>: get_i(l) = 4*(threadIdx.x/16) + l, get_j = threadIdx.x%16).
 //
-// In both, C row m is held by the 16 lanes of one 16-lane group (l/16 fixed), one column each,
+// In all three, C row m is held by the 16 lanes of one 16-lane group (l/16 fixed), one column each,
 // in the same element slot: c_slot(i) = i, C_ROWS = C_ELEMS, and row_max/row_sum reduce over
 // the 16 lanes of that group -- which is exactly one DPP "row" (16 lanes) on every AMD GPU.
 //
@@ -59,12 +70,14 @@
 
 #if defined(__GFX11__)
 #define LC0_AMD_WMMA 1
+#elif defined(__GFX12__)
+#define LC0_AMD_WMMA12 1
 #elif defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
     defined(__gfx942__) || defined(__gfx950__)
 #define LC0_AMD_MFMA 1
 #endif
 
-#if defined(LC0_AMD_WMMA) || defined(LC0_AMD_MFMA)
+#if defined(LC0_AMD_WMMA) || defined(LC0_AMD_WMMA12) || defined(LC0_AMD_MFMA)
 #define LC0_AMD_MMA_SUPPORTED 1
 
 typedef _Float16 lc0_h4 __attribute__((ext_vector_type(4)));
@@ -121,6 +134,39 @@ LC0_DEVICE void mma(frag_c& c, const frag_a& a, const frag_b& b) {
     lc0_f8 acc;
     __builtin_memcpy(&acc, c.x, sizeof(acc));
     acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a.x, b.x, acc);
+    __builtin_memcpy(c.x, &acc, sizeof(acc));
+}
+
+#elif defined(LC0_AMD_WMMA12)
+// ---------------------------------------------------------------- RDNA4 WMMA (wave32) ------
+#define LC0_MMA_BRANCH "amd-wmma-gfx12"
+static constexpr int C_ELEMS = 8;
+static constexpr int C_ROWS = 8;
+struct frag_a { lc0_h8 x; };
+struct frag_b { lc0_h8 x; };
+struct frag_c { float x[8]; };
+
+LC0_DEVICE int c_row(int i) { return 8 * group16() + i; }
+LC0_DEVICE int c_col(int) { return lane16(); }
+LC0_DEVICE int c_slot(int i) { return i; }
+LC0_DEVICE int slot_row(int j) { return 8 * group16() + j; }
+
+// Half-wave g holds k = 8g..8g+7: 16 bytes at a 16-byte boundary (ld % 8 == 0).
+LC0_DEVICE void load_a(frag_a& a, const f16* s, int ld) {
+    a.x = lc0_load_vec<lc0_h8, 16>(s + lane16() * ld + 8 * group16());
+}
+LC0_DEVICE void load_b_t(frag_b& b, const f16* s, int ld) {
+    b.x = lc0_load_vec<lc0_h8, 16>(s + lane16() * ld + 8 * group16());
+}
+LC0_DEVICE void load_b(frag_b& b, const f16* s, int ld) {
+    const int n = lane16(), k0 = 8 * group16();
+#pragma unroll
+    for (int e = 0; e < 8; ++e) b.x[e] = lc0_h(s[(k0 + e) * ld + n]);
+}
+LC0_DEVICE void mma(frag_c& c, const frag_a& a, const frag_b& b) {
+    lc0_f8 acc;
+    __builtin_memcpy(&acc, c.x, sizeof(acc));
+    acc = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a.x, b.x, acc);
     __builtin_memcpy(c.x, &acc, sizeof(acc));
 }
 
@@ -206,8 +252,8 @@ LC0_DEVICE float row_sum(float v) {
 
 #else
 // ---------------------------------------------------------------- no matrix cores ----------
-// gfx10 (RDNA1/2), gfx12 (RDNA4: a different WMMA operand layout, not implemented yet),
-// gfx900/906: kernels must not use the tile API here (the host routes them to non-mma kernels).
+// gfx10 (RDNA1/2), gfx900/906: kernels must not use the tile API here (the host routes them to
+// the GEMM + softmax fallback).
 #define LC0_AMD_MMA_SUPPORTED 0
 #define LC0_MMA_BRANCH "amd-none"
 #endif

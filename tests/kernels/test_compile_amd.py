@@ -1,6 +1,7 @@
-"""CI compile check for AMD: the kernels compile for RDNA3 (gfx1100), RDNA3.5 (gfx1151) and CDNA
-(gfx90a, gfx942) with clang-19 in hiprtc's environment (see amd_compile.py), with the parameter
-sets the backend itself chooses, and the tile code really lands on the matrix cores.
+"""CI compile check for AMD: the kernels compile for RDNA3 (gfx1100), RDNA3.5 (gfx1151), RDNA4
+(gfx1201) and CDNA (gfx90a, gfx942) with clang-19 in hiprtc's environment (see amd_compile.py),
+with the parameter sets the backend itself chooses, and the tile code really lands on the matrix
+cores.
 
 Nothing here runs on an AMD GPU (we have none): this proves the AMD source compiles and which
 instructions it becomes; test_mma_amd_emulated.py checks what those instructions compute.
@@ -8,7 +9,7 @@ Skipped (with the reason) when clang-19 is missing: ``apt-get install clang-19``
 ``libhiprtc-builtins5`` also installed, kernels are checked against ROCm's real hiprtc header.
 
 CI time: every module the backend builds is compiled for one chip per matrix-core family
-(gfx1100, gfx90a); the family's other chip (gfx1151, gfx942) compiles the matrix-core code
+(gfx1100, gfx90a); the other chips (gfx1151, gfx1201, gfx942) compile the matrix-core code
 (tile check, fp16 flash attention), the only code whose instructions differ between them.
 """
 
@@ -26,12 +27,13 @@ HERE = Path(__file__).resolve().parent
 TILE_CHECK = HERE / "mma_tile_check.hip"
 
 FULL_ARCHS = ("gfx1100", "gfx90a")  # every backend module
-MMA_ARCHS = ("gfx1151", "gfx942")  # matrix-core code only
+MMA_ARCHS = ("gfx1151", "gfx1201", "gfx942")  # matrix-core code only
 ARCHS = FULL_ARCHS + MMA_ARCHS
 WAVE64 = ("gfx90a", "gfx942")
 MATRIX_INSTR = {
     "gfx1100": "v_wmma_f32_16x16x16_f16",
     "gfx1151": "v_wmma_f32_16x16x16_f16",
+    "gfx1201": "v_wmma_f32_16x16x16_f16",  # RDNA4: same mnemonic, new operand layout
     "gfx90a": "v_mfma_f32_16x16x16f16",  # gfx90a's spelling ...
     "gfx942": "v_mfma_f32_16x16x16_f16",  # ... renamed on gfx940+
 }
@@ -158,7 +160,7 @@ def test_no_dpp_variant_uses_bpermute(compiled: dict[str, CompileResult]) -> Non
         ("gfx90a", 1),
         ("gfx942", 1),
         ("gfx1030", 0),
-        ("gfx1201", 0),
+        ("gfx1201", 1),
         ("gfx906", 0),
     ],
 )
@@ -176,11 +178,8 @@ def test_mma_support_matches_host_table(tmp_path: Path, arch: str, supported: in
     assert (mma_kind(arch) is not None) == bool(supported)
 
 
-ROUTING_ARCHS = ["gfx1100", "gfx1151", "gfx90a", "gfx942", "gfx1030", "gfx906"]
-ROUTING_ARCHS_KNOWN_BAD = {
-    "gfx908": "kernels._arch_has_mma omits gfx908 (MI100 has the same MFMA)",
-    "gfx1201": "kernels._arch_has_mma routes gfx12, which has no branch in mma_amd.h",
-}
+ROUTING_ARCHS = ["gfx1100", "gfx1151", "gfx1201", "gfx90a", "gfx942", "gfx1030", "gfx906"]
+ROUTING_ARCHS_KNOWN_BAD = {"gfx908": "kernels._arch_has_mma omits gfx908 (MI100 has the same MFMA)"}
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """kernels/mma_amd.h on a CPU emulation of an AMD wave -- the only execution evidence for the AMD
 tile mapping, since the project has no AMD GPU.
 
-``amd_emu/wave_emu.h`` runs one wave as 32 (RDNA3 WMMA) or 64 (CDNA MFMA) lockstep threads and
+``amd_emu/wave_emu.h`` runs one wave as 32 (RDNA3/RDNA4 WMMA) or 64 (CDNA MFMA) lockstep threads and
 models the cross-lane builtins (WMMA, MFMA, DPP, ds_bpermute, mbcnt) from the ISA documentation,
 independently of mma_amd.h; ``amd_emu/mma_amd_emu_test.cpp`` compiles the real kernels/mma.h +
 prelude_hiprtc.h for the host against it and checks every contract function bit-exactly on
@@ -33,6 +33,7 @@ EMU = Path(__file__).resolve().parent / "amd_emu"
 CONFIGS = [
     ("wmma-gfx11-dpp", ["-DEMU_WMMA"]),
     ("wmma-gfx11-bpermute", ["-DEMU_WMMA", "-DLC0_AMD_NO_DPP"]),
+    ("wmma-gfx12-dpp", ["-DEMU_WMMA12"]),
     ("mfma-cdna-dpp", ["-DEMU_MFMA"]),
     ("mfma-cdna-bpermute", ["-DEMU_MFMA", "-DLC0_AMD_NO_DPP"]),
 ]
@@ -53,7 +54,7 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
     from lc0py.backends.gpu.tuning import FlashParams
 
     out = []
-    for emu, arch in (("wmma", "gfx1100"), ("mfma", "gfx90a")):
+    for emu, arch in (("wmma", "gfx1100"), ("wmma12", "gfx1201"), ("mfma", "gfx90a")):
         ch = choose_attention(depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536)
         assert ch.params is not None, ch.reason
         variants = {
@@ -113,7 +114,11 @@ def test_mma_amd_matches_documented_layout(emulator_binaries: dict[str, Path], c
     run = subprocess.run([str(emulator_binaries[cid])], capture_output=True, text=True, timeout=60)
     print(run.stdout)
     assert run.returncode == 0 and "ALL OK" in run.stdout, f"{cid}:\n{run.stdout}{run.stderr}"
-    expected_branch = "amd-wmma-gfx11" if cid.startswith("wmma") else "amd-mfma-16x16x16f16"
+    expected_branch = {
+        "wmma-gfx11": "amd-wmma-gfx11",
+        "wmma-gfx12": "amd-wmma-gfx12",
+        "mfma-cdna": "amd-mfma-16x16x16f16",
+    }[cid.rsplit("-", 1)[0]]
     assert f"branch {expected_branch}," in run.stdout
 
 

@@ -24,7 +24,7 @@ with ``hipblasDatatype_t`` (ROCm 5), ``hipblasGemmEx_v2`` with ``hipDataType`` +
 
 Not run on an AMD GPU by the project (we have none): the host logic is unit-tested against a
 fake hip-python (tests/backends/gpu/test_hip_platform.py), the kernels are compiled for gfx1100,
-gfx1151, gfx90a and gfx942 in CI (tests/kernels/test_compile_amd.py). See docs/amd.md.
+gfx1151, gfx1201, gfx90a and gfx942 in CI (tests/kernels/test_compile_amd.py). See docs/amd.md.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ _MFMA_ARCHS = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
 
 
 def mma_kind(arch: str) -> str | None:
-    """``"wmma"`` (RDNA3/3.5, gfx11*), ``"mfma"`` (CDNA) or ``None`` (no branch in mma_amd.h:
-    gfx10, gfx12, gfx900/906), for an arch or a full target id ("gfx90a:sramecc+:xnack-")."""
+    """``"wmma"`` (RDNA3/3.5 gfx11*, RDNA4 gfx12*), ``"mfma"`` (CDNA) or ``None`` (no branch in
+    mma_amd.h: gfx10, gfx900/906), for an arch or a full target id ("gfx90a:sramecc+:xnack-")."""
     base = arch.split(":")[0]
-    if base.startswith("gfx11"):
+    if base.startswith(("gfx11", "gfx12")):
         return "wmma"
     if base in _MFMA_ARCHS:
         return "mfma"

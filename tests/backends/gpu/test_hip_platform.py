@@ -666,7 +666,7 @@ def test_missing_hipblas_binding_says_which_extra(fake: FakeHip) -> None:
         ("gfx942", "mfma"),
         ("gfx908", "mfma"),
         ("gfx1030", None),
-        ("gfx1201", None),
+        ("gfx1201", "wmma"),
         ("gfx906", None),
     ],
 )

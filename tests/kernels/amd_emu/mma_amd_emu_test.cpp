@@ -13,8 +13,8 @@
 
 using namespace lc0mma;
 
-#if defined(EMU_WMMA)
-static_assert(WARP_SIZE == 32 && C_ELEMS == 8, "gfx11 WMMA branch expected");
+#if defined(EMU_WMMA) || defined(EMU_WMMA12)
+static_assert(WARP_SIZE == 32 && C_ELEMS == 8, "WMMA branch expected");
 #else
 static_assert(WARP_SIZE == 64 && C_ELEMS == 4, "CDNA MFMA branch expected");
 #endif
@@ -133,7 +133,20 @@ void emulator_self_check() {
     fill(true, 7);
     reset_out();
     emu::run_wave([](int lane) {
-#if defined(EMU_WMMA)
+#if defined(EMU_WMMA12)
+        emu_h8 a, b;
+        emu_f8 c = {};
+        for (int t = 0; t < KT; ++t) {
+            for (int ele = 0; ele < 8; ++ele) a[ele] = (_Float16)A[lane % 16][16 * t + 8 * (lane / 16) + ele];
+            for (int ele = 0; ele < 8; ++ele) b[ele] = (_Float16)B[16 * t + 8 * (lane / 16) + ele][lane % 16];
+            c = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(a, b, c);
+        }
+        for (int ele = 0; ele < 8; ++ele) {
+            const int r = ele + 8 * (lane / 16);
+            out[r][lane % 16] = c[ele];
+            hits[r][lane % 16]++;
+        }
+#elif defined(EMU_WMMA)
         emu_h16 a, b;
         emu_f8 c = {};
         for (int t = 0; t < KT; ++t) {

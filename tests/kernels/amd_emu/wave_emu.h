@@ -8,6 +8,9 @@
 //     lane n (lanes 0..15); lanes 16..31 must carry copies (checked: a mismatch is an error, not
 //     silently ignored); D element v of lane l is (2v + l/16, l%16).
 //     Source: GPUOpen "How to accelerate AI applications on RDNA 3 using WMMA"; RDNA3 ISA 7.9.
+//   v_wmma_f32_16x16x16_f16 (RDNA4, wave32, _gfx12 builtin): A[m][k] is element k%8 of lane
+//     m + 16*(k/8), B[k][n] element k%8 of lane n + 16*(k/8); D element v of lane l is
+//     (8*(l/16) + v, l%16). Source: GPUOpen "Using the Matrix Cores of AMD RDNA 4 architecture GPUs".
 //   v_mfma_f32_16x16x16_f16 (CDNA, wave64): A[i][k] is element k%4 of lane i + 16*(k/4), B[k][j]
 //     element k%4 of lane j + 16*(k/4); D element v of lane l is (4*(l/16) + v, l%16).
 //     Source: AMD Matrix Instruction Calculator (v_mfma_f32_16x16x16f16); CK ck_tile MFMA attrs.
@@ -40,12 +43,16 @@
 #define __GFX11__ 1
 #define __gfx1100__ 1
 #define EMU_WAVE 32
+#elif defined(EMU_WMMA12)
+#define __GFX12__ 1
+#define __gfx1201__ 1
+#define EMU_WAVE 32
 #elif defined(EMU_MFMA)
 #define __GFX9__ 1
 #define __gfx90a__ 1
 #define EMU_WAVE 64
 #else
-#error "define EMU_WMMA or EMU_MFMA"
+#error "define EMU_WMMA, EMU_WMMA12 or EMU_MFMA"
 #endif
 
 #define __device__
@@ -141,6 +148,7 @@ inline void __syncthreads() { emu::t_block_bar->arrive_and_wait(); }
 
 // ------------------------------------------------------------------ modelled builtins --------
 typedef _Float16 emu_h4 __attribute__((ext_vector_type(4)));
+typedef _Float16 emu_h8 __attribute__((ext_vector_type(8)));
 typedef _Float16 emu_h16 __attribute__((ext_vector_type(16)));
 typedef float emu_f4 __attribute__((ext_vector_type(4)));
 typedef float emu_f8 __attribute__((ext_vector_type(8)));
@@ -215,6 +223,24 @@ inline emu_f8 __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(emu_h16 a, emu_h16 b, e
             const int m = 2 * v + lane / 16, n = lane % 16;
             double acc = 0.0;
             for (int k = 0; k < 16; ++k) acc += (double)get(m).a[k] * (double)get(n).b[k];
+            d[v] = (float)((double)get(lane).c[v] + acc);
+        }
+        return d;
+    });
+}
+
+struct emu_wmma12_in {
+    emu_h8 a, b;
+    emu_f8 c;
+};
+inline emu_f8 __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(emu_h8 a, emu_h8 b, emu_f8 c) {
+    return emu::collective(emu_wmma12_in{a, b, c}, [](auto get, int lane) {
+        emu_f8 d;
+        for (int v = 0; v < 8; ++v) {
+            const int m = 8 * (lane / 16) + v, n = lane % 16;
+            double acc = 0.0;
+            for (int k = 0; k < 16; ++k)
+                acc += (double)get(m + 16 * (k / 8)).a[k % 8] * (double)get(n + 16 * (k / 8)).b[k % 8];
             d[v] = (float)((double)get(lane).c[v] + acc);
         }
         return d;
