@@ -165,6 +165,7 @@ class _Exporter:
         self.opset = opset
         self.attention = attention
         self._smolgen_w: str | None = None
+        self._mish_consts: tuple[str, str] | None = None
 
     # --- building blocks ---
     def activation(self, x: str, act: Activation, name: str) -> str:
@@ -177,11 +178,7 @@ class _Exporter:
             r = g.op("Relu", [x], name + "/sqrrelu/relu")
             return g.op("Mul", [r, r], name + "/sqrrelu/sqr")
         if act == Activation.MISH:
-            if self.opset >= 18:
-                return g.op("Mish", [x], name + "/mish")
-            sp = g.op("Softplus", [x], name + "/mish/softplus")
-            th = g.op("Tanh", [sp], name + "/mish/tanh")
-            return g.op("Mul", [x, th], name + "/mish")
+            return self.mish(x, name + "/mish")
         if act == Activation.SWISH:
             s = g.op("Sigmoid", [x], name + "/swish/sigmoid")
             return g.op("Mul", [x, s], name + "/swish")
@@ -192,6 +189,26 @@ class _Exporter:
         if act == Activation.SIGMOID:
             return g.op("Sigmoid", [x], name + "/sigmoid")
         raise UnsupportedNetError(f"ONNX export: activation {act.name} is not supported")  # pragma: no cover
+
+    def mish(self, x: str, name: str) -> str:
+        """``x / (1 + 2 / (e² + 2e))`` with ``e = exp(x)``: mish without Softplus.
+
+        ONNX Runtime's CPU Softplus (and its opset-18 Mish) are scalar loops, ~15x slower than
+        these vectorised element-wise ops; the form stays finite where ``e`` overflows (``2/inf =
+        0`` gives ``x``) and tends to ``-0`` for very negative ``x``. lc0's converter has the same
+        rewrite ("alt_mish").
+        """
+        g = self.g
+        if self._mish_consts is None:
+            self._mish_consts = (
+                g.weight("/const/mish/one", np.ones(())),
+                g.weight("/const/mish/two", np.full((), 2.0)),
+            )
+        one, two = self._mish_consts
+        e = g.op("Exp", [x], name + "/exp")
+        n = g.op("Mul", [e, g.op("Add", [e, two], name + "/e+2")], name + "/e*e+2e")
+        d = g.op("Add", [g.op("Div", [two, n], name + "/2/(e*e+2e)"), one], name + "/1+2/(e*e+2e)")
+        return g.op("Div", [x, d], name)
 
     def dense(
         self, x: str, layer: Dense, name: str, act: Activation = Activation.NONE, scale: float = 1.0
@@ -227,7 +244,11 @@ class _Exporter:
         return self.policy_head(h), self.value_head(h), self.moves_left_head(h)
 
     def embedding(self) -> str:
-        """Planes → ``[B, 64, E]`` (§2-§3.5)."""
+        """Planes → tokens ``[B·64, E]`` (§2-§3.5).
+
+        The body works on 2-D ``[B·64, C]`` tensors, as lc0's converter does: ONNX Runtime fuses a
+        2-D MatMul with its bias Add into one Gemm (a 3-D MatMul keeps a separate Add pass).
+        """
         g, net, emb = self.g, self.net, self.net.embedding
         x = g.reshape(INPUT_PLANES, [-1, 112, 64], "/attn_body/reshape")
         x = g.transpose(x, [0, 2, 1], "/attn_body/transpose")  # [B, 64, 112]: token s, feature p
@@ -259,6 +280,7 @@ class _Exporter:
         if emb.mult_gate is not None and emb.add_gate is not None:  # both or neither (§3.4)
             h = g.op("Mul", [h, g.weight("/const/ip_mul_gate", emb.mult_gate.T)], "/ip_mul_gate")
             h = g.op("Add", [h, g.weight("/const/ip_add_gate", emb.add_gate.T)], "/ip_add_gate")
+        h = g.reshape(h, [-1, emb.dense.n_out], "/attn_body/tokens")
         if emb.kind == InputEmbedding.PE_DENSE:
             assert emb.ffn1 is not None and emb.ffn2 is not None and emb.ffn_ln is not None
             f = self.dense(h, emb.ffn1, "/embedding/ffn/dense1", net.ffn_act)
@@ -281,45 +303,47 @@ class _Exporter:
         f = self.dense(f, layer.ffn2, name + "/ffn/dense2", scale=net.alpha)
         return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
 
-    def _qkv_weights(self, layer: EncoderLayer, q_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    def _qkv_weights(self, layer: EncoderLayer) -> tuple[np.ndarray, np.ndarray]:
         """``[E, 3D]`` weights and ``[3D]`` bias of the fused projection (absent bias = 0, §4.6)."""
-        parts = [(layer.q, q_scale), (layer.k, 1.0), (layer.v, 1.0)]
-        w = np.concatenate([_f64(d.w).T * s for d, s in parts], axis=1)
-        b = np.concatenate([(_f64(d.b) if d.b is not None else np.zeros(d.n_out)) * s for d, s in parts])
+        parts = (layer.q, layer.k, layer.v)
+        w = np.concatenate([d.w.T for d in parts], axis=1)
+        b = np.concatenate([d.b if d.b is not None else np.zeros(d.n_out, np.float32) for d in parts])
         return w, b
 
     def plain_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
-        """Scores, smolgen bias, softmax, values with standard ONNX ops; returns ``[B, 64, D]``."""
+        """Scores, smolgen bias, softmax, values with standard ONNX ops: ``[B·64, E]`` → ``[B·64, D]``.
+
+        Q, K and V are three Gemms (bias fused) whose outputs are split into heads by one
+        Reshape + Transpose each; K is transposed straight to ``[B, H, d, 64]``.
+        """
         g, heads = self.g, self.net.heads
         d_model = layer.q.n_out
         depth = d_model // heads
-        w, b = self._qkv_weights(layer, 1.0 / math.sqrt(depth))
-        qkv = g.op("MatMul", [x, g.weight(name + "/mha/QKV/w/weight", w)], name + "/mha/QKV/w")
-        qkv = g.op("Add", [qkv, g.weight(name + "/mha/QKV/b/bias", b)], name + "/mha/QKV/b")
-        # [B, 64, 3D] -> [B, 64, 3H, d] -> [B, 3H, 64, d]; head h of Q/K/V is row h / H+h / 2H+h.
-        qkv = g.reshape(qkv, [-1, 64, 3 * heads, depth], name + "/mha/QKV/reshape")
-        qkv = g.transpose(qkv, [0, 2, 1, 3], name + "/mha/QKV/transpose")
-        q = g.slice(qkv, [0], [heads], [1], name + "/mha/Q")
-        k = g.slice(qkv, [heads], [2 * heads], [1], name + "/mha/K")
-        v = g.slice(qkv, [2 * heads], [3 * heads], [1], name + "/mha/V")
-        kt = g.transpose(k, [0, 1, 3, 2], name + "/mha/K/transpose")
-        s = g.op("MatMul", [q, kt], name + "/mha/QK/matmul")  # already scaled through Q
+        split = [-1, 64, heads, depth]
+        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
+        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
+        k = self.dense(x, layer.k, name + "/mha/K")
+        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
+        v = self.dense(x, layer.v, name + "/mha/V")
+        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
+        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")  # [B, H, 64, 64], scaled through Q
         if bias is not None:
             s = g.op("Add", [s, bias], name + "/smolgen_weights")
         a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
         o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")  # [B, H, 64, d]
         o = g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose")
-        return g.reshape(o, [-1, 64, d_model], name + "/mha/out/reshape")
+        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
 
     def contrib_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
         """``com.microsoft.Attention``: projection, scaled scores + bias, softmax, values in one op."""
         g, heads = self.g, self.net.heads
         d_model = layer.q.n_out
-        w, b = self._qkv_weights(layer, 1.0)
-        inputs = [x, g.weight(name + "/mha/QKV/weight", w), g.weight(name + "/mha/QKV/bias", b)]
+        w, b = self._qkv_weights(layer)
+        x3 = g.reshape(x, [-1, 64, layer.q.n_in], name + "/mha/in/reshape")
+        inputs = [x3, g.weight(name + "/mha/QKV/weight", w), g.weight(name + "/mha/QKV/bias", b)]
         if bias is not None:
             inputs += ["", "", bias]  # mask_index, past, attention_bias [B, H, 64, 64]
-        return g.op(
+        o = g.op(
             "Attention",
             inputs,
             name + "/mha/attention",
@@ -327,6 +351,7 @@ class _Exporter:
             num_heads=heads,
             scale=1.0 / math.sqrt(d_model // heads),
         )
+        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
 
     def smolgen(self, x: str, layer: EncoderLayer, name: str) -> str:
         """Per-position attention bias ``[B, H, 64, 64]`` from the layer input (§4.3)."""
@@ -354,7 +379,9 @@ class _Exporter:
         pd = pol.wq.n_out
         p = self.dense(h, pol.embedding, "/policy/dense1", net.default_act)
         q = self.dense(p, pol.wq, "/policy/Q", scale=1.0 / math.sqrt(pd))
+        q = g.reshape(q, [-1, 64, pd], "/policy/Q/reshape")
         k = self.dense(p, pol.wk, "/policy/K")
+        k = g.reshape(k, [-1, 64, pd], "/policy/K/reshape")
         kt = g.transpose(k, [0, 2, 1], "/policy/K/transpose")
         logits = g.op("MatMul", [q, kt], "/policy/matmul")  # [B, 64 from, 64 to], scaled through Q
         # Promotion offsets from the to-square keys (rank 8), knight column folded in; unscaled.

@@ -87,14 +87,13 @@ ACTIVATIONS = [
 @pytest.mark.parametrize("opset", [17, 18])
 @pytest.mark.parametrize("acts", ACTIVATIONS, ids=lambda a: "-".join(a))
 def test_activations(acts: tuple[str, str, str], opset: int) -> None:
-    """Every activation in every place (default / FFN / smolgen); opset 18 uses the Mish op."""
+    """Every activation in every place (default / FFN / smolgen), at two opsets."""
     default, ffn, smolgen = acts
     network = random_network(
         "tiny", seed=7, default_activation=default, ffn_activation=ffn, smolgen_activation=smolgen
     )
     batch = random_batch(seed=3)
     model = network_to_onnx(network, opset=opset)
-    assert ("Mish" in {n.op_type for n in model.graph.node}) == (opset >= 18 and "mish" in acts)
     assert_close(errors(run_onnx(model, batch, False), reference(network, batch)), "fp32")
 
 
