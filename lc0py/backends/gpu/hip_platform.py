@@ -509,11 +509,14 @@ class HipPlatform(Platform):
 
     # ---- compile / launch ------------------------------------------------------------------
     def compiler_version(self) -> str:
-        """hiprtc and HIP runtime versions: a ROCm update (new compiler) invalidates the cache."""
+        """hiprtc and HIP runtime versions (a ROCm update brings a new compiler), plus the target-id
+        features (``sramecc+:xnack-``): the cache key holds only ``info.arch``, and a code object
+        built for one xnack/sramecc mode does not load on a device in the other."""
         hiprtc = _import("hiprtc")
         major, minor = _check_rtc(hiprtc.hiprtcVersion(), "hiprtcVersion")
         runtime = _check(self._hip.hipRuntimeGetVersion(), "hipRuntimeGetVersion", self._hip)
-        return f"hiprtc-{int(major)}.{int(minor)}-hip{int(runtime)}"
+        features = self.target.partition(":")[2]
+        return f"hiprtc-{int(major)}.{int(minor)}-hip{int(runtime)}" + (f"-{features}" if features else "")
 
     def compile(self, source: str, name: str, options: Sequence[str], headers: dict[str, str]) -> bytes:
         return hiprtc_compile(_import("hiprtc"), source, name, options, headers, self.target)

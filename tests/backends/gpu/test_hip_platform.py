@@ -432,7 +432,7 @@ def test_compile_sequence_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
     assert src.startswith(b'#include "prelude_hiprtc.h"\n#line 1 "flash_attention.hip"\nextern')
     assert opts == [b"--offload-arch=gfx90a:sramecc+:xnack-", b"-std=c++17", b"-O3", b"-DLC0_FA_DEPTH=64"]
     assert nopt == len(opts) and last == "destroy"
-    assert p.compiler_version() == "hiprtc-6.2-hip60241512"
+    assert p.compiler_version() == "hiprtc-6.2-hip60241512-sramecc+:xnack-"
 
 
 def test_compile_error_carries_log_and_destroys_program(monkeypatch: pytest.MonkeyPatch) -> None:
