@@ -19,6 +19,7 @@ Results are reported through ``SearchCallbacks`` as ``SearchInfo`` snapshots; fo
 
 from __future__ import annotations
 
+import gc
 import math
 import threading
 import time
@@ -107,6 +108,31 @@ class _Batch:
     abandoned: bool = False
 
 
+class _GcPause:
+    """Automatic garbage collection off while any search runs (nodes point to their parents, so
+    the cyclic collector would rescan the whole tree again and again: ~15% of search time).
+    Trees dropped between moves are collected once it is back on."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._was_enabled = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._count == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count == 0 and self._was_enabled:
+                gc.enable()
+
+
+_GC_PAUSE = _GcPause()
 _EXECUTORS: dict[int, tuple[Backend, ThreadPoolExecutor]] = {}
 _EXECUTORS_LOCK = threading.Lock()
 
@@ -167,6 +193,7 @@ class Search:
         self._root_filter: set[int] | None = root_moves or None
         self._threads: list[threading.Thread] = []
         self._remaining_estimate: float | None = None
+        self._has_mlh = bool(backend.info.has_moves_left)  # moves-left utility possible
         self._cs_cache: dict[int, float] = {}  # N -> cpuct(N)·sqrt(max(N−1, 1)), non-root params
         self._pushed: list[Node] = []  # nodes whose moves are pushed on ``history`` (gathering)
         self._root_white = self.history.board.turn == chess.WHITE
@@ -225,6 +252,10 @@ class Search:
     # ------------------------------------------------------------------ threads ----
     def _worker(self) -> None:
         """gather → submit → (gather the next while it runs) → complete the oldest → …"""
+        with _GC_PAUSE:
+            self._work()
+
+    def _work(self) -> None:
         inflight = self._inflight
         try:
             with self._lock:
@@ -421,14 +452,6 @@ class Search:
             if leaf.nif > 1:  # someone else is evaluating it: collision (§7.4)
                 batch.collisions.append(leaf)
                 collision_budget -= 1
-                extra = self._extra_collisions(leaf, collision_budget)
-                if extra:
-                    x: Node | None = leaf
-                    while x is not None:
-                        x.nif += extra
-                        x = x.parent
-                    batch.collisions.extend([leaf] * extra)
-                    collision_budget -= extra
                 if collision_budget <= 0:
                     break
                 continue
@@ -439,7 +462,11 @@ class Search:
                     break
 
     def _descend(self) -> tuple[Node | None, int]:
-        """Walk from the root by PUCT, adding a visit in flight along the path."""
+        """Walk from the root by PUCT, adding a visit in flight along the path.
+
+        The common case (no draw score, no moves-left utility) is ``_select`` inlined: this loop
+        is the search's hottest code.
+        """
         root = self.root
         node = root
         node.nif += 1
@@ -447,6 +474,11 @@ class Search:
         p = self.params
         ds = p.draw_score
         special_root = self._special_root
+        general = bool(ds) or self._has_mlh or p.fpu_absolute
+        cs_cache = self._cs_cache
+        cpuct, cfactor, cbase = p.cpuct, p.cpuct_factor, p.cpuct_base
+        fpu_value = p.fpu_value
+        sqrt, log = math.sqrt, math.log
         while node.moves is not None and not node.terminal:
             if node is root and special_root:
                 i = self._select_root(node)
@@ -454,44 +486,34 @@ class Search:
                     self._cancel_path(node)
                     return None, depth
                 child = node.ensure_child(i)
-            else:
+            elif general:
                 child = self._select(node, p, ds)
+            else:
+                n = node.n
+                cs = cs_cache.get(n)
+                if cs is None:
+                    cs = (cpuct + cfactor * log((n + cbase) / cbase)) * sqrt(n - 1 if n > 2 else 1)
+                    cs_cache[n] = cs
+                fpu = -node.wl - fpu_value * sqrt(node.visited_p)
+                best = _NEG_INF
+                child = None
+                P = node.p
+                for c, prior in zip(node.children, P):
+                    if c is None:  # the touched prefix ends here
+                        break
+                    cn = c.n
+                    sc = (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif)
+                    if sc > best:
+                        best = sc
+                        child = c
+                touched = node.touched
+                if touched < len(P) and fpu + cs * P[touched] > best:
+                    child = node.ensure_child(touched)
+                assert child is not None
             child.nif += 1
             node = child
             depth += 1
         return node, depth
-
-    def _extra_collisions(self, leaf: Node, budget: int) -> int:
-        """How many more visits PUCT would send to collided ``leaf`` before its parent picks
-        another edge (lc0 assigns such visits in one go); they are added in flight on the path."""
-        parent = leaf.parent
-        if parent is None or budget <= 0 or parent is self.root and self._special_root:
-            return 0
-        p = self.params
-        n = parent.n
-        cs = (p.cpuct + p.cpuct_factor * math.log((n + p.cpuct_base) / p.cpuct_base)) * math.sqrt(
-            n - 1 if n > 2 else 1
-        )
-        fpu = p.fpu_value if p.fpu_absolute else -parent.wl - p.fpu_value * math.sqrt(parent.visited_p)
-        P = parent.p
-        second = _NEG_INF
-        children = parent.children
-        for i in range(parent.touched):
-            if i == leaf.index:
-                continue
-            c = children[i]
-            cn = c.n  # type: ignore[union-attr]
-            s = (c.wl if cn else fpu) + cs * P[i] / (1 + cn + c.nif)  # type: ignore[union-attr]
-            if s > second:
-                second = s
-        if parent.touched < len(P):
-            second = max(second, fpu + cs * P[parent.touched])
-        gap = second - fpu  # the leaf is unvisited: its Q is the FPU
-        if gap <= 0:
-            return budget
-        # fpu + cs*P/(1 + nif + k) > second  <=>  1 + nif + k < cs*P/gap
-        k = math.ceil(cs * P[leaf.index] / gap - 1 - leaf.nif) - 1
-        return max(0, min(k, budget))
 
     def _cpuct_scaled(self, node: Node, at_root: bool) -> float:
         p = self.params
@@ -542,7 +564,7 @@ class Search:
             fpu = -node.wl - p.fpu_value * math.sqrt(node.visited_p)
             if ds:
                 fpu += self._draw_score_at(node) * node.d
-        if ds or (self._mlh and abs(node.wl) > p.moves_left_threshold):
+        if ds or (self._has_mlh and abs(node.wl) > p.moves_left_threshold):
             return self._select_general(node, cs, fpu)
         P = node.p
         children = node.children
@@ -562,14 +584,11 @@ class Search:
             return node.ensure_child(bi)
         return children[bi]  # type: ignore[return-value]
 
-    @property
-    def _mlh(self) -> bool:
-        return bool(self.backend.info.has_moves_left)
 
     def _mutil(self, node: Node, child: Node, q: float) -> float:
         """Moves-left utility (§7.10); 0 unless the parent is nearly decided."""
         p = self.params
-        if not self._mlh or abs(node.wl) <= p.moves_left_threshold or child.n == 0:
+        if not self._has_mlh or abs(node.wl) <= p.moves_left_threshold or child.n == 0:
             return 0.0
         m = max(-p.moves_left_max_effect, min(p.moves_left_max_effect, p.moves_left_slope * (child.m - node.m)))
         qq = max(0.0, abs(q) - p.moves_left_threshold) / (1 - p.moves_left_threshold)
