@@ -23,14 +23,34 @@ extern "C" __global__ void expand_planes(const u64* LC0_RESTRICT masks, const fl
 extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRICT sq_bias,
                                           const T* LC0_RESTRICT mult, const T* LC0_RESTRICT add,
                                           int rows, int n, int act) {
-    // 32-bit indices (rows * n < 2^31): 64-bit division/modulo costs ~10x more per element.
-    const unsigned total = (unsigned)rows * (unsigned)n;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
-        const unsigned r = i / (unsigned)n, c = i - r * (unsigned)n;
+    // 32-bit indices (rows * n < 2^31): 64-bit division/modulo costs ~10x more. 16-byte chunks
+    // (n is a multiple of the vector width for every lc0 net: E = 768, 1024, ...).
+    const int vec = (n % LC0_VEC == 0) ? LC0_VEC : 1;
+    const unsigned cpr = (unsigned)(n / vec);
+    const unsigned chunks = (unsigned)rows * cpr;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += gridDim.x * blockDim.x) {
+        const unsigned r = i / cpr, c = (i - r * cpr) * vec;
         const unsigned sc = (r % 64u) * (unsigned)n + c;
-        float val = activate(to_f32(y[i]) + to_f32(sq_bias[sc]), act);
-        if (mult != nullptr) val = val * to_f32(mult[sc]) + to_f32(add[sc]);
-        store_f32(&y[i], val);
+        T* yp = y + (size_t)i * vec;
+        if (vec == LC0_VEC) {
+            float x[LC0_VEC], sb[LC0_VEC], mu[LC0_VEC], ad[LC0_VEC];
+            load_vec(yp, x);
+            load_vec(sq_bias + sc, sb);
+            if (mult != nullptr) {
+                load_vec(mult + sc, mu);
+                load_vec(add + sc, ad);
+            }
+#pragma unroll
+            for (int j = 0; j < LC0_VEC; ++j) {
+                x[j] = activate(x[j] + sb[j], act);
+                if (mult != nullptr) x[j] = x[j] * mu[j] + ad[j];
+            }
+            store_vec(yp, x);
+        } else {
+            float val = activate(to_f32(*yp) + to_f32(sq_bias[sc]), act);
+            if (mult != nullptr) val = val * to_f32(mult[sc]) + to_f32(add[sc]);
+            store_f32(yp, val);
+        }
     }
 }
 

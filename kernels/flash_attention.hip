@@ -27,9 +27,11 @@
 //   LC0_FA_Q_REGS      1: Q fragments stay in registers for all KV tiles; 0: re-read from smem
 //                      (fewer registers for large d)
 //   LC0_FA_MIN_BLOCKS  occupancy target for __launch_bounds__ (blocks per SM)
+//   LC0_FA_HEADS       heads one block processes in turn (with 2 stages, head j+1 is copied
+//                      while head j is computed); grid y = ceil(heads / LC0_FA_HEADS)
 //   LC0_FA_BIAS_F32    the bias G is fp32 (else fp16)
 //   LC0_FA32_THREADS   (f32) query rows = threads per block
-// Grid (both): x = ceil(seq / rows per block), y = heads, z = batch.
+// Grid: x = ceil(seq / rows per block), y = heads (f16: ceil(heads / LC0_FA_HEADS)), z = batch.
 #include "common.h"
 #include "mma.h"
 
@@ -53,6 +55,9 @@
 #endif
 #ifndef LC0_FA_BIAS_F32
 #define LC0_FA_BIAS_F32 0
+#endif
+#ifndef LC0_FA_HEADS
+#define LC0_FA_HEADS 1
 #endif
 #ifndef LC0_FA32_THREADS
 #define LC0_FA32_THREADS 64
@@ -85,6 +90,8 @@ constexpr int K_BYTES = KV * PQ * 2;
 constexpr int G_BYTES = ROWS * PG * (int)sizeof(GT);
 constexpr int STAGE_BYTES = 2 * K_BYTES + G_BYTES;
 constexpr int SCRATCH_BYTES = WARPS * lc0mma::SCRATCH_ELEMS * 2;
+constexpr int HEADS = LC0_FA_HEADS;               // heads one block walks through
+constexpr int Q_BUFS = HEADS > 1 ? 2 : 1;         // the next head's Q lands while this one computes
 static_assert(DEPTH % 16 == 0, "depth must be a multiple of 16");
 static_assert(KV % 16 == 0, "KV tile must be a multiple of 16");
 static_assert(STAGES == 1 || STAGES == 2, "1 or 2 stages");
@@ -129,8 +136,38 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
         }
     }
 }
+
+// Stage this block's Q rows of one head as raw 16-byte copies (the bias is added in shared
+// memory once they have landed, by the thread that copied each chunk).
+LC0_DEVICE void load_q_tile(f16* qs, const f16* qb, long long ld, int seq, int q0) {
+    constexpr int CH = DEPTH / 8;
+    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
+        const int r = c / CH, col = (c % CH) * 8;
+        f16* d = qs + r * PQ + col;
+        if (q0 + r < seq) async_copy16(d, qb + (long long)(q0 + r) * ld + col);
+        else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
+    }
+}
+LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0) {
+    constexpr int CH = DEPTH / 8;
+    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {  // same chunks as load_q_tile
+        const int r = c / CH, col = (c % CH) * 8;
+        if (q0 + r >= seq) continue;
+        uint4 u = *reinterpret_cast<const uint4*>(qs + r * PQ + col);
+        const uint4 ub = *reinterpret_cast<const uint4*>(bqh + col);
+        f16* e = reinterpret_cast<f16*>(&u);
+        const f16* eb = reinterpret_cast<const f16*>(&ub);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) e[i] = f32_to_f16(f16_to_f32(e[i]) + f16_to_f32(eb[i]));
+        *reinterpret_cast<uint4*>(qs + r * PQ + col) = u;
+    }
+}
 }  // namespace fa
 
+// The block walks a list of work items (head j of its LC0_FA_HEADS heads, KV tile t). With 2
+// stages, item i+1 (its K/V/G tile, and the Q rows when it starts a new head) is copied while
+// item i is computed, so one block overlaps a head's memory latency with the previous head's
+// math instead of relying only on other blocks of the SM for that.
 extern "C" __global__ void __launch_bounds__(fa::THREADS, LC0_FA_MIN_BLOCKS)
 flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* LC0_RESTRICT v,
                     int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
@@ -138,97 +175,68 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                     float scale) {
     using namespace fa;
     extern __shared__ __align__(16) unsigned char smem[];
-    f16* qs = reinterpret_cast<f16*>(smem);
-    unsigned char* stage0 = smem + Q_BYTES;
-    f16* scratch = reinterpret_cast<f16*>(smem + Q_BYTES + STAGES * STAGE_BYTES);
+    unsigned char* stage0 = smem + Q_BUFS * Q_BYTES;
+    f16* scratch = reinterpret_cast<f16*>(smem + Q_BUFS * Q_BYTES + STAGES * STAGE_BYTES);
 
-    const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * ROWS;
+    const int b = blockIdx.z, h0 = blockIdx.y * HEADS, q0 = blockIdx.x * ROWS;
+    const int n_heads = min(HEADS, heads - h0);
     const int warp = threadIdx.x / WARP_SIZE;
     const long long ld = ld_qkv;
     const long long tok0 = (long long)b * seq;
-    const f16* qb = q + tok0 * ld + h * DEPTH;
-    const f16* kb = k + tok0 * ld + h * DEPTH;
-    const f16* vb = v + tok0 * ld + h * DEPTH;
-    const GT* gb = g ? g + ((long long)b * heads + h) * seq * seq : nullptr;
     const bool g_vec = (seq % (16 / (int)sizeof(GT))) == 0;
-
     const int n_tiles = (seq + KV - 1) / KV;
-    auto stage_ptrs = [&](int s, f16*& ks, f16*& vs, GT*& gs) {
-        unsigned char* base = stage0 + s * STAGE_BYTES;
-        ks = reinterpret_cast<f16*>(base);
-        vs = reinterpret_cast<f16*>(base + K_BYTES);
-        gs = reinterpret_cast<GT*>(base + 2 * K_BYTES);
-    };
-    {
-        f16 *ks, *vs;
-        GT* gs;
-        stage_ptrs(0, ks, vs, gs);
-        load_kv_tile(ks, vs, gs, kb, vb, ld, gb, seq, 0, q0, g_vec);
-        async_commit();
-    }
+    const int n_items = n_heads * n_tiles;
+    const float scale_log2 = scale * LC0_LOG2E;
 
-    // ---- stage Q (+ bias) with plain 16-byte loads while the K/V/G copies above are in flight
-    //      (issuing those first overlaps the two memory round trips); rows past seq are zeros ----
-    {
-        constexpr int CH = DEPTH / 8;
-        constexpr int IT = (ROWS * CH + THREADS - 1) / THREADS;
-        uint4 u[IT], ub[IT];
-#pragma unroll
-        for (int it = 0; it < IT; ++it) {  // all loads first: one round trip, not IT
-            const int c = threadIdx.x + it * THREADS, r = c / CH, col = (c % CH) * 8;
-            u[it] = make_uint4(0, 0, 0, 0);
-            ub[it] = make_uint4(0, 0, 0, 0);
-            if (c < ROWS * CH && q0 + r < seq) {
-                u[it] = *reinterpret_cast<const uint4*>(qb + (long long)(q0 + r) * ld + col);
-                if (bq != nullptr) ub[it] = *reinterpret_cast<const uint4*>(bq + h * DEPTH + col);
-            }
-        }
-#pragma unroll
-        for (int it = 0; it < IT; ++it) {
-            const int c = threadIdx.x + it * THREADS, r = c / CH, col = (c % CH) * 8;
-            if (c >= ROWS * CH) continue;
-            if (bq != nullptr) {
-                f16* e = reinterpret_cast<f16*>(&u[it]);
-                const f16* eb = reinterpret_cast<const f16*>(&ub[it]);
-#pragma unroll
-                for (int i = 0; i < 8; ++i) e[i] = f32_to_f16(f16_to_f32(e[i]) + f16_to_f32(eb[i]));
-            }
-            *reinterpret_cast<uint4*>(qs + r * PQ + col) = u[it];
-        }
-    }
+    auto q_buf = [&](int j) { return reinterpret_cast<f16*>(smem + (j % Q_BUFS) * Q_BYTES); };
+    auto issue = [&](int i) {  // start the copies of work item i into stage i % STAGES
+        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j;
+        unsigned char* base = stage0 + (i % STAGES) * STAGE_BYTES;
+        const GT* gb = g ? g + ((long long)b * heads + h) * seq * seq : nullptr;
+        load_kv_tile(reinterpret_cast<f16*>(base), reinterpret_cast<f16*>(base + K_BYTES),
+                     reinterpret_cast<GT*>(base + 2 * K_BYTES), k + tok0 * ld + h * DEPTH,
+                     v + tok0 * ld + h * DEPTH, ld, gb, seq, t * KV, q0, g_vec);
+        if (t == 0) load_q_tile(q_buf(j), q + tok0 * ld + h * DEPTH, ld, seq, q0);
+        async_commit();
+    };
 
     lc0mma::frag_a qa[LC0_FA_Q_REGS ? DT : 1];
     lc0mma::frag_c oacc[DT];
-#pragma unroll
-    for (int dt = 0; dt < DT; ++dt) lc0mma::zero(oacc[dt]);
     float m_run[lc0mma::C_ROWS], l_run[lc0mma::C_ROWS];
-#pragma unroll
-    for (int j = 0; j < lc0mma::C_ROWS; ++j) {
-        m_run[j] = LC0_NEG_INF;
-        l_run[j] = 0.f;
-    }
-    const float scale_log2 = scale * LC0_LOG2E;
-    const f16* qw = qs + warp * 16 * PQ;
+    issue(0);
 
-    for (int t = 0; t < n_tiles; ++t) {
-        if (STAGES == 2 && t + 1 < n_tiles) {
-            f16 *ks, *vs;
-            GT* gs;
-            stage_ptrs((t + 1) % STAGES, ks, vs, gs);
-            load_kv_tile(ks, vs, gs, kb, vb, ld, gb, seq, (t + 1) * KV, q0, g_vec);
-            async_commit();
-            async_wait<1>();
+    for (int i = 0; i < n_items; ++i) {
+        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j;
+        if (STAGES == 2 && i + 1 < n_items) {
+            issue(i + 1);
+            async_wait<1>();  // item i's group has landed (item i+1's may still be in flight)
         } else {
             async_wait<0>();
+            if (STAGES == 1) {
+                // nothing to overlap with: the next item is issued after this one is consumed
+            }
         }
+        f16* qs = q_buf(j);
+        if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, seq, q0);  // own chunks: no barrier needed
         __syncthreads();
-        if (LC0_FA_Q_REGS && t == 0) {
+        const f16* qw = qs + warp * 16 * PQ;
+        if (t == 0) {
 #pragma unroll
-            for (int kk = 0; kk < DT; ++kk) lc0mma::load_a(qa[kk % (LC0_FA_Q_REGS ? DT : 1)], qw + kk * 16, PQ);
+            for (int dt = 0; dt < DT; ++dt) lc0mma::zero(oacc[dt]);
+#pragma unroll
+            for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) {
+                m_run[jj] = LC0_NEG_INF;
+                l_run[jj] = 0.f;
+            }
+            if (LC0_FA_Q_REGS) {
+#pragma unroll
+                for (int kk = 0; kk < DT; ++kk) lc0mma::load_a(qa[kk % (LC0_FA_Q_REGS ? DT : 1)], qw + kk * 16, PQ);
+            }
         }
-        f16 *ks, *vs;
-        GT* gs;
-        stage_ptrs(t % STAGES, ks, vs, gs);
+        unsigned char* base = stage0 + (i % STAGES) * STAGE_BYTES;
+        const f16* ks = reinterpret_cast<const f16*>(base);
+        const f16* vs = reinterpret_cast<const f16*>(base + K_BYTES);
+        const GT* gs = reinterpret_cast<const GT*>(base + 2 * K_BYTES);
         const int kv0 = t * KV;
 
         // ---- S = Q K^T for this warp's 16 rows x KV keys ----
@@ -253,43 +261,44 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
         // ---- scale, bias, mask; per-row running max (log2 domain) ----
         float m_tile[lc0mma::C_ROWS];
 #pragma unroll
-        for (int j = 0; j < lc0mma::C_ROWS; ++j) m_tile[j] = LC0_NEG_INF;
+        for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) m_tile[jj] = LC0_NEG_INF;
+        const bool has_g = g != nullptr;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-            for (int i = 0; i < lc0mma::C_ELEMS; ++i) {
-                const int col = nt * 16 + lc0mma::c_col(i);
-                float x = s[nt].x[i] * scale_log2;
-                if (gb != nullptr) x += to_f32(gs[(warp * 16 + lc0mma::c_row(i)) * PG + col]) * LC0_LOG2E;
+            for (int e = 0; e < lc0mma::C_ELEMS; ++e) {
+                const int col = nt * 16 + lc0mma::c_col(e);
+                float x = s[nt].x[e] * scale_log2;
+                if (has_g) x += to_f32(gs[(warp * 16 + lc0mma::c_row(e)) * PG + col]) * LC0_LOG2E;
                 if (kv0 + col >= seq) x = LC0_NEG_INF;
-                s[nt].x[i] = x;
-                const int sl = lc0mma::c_slot(i);
+                s[nt].x[e] = x;
+                const int sl = lc0mma::c_slot(e);
                 m_tile[sl] = fmaxf(m_tile[sl], x);
             }
         }
         float corr[lc0mma::C_ROWS];
 #pragma unroll
-        for (int j = 0; j < lc0mma::C_ROWS; ++j) {
-            const float mt = lc0mma::row_max(m_tile[j]);
-            const float m_new = fmaxf(m_run[j], mt);  // finite: tile 0 always has key 0
-            corr[j] = lc0_exp2(m_run[j] - m_new);     // exp2(-inf) = 0 on the first tile
-            m_run[j] = m_new;
-            l_run[j] *= corr[j];
+        for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) {
+            const float mt = lc0mma::row_max(m_tile[jj]);
+            const float m_new = fmaxf(m_run[jj], mt);  // finite: tile 0 always has key 0
+            corr[jj] = lc0_exp2(m_run[jj] - m_new);     // exp2(-inf) = 0 on the first tile
+            m_run[jj] = m_new;
+            l_run[jj] *= corr[jj];
         }
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
-            for (int i = 0; i < lc0mma::C_ELEMS; ++i) {
-                const int sl = lc0mma::c_slot(i);
-                const float p = lc0_exp2(s[nt].x[i] - m_run[sl]);
-                s[nt].x[i] = p;
+            for (int e = 0; e < lc0mma::C_ELEMS; ++e) {
+                const int sl = lc0mma::c_slot(e);
+                const float p = lc0_exp2(s[nt].x[e] - m_run[sl]);
+                s[nt].x[e] = p;
                 l_run[sl] += p;  // this lane's partial row sum; reduced across lanes at the end
             }
         }
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt)
 #pragma unroll
-            for (int i = 0; i < lc0mma::C_ELEMS; ++i) oacc[dt].x[i] *= corr[lc0mma::c_slot(i)];
+            for (int e = 0; e < lc0mma::C_ELEMS; ++e) oacc[dt].x[e] *= corr[lc0mma::c_slot(e)];
 
         // ---- O += P V ----
 #pragma unroll
@@ -303,36 +312,39 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                 lc0mma::mma(oacc[dt], pa, bfr);
             }
         }
-        __syncthreads();  // this stage's buffers are overwritten next
-    }
 
-    // ---- normalise, add the V bias, stage the warp's 16 rows in its Q rows, store 16 B wide ----
-    float inv[lc0mma::C_ROWS];
+        if (t == n_tiles - 1) {
+            // ---- normalise, add the V bias, stage the warp's 16 rows in its own Q rows (no
+            //      other warp reads them), store 16 bytes wide ----
+            float inv[lc0mma::C_ROWS];
 #pragma unroll
-    for (int j = 0; j < lc0mma::C_ROWS; ++j) inv[j] = 1.f / lc0mma::row_sum(l_run[j]);
-    f16* ow = qs + warp * 16 * PQ;  // only this warp ever reads these rows
+            for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) inv[jj] = 1.f / lc0mma::row_sum(l_run[jj]);
+            f16* ow = qs + warp * 16 * PQ;
+            warp_sync();  // every lane is done reading its Q rows (Q_REGS = 0 re-reads them)
 #pragma unroll
-    for (int dt = 0; dt < DT; ++dt) {
+            for (int dt = 0; dt < DT; ++dt) {
 #pragma unroll
-        for (int i = 0; i < lc0mma::C_ELEMS; ++i) {
-            const int col = dt * 16 + lc0mma::c_col(i);
-            float val = oacc[dt].x[i] * inv[lc0mma::c_slot(i)];
-            if (bv != nullptr) val += f16_to_f32(bv[h * DEPTH + col]);
-            ow[lc0mma::c_row(i) * PQ + col] = f32_to_f16(val);
+                for (int e = 0; e < lc0mma::C_ELEMS; ++e) {
+                    const int col = dt * 16 + lc0mma::c_col(e);
+                    float val = oacc[dt].x[e] * inv[lc0mma::c_slot(e)];
+                    if (bv != nullptr) val += f16_to_f32(bv[h * DEPTH + col]);
+                    ow[lc0mma::c_row(e) * PQ + col] = f32_to_f16(val);
+                }
+            }
+            warp_sync();
+            constexpr int CH = DEPTH / 8;
+            const int lane = threadIdx.x % WARP_SIZE;
+            f16* ob = o + tok0 * (long long)ld_o + h * DEPTH;
+            for (int c = lane; c < 16 * CH; c += WARP_SIZE) {
+                const int r = c / CH, col = (c % CH) * 8;
+                const int row = q0 + warp * 16 + r;
+                if (row < seq)
+                    *reinterpret_cast<uint4*>(ob + (long long)row * ld_o + col) =
+                        *reinterpret_cast<const uint4*>(ow + r * PQ + col);
+            }
         }
-    }
-    warp_sync();
-    {
-        constexpr int CH = DEPTH / 8;
-        const int lane = threadIdx.x % WARP_SIZE;
-        f16* ob = o + tok0 * (long long)ld_o + h * DEPTH;
-        for (int c = lane; c < 16 * CH; c += WARP_SIZE) {
-            const int r = c / CH, col = (c % CH) * 8;
-            const int row = q0 + warp * 16 + r;
-            if (row < seq)
-                *reinterpret_cast<uint4*>(ob + (long long)row * ld_o + col) =
-                    *reinterpret_cast<const uint4*>(ow + r * PQ + col);
-        }
+        __syncthreads();  // this item's stage (and, on a head's last tile, its Q rows) is reused next
+        if (STAGES == 1 && i + 1 < n_items) issue(i + 1);
     }
 }
 

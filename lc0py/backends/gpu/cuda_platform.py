@@ -474,10 +474,8 @@ class CudaPlatform(Platform):
         for ws in self._workspaces:
             self.free(ws)
         self._workspaces.clear()
-        try:
-            self._drv.cuDevicePrimaryCtxRelease(self._dev)
-        except Exception:
-            pass
+        # The primary context stays retained: policy arrays handed to callers may still view
+        # pinned buffers of this context, which must outlive the backend (freed on release).
 
 
 @functools.lru_cache(maxsize=1)

@@ -88,7 +88,7 @@ def choose_attention(
             return AttentionChoice(fallback, None, why_not)
         if params.kv_tile % 16 or params.kv_tile < 16:
             return AttentionChoice(fallback, None, f"kv_tile {params.kv_tile} is not a multiple of 16")
-        if params.stages not in (1, 2) or params.warps < 1 or params.warps > 16:
+        if params.stages not in (1, 2) or params.warps < 1 or params.warps > 16 or params.heads_per_block < 1:
             return AttentionChoice(fallback, None, f"bad flash parameters {params}")
         kernel = AttentionKernel.FLASH_MMA
     else:
@@ -103,8 +103,12 @@ def choose_attention(
     return AttentionChoice(kernel, params, why)
 
 
-def flash_grid(seq: int, heads: int, batch: int, params: FlashParams, fp16: bool) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """``(grid, block)`` of a flash launch (both kernels: x = query-row blocks, y = head, z = batch)."""
+def flash_grid(
+    seq: int, heads: int, batch: int, params: FlashParams, fp16: bool, warp_size: int = 32
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``(grid, block)`` of a flash launch: x = query-row blocks, y = head (groups of
+    ``heads_per_block`` for f16), z = batch."""
     rows = params.rows if fp16 else params.f32_threads
-    threads = params.warps * 32 if fp16 else params.f32_threads
-    return ((seq + rows - 1) // rows, heads, batch), (threads, 1, 1)
+    threads = params.warps * warp_size if fp16 else params.f32_threads
+    hpb = params.heads_per_block if fp16 else 1
+    return ((seq + rows - 1) // rows, (heads + hpb - 1) // hpb, batch), (threads, 1, 1)

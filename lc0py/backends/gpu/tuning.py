@@ -27,6 +27,7 @@ class FlashParams:
     q_regs: int = 1  # keep Q fragments in registers across KV tiles
     min_blocks: int = 1  # __launch_bounds__ occupancy target (blocks per SM)
     f32_threads: int = 64  # f32: query rows (= threads) per block
+    heads_per_block: int = 1  # f16: heads one block walks through (needs stages=2 to overlap)
 
     @property
     def rows(self) -> int:
@@ -43,6 +44,7 @@ class FlashParams:
             "LC0_FA_MIN_BLOCKS": self.min_blocks,
             "LC0_FA_BIAS_F32": int(bias_f32),
             "LC0_FA32_THREADS": self.f32_threads,
+            "LC0_FA_HEADS": self.heads_per_block,
         }
         return d
 
@@ -52,7 +54,7 @@ class FlashParams:
             gsize = 4 if bias_f32 else 2
             pq = depth + 8
             pg = self.kv_tile + 16 // gsize
-            q = self.rows * pq * 2
+            q = self.rows * pq * 2 * (2 if self.heads_per_block > 1 else 1)
             stage = 2 * self.kv_tile * pq * 2 + self.rows * pg * gsize
             return q + self.stages * stage + self.warps * scratch_per_warp * 2
         t = self.f32_threads

@@ -91,3 +91,24 @@ def test_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ig
         check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
     finally:
         backend.close()
+
+
+def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type: ignore[no-untyped-def]
+    """Policy arrays are zero-copy views of pinned buffers: later batches must never reuse a
+    buffer something still views (a kept row, an NN cache entry)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    net = random_network("tiny", 6)
+    gpu = GpuNetwork(cuda_platform, net, fp16=True, max_batch=8)
+    try:
+        b1, b2 = random_batch(5, int(net.format.input), seed=1), random_batch(5, int(net.format.input), seed=2)
+        first = gpu.evaluate(b1)
+        row = first.policy[2]
+        kept = row.copy()
+        del first
+        pending = [gpu.submit(b2) for _ in range(6)]  # more in flight than there are slots
+        outs = [p.result() for p in pending]
+        assert np.array_equal(row, kept)
+        assert all(np.array_equal(o.policy, outs[0].policy) for o in outs)
+    finally:
+        gpu.close()
