@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--layers", type=int, metavar="N", help="encoder layers")
     shape.add_argument("--embedding-size", type=int, metavar="N", help="embedding size E (= attention width)")
     shape.add_argument("--ffn-size", type=int, metavar="N", help="encoder FFN hidden size")
+    shape.add_argument("--dense-embedding-size", type=int, metavar="N",
+                       help="PE_DENSE per-square size dE (ip_emb_preproc outputs 64*dE)")
+    shape.add_argument("--embedding-ffn-size", type=int, metavar="N", help="PE_DENSE embedding FFN size Fe")
     shape.add_argument("--no-smolgen", action="store_true", help="no smolgen attention bias")
     shape.add_argument("--no-moves-left", action="store_true", help="no moves-left head")
     shape.add_argument("--no-gating", action="store_true", help="no input gating")
@@ -59,6 +62,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
         "layers": args.layers,
         "embedding_size": args.embedding_size,
         "ffn_size": args.ffn_size,
+        "dense_embedding_size": args.dense_embedding_size,
+        "embedding_ffn_size": args.embedding_ffn_size,
         "input_format": args.input_format,
         "default_activation": args.default_activation,
         "ffn_activation": args.ffn_activation,

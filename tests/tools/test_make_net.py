@@ -53,6 +53,17 @@ def test_writes_a_loadable_net(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert net.smolgen_w is None and net.moves_left is None and net.format.input == 3
 
 
+def test_pe_dense_sizes(tmp_path: Path) -> None:
+    out = tmp_path / "d.pb.gz"
+    argv = ["make-net", "--layers", "1", "--embedding", "pe_dense", "--dense-embedding-size", "6",
+            "--embedding-ffn-size", "40", "-o", str(out)]
+    assert main(argv) == 0
+    emb = load_network(out).embedding
+    assert emb.preproc is not None and emb.preproc.w.shape == (64 * 6, 768)
+    assert emb.dense.n_in == 112 + 6
+    assert emb.ffn1 is not None and emb.ffn1.w.shape == (40, 64)
+
+
 def test_same_seed_same_bytes(tmp_path: Path) -> None:
     paths = [tmp_path / f"{i}.pb.gz" for i in range(3)]
     for path, seed in zip(paths, ("5", "5", "6"), strict=True):
