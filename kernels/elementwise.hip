@@ -57,16 +57,27 @@ extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRI
 // y[r, :] = act(y[r, :] + bias) in place, 16 bytes per thread when n allows; rows * n < 2^31.
 extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, int rows, int n, int act) {
     if (n % LC0_VEC == 0) {
+        // Two chunks per thread per step, both loaded before either is used: twice the bytes
+        // in flight per thread (this pass is pure bandwidth).
         const unsigned cpr = (unsigned)n / LC0_VEC;  // chunks per row
         const unsigned chunks = (unsigned)rows * cpr;
-        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += gridDim.x * blockDim.x) {
-            const unsigned c = (i % cpr) * LC0_VEC;
-            float x[LC0_VEC], bb[LC0_VEC];
-            load_vec(y + (size_t)i * LC0_VEC, x);
-            load_vec(bias + c, bb);
+        const unsigned stride = gridDim.x * blockDim.x;
+        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += 2 * stride) {
+            const unsigned i2 = i + stride;
+            const bool two = i2 < chunks;
+            float x[2][LC0_VEC], bb[2][LC0_VEC];
+            load_vec(y + (size_t)i * LC0_VEC, x[0]);
+            if (two) load_vec(y + (size_t)i2 * LC0_VEC, x[1]);
+            load_vec(bias + (i % cpr) * LC0_VEC, bb[0]);
+            if (two) load_vec(bias + (i2 % cpr) * LC0_VEC, bb[1]);
 #pragma unroll
-            for (int j = 0; j < LC0_VEC; ++j) x[j] = activate(x[j] + bb[j], act);
-            store_vec(y + (size_t)i * LC0_VEC, x);
+            for (int j = 0; j < LC0_VEC; ++j) x[0][j] = activate(x[0][j] + bb[0][j], act);
+            store_vec(y + (size_t)i * LC0_VEC, x[0]);
+            if (two) {
+#pragma unroll
+                for (int j = 0; j < LC0_VEC; ++j) x[1][j] = activate(x[1][j] + bb[1][j], act);
+                store_vec(y + (size_t)i2 * LC0_VEC, x[1]);
+            }
         }
     } else {
         const unsigned total = (unsigned)rows * (unsigned)n;

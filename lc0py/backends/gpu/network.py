@@ -322,7 +322,7 @@ class GpuNetwork:
 
     def _bias_act(self, y: int, bias: str, rows: int, n: int, act: int) -> None:
         total = rows * n // (16 // self.elem if n % (16 // self.elem) == 0 else 1)
-        blocks = max(1, min((total + 255) // 256, 65535))
+        blocks = max(1, min((total + 511) // 512, 65535))  # 2 chunks per thread (vector path)
         self.p.launch(self.k_bias_act, (blocks, 1, 1), (256, 1, 1), 0, self._cur,
                       [P(y), P(self.w[bias]), I(rows), I(n), I(act)])
 
