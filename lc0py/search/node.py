@@ -81,6 +81,14 @@ class Node:
         if wl < 0 and self.parent is not None and self.parent.p:
             self.parent.p[self.index] = 4.656612873077393e-10  # code 0 decodes to 2^-31
 
+    def make_proven(self, wl: float, d: float, m: float) -> None:
+        """An interior node whose result is known from its children (StickyEndgames): it keeps
+        its edges but is treated as a terminal from now on."""
+        self.terminal = TERMINAL
+        self.wl, self.d, self.m = wl, d, m
+        if wl < 0 and self.parent is not None and self.parent.p:
+            self.parent.p[self.index] = 4.656612873077393e-10
+
     def child_for(self, move: chess.Move) -> Node | None:
         """The child node reached by ``move`` (None if that edge has no node)."""
         i = self.edge_index(move)

@@ -678,6 +678,7 @@ class Search:
                     leaf.make_terminal(0.0, 1.0, draw_m)
                 else:
                     self._mate_or_stalemate(leaf, board)
+                self._set_bounds(leaf)
                 self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
                 return True
         # The exact (position facts, repetitions) tuple, not ``history.key()``: Python's int hash
@@ -695,11 +696,35 @@ class Search:
         moves, idx = legal_moves_indexed(board, enc.transform)
         if not moves:
             self._mate_or_stalemate(leaf, board)
+            self._set_bounds(leaf)
             self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
             return True
         batch.leaves.append(_Leaf(leaf, idx, moves, key, depth))
         batch.encoded.append(enc)
         return False
+
+    def _set_bounds(self, node: Node) -> None:
+        """StickyEndgames (§7.6), proven results only: a parent with a move into a proven win for
+        its side to move, or whose moves are all proven, becomes proven too; repeated upwards.
+        The root is never made terminal. (lc0's "can't win/can't lose" bounds are not kept.)"""
+        if not self.params.sticky_endgames:
+            return
+        while True:
+            parent = node.parent
+            if parent is None or parent is self.root or parent.moves is None or parent.terminal:
+                return
+            if node.wl > 0:  # a winning move for the parent's side to move
+                parent.make_proven(-1.0, 0.0, node.m + 1.0)
+            else:
+                kids = parent.children
+                if parent.touched < len(kids) or any(c is None or not c.terminal for c in kids):
+                    return
+                best = max(c.wl for c in kids)  # every move is proven: the best of them
+                if best < 0:
+                    parent.make_proven(1.0, 0.0, max(c.m for c in kids) + 1.0)  # longest loss
+                else:
+                    parent.make_proven(0.0, 1.0, min(c.m for c in kids if c.wl == 0) + 1.0)
+            node = parent
 
     @staticmethod
     def _mate_or_stalemate(leaf: Node, board: chess.Board) -> None:

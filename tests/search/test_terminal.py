@@ -78,3 +78,18 @@ def test_two_fold_inside_the_tree(make_search, two_fold: bool) -> None:
 def test_root_is_never_a_draw_by_rule(make_search) -> None:
     s = _run(make_search, "k7/8/8/8/8/8/8/K6R w - - 100 80", nodes=50)
     assert s.root.terminal != TERMINAL and s.root.n == 50
+
+
+def test_sticky_endgames_prove_a_mate_in_two(make_search) -> None:
+    # No mate in one here (e.g. 1. Kf7 Kh7 2. Rh1#): any proven mate runs through interior nodes.
+    s = _run(make_search, "7k/8/5K2/8/8/8/8/R7 w - - 0 1", nodes=4000)
+    best = s.ranked_root_children()[0]
+    assert best.terminal == TERMINAL and best.wl == 1.0 and best.moves is not None
+    assert best.m >= 2 and best.m % 2 == 0  # our mating move is the last ply
+    assert s.info().lines[0].mate == int(best.m) // 2 + 1
+
+
+def test_without_sticky_endgames_no_interior_node_is_proven(make_search) -> None:
+    s = _run(make_search, "7k/8/5K2/8/8/8/8/R7 w - - 0 1", nodes=800,
+             params=SearchParams(sticky_endgames=False, overlap=False))
+    assert all(c.moves is None for c in s._root_children() if c.terminal == TERMINAL)
