@@ -12,8 +12,8 @@ weights and computes in float16 with float16 inputs and outputs, as lc0's conver
 ``f16`` (so lc0's ONNX backends can load the file); LayerNorm statistics are kept in float32
 (``stash_type=1``), as lc0's CUDA kernel does.
 
-Exact rewrites made while exporting (all computed in float64 before the single cast, §-refs to
-attention-body.md), so the graph does less work than a literal transcription:
+Exact rewrites made while exporting (scaled weights are computed in float64 and rounded once;
+§-refs to attention-body.md), so the graph does less work than a literal transcription:
 
 * PE_MAP (§3.1): ``concat(X, PE)·Wᵀ = X·W[:, :112]ᵀ + PE·W[:, 112:]ᵀ``; the second term is a
   MatMul of two initializers (the ``kPosEncoding`` table and the weight slice) that ONNX Runtime
@@ -21,8 +21,12 @@ attention-body.md), so the graph does less work than a literal transcription:
 * ``1/sqrt(depth)`` is folded into the Q projection and ``1/sqrt(Pd)`` into the policy ``wq``;
   the DeepNorm ``α`` into the attention output dense and FFN ``dense2`` (§4.4: α multiplies the
   sublayer output including its bias, never the skip).
-* Q, K and V are one MatMul against ``[E, 3D]``; the promotion offsets fold the knight column
-  into the queen/rook/bishop rows (§8: ``Off[r] + Off[3] = Kp·(w4[r] + w4[3])``).
+* the promotion offsets fold the knight column into the queen/rook/bishop rows
+  (§8: ``Off[r] + Off[3] = Kp·(w4[r] + w4[3])``);
+* mish is ``x / (1 + 2/(e² + 2e))``, ``e = exp(x)`` (no Softplus: see ``_Exporter.mish``).
+
+Tokens are 2-D ``[B·64, C]`` between the embedding and the heads, so each dense layer is one
+Gemm with its bias fused.
 
 Attention is either plain ONNX (``MatMul``/``Softmax``; runs on every runtime) or ONNX Runtime's
 contrib ``com.microsoft.Attention`` with the smolgen bias as ``attention_bias`` (ONNX Runtime
