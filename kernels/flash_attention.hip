@@ -2,6 +2,9 @@
 //
 //   O[b, s, h*d + j] = sum_t softmax_t( (Q_bh[s].K_bh[t]) * scale + G[b, h, s, t] ) * V_bh[t][j]
 //
+// The bias G arrives multiplied by log2(e) (the smolgen weights are uploaded pre-scaled) and the
+// softmax is computed with exp2 throughout.
+//
 // Q, K, V are [B, seq, *] token rows with a row stride `ld` (D for separate buffers, 3D for the
 // fused QKV GEMM output) and head h at column offset h*d. G is the smolgen bias [B, H, seq, seq]
 // (fp16 or fp32; nullptr = no bias). The seq x seq logits never leave the chip: scores, softmax
@@ -262,15 +265,31 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
         float m_tile[lc0mma::C_ROWS];
 #pragma unroll
         for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) m_tile[jj] = LC0_NEG_INF;
+        // G arrives pre-multiplied by log2(e) (smolgen_w is scaled at upload), so each logit is
+        // one FMA. Where the mma layout puts elements e, e+1 in adjacent columns of one row
+        // (C_PAIRS), the two fp16 biases are one 32-bit shared load. Masking is only needed on
+        // a tile that runs past seq (never at seq = 64).
         const bool has_g = g != nullptr;
+        const bool partial = kv0 + KV > seq;
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
             for (int e = 0; e < lc0mma::C_ELEMS; ++e) {
                 const int col = nt * 16 + lc0mma::c_col(e);
-                float x = s[nt].x[e] * scale_log2;
-                if (has_g) x += to_f32(gs[(warp * 16 + lc0mma::c_row(e)) * PG + col]) * LC0_LOG2E;
-                if (kv0 + col >= seq) x = LC0_NEG_INF;
+                float x;
+                if (has_g && lc0mma::C_PAIRS && sizeof(GT) == 2) {
+                    if ((e & 1) == 0) {
+                        const u32 two = *reinterpret_cast<const u32*>(gs + (warp * 16 + lc0mma::c_row(e)) * PG + col);
+                        x = s[nt].x[e] * scale_log2 + f16_to_f32(f16{(u16)(two & 0xffffu)});
+                        s[nt].x[e + 1] = s[nt].x[e + 1] * scale_log2 + f16_to_f32(f16{(u16)(two >> 16)});
+                    } else {
+                        x = s[nt].x[e];  // biased together with its even partner
+                    }
+                } else {
+                    x = s[nt].x[e] * scale_log2;
+                    if (has_g) x += to_f32(gs[(warp * 16 + lc0mma::c_row(e)) * PG + col]);
+                }
+                if (partial && kv0 + col >= seq) x = LC0_NEG_INF;
                 s[nt].x[e] = x;
                 const int sl = lc0mma::c_slot(e);
                 m_tile[sl] = fmaxf(m_tile[sl], x);
@@ -383,7 +402,7 @@ flash_attention_f32(const float* LC0_RESTRICT q, const float* LC0_RESTRICT k, co
             x = q[(tok0 + q0 + rr) * ld + h * DEPTH + j];
             if (bq != nullptr) x += bq[h * DEPTH + j];
         }
-        qs[rr * PQ + j] = x * scale;
+        qs[rr * PQ + j] = x * (scale * LC0_LOG2E);  // exp2 domain, like the pre-scaled bias G
     }
     float acc[DEPTH];
 #pragma unroll
@@ -411,13 +430,13 @@ flash_attention_f32(const float* LC0_RESTRICT q, const float* LC0_RESTRICT k, co
 #pragma unroll
             for (int j = 0; j < DEPTH; ++j) s += qs[r * PQ + j] * ks[t * DEPTH + j];
             if (s > m_run) {  // rescale what was accumulated under the old maximum
-                const float corr = expf(m_run - s);
+                const float corr = exp2f(m_run - s);
                 l_run *= corr;
 #pragma unroll
                 for (int j = 0; j < DEPTH; ++j) acc[j] *= corr;
                 m_run = s;
             }
-            const float p = expf(s - m_run);
+            const float p = exp2f(s - m_run);
             l_run += p;
 #pragma unroll
             for (int j = 0; j < DEPTH; ++j) acc[j] += p * vs[t * DEPTH + j];

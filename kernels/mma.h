@@ -17,6 +17,9 @@
 //   void a_from_c(frag_a& a, const frag_c& c, f16* scratch); // fp16(c) as an A operand (P of P.V);
 //        scratch: 16*16 f16 of this warp's own shared memory (16-byte aligned), used only where
 //        the accumulator and A layouts differ (AMD, scalar); NVIDIA converts in registers.
+//   C_PAIRS            (optional, default false) true when elements 2i and 2i+1 of a lane are
+//        adjacent columns (2i even) of the same row, so a kernel may read their two fp16
+//        operands with one 32-bit load; a branch sets it with #define LC0_MMA_C_PAIRS 1.
 //   SCRATCH_ELEMS      f16 elements of scratch a_from_c needs per warp (0 on NVIDIA, 256 else);
 //        kernels reserve SCRATCH_ELEMS per warp and pass scratch + warp*SCRATCH_ELEMS.
 //
@@ -52,6 +55,7 @@ namespace lc0mma {
 // Lane l (0..31) owns row l/2 and columns (l%2)*8 .. +7 of C. A holds that whole row (16 k);
 // B holds the 8 columns of the lane (16 k each). Everything in fp32 registers.
 #define LC0_MMA_BRANCH "scalar"
+#define LC0_MMA_C_PAIRS 1
 static constexpr int C_ELEMS = 8;
 static constexpr int C_ROWS = 1;
 static constexpr int SCRATCH_ELEMS = 256;
@@ -121,6 +125,7 @@ LC0_DEVICE float row_sum(float v) { return v + warp_shfl_xor(v, 1); }
 // so x[0..3] = cols 0..7, x[4..7] = cols 8..15; the C layout of two halves IS the A layout of
 // a k16 tile, which is why a_from_c is a register conversion (no shared memory, no shuffles).
 #define LC0_MMA_BRANCH "nvidia-mma.sync.m16n8k16"
+#define LC0_MMA_C_PAIRS 1
 static constexpr int C_ELEMS = 8;
 static constexpr int C_ROWS = 2;
 static constexpr int SCRATCH_ELEMS = 0;
@@ -203,5 +208,10 @@ LC0_DEVICE float row_sum(float v) {
 #else
 #error "mma.h: no branch (define LC0_NVIDIA via prelude_nvrtc.h, LC0_AMD, or LC0_MMA_SCALAR)"
 #endif
+
+#ifndef LC0_MMA_C_PAIRS
+#define LC0_MMA_C_PAIRS 0
+#endif
+static constexpr bool C_PAIRS = LC0_MMA_C_PAIRS;
 
 }  // namespace lc0mma

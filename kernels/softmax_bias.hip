@@ -2,6 +2,10 @@
 //
 //   S[bh, s, :] = softmax( S[bh, s, :] * scale + G[bh, s, :] )   in place, fp32 math
 //
+// computed as exp2(S*scale*log2(e) + G') with G' = G*log2(e): the smolgen weights are uploaded
+// pre-scaled (lc0py/backends/gpu/weights.py), like for the flash kernels. `scale` here is the
+// caller's 1/sqrt(d) * log2(e).
+//
 // S is [B*H, seq, seq] (written by the Q.K^T GEMM), G the smolgen bias in the same layout
 // (nullptr = none). One warp per row; LC0_SM_PER = ceil(seq / warp) values per lane stay in
 // registers. Used when the flash kernel does not support a shape, fails, or flash=off.
@@ -36,7 +40,7 @@ extern "C" __global__ void softmax_bias(T* LC0_RESTRICT s, const T* LC0_RESTRICT
 #pragma unroll
     for (int i = 0; i < LC0_SM_PER; ++i) {
         const int c = lane + i * WARP_SIZE;
-        x[i] = c < seq ? expf(x[i] - m) : 0.f;
+        x[i] = c < seq ? exp2f(x[i] - m) : 0.f;
         sum += x[i];
     }
     const float inv = 1.f / warp_sum(sum);

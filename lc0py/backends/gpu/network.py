@@ -38,6 +38,7 @@ from lc0py.backends.gpu.compile_cache import KernelCache
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.platform import Event, HostBuffer, Platform
 from lc0py.backends.gpu.weights import (
+    LOG2E,
     PLANES,
     POLICY_OUT,
     SEQ,
@@ -366,7 +367,7 @@ class GpuNetwork:
         rows = bsz * s.H * SEQ
         warps = 4
         self.p.launch(self._softmax_kernel(), ((rows + warps - 1) // warps, 1, 1), (32 * warps, 1, 1), 0, self._cur,
-                      [P(sc), P(g), LL(rows), I(SEQ), F(scale)])
+                      [P(sc), P(g), LL(rows), I(SEQ), F(scale * LOG2E)])  # exp2 domain (G is pre-scaled)
         for h in range(s.H):
             self._gemm(SEQ, s.depth, SEQ, self._off(sc, h * hs), SEQ, self._off(qkv, 2 * s.D + h * s.depth), ld,
                        self._off(o, h * s.depth), s.D, batch=bsz, stride_a=s.H * hs, stride_b=tok,

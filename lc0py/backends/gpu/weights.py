@@ -9,6 +9,8 @@ re-arrangement once, at upload, so the forward pass launches plain GEMMs on cont
   ``emb.sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
 * Gates are transposed to ``[64, E]`` so the epilogue kernel reads them coalesced.
 * Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
+* The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
+  so they read the bias in that domain directly.
 * Absent biases of layers without an activation become zeros (attention-body.md §4.6).
 """
 
@@ -25,6 +27,7 @@ from lc0py.weights.network import Activation, Dense, InputEmbedding, Network
 SEQ = 64
 PLANES = 112
 POLICY_OUT = 1858
+LOG2E = 1.4426950408889634  # smolgen_w is uploaded as smolgen_w * log2(e)
 ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads, cuBLAS's liking)
 
 
@@ -131,7 +134,9 @@ def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
             out[p + "sg.ln2.g"], out[p + "sg.ln2.b"] = s.ln2.gamma, s.ln2.beta
     if shape.smolgen:
         assert net.smolgen_w is not None
-        out["smolgen_w"] = net.smolgen_w
+        # Pre-multiplied by log2(e): every attention kernel works in the exp2 domain, so the
+        # bias G they read is already G·log2(e) and costs no multiply per logit.
+        out["smolgen_w"] = net.smolgen_w.astype(np.float64) * LOG2E
     pol = net.policy
     out["pol.emb.w"], out["pol.emb.b"] = pol.embedding.w, _bias(pol.embedding)
     out["pol.qk.w"] = np.concatenate([pol.wq.w, pol.wk.w], axis=0)

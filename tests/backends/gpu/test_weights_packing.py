@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.backends.gpu.weights import SEQ, graph_bucket, layout, net_shape, pack_weights, plan_buffers
+from lc0py.backends.gpu.weights import LOG2E, SEQ, graph_bucket, layout, net_shape, pack_weights, plan_buffers
 from lc0py.model import cast_network, forward
 from lc0py.model.activations import activation
 from lc0py.weights.presets import random_network
@@ -44,7 +44,7 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
             c = (x @ w[p + "sg.compress"].T).reshape(bsz, -1)
             s1 = _ln(activation(net.smolgen_act, c @ w[p + "sg.d1.w"].T + w[p + "sg.d1.b"]), w[p + "sg.ln1.g"], w[p + "sg.ln1.b"], 1e-3)
             s2 = _ln(activation(net.smolgen_act, s1 @ w[p + "sg.d2.w"].T + w[p + "sg.d2.b"]), w[p + "sg.ln2.g"], w[p + "sg.ln2.b"], 1e-3)
-            g = (s2.reshape(bsz * s.H, s.gs) @ w["smolgen_w"].T).reshape(bsz, s.H, SEQ, SEQ)
+            g = (s2.reshape(bsz * s.H, s.gs) @ w["smolgen_w"].T).reshape(bsz, s.H, SEQ, SEQ) / LOG2E
         qh = q.reshape(bsz, SEQ, s.H, s.depth).transpose(0, 2, 1, 3)
         kh = k.reshape(bsz, SEQ, s.H, s.depth).transpose(0, 2, 1, 3)
         vh = v.reshape(bsz, SEQ, s.H, s.depth).transpose(0, 2, 1, 3)
