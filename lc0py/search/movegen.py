@@ -3,7 +3,7 @@
 Why not ``lc0py.chess.policy.legal_moves_with_indices``: it builds a ``chess.Move`` per legal move
 through python-chess's generator (~2 µs a move); the search needs ``Move`` objects only for the
 few edges it ever visits. Here moves are ints ``from | to << 6 | promotion << 12`` generated
-from python-chess's attack tables, with the index looked up in the same loop (about 3× faster,
+from python-chess's attack tables, with the index looked up in the same loop (1.4-2.3× faster,
 ``scripts/bench_movegen.py``). Positions in check, and en passant, are delegated to python-chess;
 everything is cross-checked against it in ``tests/search/test_movegen.py``.
 

@@ -40,6 +40,7 @@ from lc0py.search.priors import segment_priors
 from lc0py.search.tree import NodeTree
 
 _NEG_INF = float("-inf")
+_COLLISION_SLACK_FACTOR = 2  # collisions allowed per new leaf in one gather (plus 8)
 
 
 @dataclass
@@ -452,7 +453,10 @@ class Search:
             if leaf.nif > 1:  # someone else is evaluating it: collision (§7.4)
                 batch.collisions.append(leaf)
                 collision_budget -= 1
-                if collision_budget <= 0:
+                # Each collision costs a whole descent here (lc0 assigns collided visits in bulk),
+                # and a gather that finds no new leaf achieves nothing: allow at most a few more
+                # collisions than new leaves found so far.
+                if collision_budget <= 0 or len(batch.collisions) > _COLLISION_SLACK_FACTOR * len(leaves) + 8:
                     break
                 continue
             budget -= 1
