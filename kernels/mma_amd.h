@@ -88,6 +88,8 @@ typedef float lc0_f8 __attribute__((ext_vector_type(8)));
 
 // a_from_c's transpose goes through a 16x16 f16 tile of the warp's shared memory.
 static constexpr int SCRATCH_ELEMS = 256;
+// LC0_MMA_C_PAIRS stays undefined (mma.h's default 0): a lane's accumulator elements are one
+// column of several rows on every AMD layout, never two adjacent columns of one row.
 
 LC0_DEVICE int lane_id() { return lc0_lane(); }
 LC0_DEVICE int lane16() { return lc0_lane() & 15; }  // row of A / column of B and C

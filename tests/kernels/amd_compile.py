@@ -11,6 +11,9 @@ clang's HIP device compile for ``--offload-arch``. We reproduce that with:
   hiprtc: ``.hipRTC_header`` data in ``libhiprtc-builtins.so.5``), so kernels are checked against
   ROCm's real device API. Without that package, ``hiprtc_min.h`` stands in (threadIdx,
   __syncthreads) on top of clang's ``__clang_hip_runtime_wrapper.h``.
+* ``amd_devlib_stubs.h``: inline stand-ins for the ROCm device-library functions hiprtc would
+  link (threadIdx, fmaxf, expf, ...), so the assembly has no artificial calls (and the spills
+  around them): register counts and spills read from it are close to a real hiprtc build.
 * ``kernels/prelude_hiprtc.h`` pre-included, as ``HipPlatform.compile`` does.
 
 Used by ``test_compile_amd.py``; also handy by hand:
@@ -104,6 +107,21 @@ class CompileResult:
     asm: str
     command: list[str]
 
+    def resources(self) -> dict[str, int]:
+        """Per-kernel maxima from the code-object metadata in the assembly: VGPRs, spilled VGPRs,
+        scratch bytes (AMDGPU's ``.vgpr_count``, ``.vgpr_spill_count``, private segment size)."""
+        out: dict[str, int] = {}
+        for key, name in (
+            (".vgpr_count", "vgpr"),
+            (".vgpr_spill_count", "vgpr_spill"),
+            (".agpr_count", "agpr"),
+            (".private_segment_fixed_size", "scratch"),
+        ):
+            vals = [int(v) for v in re.findall(rf"^\s+{re.escape(key)}:\s+(\d+)", self.asm, re.M)]
+            if vals:
+                out[name] = max(vals)
+        return out
+
     def matrix_instructions(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for m in MATRIX_INSTR.finditer(self.asm):
@@ -114,32 +132,19 @@ class CompileResult:
 def compile_cmd(clang: str, source: Path, arch: str, defines: Sequence[str], out: Path) -> list[str]:
     env = hiprtc_header()
     if env is not None:
-        pre = ["-include", str(env[1])]
+        pre = ["-include", str(env[1]), "-DLC0_CI_HIPRTC_HEADER"]
     else:
         pre = ["-include", "__clang_hip_runtime_wrapper.h", "-include", str(HERE / "hiprtc_min.h")]
-    return [
-        clang,
-        "-x",
-        "hip",
-        f"--offload-arch={arch}",
-        "--cuda-device-only",
-        "-nogpulib",
-        "-nogpuinc",
-        "-D__HIPCC_RTC__",
+    hiprtc_like = ["-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-nogpulib", "-nogpuinc",
+                   "-D__HIPCC_RTC__", "-O3", "-std=c++17", "-Werror=return-type"]  # fmt: skip
+    includes = [
         *pre,
         "-include",
+        str(HERE / "amd_devlib_stubs.h"),
+        "-include",
         str(KERNELS / "prelude_hiprtc.h"),
-        "-I",
-        str(KERNELS),
-        "-O3",
-        "-std=c++17",
-        "-Werror=return-type",
-        *defines,
-        "-S",
-        str(source),
-        "-o",
-        str(out),
     ]
+    return [clang, *hiprtc_like, *includes, "-I", str(KERNELS), *defines, "-S", str(source), "-o", str(out)]
 
 
 def compile_amd(clang: str, source: Path, arch: str, defines: Sequence[str], out: Path) -> CompileResult:

@@ -215,6 +215,7 @@ def test_kernel_compiles_for_amd(compiled: dict[str, CompileResult], jid: str) -
     _, src, arch, _ = JOB[jid]
     res = compiled[jid]
     assert res.ok, f"{jid}: {' '.join(res.command)}\n{res.log}"
+    print(jid, res.matrix_instructions(), res.resources())  # VGPRs / spills: a tuning signal
     if '#include "mma.h"' in src.read_text() and "fp16" in jid:
         counts = res.matrix_instructions()
         assert set(counts) == {MATRIX_INSTR[arch]}, f"{jid}: expected {MATRIX_INSTR[arch]}, got {counts}"
