@@ -3,8 +3,9 @@
 Why not ``lc0py.chess.policy.legal_moves_with_indices``: it builds a ``chess.Move`` per legal move
 through python-chess's generator (~2 µs a move); the search needs ``Move`` objects only for the
 few edges it ever visits. Here moves are ints ``from | to << 6 | promotion << 12`` generated
-from python-chess's attack tables, with the index looked up in the same loop (1.4-2.3× faster,
-``scripts/bench_movegen.py``). Positions in check, and en passant, are delegated to python-chess;
+from python-chess's attack tables, with the index looked up in the same loop (about 2× faster,
+``scripts/bench_movegen.py``). Positions in check, en passant and Chess960 castling are delegated to
+python-chess;
 everything is cross-checked against it in ``tests/search/test_movegen.py``.
 
 Castling is stored as python-chess writes it (``e1g1`` on standard boards), so ``to_move``
@@ -14,7 +15,6 @@ gives a move ``Board.push`` accepts; the policy index uses king-takes-rook as lc
 from __future__ import annotations
 
 import chess
-import numpy as np
 from chess import (
     BB_DIAG_ATTACKS,
     BB_DIAG_MASKS,
@@ -62,8 +62,8 @@ def _index_of(board: chess.Board, move: chess.Move, table: list[int], ours: int,
     return table[frm * 64 + to]
 
 
-def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[int], np.ndarray]:
-    """All legal moves of ``board`` (packed ints) and their policy indices (int32) under ``transform``."""
+def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[int], list[int]]:
+    """All legal moves of ``board`` (packed ints) and their policy indices under ``transform``."""
     turn = board.turn
     ours = board.occupied_co[turn]
     theirs = board.occupied_co[not turn]
@@ -79,7 +79,8 @@ def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[in
         for m in board.generate_legal_moves():
             add_move(pack(m))
             add_idx(_index_of(board, m, table, ours, king))
-        return moves, _checked(moves, idx, transform)
+        _check_indices(moves, idx, transform)
+        return moves, idx
 
     blockers = board._slider_blockers(king)
     not_ours = ~ours & _BB_ALL
@@ -178,16 +179,31 @@ def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[in
         if not board.attackers_mask(them, to):
             add_move(king | to << 6)
             add_idx(table[base + to])
-    if board.castling_rights & ours:
-        for m in board.generate_castling_moves():
-            add_move(pack(m))
-            add_idx(_index_of(board, m, table, ours, king))
-    return moves, _checked(moves, idx, transform)
+    rights = board.castling_rights & ours
+    if rights:
+        if board.chess960:
+            for m in board.generate_castling_moves():
+                add_move(pack(m))
+                add_idx(_index_of(board, m, table, ours, king))
+        else:
+            # Standard castling (the king is not in check here): the squares between king and
+            # rook empty, the king's path not attacked. Stored as e1g1/e1c1, indexed king-takes-rook.
+            back = king & 56
+            rooks = board.rooks & rights
+            if king == back + 4:
+                if (rooks >> (back + 7)) & 1 and not (occ >> (back + 5)) & 3:
+                    if not board.attackers_mask(them, back + 5) and not board.attackers_mask(them, back + 6):
+                        add_move(king | (back + 6) << 6)
+                        add_idx(table[base + back + 7])
+                if (rooks >> back) & 1 and not (occ >> (back + 1)) & 7:
+                    if not board.attackers_mask(them, back + 3) and not board.attackers_mask(them, back + 2):
+                        add_move(king | (back + 2) << 6)
+                        add_idx(table[base + back])
+    _check_indices(moves, idx, transform)
+    return moves, idx
 
 
-def _checked(moves: list[int], idx: list[int], transform: int) -> np.ndarray:
-    out = np.array(idx, dtype=np.int32)
-    if moves and out.min() < 0:
-        bad = to_move(moves[int(out.argmin())])
+def _check_indices(moves: list[int], idx: list[int], transform: int) -> None:
+    if idx and min(idx) < 0:
+        bad = to_move(moves[idx.index(min(idx))])
         raise ValueError(f"move {bad.uci()} has no lc0 policy index under transform {transform}")
-    return out

@@ -94,7 +94,7 @@ class SearchCallbacks:
 @dataclass
 class _Leaf:
     node: Node
-    idx: np.ndarray
+    idx: list[int]
     moves: list[int]
     key: object
     depth: int
@@ -798,7 +798,10 @@ class Search:
         leaves = batch.leaves
         counts = np.fromiter((len(x.moves) for x in leaves), dtype=np.int64, count=len(leaves))
         rows = np.repeat(np.arange(len(leaves)), counts)
-        flat_idx = np.concatenate([x.idx for x in leaves])
+        flat: list[int] = []
+        for x in leaves:
+            flat.extend(x.idx)
+        flat_idx = np.array(flat, dtype=np.intp)
         logits = out.policy[rows, flat_idx]
         p, order = segment_priors(logits, counts, self.params.policy_softmax_temp, self.params.fast_math)
         p_sorted = p[order].tolist()
