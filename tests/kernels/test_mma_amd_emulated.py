@@ -79,7 +79,7 @@ def emulator_binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     out = tmp_path_factory.mktemp("amd_emu")
     procs = {}
     jobs = [(cid, d, "mma_amd_emu_test.cpp", "-O0") for cid, d in CONFIGS]
-    jobs += [(cid, d, "flash_emu_main.cpp", "-O1") for cid, d in FLASH_CONFIGS]
+    jobs += [(cid, d, "flash_emu_main.cpp", "-O0") for cid, d in FLASH_CONFIGS]
     for cid, defines, main, opt in jobs:
         exe = out / cid
         cmd = [
