@@ -40,11 +40,13 @@ int main(int argc, char** argv) {
     auto bv = read_f16(dir + "/bv.bin", (size_t)D);
     std::vector<f16> o((size_t)B * S * D, f16{0x7e00});  // NaN-poisoned: unwritten outputs show
 
-    const int smem_bytes = fa::Q_BYTES + fa::STAGES * fa::STAGE_BYTES + fa::SCRATCH_BYTES;
+    const int smem_bytes = fa::Q_BUFS * fa::Q_BYTES + fa::STAGES * fa::STAGE_BYTES + fa::SCRATCH_BYTES;
     if (smem_bytes > (int)sizeof(smem)) return 3;
-    std::printf("branch %s, wave %d, depth %d, warps %d, threads %d, shared %d B\n", LC0_MMA_BRANCH, WARP_SIZE,
-                fa::DEPTH, fa::WARPS, fa::THREADS, smem_bytes);
-    const emu_dim3 grid{(unsigned)((S + fa::ROWS - 1) / fa::ROWS), (unsigned)H, (unsigned)B};
+    std::printf("branch %s, wave %d, depth %d, warps %d, threads %d, heads/block %d, shared %d B\n", LC0_MMA_BRANCH,
+                WARP_SIZE, fa::DEPTH, fa::WARPS, fa::THREADS, fa::HEADS, smem_bytes);
+    // The kernel header's grid: x = query-row blocks, y = groups of LC0_FA_HEADS heads, z = batch.
+    const emu_dim3 grid{(unsigned)((S + fa::ROWS - 1) / fa::ROWS), (unsigned)((H + fa::HEADS - 1) / fa::HEADS),
+                        (unsigned)B};
     emu::run_grid(grid, fa::THREADS, [&] {
         flash_attention_f16(qkv.data(), qkv.data() + D, qkv.data() + 2 * D, 3 * D, g.data(), bq.data(), bv.data(),
                             o.data(), D, S, H, scale);
