@@ -77,7 +77,7 @@ def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # 
             gpu._body(n, gpu.uses_flash)
             mark("end")
             p.synchronize(gpu.stream)
-            for (label, e0), (_, e1) in zip(events, events[1:]):
+            for (label, e0), (_, e1) in zip(events, events[1:], strict=False):
                 totals.setdefault(label, []).append(e0.elapsed_ms(e1))
             for _, ev in events:
                 p.destroy_event(ev)
@@ -106,8 +106,10 @@ def torch_trace(gpu, n: int, reps: int = 5, order: int = 0) -> None:  # type: ig
         wall = (time.perf_counter() - t) / reps
     events = [e for e in prof.key_averages()]
     total = sum(e.device_time_total for e in events) / reps / 1e3
-    print(f"\ntorch.profiler batch {n}: wall {wall * 1e3:.3f} ms per batch, kernels+copies {total:.3f} ms "
-          f"(idle/overhead {wall * 1e3 - total:.3f} ms)")
+    print(
+        f"\ntorch.profiler batch {n}: wall {wall * 1e3:.3f} ms per batch, kernels+copies {total:.3f} ms "
+        f"(idle/overhead {wall * 1e3 - total:.3f} ms)"
+    )
     for e in sorted(events, key=lambda e: -e.device_time_total)[:25]:
         print(f"  {e.device_time_total / reps / 1e3:8.3f} ms  x{e.count // reps:<4d} {e.key[:110]}")
     if order:
@@ -153,8 +155,14 @@ def main() -> int:
     ap.add_argument("--fp32", action="store_true")
     ap.add_argument("--json", default=None)
     ap.add_argument("--profile", default="", help="batch sizes to profile per operation, e.g. 64,256")
-    ap.add_argument("--torch-profile", default="", help="batch sizes to trace with torch.profiler (CUPTI sees our kernels)")
-    ap.add_argument("--variants", default="", help="flash param variants to time, e.g. 'min_blocks=2;warps=2'")
+    ap.add_argument(
+        "--torch-profile",
+        default="",
+        help="batch sizes to trace with torch.profiler (CUPTI sees our kernels)",
+    )
+    ap.add_argument(
+        "--variants", default="", help="flash param variants to time, e.g. 'min_blocks=2;warps=2'"
+    )
     args = ap.parse_args()
 
     from lc0py.backends.gpu.cuda_platform import CudaPlatform
@@ -169,15 +177,21 @@ def main() -> int:
         from lc0py.weights.presets import random_network
 
         net = random_network(args.preset, 1, **({"layers": args.layers} if args.layers else {}))
-    print(f"net ready in {time.time() - t0:.1f}s: {net.num_layers} layers, {net.heads} heads, "
-          f"{net.flops_per_position() / 1e9:.3f} GFLOP/position", flush=True)
+    print(
+        f"net ready in {time.time() - t0:.1f}s: {net.num_layers} layers, {net.heads} heads, "
+        f"{net.flops_per_position() / 1e9:.3f} GFLOP/position",
+        flush=True,
+    )
     platform = CudaPlatform(0)
     sizes = [int(s) for s in args.sizes.split(",")]
     compare = [int(s) for s in args.compare.split(",")]
     gpu = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(sizes + compare))
     info = platform.info
-    print(f"device {info.name} {info.arch} SMs {info.sm_count}; attention {gpu.flash_choice.kernel.value} "
-          f"({gpu.flash_choice.reason})", flush=True)
+    print(
+        f"device {info.name} {info.arch} SMs {info.sm_count}; attention {gpu.flash_choice.kernel.value} "
+        f"({gpu.flash_choice.reason})",
+        flush=True,
+    )
     ceiling = gemm_ceiling(platform)
     fpp = net.flops_per_position()
     print(f"fp16 GEMM ceiling (8192^3 cuBLAS): {ceiling:.0f} TFLOP/s", flush=True)
@@ -187,8 +201,14 @@ def main() -> int:
         t = time_e2e(gpu, batch, args.iters, flash=True)
         med = float(np.median(t))
         nps = n / med
-        row = {"batch": n, "median_ms": med * 1e3, "nps": nps, "mean_nps": n * len(t) / sum(t),
-               "tflops": fpp * nps / 1e12, "frac_ceiling": fpp * nps / 1e12 / ceiling}
+        row = {
+            "batch": n,
+            "median_ms": med * 1e3,
+            "nps": nps,
+            "mean_nps": n * len(t) / sum(t),
+            "tflops": fpp * nps / 1e12,
+            "frac_ceiling": fpp * nps / 1e12 / ceiling,
+        }
         if n in compare:
             tf = time_e2e(gpu, batch, args.iters, flash=False)
             row["nps_fallback"] = n / float(np.median(tf))
@@ -200,7 +220,10 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
     print()
-    print(f"| batch | nps (median) | ms/batch | TFLOP/s | of ceiling | nps fallback | flash/fallback | attn flash ms | attn fallback ms | attn ratio |")
+    print(
+        "| batch | nps (median) | ms/batch | TFLOP/s | of ceiling | nps fallback | flash/fallback "
+        "| attn flash ms | attn fallback ms | attn ratio |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         fb = f"{r['nps_fallback']:.0f}" if "nps_fallback" in r else ""
@@ -208,12 +231,17 @@ def main() -> int:
         af = f"{r['attn_flash_ms']:.3f}" if "attn_flash_ms" in r else ""
         ab = f"{r['attn_fallback_ms']:.3f}" if "attn_fallback_ms" in r else ""
         ar = f"{r['attn_speedup']:.2f}x" if "attn_speedup" in r else ""
-        print(f"| {r['batch']} | {r['nps']:.0f} | {r['median_ms']:.3f} | {r['tflops']:.1f} | {100 * r['frac_ceiling']:.1f}% "
-              f"| {fb} | {sp} | {af} | {ab} | {ar} |")
+        print(
+            f"| {r['batch']} | {r['nps']:.0f} | {r['median_ms']:.3f} | {r['tflops']:.1f} "
+            f"| {100 * r['frac_ceiling']:.1f}% "
+            f"| {fb} | {sp} | {af} | {ab} | {ar} |"
+        )
     for n in [int(x) for x in args.profile.split(",") if x]:
         ops = profile_ops(gpu, n)
         total = sum(t for _, t, _ in ops)
-        print(f"\nper-op device time, batch {n}: total {total:.3f} ms ({n / total * 1e3:.0f} nps without gaps)")
+        print(
+            f"\nper-op device time, batch {n}: total {total:.3f} ms ({n / total * 1e3:.0f} nps without gaps)"
+        )
         for label, t, cnt in ops:
             print(f"  {label:<28} {t:8.3f} ms  {100 * t / total:5.1f}%  x{cnt}")
     for n in [int(x) for x in args.torch_profile.split(",") if x]:
@@ -225,13 +253,26 @@ def main() -> int:
         for n in compare:
             b = planes_batch(n)
             g2.submit(b).result()
-            res.append(f"b{n}: attn {g2.time_attention(n, True):.4f} ms, e2e {n / float(np.median(time_e2e(g2, b, args.iters, True))):.0f} nps")
+            res.append(
+                f"b{n}: attn {g2.time_attention(n, True):.4f} ms, "
+                f"e2e {n / float(np.median(time_e2e(g2, b, args.iters, True))):.0f} nps"
+            )
         print(f"variant {var} ({g2.flash_choice.kernel.value}): " + "; ".join(res), flush=True)
         g2.close()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": info.name, "arch": info.arch, "ceiling_tflops": ceiling, "flops_per_position": fpp,
-                       "attention": gpu.flash_choice.kernel.value, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "device": info.name,
+                    "arch": info.arch,
+                    "ceiling_tflops": ceiling,
+                    "flops_per_position": fpp,
+                    "attention": gpu.flash_choice.kernel.value,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
     gpu.close()
     platform.close()
     return 0

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 TARGETS = {64: 30000, 256: 40000, 1024: 45000}
-PEERS_H100 = {"lc0 cuda-fp16": {64: 18800, 256: 26300, 1024: 30500},
-              "PyTorch compile+graph+SDPA": {64: 27600, 256: 33200, 1024: 36100}}
+PEERS_H100 = {
+    "lc0 cuda-fp16": {64: 18800, 256: 26300, 1024: 30500},
+    "PyTorch compile+graph+SDPA": {64: 27600, 256: 33200, 1024: 36100},
+}
 
 
 def jsonl(path: Path) -> list[dict]:
@@ -24,15 +26,27 @@ def main() -> int:
     fb = {r["size"]: r for r in jsonl(out / "backendbench_fallback.jsonl")}
     peer = {r["batch"]: r for r in jsonl(out / "peer_torch.jsonl") if "batch" in r}
     peer_chk = [r for r in jsonl(out / "peer_torch.jsonl") if "check_policy_rel_err" in r]
-    gb = json.loads((out / "gpu_bench.json").read_text()) if (out / "gpu_bench.json").is_file() else {"rows": []}
+    gb = (
+        json.loads((out / "gpu_bench.json").read_text())
+        if (out / "gpu_bench.json").is_file()
+        else {"rows": []}
+    )
     rows = {r["batch"]: r for r in gb["rows"]}
     ceiling = gb.get("ceiling_tflops")
     fpp = gb.get("flops_per_position")
-    print(f"Device: {gb.get('device', '?')} ({gb.get('arch', '?')}); fp16 GEMM ceiling (cuBLAS 8192^3, same binding): "
-          f"{ceiling:.0f} TFLOP/s; T82 = {fpp / 1e9:.2f} GFLOP/position" if ceiling and fpp else "gpu_bench missing")
+    print(
+        f"Device: {gb.get('device', '?')} ({gb.get('arch', '?')}); "
+        "fp16 GEMM ceiling (cuBLAS 8192^3, same binding): "
+        f"{ceiling:.0f} TFLOP/s; T82 = {fpp / 1e9:.2f} GFLOP/position"
+        if ceiling and fpp
+        else "gpu_bench missing"
+    )
     print()
-    print("| batch | backendbench nps (mean) | backendbench median | gpu_bench nps (median) | TFLOP/s | of ceiling "
-          "| fallback nps | flash/fallback | PyTorch peer nps | target |")
+    print(
+        "| batch | backendbench nps (mean) | backendbench median | gpu_bench nps (median) "
+        "| TFLOP/s | of ceiling "
+        "| fallback nps | flash/fallback | PyTorch peer nps | target |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for size in sorted(set(bb) | set(rows)):
         b, r = bb.get(size, {}), rows.get(size, {})
@@ -55,20 +69,32 @@ def main() -> int:
     print()
     att = [r for r in gb["rows"] if "attn_flash_ms" in r]
     if att:
-        print("Attention of one layer alone (device events, median of 50): flash kernel vs fallback "
-              "(bias kernel + 2x per-head strided-batched GEMMs + softmax_bias kernel).")
+        print(
+            "Attention of one layer alone (device events, median of 50): flash kernel vs fallback "
+            "(bias kernel + 2x per-head strided-batched GEMMs + softmax_bias kernel)."
+        )
         print()
         print("| batch | flash ms | fallback ms | ratio | e2e flash/fallback (gpu_bench) |")
         print("|---:|---:|---:|---:|---:|")
         for r in att:
-            print(f"| {r['batch']} | {r['attn_flash_ms']:.4f} | {r['attn_fallback_ms']:.4f} | {r['attn_speedup']:.1f}x "
-                  f"| {r['flash_speedup']:.2f}x |")
+            print(
+                f"| {r['batch']} | {r['attn_flash_ms']:.4f} | {r['attn_fallback_ms']:.4f} "
+                f"| {r['attn_speedup']:.1f}x "
+                f"| {r['flash_speedup']:.2f}x |"
+            )
         print()
     if peer_chk:
-        print(f"PyTorch peer ({peer_chk[0].get('torch')}) policy vs lc0py float64 reference: relative error "
-              f"{peer_chk[0]['check_policy_rel_err']:.2e}.")
-    print("Peers measured earlier on an H100 (from the issue): " + "; ".join(
-        f"{k}: " + "/".join(f"{v[s] / 1000:.1f}k" for s in (64, 256, 1024)) for k, v in PEERS_H100.items()) + " at 64/256/1024.")
+        print(
+            f"PyTorch peer ({peer_chk[0].get('torch')}) policy vs lc0py float64 reference: relative error "
+            f"{peer_chk[0]['check_policy_rel_err']:.2e}."
+        )
+    print(
+        "Peers measured earlier on an H100 (from the issue): "
+        + "; ".join(
+            f"{k}: " + "/".join(f"{v[s] / 1000:.1f}k" for s in (64, 256, 1024)) for k, v in PEERS_H100.items()
+        )
+        + " at 64/256/1024."
+    )
     return 0
 
 

@@ -51,7 +51,11 @@ class TorchNet(torch.nn.Module):
         self.net = net
         self.H = net.heads
         self.alpha = float(net.alpha)
-        self.act, self.ffn_act, self.sg_act = act_fn(net.default_act), act_fn(net.ffn_act), act_fn(net.smolgen_act)
+        self.act, self.ffn_act, self.sg_act = (
+            act_fn(net.default_act),
+            act_fn(net.ffn_act),
+            act_fn(net.smolgen_act),
+        )
         e = net.embedding
         self.pe = t(pos_encoding_table())
         self.emb_w, self.emb_b = t(e.dense.w), t(e.dense.b)
@@ -61,15 +65,36 @@ class TorchNet(torch.nn.Module):
         for L in net.encoders:
             d = {
                 "qkv_w": t(np.concatenate([L.q.w, L.k.w, L.v.w])),
-                "qkv_b": t(np.concatenate([L.q.b, L.k.b if L.k.b is not None else 0 * L.q.b, L.v.b if L.v.b is not None else 0 * L.q.b])),
-                "o_w": t(L.out.w), "o_b": t(L.out.b), "ln1": (t(L.ln1.gamma), t(L.ln1.beta), L.ln1.eps),
-                "f1_w": t(L.ffn1.w), "f1_b": t(L.ffn1.b), "f2_w": t(L.ffn2.w), "f2_b": t(L.ffn2.b),
-                "ln2": (t(L.ln2.gamma), t(L.ln2.beta), L.ln2.eps), "sg": None,
+                "qkv_b": t(
+                    np.concatenate(
+                        [
+                            L.q.b,
+                            L.k.b if L.k.b is not None else 0 * L.q.b,
+                            L.v.b if L.v.b is not None else 0 * L.q.b,
+                        ]
+                    )
+                ),
+                "o_w": t(L.out.w),
+                "o_b": t(L.out.b),
+                "ln1": (t(L.ln1.gamma), t(L.ln1.beta), L.ln1.eps),
+                "f1_w": t(L.ffn1.w),
+                "f1_b": t(L.ffn1.b),
+                "f2_w": t(L.ffn2.w),
+                "f2_b": t(L.ffn2.b),
+                "ln2": (t(L.ln2.gamma), t(L.ln2.beta), L.ln2.eps),
+                "sg": None,
             }
             if L.smolgen is not None:
                 s = L.smolgen
-                d["sg"] = (t(s.compress), t(s.dense1.w), t(s.dense1.b), (t(s.ln1.gamma), t(s.ln1.beta), s.ln1.eps),
-                           t(s.dense2.w), t(s.dense2.b), (t(s.ln2.gamma), t(s.ln2.beta), s.ln2.eps))
+                d["sg"] = (
+                    t(s.compress),
+                    t(s.dense1.w),
+                    t(s.dense1.b),
+                    (t(s.ln1.gamma), t(s.ln1.beta), s.ln1.eps),
+                    t(s.dense2.w),
+                    t(s.dense2.b),
+                    (t(s.ln2.gamma), t(s.ln2.beta), s.ln2.eps),
+                )
             self.layers.append(d)
         self.sg_w = t(net.smolgen_w)
         p = net.policy
@@ -80,7 +105,11 @@ class TorchNet(torch.nn.Module):
         v = net.value
         self.v = [(t(v.embedding.w), t(v.embedding.b)), (t(v.fc1.w), t(v.fc1.b)), (t(v.fc2.w), t(v.fc2.b))]
         m = net.moves_left
-        self.m = [(t(m.embedding.w), t(m.embedding.b)), (t(m.fc1.w), t(m.fc1.b)), (t(m.fc2.w), t(m.fc2.b))] if m else None
+        self.m = (
+            [(t(m.embedding.w), t(m.embedding.b)), (t(m.fc1.w), t(m.fc1.b)), (t(m.fc2.w), t(m.fc2.b))]
+            if m
+            else None
+        )
         self.shifts = torch.arange(64, device=dev, dtype=torch.int64)
         self.dtype = dtype
 
@@ -162,7 +191,9 @@ def main() -> int:
 
     chk = batch_of(4)
     with torch.no_grad():
-        pol, _, _ = model.forward(torch.as_tensor(chk.masks.view(np.int64)).cuda(), torch.as_tensor(chk.values).cuda())
+        pol, _, _ = model.forward(
+            torch.as_tensor(chk.masks.view(np.int64)).cuda(), torch.as_tensor(chk.values).cuda()
+        )
     ref = forward(cast_network(net, np.float64), chk.dense(np.float64), np.float64)
     err = float(np.linalg.norm(pol.cpu().numpy() - ref.policy) / np.linalg.norm(ref.policy))
     print(json.dumps({"peer": "torch", "check_policy_rel_err": err, "torch": torch.__version__}), flush=True)
@@ -190,15 +221,26 @@ def main() -> int:
             d_masks.copy_(h_masks, non_blocking=True)
             d_values.copy_(h_values, non_blocking=True)
             graph.replay()
-            for h, o in zip(host, outs):
+            for h, o in zip(host, outs, strict=True):
                 h.copy_(o, non_blocking=True)
             torch.cuda.synchronize()
             float(host[0][-1, -1])
             if i >= 3:
                 times.append(time.perf_counter() - t)
         med = float(np.median(times))
-        print(json.dumps({"peer": "torch compile+graph+sdpa", "batch": n, "nps": n / med, "median_ms": med * 1e3,
-                          "tflops": fpp * n / med / 1e12, "compile_s": compile_s}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "peer": "torch compile+graph+sdpa",
+                    "batch": n,
+                    "nps": n / med,
+                    "median_ms": med * 1e3,
+                    "tflops": fpp * n / med / 1e12,
+                    "compile_s": compile_s,
+                }
+            ),
+            flush=True,
+        )
         del graph
     return 0
 

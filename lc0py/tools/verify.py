@@ -37,14 +37,20 @@ FP16_BACKENDS = {"cuda-fp16", "rocm-fp16", "gpu"}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--weights", "-w", metavar="FILE", help="network file (.pb.gz)")
-    src.add_argument("--preset", metavar="NAME", help="generate a random net of this preset instead (t82, tiny, ...)")
+    src.add_argument(
+        "--preset", metavar="NAME", help="generate a random net of this preset instead (t82, tiny, ...)"
+    )
     parser.add_argument("--layers", type=int, default=None, metavar="N", help="with --preset: encoder layers")
     parser.add_argument("--backend", "-b", default="auto", help="backend to check (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="backend options")
     parser.add_argument("--batch", type=int, default=8, metavar="N", help="positions (default 8)")
     parser.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (default: fresh)")
-    parser.add_argument("--planes", choices=("games", "random"), default="games",
-                        help="random legal positions from playouts (default) or random planes")
+    parser.add_argument(
+        "--planes",
+        choices=("games", "random"),
+        default="games",
+        help="random legal positions from playouts (default) or random planes",
+    )
 
 
 @dataclass
@@ -56,7 +62,9 @@ class ErrorRow:
     rel: float
 
     def line(self) -> str:
-        return f"{self.path:<10} {self.what:<22} {self.max_abs:>11.3e} {self.mean_abs:>11.3e} {self.rel:>11.3e}"
+        return (
+            f"{self.path:<10} {self.what:<22} {self.max_abs:>11.3e} {self.mean_abs:>11.3e} {self.rel:>11.3e}"
+        )
 
 
 def errors(path: str, what: str, out: np.ndarray, ref: np.ndarray) -> ErrorRow:
@@ -151,11 +159,16 @@ def run(args: argparse.Namespace) -> int:
             rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
         else:
             rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
-        print(f"verify: backend {backend.name}, {args.batch} positions ({args.planes}), seed {seed}, "
-              f"limit {limit:g} relative")
+        print(
+            f"verify: backend {backend.name}, {args.batch} positions ({args.planes}), seed {seed}, "
+            f"limit {limit:g} relative"
+        )
         if gpu is not None:
             ch = gpu.flash_choice
-            print(f"device: {gpu.p.info.name} ({gpu.p.info.arch}); attention kernel: {ch.kernel.value} ({ch.reason})")
+            print(
+                f"device: {gpu.p.info.name} ({gpu.p.info.arch}); "
+                f"attention kernel: {ch.kernel.value} ({ch.reason})"
+            )
         print(f"{'path':<10} {'output':<22} {'max abs':>11} {'mean abs':>11} {'rel':>11}")
         for r in rows:
             print(r.line())

@@ -20,7 +20,9 @@ ARCHS = ("sm_80", "sm_90")
 
 def _compile(source: str, defines: dict[str, int], arch: str) -> bytes:
     kd = kernel_dir()
-    return nvrtc_compile((kd / source).read_text(), source, define_options(defines), read_headers(kd), f"-arch={arch}")
+    return nvrtc_compile(
+        (kd / source).read_text(), source, define_options(defines), read_headers(kd), f"-arch={arch}"
+    )
 
 
 def _flash_cases() -> list[tuple[str, dict[str, int]]]:
@@ -32,8 +34,12 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     odd = FlashParams(warps=2, kv_tile=32, stages=2, q_regs=0, min_blocks=2)
     cases.append(("f16-d64-w2-kv32-s2-noqregs", odd.defines(64, fp16=True, bias_f32=False)))
     cases.append(("f16-d48-biasf32", FlashParams().defines(48, fp16=True, bias_f32=True)))
-    cases.append(("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False)))
-    cases.append(("f16-d32-scalar-mma", {**FlashParams().defines(32, fp16=True, bias_f32=False), "LC0_MMA_SCALAR": 1}))
+    cases.append(
+        ("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False))
+    )
+    cases.append(
+        ("f16-d32-scalar-mma", {**FlashParams().defines(32, fp16=True, bias_f32=False), "LC0_MMA_SCALAR": 1})
+    )
     return cases
 
 
@@ -59,7 +65,9 @@ OTHER = [
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize(("source", "defines"), OTHER, ids=[f"{s}-{'-'.join(f'{k}{v}' for k, v in d.items())}" for s, d in OTHER])
+@pytest.mark.parametrize(
+    ("source", "defines"), OTHER, ids=[f"{s}-{'-'.join(f'{k}{v}' for k, v in d.items())}" for s, d in OTHER]
+)
 def test_other_kernels_compile(arch: str, source: str, defines: dict[str, int]) -> None:
     if arch == "sm_80" and source == "layernorm.hip" and defines["LC0_LN_N"] != 768:
         pytest.skip("layernorm variants: sm_90 only (CI time)")

@@ -36,7 +36,9 @@ class GpuBackend(BackendBase):
 
     is_cpu = False
 
-    def __init__(self, network: Network, options: BackendOptions, *, fp16: bool, vendor: str, name: str) -> None:
+    def __init__(
+        self, network: Network, options: BackendOptions, *, fp16: bool, vendor: str, name: str
+    ) -> None:
         from lc0py.backends.gpu.network import GpuNetwork
         from lc0py.backends.gpu.platform import create_platform
 
@@ -48,7 +50,9 @@ class GpuBackend(BackendBase):
         self._verify = options.take("verify", False)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
-            value = options.take(f"attn_{field}", None, lambda k, v: int(v) if v.lstrip("-").isdigit() else _bad(k, v))
+            value = options.take(
+                f"attn_{field}", None, lambda k, v: int(v) if v.lstrip("-").isdigit() else _bad(k, v)
+            )
             if value is not None:
                 overrides[field] = value
         options.finish(KNOWN_OPTIONS)
@@ -57,8 +61,15 @@ class GpuBackend(BackendBase):
         self.network = network
         self.platform = create_platform(vendor, device)
         try:
-            self.gpu = GpuNetwork(self.platform, network, fp16=fp16, flash=flash, graphs=graphs,
-                                  max_batch=max_batch, flash_overrides=overrides)
+            self.gpu = GpuNetwork(
+                self.platform,
+                network,
+                fp16=fp16,
+                flash=flash,
+                graphs=graphs,
+                max_batch=max_batch,
+                flash_overrides=overrides,
+            )
         except BaseException:
             self.platform.close()
             raise
@@ -69,8 +80,14 @@ class GpuBackend(BackendBase):
             recommended_batch=256,
         )
         choice = self.gpu.flash_choice
-        log.info("%s on %s (%s): attention %s (%s)", name, self.platform.info.name, self.platform.info.arch,
-                 choice.kernel.value, choice.reason)
+        log.info(
+            "%s on %s (%s): attention %s (%s)",
+            name,
+            self.platform.info.name,
+            self.platform.info.arch,
+            choice.kernel.value,
+            choice.reason,
+        )
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         pending = self.gpu.submit(batch)
@@ -95,8 +112,14 @@ class GpuBackend(BackendBase):
             errs["moves_left"] = rel(out.moves_left, ref.moves_left)
         limit = 1e-2 if self.gpu.fp16 else 1e-4
         verdict = "PASS" if all(e <= limit for e in errs.values()) else "FAIL"
-        log.warning("verify=on (%s, first batch of %d vs numpy float64): %s -> %s (limit %g)", self.name, len(batch),
-                    ", ".join(f"{k} {v:.3g}" for k, v in errs.items()), verdict, limit)
+        log.warning(
+            "verify=on (%s, first batch of %d vs numpy float64): %s -> %s (limit %g)",
+            self.name,
+            len(batch),
+            ", ".join(f"{k} {v:.3g}" for k, v in errs.items()),
+            verdict,
+            limit,
+        )
 
     def close(self) -> None:
         gpu = getattr(self, "gpu", None)

@@ -51,7 +51,8 @@ def kernel_dir() -> Path:
         if (c / "flash_attention.hip").is_file():
             return c
     raise KernelCompileError(
-        "GPU kernel sources not found (looked in " + ", ".join(str(c) for c in candidates)
+        "GPU kernel sources not found (looked in "
+        + ", ".join(str(c) for c in candidates)
         + f"; set {ENV_DIR})"
     )
 
@@ -125,7 +126,9 @@ class KernelCache:
         self.compiled = 0  # compiles this process did (tests, "fail if anything compiles")
         self.disk_hits = 0
 
-    def binary(self, source_name: str, defines: Mapping[str, int | float | str], options: tuple[str, ...] = ()) -> tuple[str, bytes]:
+    def binary(
+        self, source_name: str, defines: Mapping[str, int | float | str], options: tuple[str, ...] = ()
+    ) -> tuple[str, bytes]:
         """``(key, binary)`` for ``kernels/<source_name>`` with ``defines``: disk cache or compile."""
         source = (self.kernels / source_name).read_text()
         opts = define_options(defines) + list(options)
@@ -147,7 +150,9 @@ class KernelCache:
                 pass  # a read-only cache folder only costs compile time
         return key, data
 
-    def module(self, source_name: str, defines: Mapping[str, int | float | str], options: tuple[str, ...] = ()) -> int:
+    def module(
+        self, source_name: str, defines: Mapping[str, int | float | str], options: tuple[str, ...] = ()
+    ) -> int:
         """Loaded module handle (memoised per key in this process)."""
         key, data = self.binary(source_name, defines, options)
         if key not in self._modules:

@@ -116,9 +116,19 @@ def nvrtc_compile(
     nvrtc = _nvrtc()
     names = [k.encode() for k in headers]
     texts = [v.encode() for v in headers.values()]
-    prog = _check_nvrtc(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), len(names), texts, names), "nvrtcCreateProgram")
+    prog = _check_nvrtc(
+        nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), len(names), texts, names),
+        "nvrtcCreateProgram",
+    )
     try:
-        opts = [arch_option, "-std=c++17", "-include", "prelude_nvrtc.h", "--device-as-default-execution-space", *options]
+        opts = [
+            arch_option,
+            "-std=c++17",
+            "-include",
+            "prelude_nvrtc.h",
+            "--device-as-default-execution-space",
+            *options,
+        ]
         bopts = [o.encode() for o in opts]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
@@ -126,7 +136,9 @@ def nvrtc_compile(
         nvrtc.nvrtcGetProgramLog(prog, buf)
         log_text = buf.decode(errors="replace").rstrip("\x00 \n")
         if int(status) != 0:
-            raise KernelCompileError(f"NVRTC failed to compile {name} ({' '.join(opts)}):\n{log_text}", log_text)
+            raise KernelCompileError(
+                f"NVRTC failed to compile {name} ({' '.join(opts)}):\n{log_text}", log_text
+            )
         if binary_kind == "cubin":
             size = _check_nvrtc(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
             out = b" " * size
@@ -154,8 +166,17 @@ _CUBLAS_OP_N, _CUBLAS_OP_T = 0, 1
 _CUDA_R_32F, _CUDA_R_16F = 0, 2
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_GEMM_DEFAULT = -1
-_CUBLAS_STATUS = {0: "SUCCESS", 1: "NOT_INITIALIZED", 3: "ALLOC_FAILED", 7: "INVALID_VALUE", 8: "ARCH_MISMATCH",
-                  11: "MAPPING_ERROR", 13: "EXECUTION_FAILED", 14: "INTERNAL_ERROR", 15: "NOT_SUPPORTED"}
+_CUBLAS_STATUS = {
+    0: "SUCCESS",
+    1: "NOT_INITIALIZED",
+    3: "ALLOC_FAILED",
+    7: "INVALID_VALUE",
+    8: "ARCH_MISMATCH",
+    11: "MAPPING_ERROR",
+    13: "EXECUTION_FAILED",
+    14: "INTERNAL_ERROR",
+    15: "NOT_SUPPORTED",
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -190,9 +211,38 @@ class _Cublas:
         lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
         lib.cublasGemmEx.argtypes = [vp, i, i, i, i, i, f, vp, i, i, vp, i, i, f, vp, i, i, i, i]
         lib.cublasGemmStridedBatchedEx.argtypes = [
-            vp, i, i, i, i, i, f, vp, i, i, i64, vp, i, i, i64, f, vp, i, i, i64, i, i, i]
-        for fn in ("cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2", "cublasSetWorkspace_v2",
-                   "cublasGemmEx", "cublasGemmStridedBatchedEx"):
+            vp,
+            i,
+            i,
+            i,
+            i,
+            i,
+            f,
+            vp,
+            i,
+            i,
+            i64,
+            vp,
+            i,
+            i,
+            i64,
+            f,
+            vp,
+            i,
+            i,
+            i64,
+            i,
+            i,
+            i,
+        ]
+        for fn in (
+            "cublasCreate_v2",
+            "cublasDestroy_v2",
+            "cublasSetStream_v2",
+            "cublasSetWorkspace_v2",
+            "cublasGemmEx",
+            "cublasGemmStridedBatchedEx",
+        ):
             getattr(lib, fn).restype = ctypes.c_int
         self.lib = lib
 
@@ -288,11 +338,17 @@ class CudaPlatform(Platform):
 
     def copy_h2d(self, dst: int, src: np.ndarray | HostBuffer, nbytes: int, stream: int) -> None:
         if nbytes:
-            _check(self._drv.cuMemcpyHtoDAsync(dst, self._host_ptr(src), nbytes, self._stream(stream)), "cuMemcpyHtoDAsync")
+            _check(
+                self._drv.cuMemcpyHtoDAsync(dst, self._host_ptr(src), nbytes, self._stream(stream)),
+                "cuMemcpyHtoDAsync",
+            )
 
     def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
-            _check(self._drv.cuMemcpyDtoHAsync(self._host_ptr(dst), src, nbytes, self._stream(stream)), "cuMemcpyDtoHAsync")
+            _check(
+                self._drv.cuMemcpyDtoHAsync(self._host_ptr(dst), src, nbytes, self._stream(stream)),
+                "cuMemcpyDtoHAsync",
+            )
 
     def copy_d2d(self, dst: int, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
@@ -300,7 +356,9 @@ class CudaPlatform(Platform):
 
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int) -> None:
         if nbytes:
-            _check(self._drv.cuMemsetD8Async(ptr, byte & 0xFF, nbytes, self._stream(stream)), "cuMemsetD8Async")
+            _check(
+                self._drv.cuMemsetD8Async(ptr, byte & 0xFF, nbytes, self._stream(stream)), "cuMemsetD8Async"
+            )
 
     # ---- streams / events ------------------------------------------------------------------
     def create_stream(self) -> int:
@@ -345,7 +403,9 @@ class CudaPlatform(Platform):
         return True
 
     def event_elapsed_ms(self, start: int, end: int) -> float:
-        return float(_check(self._drv.cuEventElapsedTime(self._objs[start], self._objs[end]), "cuEventElapsedTime"))
+        return float(
+            _check(self._drv.cuEventElapsedTime(self._objs[start], self._objs[end]), "cuEventElapsedTime")
+        )
 
     # ---- compile / launch ------------------------------------------------------------------
     def compiler_version(self) -> str:
@@ -359,18 +419,32 @@ class CudaPlatform(Platform):
         return self._keep(_check(self._drv.cuModuleLoadData(binary), "cuModuleLoadData"))
 
     def get_function(self, module: int, name: str) -> int:
-        return self._keep(_check(self._drv.cuModuleGetFunction(self._objs[module], name.encode()), f"cuModuleGetFunction({name})"))
+        return self._keep(
+            _check(
+                self._drv.cuModuleGetFunction(self._objs[module], name.encode()),
+                f"cuModuleGetFunction({name})",
+            )
+        )
 
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         if nbytes > self.info.shared_mem_per_block:
             attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _check(self._drv.cuFuncSetAttribute(self._objs[function], attr, nbytes), "cuFuncSetAttribute")
 
-    def launch(self, function: int, grid: Dim3, block: Dim3, shared_mem: int, stream: int, args: Sequence[KernelArg]) -> None:
+    def launch(
+        self, function: int, grid: Dim3, block: Dim3, shared_mem: int, stream: int, args: Sequence[KernelArg]
+    ) -> None:
         ptrs = (ctypes.c_void_p * max(len(args), 1))(*[ctypes.addressof(a) for a in args])
         _check(
-            self._drv.cuLaunchKernel(self._objs[function], *grid, *block, shared_mem, self._stream(stream),
-                                     ctypes.addressof(ptrs), 0),
+            self._drv.cuLaunchKernel(
+                self._objs[function],
+                *grid,
+                *block,
+                shared_mem,
+                self._stream(stream),
+                ctypes.addressof(ptrs),
+                0,
+            ),
             "cuLaunchKernel",
         )
 
@@ -386,7 +460,9 @@ class CudaPlatform(Platform):
             _Cublas.check(self._cublas.lib.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
             ws = self.alloc(CUBLAS_WORKSPACE)
             self._workspaces.append(ws)
-            _Cublas.check(self._cublas.lib.cublasSetWorkspace_v2(handle, ws, CUBLAS_WORKSPACE), "cublasSetWorkspace")
+            _Cublas.check(
+                self._cublas.lib.cublasSetWorkspace_v2(handle, ws, CUBLAS_WORKSPACE), "cublasSetWorkspace"
+            )
             _Cublas.check(self._cublas.lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
             self._cublas_handles[stream] = handle
         return handle
@@ -432,13 +508,54 @@ class CudaPlatform(Platform):
         opb = _CUBLAS_OP_T if trans_b else _CUBLAS_OP_N
         opa = _CUBLAS_OP_T if trans_a else _CUBLAS_OP_N
         if batch == 1:
-            st = cb.lib.cublasGemmEx(handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, a, t, lda,
-                                     ctypes.byref(be), c, t, ldc, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT)
+            st = cb.lib.cublasGemmEx(
+                handle,
+                opb,
+                opa,
+                n,
+                m,
+                k,
+                ctypes.byref(al),
+                b,
+                t,
+                ldb,
+                a,
+                t,
+                lda,
+                ctypes.byref(be),
+                c,
+                t,
+                ldc,
+                _CUBLAS_COMPUTE_32F,
+                _CUBLAS_GEMM_DEFAULT,
+            )
             _Cublas.check(st, f"cublasGemmEx(m={m}, n={n}, k={k})")
         else:
             st = cb.lib.cublasGemmStridedBatchedEx(
-                handle, opb, opa, n, m, k, ctypes.byref(al), b, t, ldb, stride_b, a, t, lda, stride_a,
-                ctypes.byref(be), c, t, ldc, stride_c, batch, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT)
+                handle,
+                opb,
+                opa,
+                n,
+                m,
+                k,
+                ctypes.byref(al),
+                b,
+                t,
+                ldb,
+                stride_b,
+                a,
+                t,
+                lda,
+                stride_a,
+                ctypes.byref(be),
+                c,
+                t,
+                ldc,
+                stride_c,
+                batch,
+                _CUBLAS_COMPUTE_32F,
+                _CUBLAS_GEMM_DEFAULT,
+            )
             _Cublas.check(st, f"cublasGemmStridedBatchedEx(m={m}, n={n}, k={k}, batch={batch})")
 
     # ---- graphs ----------------------------------------------------------------------------

@@ -93,13 +93,19 @@ def choose_attention(
         kernel = AttentionKernel.FLASH_MMA
     else:
         if depth > MAX_F32_DEPTH or depth < 1:
-            return AttentionChoice(fallback, None, f"fp32 flash kernel supports depth <= {MAX_F32_DEPTH}, not {depth}")
+            return AttentionChoice(
+                fallback, None, f"fp32 flash kernel supports depth <= {MAX_F32_DEPTH}, not {depth}"
+            )
         if params.f32_threads % 32 or not 32 <= params.f32_threads <= 256:
-            return AttentionChoice(fallback, None, f"f32_threads {params.f32_threads} not a multiple of 32 in [32, 256]")
+            return AttentionChoice(
+                fallback, None, f"f32_threads {params.f32_threads} not a multiple of 32 in [32, 256]"
+            )
         kernel = AttentionKernel.FLASH_SIMT
     smem = params.shared_bytes(depth, fp16, bias32, scratch_per_warp)
     if smem > shared_optin:
-        return AttentionChoice(fallback, None, f"needs {smem} B shared memory per block > device limit {shared_optin}")
+        return AttentionChoice(
+            fallback, None, f"needs {smem} B shared memory per block > device limit {shared_optin}"
+        )
     return AttentionChoice(kernel, params, why)
 
 

@@ -188,7 +188,9 @@ class GpuNetwork:
         # small, latency-bound kernels overlap the big QKV / policy GEMMs.
         self.fork = platform.can_fork
         self.side = platform.create_stream() if self.fork else self.stream
-        self._fork_events = [platform.create_event() for _ in range(2 * (self.shape.L + 1))] if self.fork else []
+        self._fork_events = (
+            [platform.create_event() for _ in range(2 * (self.shape.L + 1))] if self.fork else []
+        )
         self.cache = KernelCache(platform)
         self.acts = {
             "default": activation_code(network.default_act),
@@ -197,9 +199,15 @@ class GpuNetwork:
         }
         scratch = 0 if platform.vendor == "nvidia" else 256
         self.flash_choice: AttentionChoice = choose_attention(
-            depth=s.depth, seq=SEQ, fp16=fp16, vendor=platform.vendor, arch=platform.info.arch,
-            shared_optin=platform.info.shared_mem_per_block_optin, flash=flash,
-            overrides=flash_overrides, scratch_per_warp=scratch,
+            depth=s.depth,
+            seq=SEQ,
+            fp16=fp16,
+            vendor=platform.vendor,
+            arch=platform.info.arch,
+            shared_optin=platform.info.shared_mem_per_block_optin,
+            flash=flash,
+            overrides=flash_overrides,
+            scratch_per_warp=scratch,
         )
         self._compile_kernels()
         self._upload_weights()
@@ -246,7 +254,9 @@ class GpuNetwork:
                 self.flash_smem = ch.params.shared_bytes(s.depth, self.fp16, not self.fp16, scratch)
                 self.p.set_max_dynamic_shared(self.k_flash, self.flash_smem)
             except Lc0pyError as exc:
-                self.flash_choice = AttentionChoice(AttentionKernel.FALLBACK, None, f"flash kernel failed to build: {exc}")
+                self.flash_choice = AttentionChoice(
+                    AttentionKernel.FALLBACK, None, f"flash kernel failed to build: {exc}"
+                )
                 self.k_flash = None
         if not self.flash_choice.is_flash:
             log_once(f"attention: using GEMM+softmax fallback ({self.flash_choice.reason})")
@@ -262,7 +272,7 @@ class GpuNetwork:
         offsets, total = layout({k: a.nbytes for k, a in packed.items()})
         host = np.zeros(total, np.uint8)
         for k, a in packed.items():
-            host[offsets[k]:offsets[k] + a.nbytes] = a.view(np.uint8).reshape(-1)
+            host[offsets[k] : offsets[k] + a.nbytes] = a.view(np.uint8).reshape(-1)
         self._w_base = self.p.alloc(total)
         self.p.copy_h2d(self._w_base, host, total, self.stream)
         self.p.synchronize(self.stream)
@@ -314,7 +324,9 @@ class GpuNetwork:
         self._graphs.clear()
 
     # ---- primitives ---------------------------------------------------------------------------
-    def _gemm(self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object) -> None:
+    def _gemm(
+        self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object
+    ) -> None:
         self.p.gemm(self._cur, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
 
     def _dense(self, x: int, rows: int, n_in: int, w: str, n_out: int, out: int) -> None:
@@ -324,17 +336,51 @@ class GpuNetwork:
     def _bias_act(self, y: int, bias: str, rows: int, n: int, act: int) -> None:
         total = rows * n // (16 // self.elem if n % (16 // self.elem) == 0 else 1)
         blocks = max(1, min((total + 511) // 512, 65535))  # 2 chunks per thread (vector path)
-        self.p.launch(self.k_bias_act, (blocks, 1, 1), (256, 1, 1), 0, self._cur,
-                      [P(y), P(self.w[bias]), I(rows), I(n), I(act)])
+        self.p.launch(
+            self.k_bias_act,
+            (blocks, 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [P(y), P(self.w[bias]), I(rows), I(n), I(act)],
+        )
 
-    def _layernorm(self, n: int, y: int, bias: int, skip: int, out: int, gamma: str, beta: str, rows: int,
-                   alpha: float, eps: float, act: int) -> None:
+    def _layernorm(
+        self,
+        n: int,
+        y: int,
+        bias: int,
+        skip: int,
+        out: int,
+        gamma: str,
+        beta: str,
+        rows: int,
+        alpha: float,
+        eps: float,
+        act: int,
+    ) -> None:
         cfg = self.ln_cfg[(n, act)]
         per_block = cfg["LC0_LN_ROWS"]
         blocks = (rows + per_block - 1) // per_block
-        self.p.launch(self.k_ln[(n, act)], (blocks, 1, 1), (cfg["LC0_LN_THREADS"] * per_block, 1, 1), 0, self._cur,
-                      [P(y), P(bias), P(skip), P(out), P(self.w[gamma]), P(self.w[beta]), I(rows), F(alpha),
-                       F(eps), I(act)])
+        self.p.launch(
+            self.k_ln[(n, act)],
+            (blocks, 1, 1),
+            (cfg["LC0_LN_THREADS"] * per_block, 1, 1),
+            0,
+            self._cur,
+            [
+                P(y),
+                P(bias),
+                P(skip),
+                P(out),
+                P(self.w[gamma]),
+                P(self.w[beta]),
+                I(rows),
+                F(alpha),
+                F(eps),
+                I(act),
+            ],
+        )
 
     def _off(self, ptr: int, elems: int) -> int:
         return ptr + elems * self.elem
@@ -350,9 +396,27 @@ class GpuNetwork:
             ch = self.flash_choice
             assert ch.params is not None
             grid, block = flash_grid(SEQ, s.H, bsz, ch.params, self.fp16, self.p.info.warp_size)
-            self.p.launch(self.k_flash, grid, block, self.flash_smem, self._cur, [
-                P(qkv), P(self._off(qkv, s.D)), P(self._off(qkv, 2 * s.D)), I(3 * s.D), P(g),
-                P(bias), P(self._off(bias, 2 * s.D)), P(o), I(s.D), I(SEQ), I(s.H), F(scale)])
+            self.p.launch(
+                self.k_flash,
+                grid,
+                block,
+                self.flash_smem,
+                self._cur,
+                [
+                    P(qkv),
+                    P(self._off(qkv, s.D)),
+                    P(self._off(qkv, 2 * s.D)),
+                    I(3 * s.D),
+                    P(g),
+                    P(bias),
+                    P(self._off(bias, 2 * s.D)),
+                    P(o),
+                    I(s.D),
+                    I(SEQ),
+                    I(s.H),
+                    F(scale),
+                ],
+            )
             return
         # Fallback: add all three biases, then per head: S = Q Kᵀ, softmax(S·scale + G), O = P V.
         sc = buf["scores"]
@@ -361,17 +425,48 @@ class GpuNetwork:
         tok = SEQ * ld  # elements between positions
         hs = SEQ * SEQ
         for h in range(s.H):
-            self._gemm(SEQ, SEQ, s.depth, self._off(qkv, h * s.depth), ld, self._off(qkv, s.D + h * s.depth), ld,
-                       self._off(sc, h * hs), SEQ, trans_b=True, batch=bsz, stride_a=tok, stride_b=tok,
-                       stride_c=s.H * hs)
+            self._gemm(
+                SEQ,
+                SEQ,
+                s.depth,
+                self._off(qkv, h * s.depth),
+                ld,
+                self._off(qkv, s.D + h * s.depth),
+                ld,
+                self._off(sc, h * hs),
+                SEQ,
+                trans_b=True,
+                batch=bsz,
+                stride_a=tok,
+                stride_b=tok,
+                stride_c=s.H * hs,
+            )
         rows = bsz * s.H * SEQ
         warps = 4
-        self.p.launch(self._softmax_kernel(), ((rows + warps - 1) // warps, 1, 1), (32 * warps, 1, 1), 0, self._cur,
-                      [P(sc), P(g), LL(rows), I(SEQ), F(scale * LOG2E)])  # exp2 domain (G is pre-scaled)
+        self.p.launch(
+            self._softmax_kernel(),
+            ((rows + warps - 1) // warps, 1, 1),
+            (32 * warps, 1, 1),
+            0,
+            self._cur,
+            [P(sc), P(g), LL(rows), I(SEQ), F(scale * LOG2E)],
+        )  # exp2 domain (G is pre-scaled)
         for h in range(s.H):
-            self._gemm(SEQ, s.depth, SEQ, self._off(sc, h * hs), SEQ, self._off(qkv, 2 * s.D + h * s.depth), ld,
-                       self._off(o, h * s.depth), s.D, batch=bsz, stride_a=s.H * hs, stride_b=tok,
-                       stride_c=SEQ * s.D)
+            self._gemm(
+                SEQ,
+                s.depth,
+                SEQ,
+                self._off(sc, h * hs),
+                SEQ,
+                self._off(qkv, 2 * s.D + h * s.depth),
+                ld,
+                self._off(o, h * s.depth),
+                s.D,
+                batch=bsz,
+                stride_a=s.H * hs,
+                stride_b=tok,
+                stride_c=SEQ * s.D,
+            )
 
     def _smolgen(self, l: int, bsz: int) -> None:
         s, buf, p = self.shape, self._buf, f"L{l}.sg."
@@ -381,11 +476,33 @@ class GpuNetwork:
         act = self.acts["smolgen"]
         self._dense(buf["x"], m, s.E, p + "compress", s.hc, buf["sg.c"])
         self._dense(buf["sg.c"], bsz, SEQ * s.hc, p + "d1.w", s.hs, buf["sg.s1"])
-        self._layernorm(s.hs, buf["sg.s1"], self.w[p + "d1.b"], 0, buf["sg.s1"], p + "ln1.g", p + "ln1.b", bsz,
-                        1.0, layer.ln1.eps, act)
+        self._layernorm(
+            s.hs,
+            buf["sg.s1"],
+            self.w[p + "d1.b"],
+            0,
+            buf["sg.s1"],
+            p + "ln1.g",
+            p + "ln1.b",
+            bsz,
+            1.0,
+            layer.ln1.eps,
+            act,
+        )
         self._dense(buf["sg.s1"], bsz, s.hs, p + "d2.w", s.H * s.gs, buf["sg.s2"])
-        self._layernorm(s.H * s.gs, buf["sg.s2"], self.w[p + "d2.b"], 0, buf["sg.s2"], p + "ln2.g", p + "ln2.b",
-                        bsz, 1.0, layer.ln2.eps, act)
+        self._layernorm(
+            s.H * s.gs,
+            buf["sg.s2"],
+            self.w[p + "d2.b"],
+            0,
+            buf["sg.s2"],
+            p + "ln2.g",
+            p + "ln2.b",
+            bsz,
+            1.0,
+            layer.ln2.eps,
+            act,
+        )
         self._dense(buf["sg.s2"], bsz * s.H, s.gs, "smolgen_w", SEQ * SEQ, buf["sg.g"])
 
     def _branch(self, k: int, work: Callable[[], None]) -> None:
@@ -423,13 +540,35 @@ class GpuNetwork:
         if tap is not None:
             tap(f"encoder{l}.attention", buf["attn"], s.D)
         self._dense(buf["attn"], m, s.D, p + "out.w", s.E, buf["y"])
-        self._layernorm(s.E, buf["y"], self.w[p + "out.b"], buf["x"], buf["x1"], p + "ln1.g", p + "ln1.b", m, alpha,
-                        layer.ln1.eps, ACT_NONE)
+        self._layernorm(
+            s.E,
+            buf["y"],
+            self.w[p + "out.b"],
+            buf["x"],
+            buf["x1"],
+            p + "ln1.g",
+            p + "ln1.b",
+            m,
+            alpha,
+            layer.ln1.eps,
+            ACT_NONE,
+        )
         self._dense(buf["x1"], m, s.E, p + "ffn1.w", s.Fd, buf["ffn"])
         self._bias_act(buf["ffn"], p + "ffn1.b", m, s.Fd, self.acts["ffn"])
         self._dense(buf["ffn"], m, s.Fd, p + "ffn2.w", s.E, buf["y"])
-        self._layernorm(s.E, buf["y"], self.w[p + "ffn2.b"], buf["x1"], buf["x"], p + "ln2.g", p + "ln2.b", m, alpha,
-                        layer.ln2.eps, ACT_NONE)
+        self._layernorm(
+            s.E,
+            buf["y"],
+            self.w[p + "ffn2.b"],
+            buf["x1"],
+            buf["x"],
+            p + "ln2.g",
+            p + "ln2.b",
+            m,
+            alpha,
+            layer.ln2.eps,
+            ACT_NONE,
+        )
 
     def _heads(self, bsz: int) -> None:
         s, buf = self.shape, self._buf
@@ -442,12 +581,40 @@ class GpuNetwork:
         self._dense(buf["ffn"], m, s.Pe, "pol.qk.w", 2 * s.Pd, buf["pol.qk"])
         self._bias_act(buf["pol.qk"], "pol.qk.b", m, 2 * s.Pd, ACT_NONE)
         ld = 2 * s.Pd
-        self._gemm(SEQ, SEQ, s.Pd, buf["pol.qk"], ld, self._off(buf["pol.qk"], s.Pd), ld, buf["pol.lg"], SEQ,
-                   trans_b=True, alpha=1.0 / math.sqrt(s.Pd), batch=bsz, stride_a=SEQ * ld, stride_b=SEQ * ld,
-                   stride_c=SEQ * SEQ)
-        self.p.launch(self.k_gather, (bsz, 1, 1), (256, 1, 1), 0, self._cur, [
-            P(buf["pol.lg"]), P(self._off(buf["pol.qk"], s.Pd)), I(ld), P(self.w["pol.promo"]), I(s.Pd),
-            P(self.w["gather"]), I(POLICY_OUT), P(buf["out.policy"])])
+        self._gemm(
+            SEQ,
+            SEQ,
+            s.Pd,
+            buf["pol.qk"],
+            ld,
+            self._off(buf["pol.qk"], s.Pd),
+            ld,
+            buf["pol.lg"],
+            SEQ,
+            trans_b=True,
+            alpha=1.0 / math.sqrt(s.Pd),
+            batch=bsz,
+            stride_a=SEQ * ld,
+            stride_b=SEQ * ld,
+            stride_c=SEQ * SEQ,
+        )
+        self.p.launch(
+            self.k_gather,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [
+                P(buf["pol.lg"]),
+                P(self._off(buf["pol.qk"], s.Pd)),
+                I(ld),
+                P(self.w["pol.promo"]),
+                I(s.Pd),
+                P(self.w["gather"]),
+                I(POLICY_OUT),
+                P(buf["out.policy"]),
+            ],
+        )
         self._join(2 * s.L)
 
     def _value_heads(self, bsz: int) -> None:
@@ -474,14 +641,28 @@ class GpuNetwork:
         """Everything from the uploaded masks/values to the output buffers, on ``self.stream``."""
         s, buf = self.shape, self._buf
         m = bsz * SEQ
-        self.p.launch(self.k_expand, (bsz, 1, 1), (256, 1, 1), 0, self._cur,
-                      [P(buf["in.masks"]), P(buf["in.values"]), P(buf["tokens"]), I(PLANES)])
-        self._gemm(m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True)
+        self.p.launch(
+            self.k_expand,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [P(buf["in.masks"]), P(buf["in.values"]), P(buf["tokens"]), I(PLANES)],
+        )
+        self._gemm(
+            m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True
+        )
         total = m * s.E // (16 // self.elem)
         mult = self.w["emb.mult"] if s.gating else 0
         add = self.w["emb.add"] if s.gating else 0
-        self.p.launch(self.k_embed, (max(1, min((total + 255) // 256, 65535)), 1, 1), (256, 1, 1), 0, self._cur,
-                      [P(buf["x"]), P(self.w["emb.sqbias"]), P(mult), P(add), I(m), I(s.E), I(self.acts["default"])])
+        self.p.launch(
+            self.k_embed,
+            (max(1, min((total + 255) // 256, 65535)), 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [P(buf["x"]), P(self.w["emb.sqbias"]), P(mult), P(add), I(m), I(s.E), I(self.acts["default"])],
+        )
         if tap is not None:
             tap("embedding", buf["x"], s.E)
         for l in range(s.L):
@@ -493,7 +674,9 @@ class GpuNetwork:
     def uses_flash(self) -> bool:
         return self.k_flash is not None
 
-    def submit(self, batch: PlanesBatch, *, flash: bool | None = None, use_graph: bool | None = None) -> PendingBatch:
+    def submit(
+        self, batch: PlanesBatch, *, flash: bool | None = None, use_graph: bool | None = None
+    ) -> PendingBatch:
         """Start evaluating ``batch``; returns before the device finishes."""
         n = len(batch)
         if n == 0:
@@ -576,7 +759,9 @@ class GpuNetwork:
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
         return self.submit(batch, **kw).result()
 
-    def evaluate_traced(self, batch: PlanesBatch, *, flash: bool) -> tuple[NetworkOutput, dict[str, np.ndarray]]:
+    def evaluate_traced(
+        self, batch: PlanesBatch, *, flash: bool
+    ) -> tuple[NetworkOutput, dict[str, np.ndarray]]:
         """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
         ``[B, 64, width]``), for ``lc0py verify``; no graphs, synchronises after each tap."""
         n = len(batch)

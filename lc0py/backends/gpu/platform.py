@@ -98,7 +98,11 @@ class HostBuffer:
     def __init__(self, ptr: int, nbytes: int) -> None:
         self.ptr = ptr
         self.nbytes = nbytes
-        self.array = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)) if nbytes else np.empty(0, np.uint8)
+        self.array = (
+            np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+            if nbytes
+            else np.empty(0, np.uint8)
+        )
 
     def view(self, dtype: np.dtype | type, shape: tuple[int, ...]) -> np.ndarray:
         dt = np.dtype(dtype)

@@ -66,10 +66,13 @@ def net_shape(net: Network) -> NetShape:
         raise UnsupportedNetError("GPU backend: the network has no encoder layers")
     if net.embedding.kind == InputEmbedding.PE_DENSE:
         raise UnsupportedNetError(
-            "GPU backend: the PE_DENSE input embedding is not implemented yet (use --backend numpy or onnx-cpu)"
+            "GPU backend: the PE_DENSE input embedding is not implemented yet "
+            "(use --backend numpy or onnx-cpu)"
         )
     if net.embedding.dense.n_in != PLANES + SEQ:
-        raise UnsupportedNetError(f"GPU backend: embedding input width {net.embedding.dense.n_in} != 176 (PE_MAP)")
+        raise UnsupportedNetError(
+            f"GPU backend: embedding input width {net.embedding.dense.n_in} != 176 (PE_MAP)"
+        )
     sg = net.encoders[0].smolgen
     smolgen = net.has_smolgen and sg is not None
     if smolgen and any(layer.smolgen is None for layer in net.encoders):

@@ -12,7 +12,13 @@ import pytest
 
 from lc0py.model import cast_network, forward
 from lc0py.weights.presets import random_network
-from tests.backends.conformance import RTOL_FP16, RTOL_FP32, check_backend_against_reference, random_batch, relative_error
+from tests.backends.conformance import (
+    RTOL_FP16,
+    RTOL_FP32,
+    check_backend_against_reference,
+    random_batch,
+    relative_error,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -101,7 +107,10 @@ def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type:
     net = random_network("tiny", 6)
     gpu = GpuNetwork(cuda_platform, net, fp16=True, max_batch=8)
     try:
-        b1, b2 = random_batch(5, int(net.format.input), seed=1), random_batch(5, int(net.format.input), seed=2)
+        b1, b2 = (
+            random_batch(5, int(net.format.input), seed=1),
+            random_batch(5, int(net.format.input), seed=2),
+        )
         first = gpu.evaluate(b1)
         row = first.policy[2]
         kept = row.copy()

@@ -32,7 +32,10 @@ def test_flash_supports_every_multiple_of_16(depth: int) -> None:
         (dict(depth=272, seq=64, fp16=True, **H100), "> 256"),
         (dict(depth=32, seq=64, fp16=True, vendor="nvidia", arch="sm_75", shared_optin=65536), "sm_80"),
         (dict(depth=32, seq=64, fp16=True, flash=False, **H100), "flash=off"),
-        (dict(depth=256, seq=64, fp16=True, vendor="nvidia", arch="sm_90", shared_optin=48 * 1024), "shared memory"),
+        (
+            dict(depth=256, seq=64, fp16=True, vendor="nvidia", arch="sm_90", shared_optin=48 * 1024),
+            "shared memory",
+        ),
         (dict(depth=192, seq=64, fp16=False, **H100), "fp32 flash kernel supports depth"),
         (dict(depth=32, seq=64, fp16=True, overrides={"kv_tile": 24}, **H100), "kv_tile"),
         (dict(depth=32, seq=64, fp16=True, overrides={"bogus": 1}, **H100), "unknown flash parameter"),
@@ -101,10 +104,23 @@ class FakePlatform:
 
 
 def test_cache_key_changes_with_every_input() -> None:
-    base = dict(source="s", headers={"a.h": "x"}, options=["-DA=1"], arch="sm_90", binary_kind="cubin", compiler="nvrtc-13.5")
+    base = dict(
+        source="s",
+        headers={"a.h": "x"},
+        options=["-DA=1"],
+        arch="sm_90",
+        binary_kind="cubin",
+        compiler="nvrtc-13.5",
+    )
     k0 = cache_key(**base)
-    for field, value in [("source", "t"), ("headers", {"a.h": "y"}), ("options", ["-DA=2"]), ("arch", "sm_80"),
-                         ("binary_kind", "ptx"), ("compiler", "nvrtc-12.8")]:
+    for field, value in [
+        ("source", "t"),
+        ("headers", {"a.h": "y"}),
+        ("options", ["-DA=2"]),
+        ("arch", "sm_80"),
+        ("binary_kind", "ptx"),
+        ("compiler", "nvrtc-12.8"),
+    ]:
         assert cache_key(**{**base, field: value}) != k0, field
     assert cache_key(**base) == k0
 
@@ -187,9 +203,17 @@ def test_unknown_backend_option_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     from lc0py.weights.presets import random_network
 
     with pytest.raises(BackendOptionError, match="flsh"):
-        gb.GpuBackend(random_network("tiny", 0), BackendOptions.parse("flsh=off"), fp16=True, vendor="nvidia", name="x")
+        gb.GpuBackend(
+            random_network("tiny", 0), BackendOptions.parse("flsh=off"), fp16=True, vendor="nvidia", name="x"
+        )
     with pytest.raises(BackendOptionError, match="attn_warps"):
-        gb.GpuBackend(random_network("tiny", 0), BackendOptions.parse("attn_warps=two"), fp16=True, vendor="nvidia", name="x")
+        gb.GpuBackend(
+            random_network("tiny", 0),
+            BackendOptions.parse("attn_warps=two"),
+            fp16=True,
+            vendor="nvidia",
+            name="x",
+        )
 
 
 def test_kernels_ship_inside_the_package() -> None:

@@ -37,13 +37,23 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         qkv = x @ w[p + "qkv.w"].T
         d = s.D
         q = qkv[..., :d] + w[p + "qkv.b"][:d]
-        k = qkv[..., d:2 * d]  # K bias dropped: softmax cancels it
-        v = qkv[..., 2 * d:]
+        k = qkv[..., d : 2 * d]  # K bias dropped: softmax cancels it
+        v = qkv[..., 2 * d :]
         g = 0
         if s.smolgen:
             c = (x @ w[p + "sg.compress"].T).reshape(bsz, -1)
-            s1 = _ln(activation(net.smolgen_act, c @ w[p + "sg.d1.w"].T + w[p + "sg.d1.b"]), w[p + "sg.ln1.g"], w[p + "sg.ln1.b"], 1e-3)
-            s2 = _ln(activation(net.smolgen_act, s1 @ w[p + "sg.d2.w"].T + w[p + "sg.d2.b"]), w[p + "sg.ln2.g"], w[p + "sg.ln2.b"], 1e-3)
+            s1 = _ln(
+                activation(net.smolgen_act, c @ w[p + "sg.d1.w"].T + w[p + "sg.d1.b"]),
+                w[p + "sg.ln1.g"],
+                w[p + "sg.ln1.b"],
+                1e-3,
+            )
+            s2 = _ln(
+                activation(net.smolgen_act, s1 @ w[p + "sg.d2.w"].T + w[p + "sg.d2.b"]),
+                w[p + "sg.ln2.g"],
+                w[p + "sg.ln2.b"],
+                1e-3,
+            )
             g = (s2.reshape(bsz * s.H, s.gs) @ w["smolgen_w"].T).reshape(bsz, s.H, SEQ, SEQ) / LOG2E
         qh = q.reshape(bsz, SEQ, s.H, s.depth).transpose(0, 2, 1, 3)
         kh = k.reshape(bsz, SEQ, s.H, s.depth).transpose(0, 2, 1, 3)
@@ -51,7 +61,7 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         sc = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(s.depth) + g
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         sc /= sc.sum(-1, keepdims=True)
-        o = (sc @ vh).transpose(0, 2, 1, 3).reshape(bsz, SEQ, d) + w[p + "qkv.b"][2 * d:]
+        o = (sc @ vh).transpose(0, 2, 1, 3).reshape(bsz, SEQ, d) + w[p + "qkv.b"][2 * d :]
         y = o @ w[p + "out.w"].T
         x1 = _ln((y + w[p + "out.b"]) * net.alpha + x, w[p + "ln1.g"], w[p + "ln1.b"], layer.ln1.eps)
         f = activation(net.ffn_act, x1 @ w[p + "ffn1.w"].T + w[p + "ffn1.b"])
@@ -59,7 +69,7 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         x = _ln((y + w[p + "ffn2.b"]) * net.alpha + x1, w[p + "ln2.g"], w[p + "ln2.b"], layer.ln2.eps)
     pe = activation(net.default_act, x @ w["pol.emb.w"].T + w["pol.emb.b"])
     qk = pe @ w["pol.qk.w"].T + w["pol.qk.b"]
-    qp, kp = qk[..., :s.Pd], qk[..., s.Pd:]
+    qp, kp = qk[..., : s.Pd], qk[..., s.Pd :]
     lg = (qp @ kp.transpose(0, 2, 1) / np.sqrt(s.Pd)).reshape(bsz, 4096)
     off = kp[:, 56:64] @ w["pol.promo"].T  # [B, 8, 4]
     out = np.empty((bsz, 1858))
@@ -90,8 +100,8 @@ def test_qkv_concatenation_order() -> None:
     d = net.d_model
     layer = net.encoders[1]
     np.testing.assert_array_equal(w["L1.qkv.w"][:d], layer.q.w)
-    np.testing.assert_array_equal(w["L1.qkv.w"][d:2 * d], layer.k.w)
-    np.testing.assert_array_equal(w["L1.qkv.w"][2 * d:], layer.v.w)
+    np.testing.assert_array_equal(w["L1.qkv.w"][d : 2 * d], layer.k.w)
+    np.testing.assert_array_equal(w["L1.qkv.w"][2 * d :], layer.v.w)
     np.testing.assert_array_equal(w["pol.qk.w"][: net.policy.wq.n_out], net.policy.wq.w)
     assert w["gather"].dtype == np.int32 and w["gather"].shape == (1858,)
     assert all(a.flags["C_CONTIGUOUS"] for a in w.values())
@@ -109,6 +119,8 @@ def test_layout_alignment_and_buffer_plan() -> None:
     assert "scores" not in plan_buffers(s, 8, 2, fallback=False)
 
 
-@pytest.mark.parametrize(("n", "bucket"), [(1, 1), (3, 4), (16, 16), (17, 32), (100, 112), (256, 256), (257, 320), (1024, 1024)])
+@pytest.mark.parametrize(
+    ("n", "bucket"), [(1, 1), (3, 4), (16, 16), (17, 32), (100, 112), (256, 256), (257, 320), (1024, 1024)]
+)
 def test_graph_bucket(n: int, bucket: int) -> None:
     assert graph_bucket(n) == bucket
