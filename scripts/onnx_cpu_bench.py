@@ -49,6 +49,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,8,32")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--variants", nargs="+", default=["numpy", "onnx-cpu"])
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time with this process's CPU time instead of the wall clock: with threads=1 variants "
+        "it shows the work each does, unaffected by other processes on a busy machine",
+    )
     args = parser.parse_args()
 
     network = load_network(args.weights)
@@ -60,7 +66,7 @@ def main() -> None:
         print(f"# {variant}: created in {time.perf_counter() - t0:.2f} s")
     sizes = [int(s) for s in args.sizes.split(",")]
     fmt = network.format.input
-    print(f"# load average before: {os.getloadavg()}")
+    print(f"# load average before: {os.getloadavg()}; clock: {'CPU time' if args.cpu_time else 'wall'}")
     print("| batch | " + " | ".join(args.variants) + " |")
     print("|---:|" + "---:|" * len(args.variants))
     for size in sizes:
@@ -68,11 +74,12 @@ def main() -> None:
         for backend in backends.values():  # warm-up (allocations, first-run paths)
             backend.evaluate(batch)
         times: dict[str, list[float]] = {v: [] for v in backends}
+        clock = time.process_time if args.cpu_time else time.perf_counter
         for _ in range(args.reps):
             for variant, backend in backends.items():
-                t0 = time.perf_counter()
+                t0 = clock()
                 backend.evaluate(batch)
-                times[variant].append(time.perf_counter() - t0)
+                times[variant].append(max(clock() - t0, 1e-9))
         cells = []
         for variant in backends:
             nps = [size / t for t in times[variant]]

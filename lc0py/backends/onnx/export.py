@@ -30,7 +30,9 @@ Gemm with its bias fused.
 
 Attention is either plain ONNX (``MatMul``/``Softmax``; runs on every runtime) or ONNX Runtime's
 contrib ``com.microsoft.Attention`` with the smolgen bias as ``attention_bias`` (ONNX Runtime
-only). ``DEFAULT_ATTENTION`` is the one that measured faster on CPU (docs/performance.md).
+only). On ONNX Runtime's CPU provider the two measured within 2% of each other (contrib ahead;
+docs/performance.md), so files default to the portable ``plain`` (``DEFAULT_ATTENTION``) and the
+ONNX Runtime backends, which need no portability, to ``contrib``.
 """
 
 from __future__ import annotations
