@@ -380,9 +380,8 @@ class HipPlatform(Platform):
             )
         self._objs: dict[int, Any] = {}  # int handle -> hip-python object
         self._blas: _HipBlasApi | None = None
-        self._blas_handle: Any = None
-        self._blas_stream: int | None = None
-        self._workspace = 0
+        self._blas_handles: dict[int, Any] = {}  # stream -> hipBLAS handle bound to it
+        self._workspaces: list[int] = []
         self._closed = False
 
     # ---- helpers --------------------------------------------------------------------------
@@ -487,6 +486,13 @@ class HipPlatform(Platform):
     def event_record(self, event: int, stream: int) -> None:
         _check(self._hip.hipEventRecord(self._objs[event], self._stream(stream)), "hipEventRecord", self._hip)
 
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        _check(
+            self._hip.hipStreamWaitEvent(self._stream(stream), self._objs[event], 0),
+            "hipStreamWaitEvent",
+            self._hip,
+        )
+
     def event_synchronize(self, event: int) -> None:
         _check(self._hip.hipEventSynchronize(self._objs[event]), "hipEventSynchronize", self._hip)
 
@@ -554,23 +560,22 @@ class HipPlatform(Platform):
         )
 
     # ---- BLAS ------------------------------------------------------------------------------
-    def _hipblas(self, stream: int) -> _HipBlasApi:
+    def _hipblas(self, stream: int) -> tuple[_HipBlasApi, Any]:
+        """The hipBLAS API and the handle of ``stream``: one handle (and rocBLAS workspace) per
+        stream, so GEMMs on two streams (the forked smolgen branch) never share a workspace."""
         if self._blas is None:
-            api = _HipBlasApi(_import("hipblas"), self._hip)
-            self._blas_handle = _check_blas(api.lib.hipblasCreate(), "hipblasCreate")
-            self._blas = api
+            self._blas = _HipBlasApi(_import("hipblas"), self._hip)
+        api = self._blas
+        handle = self._blas_handles.get(stream)
+        if handle is None:
+            handle = _check_blas(api.lib.hipblasCreate(), "hipblasCreate")
+            self._blas_handles[stream] = handle
             if hasattr(api.lib, "hipblasSetWorkspace"):  # hipBLAS >= 2.x; needed under graph capture
-                self._workspace = self.alloc(BLAS_WORKSPACE)
-                _check_blas(
-                    api.lib.hipblasSetWorkspace(self._blas_handle, self._workspace, BLAS_WORKSPACE),
-                    "hipblasSetWorkspace",
-                )
-        if stream != self._blas_stream:
-            _check_blas(
-                self._blas.lib.hipblasSetStream(self._blas_handle, self._stream(stream)), "hipblasSetStream"
-            )
-            self._blas_stream = stream
-        return self._blas
+                ws = self.alloc(BLAS_WORKSPACE)
+                self._workspaces.append(ws)
+                _check_blas(api.lib.hipblasSetWorkspace(handle, ws, BLAS_WORKSPACE), "hipblasSetWorkspace")
+            _check_blas(api.lib.hipblasSetStream(handle, self._stream(stream)), "hipblasSetStream")
+        return api, handle
 
     def gemm(
         self,
@@ -601,7 +606,7 @@ class HipPlatform(Platform):
             raise GpuError(f"hipBLAS gemm: epilogue '{epilogue}' not supported on this platform")
         if dtype not in ("fp16", "fp32"):
             raise ValueError(f"gemm dtype '{dtype}' (fp16, fp32)")
-        api = self._hipblas(stream)
+        api, h = self._hipblas(stream)
         t = api.dtypes[dtype]
         g = row_major_gemm(
             m,
@@ -621,7 +626,7 @@ class HipPlatform(Platform):
             stride_c=stride_c,
         )
         al, be = ctypes.c_float(alpha), ctypes.c_float(beta)  # compute type 32F: float scalars
-        h, opf, ops = self._blas_handle, api.op[g.trans_first], api.op[g.trans_second]
+        opf, ops = api.op[g.trans_first], api.op[g.trans_second]
         if batch == 1:
             _check_blas(
                 api.gemm(
@@ -706,15 +711,16 @@ class HipPlatform(Platform):
         if self._closed:
             return
         self._closed = True
-        if self._blas is not None and self._blas_handle is not None:
-            try:
-                self._blas.lib.hipblasDestroy(self._blas_handle)
-            except Exception:
-                pass
-            self._blas = None
-        if self._workspace:
-            self.free(self._workspace)
-            self._workspace = 0
+        if self._blas is not None:
+            for handle in self._blas_handles.values():
+                try:
+                    self._blas.lib.hipblasDestroy(handle)
+                except Exception:  # closing must not fail half-way
+                    pass
+            self._blas_handles.clear()
+        for ws in self._workspaces:
+            self.free(ws)
+        self._workspaces.clear()
 
 
 @functools.lru_cache(maxsize=1)

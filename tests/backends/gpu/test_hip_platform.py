@@ -527,6 +527,14 @@ class FakeHipblas(types.ModuleType):
         self.calls.append(("hipblasSetStream", (h, s)))
         return (0,)
 
+    def hipblasSetWorkspace(self, h: Any, ptr: int, size: int) -> tuple[Any, ...]:
+        self.calls.append(("hipblasSetWorkspace", (h, ptr, size)))
+        return (0,)
+
+    def hipblasDestroy(self, h: Any) -> tuple[Any, ...]:
+        self.calls.append(("hipblasDestroy", (h,)))
+        return (0,)
+
     def _gemm(self, h, ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc, comp, algo):  # noqa: ANN001
         self.calls.append(("gemm", (ta, tb, m, n, k, at, comp, algo)))
         self._run(ta, tb, m, n, k, al, A, lda, 0, B, ldb, 0, be, C, ldc, 0, 1)
@@ -672,3 +680,36 @@ def test_missing_hipblas_binding_says_which_extra(fake: FakeHip) -> None:
 )
 def test_mma_kind(arch: str, kind: str | None) -> None:
     assert hp.mma_kind(arch) == kind
+
+
+def test_blas_handle_and_workspace_per_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GEMMs on the forked second stream get their own handle and rocBLAS workspace: two streams
+    sharing one workspace would race (the CUDA platform does the same with cuBLAS)."""
+    c = np.zeros(4, np.float32)
+    memory = {1: np.ones(4, np.float32), 2: np.ones(4, np.float32), 3: c}
+    blas = FakeHipblas("rocm7", memory)
+    hip = FakeHip()
+    install(monkeypatch, hip, hipblas=blas)
+    p = hp.HipPlatform()
+    s1, s2 = p.create_stream(), p.create_stream()
+    for s in (s1, s2, s1, s2):
+        p.gemm(s, 2, 2, 2, 1, 2, 2, 2, 3, 2, dtype="fp32")
+    creates = [c for c in blas.calls if c[0] == "hipblasCreate"]
+    binds = [(int(a[0]), int(a[1])) for name, a in blas.calls if name == "hipblasSetStream"]
+    spaces = [(int(a[0]), a[1]) for name, a in blas.calls if name == "hipblasSetWorkspace"]
+    assert len(creates) == 2 and len(binds) == 2 and len({h for h, _ in binds}) == 2
+    assert {st for _, st in binds} == {s1, s2}
+    assert len({ptr for _, ptr in spaces}) == 2  # a workspace each
+    assert [n for n, _ in blas.calls].count("gemm") == 4
+    p.close()
+    assert [n for n, _ in blas.calls].count("hipblasDestroy") == 2
+    assert hip.names().count("hipFree") == 2  # both workspaces freed
+
+
+def test_stream_wait_event_enables_the_forked_forward_pass(fake: FakeHip) -> None:
+    p = hp.HipPlatform()
+    assert p.can_fork
+    s, ev = p.create_stream(), p.create_event()
+    p.stream_wait_event(s, ev.handle)
+    name, args = fake.calls[-1]
+    assert name == "hipStreamWaitEvent" and int(args[0]) == s and int(args[1]) == ev.handle and args[2] == 0
