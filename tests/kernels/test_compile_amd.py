@@ -8,19 +8,21 @@ instructions it becomes; test_mma_amd_emulated.py checks what those instructions
 Skipped (with the reason) when clang-19 is missing: ``apt-get install clang-19``; with
 ``libhiprtc-builtins5`` also installed, kernels are checked against ROCm's real hiprtc header.
 
-CI time: every module the backend builds is compiled for one chip per matrix-core family
-(gfx1100, gfx90a); the other chips (gfx1151, gfx1201, gfx942) compile the matrix-core code
-(tile check, fp16 flash attention), the only code whose instructions differ between them.
+The parameter sets are the ones the backend itself asks hiprtc for: GpuNetwork is built on a
+recording AMD platform (amd_backend_compiles.py) for T82 with head depths 32/64/96/128, fp16 and
+fp32. CI time: every such module is compiled for one chip per wave size (gfx1100, gfx90a); the
+other chips (gfx1151, gfx1201, gfx942) compile the matrix-core code (tile check, fp16 flash
+attention), the only code whose instructions differ between them.
 """
 
 from __future__ import annotations
 
-import inspect
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from amd_backend_compiles import backend_compiles, job_id
 from amd_compile import KERNELS, CompileResult, compile_amd, find_clang, hiprtc_header
 
 HERE = Path(__file__).resolve().parent
@@ -41,47 +43,7 @@ MATRIX_INSTR = {
 # names, so finding them in the assembly pins number -> meaning.
 DPP_MODIFIERS = ("quad_perm:[1,0,3,2]", "quad_perm:[2,3,0,1]", "row_half_mirror", "row_mirror")
 
-# T82-like shapes: D = 768 with 24/12/8/6 heads (depths 32/64/96/128), smolgen LN widths.
-DEPTHS = (32, 64, 96, 128)
-LN_WIDTHS = (768, 256, 6144)
 SHARED_OPTIN = 64 * 1024  # LDS per workgroup on gfx11 and CDNA
-
-
-def _ln_defines(n: int, vec: int, arch: str) -> dict[str, int]:
-    from lc0py.backends.gpu.network import ln_config
-
-    if "warp_size" in inspect.signature(ln_config).parameters:
-        return ln_config(n, vec, warp_size=64 if arch in WAVE64 else 32)  # type: ignore[call-arg]
-    return ln_config(n, vec)
-
-
-def backend_variants(arch: str) -> list[tuple[str, str, dict[str, int]]]:
-    """(id, source, defines) of every module GpuNetwork._compile_kernels builds on ``arch``, for
-    fp16 and fp32, computed with the backend's own choosers (kernels.py, tuning.py)."""
-    from lc0py.backends.gpu.kernels import choose_attention
-
-    out: list[tuple[str, str, dict[str, int]]] = []
-    for fp16 in (1, 0):
-        dt = "fp16" if fp16 else "fp32"
-        if arch in FULL_ARCHS:
-            out += [
-                (f"elementwise-{dt}", "elementwise.hip", {"LC0_FP16": fp16}),
-                (f"policy_map-{dt}", "policy_map.hip", {"LC0_FP16": fp16}),
-                (f"softmax_bias-{dt}", "softmax_bias.hip", {"LC0_FP16": fp16, "LC0_SM_PER": 2}),
-            ]
-            vec = 8 if fp16 else 4
-            out += [(f"layernorm-n{n}-{dt}", "layernorm.hip", {"LC0_FP16": fp16, **_ln_defines(n, vec, arch)})
-                    for n in LN_WIDTHS]  # fmt: skip
-        if arch in FULL_ARCHS or fp16:
-            for d in DEPTHS:
-                ch = choose_attention(
-                    depth=d, seq=64, fp16=bool(fp16), vendor="amd", arch=arch, shared_optin=SHARED_OPTIN
-                )
-                if ch.is_flash:
-                    assert ch.params is not None
-                    defines = ch.params.defines(d, bool(fp16), not fp16)
-                    out.append((f"flash-d{d}-{dt}", "flash_attention.hip", defines))
-    return out
 
 
 def _known_issue(arch: str, defines: list[str]) -> str | None:
@@ -89,7 +51,7 @@ def _known_issue(arch: str, defines: list[str]) -> str | None:
     strict xfail, so the marker has to go the day they compile."""
     threads = next((int(d.split("=")[1]) for d in defines if d.startswith("-DLC0_LN_THREADS=")), None)
     if arch in WAVE64 and threads is not None and threads % 64:
-        return "network.ln_config picks LC0_LN_THREADS=32 < the 64-lane CDNA wave (layernorm static_assert)"
+        return f"network.ln_config picks LC0_LN_THREADS={threads}, not a multiple of the 64-lane CDNA wave"
     return None
 
 
@@ -97,11 +59,22 @@ def _jobs() -> list[Any]:
     jobs: list[Any] = [(f"tile_check-{a}", TILE_CHECK, a, []) for a in ARCHS]
     jobs.append(("tile_check-nodpp-gfx1100", TILE_CHECK, "gfx1100", ["-DLC0_AMD_NO_DPP"]))
     covered: set[str] = set()
-    for arch in ARCHS:
-        for vid, source, defines in backend_variants(arch):
+    for arch in FULL_ARCHS:
+        wave = 64 if arch in WAVE64 else 32
+        recorded = backend_compiles(arch, wave)
+        # The family's other chips: the same modules, but only the matrix-core code differs.
+        others = [a for a in MMA_ARCHS if (a in WAVE64) == (arch in WAVE64)]
+        ids: set[str] = set()
+        for source, options in recorded:
             covered.add(source)
-            flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
-            jobs.append((f"{vid}-{arch}", KERNELS / source, arch, flags))
+            vid = job_id(source, options)
+            while vid in ids:  # two parameter sets with one readable id
+                vid += "'"
+            ids.add(vid)
+            targets = [arch] + (
+                others if source == "flash_attention.hip" and "-DLC0_FP16=1" in options else []
+            )
+            jobs += [(f"{vid}-{a}", KERNELS / source, a, list(options)) for a in targets]
     # A kernel file the backend does not build (yet) must still compile with its defaults.
     for src in sorted(KERNELS.glob("*.hip")):
         if src.name not in covered:
