@@ -15,11 +15,11 @@ Per encoder layer (fp16: every buffer fp16, fp32 accumulation in GEMMs/kernels, 
                                                    dense2 GEMM + act/LN kernel, global GEMM -> [B,H,64,64]
     O    = flash(qkv, G)                           one kernel: QKᵀ·scale + G -> online softmax -> ·V
            (fallback: bias kernel, per-head batched GEMMs QKᵀ, softmax_bias kernel, GEMMs P·V)
-    y    = O · Woᵀ
-    x1   = LN((y + bo)·α + x)                      one fused kernel
+    x   += α · O·Woᵀ                               GEMM with beta = 1 (residual in its epilogue)
+    x1   = LN(x + α·bo)                            one kernel
     f    = act(x1 · W1ᵀ + b1)                      GEMM + bias/act kernel
-    y    = f · W2ᵀ
-    x    = LN((y + b2)·α + x1)                     one fused kernel
+    x1  += α · f·W2ᵀ                               GEMM with beta = 1
+    x    = LN(x1 + α·b2)                           one kernel
 """
 
 from __future__ import annotations
@@ -539,33 +539,62 @@ class GpuNetwork:
         self._attention(l, bsz, flash)
         if tap is not None:
             tap(f"encoder{l}.attention", buf["attn"], s.D)
-        self._dense(buf["attn"], m, s.D, p + "out.w", s.E, buf["y"])
+        # Residual inside the GEMM: x += alpha * O·Woᵀ (beta = 1, C = x in place), so the
+        # LayerNorm reads one tensor instead of two; the C read rides in the compute-bound
+        # GEMM's epilogue. The bias enters the LN pre-scaled (alpha * bo).
+        self._gemm(
+            m,
+            s.E,
+            s.D,
+            buf["attn"],
+            s.D,
+            self.w[p + "out.w"],
+            s.D,
+            buf["x"],
+            s.E,
+            trans_b=True,
+            alpha=alpha,
+            beta=1.0,
+        )
         self._layernorm(
             s.E,
-            buf["y"],
-            self.w[p + "out.b"],
             buf["x"],
+            self.w[p + "out.b.alpha"],
+            0,
             buf["x1"],
             p + "ln1.g",
             p + "ln1.b",
             m,
-            alpha,
+            1.0,
             layer.ln1.eps,
             ACT_NONE,
         )
         self._dense(buf["x1"], m, s.E, p + "ffn1.w", s.Fd, buf["ffn"])
         self._bias_act(buf["ffn"], p + "ffn1.b", m, s.Fd, self.acts["ffn"])
-        self._dense(buf["ffn"], m, s.Fd, p + "ffn2.w", s.E, buf["y"])
+        self._gemm(
+            m,
+            s.E,
+            s.Fd,
+            buf["ffn"],
+            s.Fd,
+            self.w[p + "ffn2.w"],
+            s.Fd,
+            buf["x1"],
+            s.E,
+            trans_b=True,
+            alpha=alpha,
+            beta=1.0,
+        )  # x1 += alpha * f·W2ᵀ
         self._layernorm(
             s.E,
-            buf["y"],
-            self.w[p + "ffn2.b"],
             buf["x1"],
+            self.w[p + "ffn2.b.alpha"],
+            0,
             buf["x"],
             p + "ln2.g",
             p + "ln2.b",
             m,
-            alpha,
+            1.0,
             layer.ln2.eps,
             ACT_NONE,
         )

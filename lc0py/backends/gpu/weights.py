@@ -12,6 +12,8 @@ re-arrangement once, at upload, so the forward pass launches plain GEMMs on cont
 * The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
   so they read the bias in that domain directly.
 * Absent biases of layers without an activation become zeros (attention-body.md §4.6).
+* ``out.b.alpha``/``ffn2.b.alpha`` = alpha·bias: the residual is accumulated by the GEMM
+  (``x += alpha·O·Woᵀ``, beta = 1), so the LayerNorm adds the bias already scaled.
 """
 
 from __future__ import annotations
@@ -124,9 +126,11 @@ def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
         out[p + "qkv.b"] = np.concatenate([_bias(layer.q), _bias(layer.k), _bias(layer.v)])
         out[p + "out.w"] = layer.out.w
         out[p + "out.b"] = _bias(layer.out)
+        out[p + "out.b.alpha"] = _bias(layer.out).astype(np.float64) * net.alpha  # residual GEMM form
         out[p + "ln1.g"], out[p + "ln1.b"] = layer.ln1.gamma, layer.ln1.beta
         out[p + "ffn1.w"], out[p + "ffn1.b"] = layer.ffn1.w, _bias(layer.ffn1)
         out[p + "ffn2.w"], out[p + "ffn2.b"] = layer.ffn2.w, _bias(layer.ffn2)
+        out[p + "ffn2.b.alpha"] = _bias(layer.ffn2).astype(np.float64) * net.alpha
         out[p + "ln2.g"], out[p + "ln2.b"] = layer.ln2.gamma, layer.ln2.beta
         if shape.smolgen and layer.smolgen is not None:
             s = layer.smolgen
@@ -189,7 +193,6 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         "tokens": m * PLANES * elem,
         "x": m * s.E * elem,
         "x1": m * s.E * elem,
-        "y": m * s.E * elem,
         "qkv": m * 3 * s.D * elem,
         "attn": m * s.D * elem,
         "ffn": m * max(s.Fd, s.Pe) * elem,  # FFN hidden; reused by the policy embedding

@@ -63,10 +63,12 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         sc /= sc.sum(-1, keepdims=True)
         o = (sc @ vh).transpose(0, 2, 1, 3).reshape(bsz, SEQ, d) + w[p + "qkv.b"][2 * d :]
         y = o @ w[p + "out.w"].T
-        x1 = _ln((y + w[p + "out.b"]) * net.alpha + x, w[p + "ln1.g"], w[p + "ln1.b"], layer.ln1.eps)
+        x = x + net.alpha * y  # the GEMM's beta = 1 residual
+        x1 = _ln(x + w[p + "out.b.alpha"], w[p + "ln1.g"], w[p + "ln1.b"], layer.ln1.eps)
         f = activation(net.ffn_act, x1 @ w[p + "ffn1.w"].T + w[p + "ffn1.b"])
         y = f @ w[p + "ffn2.w"].T
-        x = _ln((y + w[p + "ffn2.b"]) * net.alpha + x1, w[p + "ln2.g"], w[p + "ln2.b"], layer.ln2.eps)
+        x1 = x1 + net.alpha * y
+        x = _ln(x1 + w[p + "ffn2.b.alpha"], w[p + "ln2.g"], w[p + "ln2.b"], layer.ln2.eps)
     pe = activation(net.default_act, x @ w["pol.emb.w"].T + w["pol.emb.b"])
     qk = pe @ w["pol.qk.w"].T + w["pol.qk.b"]
     qp, kp = qk[..., : s.Pd], qk[..., s.Pd :]
