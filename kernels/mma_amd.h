@@ -60,12 +60,13 @@
 // After the two quad steps all 4 lanes of a quad hold the quad's value; the half-mirror pairs
 // every lane with a lane of the other quad, the mirror with a lane of the other half-row. All
 // four exist on gfx9 (DPP) and gfx10+ (DPP16). Source: LLVM AMDGPUModifierSyntax "dpp_ctrl";
-// the encodings are checked against llvm-objdump in tests/kernels/test_compile_amd.py.
+// tests/kernels/test_compile_amd.py checks that the compiler prints these numbers as these names.
 // -DLC0_AMD_NO_DPP uses ds_bpermute (warp_shfl_xor 1, 2, 4, 8) instead.
 //
-// Validation: tests/kernels/test_mma_amd_emulated.py compiles this file for the host with the
-// builtins replaced by a lockstep wave emulator written from the layouts above (not from this
-// code) and checks A.B, the load variants, a_from_c and the reductions, bit-exactly.
+// Validation (no AMD GPU in the project): tests/kernels/test_mma_amd_emulated.py compiles this file
+// for the host with the builtins replaced by a lockstep wave emulator written from the layouts
+// above (not from this code), checks A.B, the load variants, a_from_c and the reductions
+// bit-exactly, then runs the real flash_attention.hip on it against float64 attention.
 #pragma once
 
 #if defined(__GFX11__)
