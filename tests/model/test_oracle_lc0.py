@@ -305,3 +305,19 @@ def test_absent_biases_match_lc0(tmp_path: Path) -> None:
     masks, values = _random_batch(np.random.default_rng(1), 16)
     mlh = forward(loaded, PlanesBatch(masks, values).dense(np.float64), np.float64).moves_left
     assert np.any(mlh < 0)
+
+
+@pytest.mark.parametrize("dropped", ["ip_add_gate", "ip_mult_gate"])
+def test_single_gate_is_ignored_like_lc0(dropped: str, tmp_path: Path) -> None:
+    """A file with only one of the two input gates: lc0's CPU backend applies neither."""
+    import gzip
+
+    from lc0py.weights import network_to_proto
+
+    msg = network_to_proto(random_network("tiny", seed=3, input_format=1))
+    msg.weights.ClearField(dropped)
+    path = tmp_path / "one_gate.pb.gz"
+    path.write_bytes(gzip.compress(msg.SerializeToString()))
+    network = load_network(path)
+    assert network.embedding.mult_gate is None and network.embedding.add_gate is None
+    _assert_within(check_network_level(path, network, seed=4, n=8), f"only one gate ({dropped} dropped)")
