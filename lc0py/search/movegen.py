@@ -4,9 +4,9 @@ Why not ``lc0py.chess.policy.legal_moves_with_indices``: it builds a ``chess.Mov
 through python-chess's generator (~2 µs a move); the search needs ``Move`` objects only for the
 few edges it ever visits. Here moves are ints ``from | to << 6 | promotion << 12`` generated
 from python-chess's attack tables, with the index looked up in the same loop (about 2× faster,
-``scripts/bench_movegen.py``). Positions in check, en passant and Chess960 castling are delegated to
-python-chess;
-everything is cross-checked against it in ``tests/search/test_movegen.py``.
+``scripts/bench_movegen.py``). Positions in check, en passant and Chess960 castling are
+delegated to python-chess; everything is cross-checked against it in
+``tests/search/test_movegen.py``.
 
 Castling is stored as python-chess writes it (``e1g1`` on standard boards), so ``to_move``
 gives a move ``Board.push`` accepts; the policy index uses king-takes-rook as lc0 does.

@@ -7,18 +7,38 @@ generation. Capacity in entries; the oldest entry is evicted first (insertion or
 
 from __future__ import annotations
 
+import struct
+from array import array
 from dataclasses import dataclass
+
+
+_KEY = struct.Struct("<12QQbbB")
+
+
+def position_key(facts: tuple, repetitions: int) -> bytes:  # type: ignore[type-arg]
+    """Exact, compact cache key from ``PositionRecord.key`` (12 piece masks, castling, ep, turn)
+    and the repetition count: 115 bytes, hashed with SipHash (no int-hash collisions)."""
+    pieces, castling, ep, turn = facts
+    return _KEY.pack(*pieces, castling, ep, bool(turn), min(repetitions, 255))
 
 
 @dataclass(slots=True)
 class CacheEntry:
-    """``q``, ``d``, ``m`` from the side to move; ``moves``/``priors`` sorted by descending P."""
+    """``q``, ``d``, ``m`` from the side to move; ``moves``/``priors`` sorted by descending P.
+
+    Moves and priors are compact arrays (2 + 4 bytes an edge instead of ~60 for Python lists of
+    ints and floats), so lc0's default 2,000,000 entries stay around a gigabyte.
+    """
 
     q: float
     d: float
     m: float
-    moves: list[int]  # packed (lc0py.search.movegen)
-    priors: list[float]
+    moves: array  # type: ignore[type-arg]  # "H": packed moves (lc0py.search.movegen)
+    priors: array  # type: ignore[type-arg]  # "f": the 16-bit-rounded priors (exact in float32)
+
+    @classmethod
+    def make(cls, q: float, d: float, m: float, moves: list[int], priors: list[float]) -> CacheEntry:
+        return cls(q, d, m, array("H", moves), array("f", priors))
 
 
 class NNCache:

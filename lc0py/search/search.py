@@ -33,7 +33,7 @@ import numpy as np
 from lc0py.backends.base import Backend, NetworkOutput
 from lc0py.chess.encoding import EncodedPosition, encode_batch
 from lc0py.search.movegen import legal_moves_indexed, pack, to_move
-from lc0py.search.nncache import CacheEntry, NNCache
+from lc0py.search.nncache import CacheEntry, NNCache, position_key
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.params import SearchParams
 from lc0py.search.priors import segment_priors
@@ -685,14 +685,13 @@ class Search:
                 self._set_bounds(leaf)
                 self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
                 return True
-        # The exact (position facts, repetitions) tuple, not ``history.key()``: Python's int hash
-        # is modulo 2^61-1, so bitboards with a piece on h8 and on c1 hash alike (1<<63 ≡ 4) and
-        # an int key would mix up positions; a tuple key is compared on collision.
+        # An exact key, not ``history.key()``: Python's int hash is modulo 2^61-1, so bitboards
+        # with a piece on h8 and on c1 hash alike (1<<63 ≡ 4) and positions would be mixed up.
         last = history.records[-1]
-        key = (last.key, last.repetitions)
+        key = position_key(last.key, last.repetitions)
         entry = self.cache.get(key)
         if entry is not None:
-            leaf.expand(entry.moves, list(entry.priors))
+            leaf.expand(entry.moves.tolist(), entry.priors.tolist())
             leaf.v = -entry.q
             self._backup(leaf, -entry.q, entry.d, entry.m, depth)
             return True
@@ -817,7 +816,7 @@ class Search:
             moves = [mv[j - start] for j in order_l[start : start + k]]
             priors = p_sorted[start : start + k]
             start += k
-            put(leaf.key, CacheEntry(q[b], d[b], m[b], moves, priors))
+            put(leaf.key, CacheEntry.make(q[b], d[b], m[b], moves, priors))
             if cache_only:
                 continue
             node = leaf.node

@@ -24,7 +24,6 @@ class NodeTree:
         self.moves: list[str] = []
         self.history: PositionHistory = PositionHistory.from_fen(None)
         self.root = Node()
-        self._game_root = self.root
 
     def reset_to_position(self, fen: str | None, moves: Sequence[str]) -> bool:
         """Set the position; returns True if it continues the previous game (tree reused).

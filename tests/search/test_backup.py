@@ -73,6 +73,7 @@ def test_nn_cache_hits_replace_evaluations(make_search) -> None:
     assert cache.hits - hits_before >= 3
     # The cached root priors are exactly the ones the first search expanded with.
     assert second.root.moves == first.root.moves and second.root.p == first.root.p
+    assert all(isinstance(x, int) for x in second.root.moves)
 
 
 def test_cache_capacity_is_respected() -> None:
@@ -80,7 +81,7 @@ def test_cache_capacity_is_respected() -> None:
     from lc0py.search.nncache import CacheEntry
 
     for k in range(10):
-        cache.put(k, CacheEntry(0.0, 0.0, 0.0, [], []))
+        cache.put(k, CacheEntry.make(0.0, 0.0, 0.0, [], []))
     assert len(cache) == 3 and 9 in cache and 0 not in cache
 
 
