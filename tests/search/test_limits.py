@@ -1,0 +1,60 @@
+"""Stoppers and the legacy time manager (tools-and-uci.md §7.11)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lc0py.search.params import SearchParams
+from lc0py.search.search import SearchLimits
+from lc0py.search.timemgr import LegacyTimeManager
+
+
+def test_only_move_stops_at_once_with_smart_pruning(make_search) -> None:
+    # Black king in check with a single legal reply.
+    s = make_search("k7/8/1K6/8/8/8/8/7Q b - - 0 1", limits=SearchLimits(deadline_ms=5000))
+    t = time.perf_counter()
+    s.run()
+    assert time.perf_counter() - t < 2.0 and s.stop_reason == "only move"
+    assert s.best_move()[0].uci() == "a8b8"
+
+
+def test_deadline_is_kept_while_the_backend_is_slow(make_search) -> None:
+    from lc0py.backends.random_backend import RandomBackend
+
+    slow = RandomBackend(delay_ms=400)  # every batch takes 0.4 s
+    s = make_search(backend=slow, limits=SearchLimits(deadline_ms=150),
+                    params=SearchParams(overlap=True))
+    t = time.perf_counter()
+    s.run()
+    assert time.perf_counter() - t < 0.35  # answered at the deadline, not after the batch
+    assert s.best_move()[0] is not None
+
+
+def test_depth_limit(make_search) -> None:
+    s = make_search(limits=SearchLimits(depth=3, smart_pruning=False))
+    s.run()
+    assert s.stop_reason == "depth" and s.info().depth >= 3
+
+
+def test_time_manager_budget() -> None:
+    tm = LegacyTimeManager(move_overhead_ms=200)
+    first = tm.deadline_ms(ply=0, time_ms=60000, inc_ms=0)
+    g = LegacyTimeManager.expected_moves_to_go(0)
+    assert first == int((60000 - 200) / g * 2.8)  # first search of a game gets (1 + 1.8) shares
+    tm.search_finished(first)
+    second = tm.deadline_ms(ply=2, time_ms=59000, inc_ms=0)
+    assert second == pytest.approx((59000 - 200) / LegacyTimeManager.expected_moves_to_go(2), abs=1)
+    # Never more than the clock minus the overhead; zero when the clock is gone.
+    assert LegacyTimeManager().deadline_ms(ply=10, time_ms=150, inc_ms=100) == 0
+    assert LegacyTimeManager().deadline_ms(ply=40, time_ms=1000, inc_ms=5000, movestogo=1) <= 800
+
+
+def test_piggy_bank_carries_unused_time() -> None:
+    tm = LegacyTimeManager(200)
+    tm.first_search = False
+    d1 = tm.deadline_ms(ply=20, time_ms=30000, inc_ms=0)
+    tm.search_finished(d1 // 2)  # stopped early (smart pruning)
+    d2 = tm.deadline_ms(ply=22, time_ms=30000 - d1 // 2, inc_ms=0)
+    assert d2 > d1  # the saved half comes back on top
