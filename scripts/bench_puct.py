@@ -8,6 +8,7 @@ numpy on per-node arrays (``q + cs*P/(1+N+Nif)``, argmax) and the loop the searc
     python scripts/bench_puct.py [--children 30]
 """
 
+# ruff: noqa: B023 - the closures are timed within the iteration that defines them
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,7 @@ def main() -> None:
         def with_loop() -> int:
             best, bi = -math.inf, 0
             i = 0
-            for c, prior in zip(parent.children, parent.p):
+            for c, prior in zip(parent.children, parent.p, strict=True):
                 if c is None:
                     break
                 cn = c.n

@@ -54,15 +54,22 @@ def main() -> None:
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
         s = Search(tree, backend, params, SearchLimits(nodes=args.nodes, smart_pruning=False), cache)
-        s.run()
-        s.join()
+        if profiler is not None:
+            s._worker()  # in this thread, so the sampling profiler sees the search
+        else:
+            s.run()
+            s.join()
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
         wall += dt
         cpu += dc
         playouts += s.playouts
-        print(f"{s.playouts:7d} playouts  {dt:6.2f} s  {s.playouts / dt:7.0f} nps wall  "
-              f"{s.playouts / dc:7.0f} nps cpu  nn_evals {s.nn_evals}  {fen[:40]}")
-    print(f"total: {playouts} playouts, {playouts / wall:.0f} nps (wall), {playouts / cpu:.0f} nps (CPU time)")
+        print(
+            f"{s.playouts:7d} playouts  {dt:6.2f} s  {s.playouts / dt:7.0f} nps wall  "
+            f"{s.playouts / dc:7.0f} nps cpu  nn_evals {s.nn_evals}  {fen[:40]}"
+        )
+    print(
+        f"total: {playouts} playouts, {playouts / wall:.0f} nps (wall), {playouts / cpu:.0f} nps (CPU time)"
+    )
     if profiler is not None:
         profiler.stop()
         print(profiler.output_text(unicode=False, color=False))

@@ -133,9 +133,7 @@ def create(network: Network | None, options: BackendOptions) -> RandomBackend:
     backend = RandomBackend(
         input_format=options.take("input_format", default_format),
         has_wdl=options.take("wdl", network.has_wdl if network is not None else True),
-        has_moves_left=options.take(
-            "moves_left", network.has_moves_left if network is not None else False
-        ),
+        has_moves_left=options.take("moves_left", network.has_moves_left if network is not None else False),
         seed=options.take("seed", 0),
         uniform=options.take("uniform", False),
         delay_ms=options.take("delay_ms", 0.0),

@@ -113,7 +113,10 @@ def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[in
         if diag & low:
             t = BB_DIAG_ATTACKS[frm][BB_DIAG_MASKS[frm] & occ]
         if straight & low:
-            t |= BB_RANK_ATTACKS[frm][BB_RANK_MASKS[frm] & occ] | BB_FILE_ATTACKS[frm][BB_FILE_MASKS[frm] & occ]
+            t |= (
+                BB_RANK_ATTACKS[frm][BB_RANK_MASKS[frm] & occ]
+                | BB_FILE_ATTACKS[frm][BB_FILE_MASKS[frm] & occ]
+            )
         t &= not_ours
         if blockers & low:
             t &= king_rays[frm]

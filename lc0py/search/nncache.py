@@ -1,8 +1,9 @@
 """NN cache (tools-and-uci.md §7.12): position hash -> evaluation and softmaxed priors.
 
 Keyed by the position's facts (board, castling, lc0's ep marker, side to move) and its repetition
-count — not rule-50 nor history — as an exact, hashable value (§7.12). Entries hold the legal moves sorted by prior, so a hit needs no move
-generation. Capacity in entries; the oldest entry is evicted first (insertion order of a dict).
+count — not rule-50 nor history — as an exact, hashable value (§7.12). Entries hold the legal
+moves sorted by prior, so a hit needs no move generation. Capacity in entries; the oldest entry
+is evicted first (insertion order of a dict).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import struct
 from array import array
 from dataclasses import dataclass
-
 
 _KEY = struct.Struct("<12QQbbB")
 

@@ -502,7 +502,7 @@ class Search:
                 best = _NEG_INF
                 child = None
                 P = node.p
-                for c, prior in zip(node.children, P):
+                for c, prior in zip(node.children, P):  # noqa: B905 - equal lengths, hottest loop
                     if c is None:  # the touched prefix ends here
                         break
                     cn = c.n
@@ -588,21 +588,29 @@ class Search:
             return node.ensure_child(bi)
         return children[bi]  # type: ignore[return-value]
 
-
     def _mutil(self, node: Node, child: Node, q: float) -> float:
         """Moves-left utility (§7.10); 0 unless the parent is nearly decided."""
         p = self.params
         if not self._has_mlh or abs(node.wl) <= p.moves_left_threshold or child.n == 0:
             return 0.0
-        m = max(-p.moves_left_max_effect, min(p.moves_left_max_effect, p.moves_left_slope * (child.m - node.m)))
+        m = max(
+            -p.moves_left_max_effect, min(p.moves_left_max_effect, p.moves_left_slope * (child.m - node.m))
+        )
         qq = max(0.0, abs(q) - p.moves_left_threshold) / (1 - p.moves_left_threshold)
         sign = -1.0 if q > 0 else (1.0 if q < 0 else 0.0)
-        return m * sign * (
-            p.moves_left_constant_factor + p.moves_left_scaled_factor * qq + p.moves_left_quadratic_factor * qq * qq
+        return (
+            m
+            * sign
+            * (
+                p.moves_left_constant_factor
+                + p.moves_left_scaled_factor * qq
+                + p.moves_left_quadratic_factor * qq * qq
+            )
         )
 
-    def _score_edges(self, node: Node, cs: float, fpu: float, allowed: Sequence[int] | None = None
-                     ) -> list[tuple[int, float, float]]:
+    def _score_edges(
+        self, node: Node, cs: float, fpu: float, allowed: Sequence[int] | None = None
+    ) -> list[tuple[int, float, float]]:
         """(edge, Q used, U) for each edge considered (general, slow path)."""
         p = self.params
         ds = self._draw_score_at(node) if p.draw_score else 0.0

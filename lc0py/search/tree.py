@@ -36,9 +36,7 @@ class NodeTree:
 
     def _reset(self, fen: str | None, moves: list[str], history: PositionHistory) -> bool:
         same_game = (
-            self.start_fen == fen
-            and len(moves) >= len(self.moves)
-            and moves[: len(self.moves)] == self.moves
+            self.start_fen == fen and len(moves) >= len(self.moves) and moves[: len(self.moves)] == self.moves
         )
         if same_game:
             node: Node | None = self.root

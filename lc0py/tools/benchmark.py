@@ -98,7 +98,9 @@ def ktr_uci(board: chess.Board, move: chess.Move) -> str:
     """King-takes-rook castling text (lc0's benchmark prints ``e1h1``)."""
     if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
         rook_file = 7 if move.to_square > move.from_square else 0
-        return chess.Move(move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))).uci()
+        return chess.Move(
+            move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))
+        ).uci()
     return move.uci()
 
 
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     total_playouts = 0
     out = sys.stdout
     try:
-        for k, (text, tree) in enumerate(zip(positions, trees), 1):
+        for k, (text, tree) in enumerate(zip(positions, trees, strict=True), 1):
             out.write(f"\nPosition: {k}/{len(positions)} {text}\n")
             out.flush()
             board = tree.history.board.copy(stack=False)
@@ -150,10 +152,14 @@ def run(args: argparse.Namespace) -> int:
             )
             start = time.perf_counter()
             search = Search(
-                tree, backend, params, limits, cache,
+                tree,
+                backend,
+                params,
+                limits,
+                cache,
                 SearchCallbacks(
                     on_info=on_info,
-                    on_bestmove=lambda m, p: result.__setitem__(0, m),
+                    on_bestmove=lambda m, p, result=result: result.__setitem__(0, m),
                     on_message=lambda t: print(t, file=sys.stderr),
                 ),
                 start_time=start,

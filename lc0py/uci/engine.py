@@ -197,7 +197,9 @@ class UciEngine:
         weights = self.options["WeightsFile"]
         weights = None if weights in ("", "<autodiscover>") else weights
         try:
-            self.backend = create_backend(self.options["Backend"], weights, self.options["BackendOptions"] or None)
+            self.backend = create_backend(
+                self.options["Backend"], weights, self.options["BackendOptions"] or None
+            )
         except Exception as exc:
             self._backend_error = str(exc) or type(exc).__name__
             self.out.send(f"error {self._backend_error}")
@@ -216,7 +218,10 @@ class UciEngine:
     def _limits(self, go: GoParams, board: chess.Board, pondering: bool) -> SearchLimits:
         overhead = int(self.options["MoveOverheadMs"])
         limits = SearchLimits(
-            nodes=go.nodes, depth=go.depth, mate=go.mate, infinite=go.infinite or pondering,
+            nodes=go.nodes,
+            depth=go.depth,
+            mate=go.mate,
+            infinite=go.infinite or pondering,
         )
         deadlines = []
         if go.movetime is not None and not limits.infinite and go.mate is None:

@@ -52,8 +52,9 @@ def _trunc(x: float) -> int:
     return int(x)  # C++ float -> int truncation
 
 
-def compute_score(line: PvLine, score_type: str = "WDL_mu", has_wdl: bool = True,
-                  draw_score: float = 0.0) -> Score:
+def compute_score(
+    line: PvLine, score_type: str = "WDL_mu", has_wdl: bool = True, draw_score: float = 0.0
+) -> Score:
     """The ``score`` of one PV line (values from the root side to move)."""
     wl, d = line.wl, line.d
     if line.mate is not None:

@@ -60,7 +60,7 @@ class OptionSpec:
         if self.kind == "combo":
             return head + f"combo default {self.default}" + "".join(f" var {c}" for c in self.choices)
         if self.kind == "float":
-            return head + "string default %f" % self.default
+            return head + "string default %f" % self.default  # noqa: UP031 - C's %f, as lc0
         return head + f"string default {self.default}"
 
     def convert(self, text: str) -> Any:
@@ -97,9 +97,20 @@ def _fmt(x: float | None) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def _f(name: str, default: float, lo: float, hi: float, flag: str | None = None, param: str | None = None,
-       hidden: bool = False, group: str = "search", help: str = "") -> OptionSpec:
-    return OptionSpec(name, "float", default, flag, lo, hi, hidden=hidden, group=group, param=param, help=help)
+def _f(
+    name: str,
+    default: float,
+    lo: float,
+    hi: float,
+    flag: str | None = None,
+    param: str | None = None,
+    hidden: bool = False,
+    group: str = "search",
+    help: str = "",
+) -> OptionSpec:
+    return OptionSpec(
+        name, "float", default, flag, lo, hi, hidden=hidden, group=group, param=param, help=help
+    )
 
 
 def _backend_choices() -> tuple[str, ...]:
@@ -115,29 +126,78 @@ def build_table() -> list[OptionSpec]:
     """All options, in the order ``uci`` prints them."""
     B, U = "backend", "uci"
     return [
-        OptionSpec("WeightsFile", "string", "<autodiscover>", "--weights", group=B, help="network file (.pb.gz)"),
-        OptionSpec("Backend", "combo", "auto", "--backend", choices=_backend_choices(), group=B,
-                   help="backend name (auto: the best one available)"),
+        OptionSpec(
+            "WeightsFile", "string", "<autodiscover>", "--weights", group=B, help="network file (.pb.gz)"
+        ),
+        OptionSpec(
+            "Backend",
+            "combo",
+            "auto",
+            "--backend",
+            choices=_backend_choices(),
+            group=B,
+            help="backend name (auto: the best one available)",
+        ),
         OptionSpec("BackendOptions", "string", "", "--backend-opts", group=B, help="key=value,key=value"),
-        OptionSpec("Threads", "spin", 0, "--threads", 0, 128, group=B,
-                   help="accepted for compatibility; lc0py searches with one worker + overlap"),
-        OptionSpec("NNCacheSize", "spin", 2000000, "--nncache", 0, 999999999, group=B, param="nncache_size",
-                   help="NN cache entries"),
-        OptionSpec("MinibatchSize", "spin", 0, "--minibatch-size", 0, 1024, param="minibatch_size",
-                   help="leaves per network call (0: backend's recommendation)"),
+        OptionSpec(
+            "Threads",
+            "spin",
+            0,
+            "--threads",
+            0,
+            128,
+            group=B,
+            help="accepted for compatibility; lc0py searches with one worker + overlap",
+        ),
+        OptionSpec(
+            "NNCacheSize",
+            "spin",
+            2000000,
+            "--nncache",
+            0,
+            999999999,
+            group=B,
+            param="nncache_size",
+            help="NN cache entries",
+        ),
+        OptionSpec(
+            "MinibatchSize",
+            "spin",
+            0,
+            "--minibatch-size",
+            0,
+            1024,
+            param="minibatch_size",
+            help="leaves per network call (0: backend's recommendation)",
+        ),
         OptionSpec("MaxPrefetch", "spin", 32, "--max-prefetch", 0, 1024, param="max_prefetch"),
         _f("CPuct", 1.745, 0, 100, "--cpuct", "cpuct"),
         _f("CPuctAtRoot", 1.745, 0, 100, "--cpuct-at-root", "cpuct_at_root", hidden=True),
         _f("CPuctBase", 38739.0, 1, 1e9, "--cpuct-base", "cpuct_base"),
         _f("CPuctBaseAtRoot", 38739.0, 1, 1e9, "--cpuct-base-at-root", "cpuct_base_at_root", hidden=True),
         _f("CPuctFactor", 3.894, 0, 1000, "--cpuct-factor", "cpuct_factor"),
-        _f("CPuctFactorAtRoot", 3.894, 0, 1000, "--cpuct-factor-at-root", "cpuct_factor_at_root", hidden=True),
-        OptionSpec("RootHasOwnCpuctParams", "check", False, "--root-has-own-cpuct-params", hidden=True,
-                   param="root_has_own_cpuct_params"),
+        _f(
+            "CPuctFactorAtRoot", 3.894, 0, 1000, "--cpuct-factor-at-root", "cpuct_factor_at_root", hidden=True
+        ),
+        OptionSpec(
+            "RootHasOwnCpuctParams",
+            "check",
+            False,
+            "--root-has-own-cpuct-params",
+            hidden=True,
+            param="root_has_own_cpuct_params",
+        ),
         OptionSpec("FpuStrategy", "combo", "reduction", "--fpu-strategy", choices=("reduction", "absolute")),
         _f("FpuValue", 0.330, -100, 100, "--fpu-value", "fpu_value"),
-        OptionSpec("FpuStrategyAtRoot", "combo", "same", "--fpu-strategy-at-root",
-                   choices=("reduction", "absolute", "same"), hidden=True, param="fpu_strategy_at_root"),
+        OptionSpec(
+            "FpuStrategyAtRoot",
+            "combo",
+            "same",
+            "--fpu-strategy-at-root",
+            choices=("reduction", "absolute", "same"),
+            hidden=True,
+            param="fpu_strategy_at_root",
+        ),
         _f("FpuValueAtRoot", 1.0, -100, 100, "--fpu-value-at-root", "fpu_value_at_root", hidden=True),
         _f("PolicyTemperature", 1.359, 0.1, 10, "--policy-softmax-temp", "policy_softmax_temp"),
         OptionSpec("MultiPV", "spin", 1, "--multipv", 1, 500, param="multipv"),
@@ -147,28 +207,80 @@ def build_table() -> list[OptionSpec]:
         OptionSpec("UCI_ShowWDL", "check", False, "--show-wdl", group=U),
         OptionSpec("UCI_ShowMovesLeft", "check", False, "--show-movesleft", group=U),
         OptionSpec("UCI_Chess960", "check", False, "--chess960", group=U),
-        OptionSpec("HistoryFill", "combo", "fen_only", "--history-fill", choices=("no", "fen_only", "always"),
-                   param="history_fill"),
+        OptionSpec(
+            "HistoryFill",
+            "combo",
+            "fen_only",
+            "--history-fill",
+            choices=("no", "fen_only", "always"),
+            param="history_fill",
+        ),
         OptionSpec("TwoFoldDraws", "check", True, "--two-fold-draws", param="two_fold_draws"),
         OptionSpec("StickyEndgames", "check", True, "--sticky-endgames", param="sticky_endgames"),
         OptionSpec("OutOfOrderEval", "check", True, "--out-of-order-eval", param="out_of_order_eval"),
-        _f("MaxOutOfOrderEvalsFactor", 2.4, 0, 100, "--max-out-of-order-evals-factor",
-           "max_out_of_order_evals_factor"),
-        OptionSpec("MaxCollisionVisits", "spin", 80000, "--max-collision-visits", 1, 100000000,
-                   param="max_collision_visits"),
-        OptionSpec("MaxCollisionVisitsScalingStart", "spin", 28, "--max-collision-visits-scaling-start",
-                   1, 100000, param="max_collision_visits_scaling_start"),
-        OptionSpec("MaxCollisionVisitsScalingEnd", "spin", 145000, "--max-collision-visits-scaling-end",
-                   0, 100000000, param="max_collision_visits_scaling_end"),
-        _f("MaxCollisionVisitsScalingPower", 1.25, 0.01, 100, "--max-collision-visits-scaling-power",
-           "max_collision_visits_scaling_power"),
+        _f(
+            "MaxOutOfOrderEvalsFactor",
+            2.4,
+            0,
+            100,
+            "--max-out-of-order-evals-factor",
+            "max_out_of_order_evals_factor",
+        ),
+        OptionSpec(
+            "MaxCollisionVisits",
+            "spin",
+            80000,
+            "--max-collision-visits",
+            1,
+            100000000,
+            param="max_collision_visits",
+        ),
+        OptionSpec(
+            "MaxCollisionVisitsScalingStart",
+            "spin",
+            28,
+            "--max-collision-visits-scaling-start",
+            1,
+            100000,
+            param="max_collision_visits_scaling_start",
+        ),
+        OptionSpec(
+            "MaxCollisionVisitsScalingEnd",
+            "spin",
+            145000,
+            "--max-collision-visits-scaling-end",
+            0,
+            100000000,
+            param="max_collision_visits_scaling_end",
+        ),
+        _f(
+            "MaxCollisionVisitsScalingPower",
+            1.25,
+            0.01,
+            100,
+            "--max-collision-visits-scaling-power",
+            "max_collision_visits_scaling_power",
+        ),
         _f("MovesLeftMaxEffect", 0.0345, 0, 1, "--moves-left-max-effect", "moves_left_max_effect"),
         _f("MovesLeftThreshold", 0.8, 0, 1, "--moves-left-threshold", "moves_left_threshold"),
         _f("MovesLeftSlope", 0.0027, 0, 1, "--moves-left-slope", "moves_left_slope"),
-        _f("MovesLeftConstantFactor", 0.0, -1, 1, "--moves-left-constant-factor", "moves_left_constant_factor"),
+        _f(
+            "MovesLeftConstantFactor",
+            0.0,
+            -1,
+            1,
+            "--moves-left-constant-factor",
+            "moves_left_constant_factor",
+        ),
         _f("MovesLeftScaledFactor", 1.6521, -2, 2, "--moves-left-scaled-factor", "moves_left_scaled_factor"),
-        _f("MovesLeftQuadraticFactor", -0.6521, -2, 2, "--moves-left-quadratic-factor",
-           "moves_left_quadratic_factor"),
+        _f(
+            "MovesLeftQuadraticFactor",
+            -0.6521,
+            -2,
+            2,
+            "--moves-left-quadratic-factor",
+            "moves_left_quadratic_factor",
+        ),
         _f("DrawScore", 0.0, -1, 1, "--draw-score", "draw_score"),
         _f("SmartPruningFactor", 1.33, 0, 10, "--smart-pruning-factor", "smart_pruning_factor", group=U),
         OptionSpec("MoveOverheadMs", "spin", 200, "--move-overhead", 0, 100000000, group=U),
@@ -176,10 +288,23 @@ def build_table() -> list[OptionSpec]:
         OptionSpec("Ponder", "check", False, "--ponder", group=U),
         OptionSpec("SyzygyPath", "string", "", "--syzygy-paths", group=B, help="accepted; not used yet"),
         OptionSpec("LogFile", "string", "", "--logfile", group=U),
-        OptionSpec("SearchOverlap", "check", True, "--search-overlap", param="overlap",
-                   help="lc0py: gather the next minibatch while the backend evaluates"),
-        OptionSpec("FastMath", "check", False, "--fast-math", hidden=True, param="fast_math",
-                   help="lc0py: lc0's FastExp in the policy softmax (bit-exact priors)"),
+        OptionSpec(
+            "SearchOverlap",
+            "check",
+            True,
+            "--search-overlap",
+            param="overlap",
+            help="lc0py: gather the next minibatch while the backend evaluates",
+        ),
+        OptionSpec(
+            "FastMath",
+            "check",
+            False,
+            "--fast-math",
+            hidden=True,
+            param="fast_math",
+            help="lc0py: lc0's FastExp in the policy softmax (bit-exact priors)",
+        ),
     ]
 
 
@@ -226,9 +351,13 @@ class Options:
             if not s.flag:
                 continue
             text = s.help or f"UCI option {s.name}"
-            default_text = "%f" % s.default if s.kind == "float" else s.default
-            kwargs: dict[str, Any] = {"dest": "opt_" + s.name, "default": None, "metavar": "VALUE",
-                                      "help": f"{text} (UCI {s.name}, default {default_text})"}
+            default_text = "%f" % s.default if s.kind == "float" else s.default  # noqa: UP031
+            kwargs: dict[str, Any] = {
+                "dest": "opt_" + s.name,
+                "default": None,
+                "metavar": "VALUE",
+                "help": f"{text} (UCI {s.name}, default {default_text})",
+            }
             if s.kind == "check":
                 kwargs.update(nargs="?", const="true")
             flags = [s.flag]

@@ -34,8 +34,18 @@ class GoParams:
 
 _INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "mate", "nodes", "movetime")
 COMMANDS = (
-    "uci", "isready", "setoption", "ucinewgame", "position", "go", "stop", "ponderhit", "quit",
-    "wait", "xyzzy", "fen",
+    "uci",
+    "isready",
+    "setoption",
+    "ucinewgame",
+    "position",
+    "go",
+    "stop",
+    "ponderhit",
+    "quit",
+    "wait",
+    "xyzzy",
+    "fen",
 )
 
 

@@ -15,7 +15,9 @@ def _ktr(board: chess.Board, move: chess.Move) -> str:
     """King-takes-rook castling text, whatever UCI_Chess960 says."""
     if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
         rook_file = 7 if move.to_square > move.from_square else 0
-        return chess.Move(move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))).uci()
+        return chess.Move(
+            move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))
+        ).uci()
     return move.uci()
 
 

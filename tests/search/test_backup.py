@@ -131,6 +131,8 @@ def test_backend_error_still_answers(make_search) -> None:
 def test_cache_never_mixes_positions_with_colliding_int_hashes(make_search) -> None:
     # hash(1 << 63) == hash(4) in CPython: a rook on h8 and one on c1 must still be different keys.
     # Reached in this search: ... a5a6 h5c5 b4a4 c5c1 a4e4 (rook c1) and ... h5h8 (rook h8).
-    s = make_search("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 11", limits=SearchLimits(nodes=6000, smart_pruning=False))
+    s = make_search(
+        "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 11", limits=SearchLimits(nodes=6000, smart_pruning=False)
+    )
     s.run()
     assert s.error is None and s.root.n == 6000

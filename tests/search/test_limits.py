@@ -24,8 +24,7 @@ def test_deadline_is_kept_while_the_backend_is_slow(make_search) -> None:
     from lc0py.backends.random_backend import RandomBackend
 
     slow = RandomBackend(delay_ms=400)  # every batch takes 0.4 s
-    s = make_search(backend=slow, limits=SearchLimits(deadline_ms=150),
-                    params=SearchParams(overlap=True))
+    s = make_search(backend=slow, limits=SearchLimits(deadline_ms=150), params=SearchParams(overlap=True))
     t = time.perf_counter()
     s.run()
     assert time.perf_counter() - t < 0.35  # answered at the deadline, not after the batch

@@ -23,8 +23,8 @@ STARTS = [
 def _compare(board: chess.Board) -> None:
     moves, idx = legal_moves_indexed(board, 0)
     ref_moves, ref_idx = legal_moves_with_indices(board, 0)
-    got = {to_move(m): int(i) for m, i in zip(moves, idx)}
-    ref = {m: int(i) for m, i in zip(ref_moves, ref_idx)}
+    got = {to_move(m): int(i) for m, i in zip(moves, idx, strict=True)}
+    ref = {m: int(i) for m, i in zip(ref_moves, ref_idx, strict=True)}
     assert got == ref, board.fen()
     assert len(moves) == len(set(moves))
 

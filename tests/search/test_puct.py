@@ -8,7 +8,6 @@ from lc0py.search.params import SearchParams
 from lc0py.search.search import Search
 
 
-
 def _puct_reference(parent, params: SearchParams) -> int:
     """Straightforward §7.3 over all edges (no prefix shortcut), first max wins."""
     n = parent.n
@@ -76,8 +75,10 @@ def test_matches_reference_on_many_trees(search: Search, hand_node) -> None:
         raw = sorted((rng.random() for _ in range(k)), reverse=True)
         priors = [x / sum(raw) for x in raw]
         touched = rng.randint(0, k)
-        stats = [(rng.choice([0, 0, 1, 3, 20, 500]), rng.choice([0, 0, 1, 4]), rng.uniform(-1, 1))
-                 for _ in range(touched)]
+        stats = [
+            (rng.choice([0, 0, 1, 3, 20, 500]), rng.choice([0, 0, 1, 4]), rng.uniform(-1, 1))
+            for _ in range(touched)
+        ]
         parent = hand_node(priors, stats, wl=rng.uniform(-1, 1))
         assert search._select(parent, search.params, 0.0).index == _puct_reference(parent, search.params)
 

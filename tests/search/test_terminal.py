@@ -90,6 +90,10 @@ def test_sticky_endgames_prove_a_mate_in_two(make_search) -> None:
 
 
 def test_without_sticky_endgames_no_interior_node_is_proven(make_search) -> None:
-    s = _run(make_search, "7k/8/5K2/8/8/8/8/R7 w - - 0 1", nodes=800,
-             params=SearchParams(sticky_endgames=False, overlap=False))
+    s = _run(
+        make_search,
+        "7k/8/5K2/8/8/8/8/R7 w - - 0 1",
+        nodes=800,
+        params=SearchParams(sticky_endgames=False, overlap=False),
+    )
     assert all(c.moves is None for c in s._root_children() if c.terminal == TERMINAL)

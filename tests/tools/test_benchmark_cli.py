@@ -15,8 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lc0py", "benchmark", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "lc0py", "benchmark", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
 
 
 def test_positions_are_lc0s_list() -> None:
@@ -25,7 +30,10 @@ def test_positions_are_lc0s_list() -> None:
     board = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
     assert ktr_uci(board, chess.Move.from_uci("e1g1")) == "e1h1"
     assert ktr_uci(board, chess.Move.from_uci("e1c1")) == "e1a1"
-    assert split_position(POSITIONS[18]) == ("2K5/p7/7P/5pR1/8/5k2/r7/8 w - - 0 1", ["g5g6", "f3e3", "g6g5", "e3f3"])
+    assert split_position(POSITIONS[18]) == (
+        "2K5/p7/7P/5pR1/8/5k2/r7/8 w - - 0 1",
+        ["g5g6", "f3e3", "g6g5", "e3f3"],
+    )
 
 
 def test_output_shape_random_backend() -> None:
@@ -34,8 +42,10 @@ def test_output_shape_random_backend() -> None:
     out = r.stdout.splitlines()
     assert out[0] == "" and out[1] == f"Position: 1/3 {POSITIONS[0]}"
     bench = [s for s in out if s.startswith("Benchmark time ")]
-    assert all(re.fullmatch(r"Benchmark time \d+ ms, \d+ nodes, -?\d+ nps(, move [a-h][1-8][a-h][1-8][qrbn]?)?", s)
-               for s in bench)
+    assert all(
+        re.fullmatch(r"Benchmark time \d+ ms, \d+ nodes, -?\d+ nps(, move [a-h][1-8][a-h][1-8][qrbn]?)?", s)
+        for s in bench
+    )
     assert sum(s.startswith("bestmove ") for s in out) == 3
     assert out[-4:-3] == ["==========================="]
     assert out[-2] == "Nodes searched  : 600"
@@ -45,8 +55,18 @@ def test_output_shape_random_backend() -> None:
 
 def test_tiny_net_and_fen(tmp_path) -> None:
     tiny = ROOT / "weights" / "tiny-seed1.pb.gz"
-    r = _run("--weights", str(tiny), "--backend", "numpy", "--nodes", "8",
-             "--fen", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "--minibatch-size", "4")
+    r = _run(
+        "--weights",
+        str(tiny),
+        "--backend",
+        "numpy",
+        "--nodes",
+        "8",
+        "--fen",
+        "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1",
+        "--minibatch-size",
+        "4",
+    )
     assert r.returncode == 0, r.stderr
     assert "Position: 1/1 r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1" in r.stdout
     best = [s for s in r.stdout.splitlines() if s.startswith("bestmove ")][0]
@@ -54,8 +74,12 @@ def test_tiny_net_and_fen(tmp_path) -> None:
 
 
 def test_bad_options_one_line_exit_2() -> None:
-    for args in (["--num-positions", "0"], ["--nodes", "-5"], ["--minibatch-size", "5000", "--backend", "random"],
-                 ["--backend", "nosuch", "--nodes", "1"]):
+    for args in (
+        ["--num-positions", "0"],
+        ["--nodes", "-5"],
+        ["--minibatch-size", "5000", "--backend", "random"],
+        ["--backend", "nosuch", "--nodes", "1"],
+    ):
         r = _run(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr

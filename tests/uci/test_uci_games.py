@@ -29,8 +29,13 @@ def _lc0py(weights: Path, *extra: str) -> chess.engine.SimpleEngine:
     return chess.engine.SimpleEngine.popen_uci(cmd, cwd=ROOT, env=env, timeout=30)
 
 
-def _play(white: chess.engine.SimpleEngine, black: chess.engine.SimpleEngine, max_plies: int,
-          other_limit: chess.engine.Limit | None = None, ours: tuple[bool, ...] = (True, False)) -> chess.Board:
+def _play(
+    white: chess.engine.SimpleEngine,
+    black: chess.engine.SimpleEngine,
+    max_plies: int,
+    other_limit: chess.engine.Limit | None = None,
+    ours: tuple[bool, ...] = (True, False),
+) -> chess.Board:
     """Play with a real clock for our side(s); assert legality and that no clock runs out."""
     board = chess.Board()
     clock = {chess.WHITE: CLOCK, chess.BLACK: CLOCK}
@@ -39,8 +44,9 @@ def _play(white: chess.engine.SimpleEngine, black: chess.engine.SimpleEngine, ma
         side = board.turn
         ours_now = (side == chess.WHITE and ours[0]) or (side == chess.BLACK and ours[1])
         if ours_now or other_limit is None:
-            limit = chess.engine.Limit(white_clock=clock[chess.WHITE], black_clock=clock[chess.BLACK],
-                                       white_inc=INC, black_inc=INC)
+            limit = chess.engine.Limit(
+                white_clock=clock[chess.WHITE], black_clock=clock[chess.BLACK], white_inc=INC, black_inc=INC
+            )
         else:
             limit = other_limit
         t = time.perf_counter()

@@ -38,7 +38,10 @@ def test_cp_fallback_without_draws_or_wdl() -> None:
 
 
 def test_mate_and_other_score_types() -> None:
-    assert (compute_score(_line(1.0, 0.0, mate=3)).kind, compute_score(_line(1.0, 0.0, mate=3)).value) == ("mate", 3)
+    assert (compute_score(_line(1.0, 0.0, mate=3)).kind, compute_score(_line(1.0, 0.0, mate=3)).value) == (
+        "mate",
+        3,
+    )
     assert compute_score(_line(-1.0, 0.0, mate=-2)).value == -2
     assert compute_score(_line(0.25, 0.5), "win_percentage").value == 6250
     assert compute_score(_line(0.25, 0.5), "W-L").value == 2500
@@ -47,7 +50,12 @@ def test_mate_and_other_score_types() -> None:
 
 @pytest.mark.parametrize(
     "wl,d,expected",
-    [(0.0, 1.0, (0, 1000, 0)), (1.0, 0.0, (1000, 0, 0)), (0.1, 0.3, (400, 300, 300)), (0.0015, 0.997, (2, 997, 1))],
+    [
+        (0.0, 1.0, (0, 1000, 0)),
+        (1.0, 0.0, (1000, 0, 0)),
+        (0.1, 0.3, (400, 300, 300)),
+        (0.0015, 0.997, (2, 997, 1)),
+    ],
 )
 def test_wdl_permille(wl: float, d: float, expected: tuple[int, int, int]) -> None:
     assert wdl_permille(wl, d) == expected
@@ -55,12 +63,22 @@ def test_wdl_permille(wl: float, d: float, expected: tuple[int, int, int]) -> No
 
 
 def test_info_line_field_order() -> None:
-    info = SearchInfo(depth=3, seldepth=5, time_ms=120, nodes=400, nps=3500, playouts=400, nn_evals=300,
-                      lines=[PvLine([chess.Move.from_uci("e2e4"), chess.Move.from_uci("e7e5")], 0.1, 0.3, 40, 300)])
+    info = SearchInfo(
+        depth=3,
+        seldepth=5,
+        time_ms=120,
+        nodes=400,
+        nps=3500,
+        playouts=400,
+        nn_evals=300,
+        lines=[PvLine([chess.Move.from_uci("e2e4"), chess.Move.from_uci("e7e5")], 0.1, 0.3, 40, 300)],
+    )
     text = info_lines(info, InfoFormat(show_wdl=True))[0]
     assert text.startswith("info depth 3 seldepth 5 time 120 nodes 400 score cp ")
     # The WDL_mu fast-math rewrite moves the permille by a few (lc0 does the same).
-    assert re.search(r" score cp \d+ wdl (39\d|40\d) (29\d|30\d) (29\d|30\d) nps 3500 tbhits 0 pv e2e4 e7e5$", text)
+    assert re.search(
+        r" score cp \d+ wdl (39\d|40\d) (29\d|30\d) (29\d|30\d) nps 3500 tbhits 0 pv e2e4 e7e5$", text
+    )
     info.nps = None
     assert " nps " not in info_lines(info, InfoFormat())[0]
 
@@ -75,7 +93,10 @@ def test_castling_in_chess960_form() -> None:
 def test_options_table() -> None:
     o = Options()
     assert o.spec("cpuct").uci_line() == "option name CPuct type string default 1.745000"
-    assert o.spec("FPUSTRATEGY").uci_line() == "option name FpuStrategy type combo default reduction var reduction var absolute"
+    assert (
+        o.spec("FPUSTRATEGY").uci_line()
+        == "option name FpuStrategy type combo default reduction var reduction var absolute"
+    )
     o.set("cPuCt", "2.5")
     o.set("fpustrategy", "ABSOLUTE")
     p = o.search_params()

@@ -127,8 +127,10 @@ def test_go_variants(engine_factory) -> None:
     e.expect(lambda s: s.startswith("info depth"))
     e.send("ponderhit")
     got = e.expect(_is_bestmove, timeout=10)
-    assert chess.Move.from_uci(got[-1].split()[1]) in chess.Board(
-        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2").legal_moves
+    assert (
+        chess.Move.from_uci(got[-1].split()[1])
+        in chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2").legal_moves
+    )
     # Verbose move stats: one line per root move and the node line, before bestmove.
     e.send("setoption name VerboseMoveStats value true")
     e.send("position startpos")
