@@ -10,8 +10,8 @@ waits on that event.
 
 Per encoder layer (fp16: every buffer fp16, fp32 accumulation in GEMMs/kernels, fp32 LN stats)::
 
-    qkv  = x · [Wq;Wk;Wv]ᵀ                         one GEMM, N = 3D (biases applied in attention)
-    G    = smolgen(x)                              compress GEMM, dense1 GEMM + act/LN kernel,
+    qkvc = x · [Wq;Wk;Wv;Wc]ᵀ                      one GEMM, N = 3D + hc (biases applied in attention)
+    G    = smolgen(c)                              copy c out, dense1 GEMM + act/LN kernel,
                                                    dense2 GEMM + act/LN kernel, global GEMM -> [B,H,64,64]
     O    = flash(qkv, G)                           one kernel: QKᵀ·scale + G -> online softmax -> ·V
            (fallback: bias kernel, per-head batched GEMMs QKᵀ, softmax_bias kernel, GEMMs P·V)
@@ -231,6 +231,7 @@ class GpuNetwork:
         self.k_expand = self._fn("elementwise.hip", "expand_planes", {})
         self.k_embed = self._fn("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self._fn("elementwise.hip", "bias_act", {})
+        self.k_copy_cols = self._fn("elementwise.hip", "copy_columns", {})
         self.k_gather = self._fn("policy_map.hip", "policy_gather", {})
         self.ln_cfg: dict[tuple[int, int], dict[str, int]] = {}
         self.k_ln: dict[tuple[int, int], int] = {}
@@ -406,7 +407,7 @@ class GpuNetwork:
                     P(qkv),
                     P(self._off(qkv, s.D)),
                     P(self._off(qkv, 2 * s.D)),
-                    I(3 * s.D),
+                    I(s.qkv_ld),
                     P(g),
                     P(bias),
                     P(self._off(bias, 2 * s.D)),
@@ -420,8 +421,8 @@ class GpuNetwork:
             return
         # Fallback: add all three biases, then per head: S = Q Kᵀ, softmax(S·scale + G), O = P V.
         sc = buf["scores"]
-        self._bias_act(qkv, f"L{l}.qkv.b", bsz * SEQ, 3 * s.D, ACT_NONE)
-        ld = 3 * s.D
+        self._bias_act(qkv, f"L{l}.qkv.b", bsz * SEQ, s.qkv_ld, ACT_NONE)  # zeros on compress cols
+        ld = s.qkv_ld
         tok = SEQ * ld  # elements between positions
         hs = SEQ * SEQ
         for h in range(s.H):
@@ -474,7 +475,15 @@ class GpuNetwork:
         assert layer is not None
         m = bsz * SEQ
         act = self.acts["smolgen"]
-        self._dense(buf["x"], m, s.E, p + "compress", s.hc, buf["sg.c"])
+        # the compress columns of the fused projection -> contiguous [B, 64*hc] for dense1
+        self.p.launch(
+            self.k_copy_cols,
+            (max(1, min((m * s.hc // (16 // self.elem) + 255) // 256, 65535)), 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [P(buf["qkv"]), I(s.qkv_ld), I(3 * s.D), P(buf["sg.c"]), I(m), I(s.hc)],
+        )
         self._dense(buf["sg.c"], bsz, SEQ * s.hc, p + "d1.w", s.hs, buf["sg.s1"])
         self._layernorm(
             s.hs,
@@ -531,11 +540,9 @@ class GpuNetwork:
         layer = self.net.encoders[l]
         m = bsz * SEQ
         alpha = float(self.net.alpha)
+        self._dense(buf["x"], m, s.E, p + "qkv.w", s.qkv_ld, buf["qkv"])
         if s.smolgen:
-            self._branch(2 * l, lambda: self._smolgen(l, bsz))
-        self._dense(buf["x"], m, s.E, p + "qkv.w", 3 * s.D, buf["qkv"])
-        if s.smolgen:
-            self._join(2 * l)
+            self._smolgen(l, bsz)
         self._attention(l, bsz, flash)
         if tap is not None:
             tap(f"encoder{l}.attention", buf["attn"], s.D)

@@ -3,8 +3,10 @@
 Pure numpy, no device: everything here is tested without a GPU. ``pack_weights`` does all
 re-arrangement once, at upload, so the forward pass launches plain GEMMs on contiguous arrays:
 
-* ``L{l}.qkv.w = concat(q_w, k_w, v_w)`` ``[3D, E]`` (in that order): one GEMM with N = 3D
-  instead of three, and the flash kernel reads Q/K/V at column offsets 0, D, 2D with stride 3D.
+* ``L{l}.qkv.w = concat(q_w, k_w, v_w, smolgen compress)`` ``[3D + hc, E]`` (in that order):
+  one GEMM reads the layer input once for all four projections; the attention kernels read
+  Q/K/V at column offsets 0, D, 2D with row stride ``3D + hc`` and a small copy kernel gathers
+  the compress columns for smolgen's dense1. ``qkv.b`` has zeros for the compress columns.
 * The embedding's constant positional-encoding columns are folded into a per-square bias:
   ``emb.sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
 * Gates are transposed to ``[64, E]`` so the epilogue kernel reads them coalesced.
@@ -60,6 +62,12 @@ class NetShape:
     @property
     def seq(self) -> int:
         return SEQ
+
+    @property
+    def qkv_ld(self) -> int:
+        """Row stride of the fused projection output: Q, K, V and the smolgen compress columns,
+        padded to a multiple of 8 elements so every row starts 16-byte aligned (vector loads)."""
+        return 3 * self.D + (self.hc + 7) // 8 * 8
 
 
 def net_shape(net: Network) -> NetShape:
@@ -122,8 +130,14 @@ def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
         out["emb.add"] = emb.add_gate.T
     for i, layer in enumerate(net.encoders):
         p = f"L{i}."
-        out[p + "qkv.w"] = np.concatenate([layer.q.w, layer.k.w, layer.v.w], axis=0)
-        out[p + "qkv.b"] = np.concatenate([_bias(layer.q), _bias(layer.k), _bias(layer.v)])
+        extra = shape.qkv_ld - 3 * shape.D  # compress rows + zero rows up to the alignment
+        sgc = np.zeros((extra, shape.E), np.float32)
+        if shape.smolgen and layer.smolgen is not None:
+            sgc[: shape.hc] = layer.smolgen.compress
+        out[p + "qkv.w"] = np.concatenate([layer.q.w, layer.k.w, layer.v.w, sgc], axis=0)
+        out[p + "qkv.b"] = np.concatenate(
+            [_bias(layer.q), _bias(layer.k), _bias(layer.v), np.zeros(extra, np.float32)]
+        )
         out[p + "out.w"] = layer.out.w
         out[p + "out.b"] = _bias(layer.out)
         out[p + "out.b.alpha"] = _bias(layer.out).astype(np.float64) * net.alpha  # residual GEMM form
@@ -134,7 +148,6 @@ def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
         out[p + "ln2.g"], out[p + "ln2.b"] = layer.ln2.gamma, layer.ln2.beta
         if shape.smolgen and layer.smolgen is not None:
             s = layer.smolgen
-            out[p + "sg.compress"] = s.compress
             out[p + "sg.d1.w"], out[p + "sg.d1.b"] = s.dense1.w, _bias(s.dense1)
             out[p + "sg.ln1.g"], out[p + "sg.ln1.b"] = s.ln1.gamma, s.ln1.beta
             out[p + "sg.d2.w"], out[p + "sg.d2.b"] = s.dense2.w, _bias(s.dense2)
@@ -193,7 +206,7 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         "tokens": m * PLANES * elem,
         "x": m * s.E * elem,
         "x1": m * s.E * elem,
-        "qkv": m * 3 * s.D * elem,
+        "qkv": m * s.qkv_ld * elem,
         "attn": m * s.D * elem,
         "ffn": m * max(s.Fd, s.Pe) * elem,  # FFN hidden; reused by the policy embedding
         "pol.qk": m * 2 * s.Pd * elem,

@@ -36,12 +36,13 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         p = f"L{i}."
         qkv = x @ w[p + "qkv.w"].T
         d = s.D
+        assert qkv.shape[-1] == s.qkv_ld
         q = qkv[..., :d] + w[p + "qkv.b"][:d]
         k = qkv[..., d : 2 * d]  # K bias dropped: softmax cancels it
-        v = qkv[..., 2 * d :]
+        v = qkv[..., 2 * d : 3 * d]
         g = 0
         if s.smolgen:
-            c = (x @ w[p + "sg.compress"].T).reshape(bsz, -1)
+            c = qkv[..., 3 * d : 3 * d + s.hc].reshape(bsz, -1)  # compress columns of the fused projection
             s1 = _ln(
                 activation(net.smolgen_act, c @ w[p + "sg.d1.w"].T + w[p + "sg.d1.b"]),
                 w[p + "sg.ln1.g"],
@@ -61,7 +62,7 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         sc = qh @ kh.transpose(0, 1, 3, 2) / np.sqrt(s.depth) + g
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         sc /= sc.sum(-1, keepdims=True)
-        o = (sc @ vh).transpose(0, 2, 1, 3).reshape(bsz, SEQ, d) + w[p + "qkv.b"][2 * d :]
+        o = (sc @ vh).transpose(0, 2, 1, 3).reshape(bsz, SEQ, d) + w[p + "qkv.b"][2 * d : 3 * d]
         y = o @ w[p + "out.w"].T
         x = x + net.alpha * y  # the GEMM's beta = 1 residual
         x1 = _ln(x + w[p + "out.b.alpha"], w[p + "ln1.g"], w[p + "ln1.b"], layer.ln1.eps)
@@ -103,7 +104,10 @@ def test_qkv_concatenation_order() -> None:
     layer = net.encoders[1]
     np.testing.assert_array_equal(w["L1.qkv.w"][:d], layer.q.w)
     np.testing.assert_array_equal(w["L1.qkv.w"][d : 2 * d], layer.k.w)
-    np.testing.assert_array_equal(w["L1.qkv.w"][2 * d :], layer.v.w)
+    np.testing.assert_array_equal(w["L1.qkv.w"][2 * d : 3 * d], layer.v.w)
+    hc = layer.smolgen.compress.shape[0]
+    np.testing.assert_array_equal(w["L1.qkv.w"][3 * d : 3 * d + hc], layer.smolgen.compress)
+    assert not w["L1.qkv.w"][3 * d + hc :].any() and w["L1.qkv.w"].shape[0] % 8 == 0
     np.testing.assert_array_equal(w["pol.qk.w"][: net.policy.wq.n_out], net.policy.wq.w)
     assert w["gather"].dtype == np.int32 and w["gather"].shape == (1858,)
     assert all(a.flags["C_CONTIGUOUS"] for a in w.values())
@@ -115,7 +119,7 @@ def test_layout_alignment_and_buffer_plan() -> None:
     net = random_network("t82", 0, layers=1)
     s = net_shape(net)
     sizes = plan_buffers(s, 1024, 2, fallback=True)
-    assert sizes["qkv"] == 1024 * 64 * 3 * 768 * 2
+    assert sizes["qkv"] == 1024 * 64 * (3 * 768 + 32) * 2
     assert sizes["sg.g"] == 1024 * 24 * 64 * 64 * 2
     assert sizes["out.policy"] == 1024 * 1858 * 4
     assert "scores" not in plan_buffers(s, 8, 2, fallback=False)
