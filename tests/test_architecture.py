@@ -24,7 +24,8 @@ ALLOWED: dict[str, set[str]] = {
     "weights": set(),
     "chess": {"backends.base"},
     "model": {"weights", "chess"},
-    "backends": {"weights", "model", "chess", "backends"},
+    # registry.create_backend(weights=None) loads the built-in net (lazily, like uci does)
+    "backends": {"weights", "model", "chess", "backends", "tools.default_net"},
     "search": {"backends.base", "chess"},
     "uci": {"search", "chess", "backends", "weights", "tools.default_net"},
     "tools": {"weights", "model", "chess", "backends", "search", "uci", "tools"},
