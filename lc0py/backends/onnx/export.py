@@ -30,9 +30,9 @@ Gemm with its bias fused.
 
 Attention is either plain ONNX (``MatMul``/``Softmax``; runs on every runtime) or ONNX Runtime's
 contrib ``com.microsoft.Attention`` with the smolgen bias as ``attention_bias`` (ONNX Runtime
-only). On ONNX Runtime's CPU provider the two measured within 2% of each other (contrib ahead;
-docs/performance.md), so files default to the portable ``plain`` (``DEFAULT_ATTENTION``) and the
-ONNX Runtime backends, which need no portability, to ``contrib``.
+only). On ONNX Runtime's CPU provider the two are equally fast (paired runs: time ratio
+plain/contrib 0.95-1.07, median ~1.01, for tiny and T82 at batch 1/8/32; docs/performance.md),
+so the default (``DEFAULT_ATTENTION``) is the portable ``plain``; GPU providers may differ.
 """
 
 from __future__ import annotations

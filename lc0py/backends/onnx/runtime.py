@@ -13,8 +13,8 @@ Options (``--backend-opts``), as lc0's ONNX backends take them where lc0 has the
   1 on CPU because its search runs several evaluation threads; lc0py runs one batch at a time;
 * ``gpu=N``: device id for CUDA/ROCm;
 * ``batch=N``: fixed batch size (inputs are split and padded to it; default: variable);
-* ``opset=N`` (default 17), ``attention=plain|contrib`` (export.py; default ``contrib``: within
-  2% of ``plain`` on CPU but never slower there, and a fused kernel on GPU providers);
+* ``opset=N`` (default 17), ``attention=plain|contrib`` (export.py; default ``plain``: the two
+  are equally fast on CPU; ``contrib`` is ONNX Runtime's fused attention, worth measuring on GPUs);
 * ``iobinding=on|off``: bind inputs/outputs explicitly (default on for GPU providers, where it
   saves a device allocation and copy per call; on CPU ``run`` is as fast).
 
@@ -46,7 +46,6 @@ log = logging.getLogger("lc0py.backends")
 
 INSTALL_HINT = "pip install 'lc0py[onnx]'"
 KNOWN_OPTIONS = ("fp16", "threads", "gpu", "batch", "opset", "attention", "iobinding")
-DEFAULT_ATTENTION = "contrib"
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ class OnnxBackend(BackendBase):
             raise BackendUnavailable(f"onnxruntime has no {' or '.join(spec.providers)}")
         self.provider = provider
 
-        self.attention = attention or DEFAULT_ATTENTION
+        self.attention = attention or export.DEFAULT_ATTENTION
         settings: dict[str, Any] = dict(
             fp16=self.fp16, opset=opset or export.DEFAULT_OPSET, attention=self.attention, wdl_softmax=False
         )

@@ -33,13 +33,13 @@ def tiny() -> Network:
     [
         ("", RTOL_FP32),
         ("fp16=on", RTOL_FP16),
-        ("attention=plain", RTOL_FP32),
-        ("attention=plain,fp16=on", RTOL_FP16),
+        ("attention=contrib", RTOL_FP32),
+        ("attention=contrib,fp16=on", RTOL_FP16),
         ("batch=4", RTOL_FP32),  # 1 and 7 positions: padding and splitting
         ("iobinding=on,threads=1", RTOL_FP32),
         ("opset=18", RTOL_FP32),
     ],
-    ids=["fp32", "fp16", "plain", "plain-fp16", "fixed-batch4", "iobinding", "opset18"],
+    ids=["fp32", "fp16", "contrib", "contrib-fp16", "fixed-batch4", "iobinding", "opset18"],
 )
 def test_conformance(tiny: Network, opts: str, rtol: float) -> None:
     backend = create_backend("onnx-cpu", tiny, opts)
@@ -84,7 +84,7 @@ def test_info_and_empty_batch(tiny: Network) -> None:
     assert backend.info.input_format == int(tiny.format.input)
     assert backend.info.has_wdl and backend.info.has_moves_left
     assert not backend.fp16  # type: ignore[attr-defined]  # lc0: fp16 defaults off on CPU
-    assert backend.attention == "contrib"  # type: ignore[attr-defined]
+    assert backend.attention == "plain"  # type: ignore[attr-defined]
     out = backend.evaluate(PlanesBatch(np.zeros((0, 112), np.uint64), np.zeros((0, 112), np.float32)))
     assert out.policy.shape == (0, 1858) and out.wdl.shape == (0, 3) and out.moves_left.shape == (0,)
     assert "onnx-cpu" in repr(backend)
