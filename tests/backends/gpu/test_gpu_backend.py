@@ -121,3 +121,19 @@ def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type:
         assert all(np.array_equal(o.policy, outs[0].policy) for o in outs)
     finally:
         gpu.close()
+
+
+def test_verify_option_and_gpu_alias(cuda_platform, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    """``verify=on`` checks the first batch against the float64 reference and logs the verdict;
+    ``gpu`` is the vendor-neutral fp16 name."""
+    from lc0py.backends.registry import create_backend
+
+    net = random_network("tiny", 8)
+    backend = create_backend("gpu", net, "verify=on,graphs=off")
+    try:
+        assert backend.name == "gpu" and backend.gpu.fp16
+        with caplog.at_level("WARNING", logger="lc0py.backends.gpu"):
+            backend.evaluate(random_batch(3, int(net.format.input), seed=5))
+        assert any("verify=on" in r.message and "PASS" in r.message for r in caplog.records), caplog.text
+    finally:
+        backend.close()
