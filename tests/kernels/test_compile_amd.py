@@ -46,13 +46,8 @@ DPP_MODIFIERS = ("quad_perm:[1,0,3,2]", "quad_perm:[2,3,0,1]", "row_half_mirror"
 SHARED_OPTIN = 64 * 1024  # LDS per workgroup on gfx11 and CDNA
 
 
-def _known_issue(arch: str, defines: list[str]) -> str | None:
-    """Backend parameter sets that cannot compile for AMD yet (reported to the GPU backend owner);
-    strict xfail, so the marker has to go the day they compile."""
-    threads = next((int(d.split("=")[1]) for d in defines if d.startswith("-DLC0_LN_THREADS=")), None)
-    if arch in WAVE64 and threads is not None and threads % 64:
-        return f"network.ln_config picks LC0_LN_THREADS={threads}, not a multiple of the 64-lane CDNA wave"
-    return None
+def _define(defines: list[str], name: str) -> int | None:
+    return next((int(d.split("=")[1]) for d in defines if d.startswith(f"-D{name}=")), None)
 
 
 def _jobs() -> list[Any]:
@@ -151,18 +146,10 @@ def test_mma_support_matches_host_table(tmp_path: Path, arch: str, supported: in
     assert (mma_kind(arch) is not None) == bool(supported)
 
 
-ROUTING_ARCHS = ["gfx1100", "gfx1151", "gfx1201", "gfx90a", "gfx942", "gfx1030", "gfx906"]
-ROUTING_ARCHS_KNOWN_BAD = {"gfx908": "kernels._arch_has_mma omits gfx908 (MI100 has the same MFMA)"}
+ROUTING_ARCHS = ["gfx1100", "gfx1151", "gfx1201", "gfx908", "gfx90a", "gfx942", "gfx1030", "gfx906"]
 
 
-@pytest.mark.parametrize(
-    "arch",
-    ROUTING_ARCHS
-    + [
-        pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=r))
-        for a, r in ROUTING_ARCHS_KNOWN_BAD.items()
-    ],
-)
+@pytest.mark.parametrize("arch", ROUTING_ARCHS)
 def test_attention_choice_routes_like_mma_amd(arch: str) -> None:
     """kernels.choose_attention must pick the mma flash kernel exactly where mma_amd.h has a branch,
     else the backend compiles a kernel that cannot build (and falls back only after an error)."""
@@ -173,14 +160,21 @@ def test_attention_choice_routes_like_mma_amd(arch: str) -> None:
     assert (ch.kernel is AttentionKernel.FLASH_MMA) == (mma_kind(arch) is not None), ch.reason
 
 
-def _kernel_params() -> list[Any]:
-    params = []
-    for jid, _src, arch, defs in JOBS:
-        if jid.startswith("tile_check"):
-            continue
-        why = _known_issue(arch, defs)
-        params.append(pytest.param(jid, marks=pytest.mark.xfail(strict=True, reason=why)) if why else jid)
-    return params
+def test_warp_sized_launches_fit_the_wave() -> None:
+    """Row kernels reduce over whole warps: on the 64-lane CDNA wave the backend must size
+    LayerNorm threads as multiples of 64 and give each softmax lane ceil(seq/64) values."""
+    for jid, src, arch, defs in JOBS:
+        wave = 64 if arch in WAVE64 else 32
+        threads = _define(defs, "LC0_LN_THREADS")
+        if threads is not None:
+            assert threads % wave == 0, f"{jid}: LC0_LN_THREADS={threads} on a {wave}-lane wave"
+        per = _define(defs, "LC0_SM_PER")
+        if per is not None and src.name == "softmax_bias.hip":
+            assert per == (64 + wave - 1) // wave, f"{jid}: LC0_SM_PER={per} on a {wave}-lane wave"
+
+
+def _kernel_params() -> list[str]:
+    return [jid for jid, *_ in JOBS if not jid.startswith("tile_check")]
 
 
 @pytest.mark.parametrize("jid", _kernel_params())

@@ -41,9 +41,10 @@ def _arch_has_mma(vendor: str, arch: str) -> tuple[bool, str]:
         # mma.sync m16n8k16 f16 and cp.async both need sm_80 (Ampere) or newer.
         return (n >= 80, f"{arch} < sm_80: no mma.sync.m16n8k16 / cp.async")
     if vendor == "amd":
-        if arch.startswith("gfx11") or arch.startswith("gfx12"):
-            return True, ""
-        if arch.startswith("gfx90a") or arch.startswith("gfx94") or arch.startswith("gfx95"):
+        # One table decides, the one mma_amd.h's arch test mirrors (CI checks they agree).
+        from lc0py.backends.gpu.hip_platform import mma_kind
+
+        if mma_kind(arch) is not None:
             return True, ""
         return False, f"{arch}: no WMMA/MFMA branch in mma_amd.h"
     return False, f"unknown vendor {vendor}"

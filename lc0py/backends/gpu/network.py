@@ -66,12 +66,14 @@ def log_once(message: str) -> None:
         log.warning(message)
 
 
-def ln_config(n: int, vec: int, act: int | None = None) -> dict[str, int]:
+def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
     16-byte chunks in registers (more threads per row rather than a long serial chain per
-    thread: a 6144-wide row with 6 chunks/thread took 38 us at 64 rows), 256-thread blocks."""
+    thread: a 6144-wide row with 6 chunks/thread took 38 us at 64 rows), 256-thread blocks.
+    Threads per row are a multiple of the warp (64 lanes on CDNA), as the kernel's row
+    reduction requires."""
     chunks = n // vec if n % vec == 0 else n
-    threads = 32
+    threads = warp_size
     while (chunks + threads - 1) // threads > 4 and threads < 1024:
         threads *= 2
     cfg = {"LC0_LN_N": n, "LC0_LN_THREADS": threads, "LC0_LN_ROWS": max(1, 256 // threads)}
@@ -239,7 +241,7 @@ class GpuNetwork:
         if s.smolgen:
             wanted |= {(s.hs, self.acts["smolgen"]), (s.H * s.gs, self.acts["smolgen"])}
         for n, act in wanted:
-            cfg = ln_config(n, vec, act)
+            cfg = ln_config(n, vec, act, self.p.info.warp_size)
             self.ln_cfg[(n, act)] = cfg
             self.k_ln[(n, act)] = self._fn("layernorm.hip", "residual_layernorm", cfg)
         self.k_softmax: int | None = None
@@ -265,7 +267,10 @@ class GpuNetwork:
 
     def _softmax_kernel(self) -> int:
         if self.k_softmax is None:
-            self.k_softmax = self._fn("softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": (SEQ + 31) // 32})
+            warp = self.p.info.warp_size  # one warp per row: 64 lanes on CDNA, 32 elsewhere
+            self.k_softmax = self._fn(
+                "softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": (SEQ + warp - 1) // warp}
+            )
         return self.k_softmax
 
     def _upload_weights(self) -> None:
@@ -447,7 +452,7 @@ class GpuNetwork:
         self.p.launch(
             self._softmax_kernel(),
             ((rows + warps - 1) // warps, 1, 1),
-            (32 * warps, 1, 1),
+            (self.p.info.warp_size * warps, 1, 1),
             0,
             self._cur,
             [P(sc), P(g), LL(rows), I(SEQ), F(scale * LOG2E)],

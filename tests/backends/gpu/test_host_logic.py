@@ -225,3 +225,10 @@ def test_kernels_ship_inside_the_package() -> None:
     assert (pkg / "flash_attention.hip").is_file() and (pkg / "mma.h").is_file()
     text = (Path(lc0py.__file__).parents[1] / "pyproject.toml").read_text()
     assert '"kernels/*.hip"' in text and '"kernels/*.h"' in text
+
+
+def test_ln_config_threads_are_whole_waves() -> None:
+    # CDNA waves have 64 lanes: the row reduction needs threads per row to be a multiple of them.
+    assert ln_config(768, 8, warp_size=64)["LC0_LN_THREADS"] == 64
+    assert ln_config(6144, 8, warp_size=64)["LC0_LN_THREADS"] % 64 == 0
+    assert ln_config(768, 8, warp_size=32)["LC0_LN_THREADS"] == 32
