@@ -77,6 +77,7 @@ def write_atomically(data: bytes, path: Path) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -88,12 +89,21 @@ def write_atomically(data: bytes, path: Path) -> None:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def run(args: argparse.Namespace) -> int:
     from lc0py.weights import load_network
 
     output = Path(args.output)
     if output.is_dir():
         raise UsageError(f"-o '{output}': is a directory")
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir():  # say so before the (slow) load and export
+        raise UsageError(f"-o '{output}': cannot write there (no directory '{parent}')")
     if args.opset < 17:
         raise UsageError(f"--opset {args.opset}: LayerNormalization needs opset 17 or later")
     # Import before the (slow) load so a missing onnx package is reported first.

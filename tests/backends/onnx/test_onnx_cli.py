@@ -14,6 +14,7 @@ pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip instal
 
 import onnx  # noqa: E402
 
+from lc0py.backends.onnx.export_cli import _umask  # noqa: E402
 from lc0py.cli.main import main  # noqa: E402
 from lc0py.weights import load_network, random_network, save_network  # noqa: E402
 from tests.backends.onnx.onnx_testutil import (  # noqa: E402
@@ -57,6 +58,7 @@ def test_export_matches_reference(
     model = onnx.load(str(out))
     onnx.checker.check_model(model, full_check=True)
     assert [p.name for p in tmp_path.iterdir()] == ["net.onnx"]  # no temporary file left
+    assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()  # not mkstemp's 0600
     network = load_network(weights)  # what was written, as the exporter saw it
     batch = random_batch(seed=61, size=3)
     assert_close(errors(run_onnx(model, batch, fp16), reference(network, batch)), "fp16" if fp16 else "fp32")
