@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import struct
 from array import array
-from dataclasses import dataclass
 
 _KEY = struct.Struct("<12QQbbB")
 
@@ -22,23 +21,31 @@ def position_key(facts: tuple, repetitions: int) -> bytes:  # type: ignore[type-
     return _KEY.pack(*pieces, castling, ep, bool(turn), min(repetitions, 255))
 
 
-@dataclass(slots=True)
-class CacheEntry:
-    """``q``, ``d``, ``m`` from the side to move; ``moves``/``priors`` sorted by descending P.
+class CacheEntry(tuple):  # type: ignore[type-arg]
+    """Constructors/accessors for cache entries, which are plain tuples
+    ``(q, d, m, moves_bytes, priors_bytes)``: q, d, m from the side to move; moves (packed, "H")
+    and priors (16-bit-rounded, exact in "f") sorted by descending P, as raw bytes.
 
-    Moves and priors are compact arrays (2 + 4 bytes an edge instead of ~60 for Python lists of
-    ints and floats), so lc0's default 2,000,000 entries stay around a gigabyte.
+    Why tuples of atoms: CPython stops tracking such tuples in the cyclic GC, so a cache of
+    millions of entries costs the collector nothing; bytes take 2 + 4 bytes an edge (~600 B an
+    entry with the key, instead of ~3 KB for lists of Python ints and floats).
     """
 
-    q: float
-    d: float
-    m: float
-    moves: array  # type: ignore[type-arg]  # "H": packed moves (lc0py.search.movegen)
-    priors: array  # type: ignore[type-arg]  # "f": the 16-bit-rounded priors (exact in float32)
+    @staticmethod
+    def make(q: float, d: float, m: float, moves: list[int], priors: list[float]) -> tuple:  # type: ignore[type-arg]
+        return (q, d, m, array("H", moves).tobytes(), array("f", priors).tobytes())
 
-    @classmethod
-    def make(cls, q: float, d: float, m: float, moves: list[int], priors: list[float]) -> CacheEntry:
-        return cls(q, d, m, array("H", moves), array("f", priors))
+    @staticmethod
+    def moves(entry: tuple) -> list[int]:  # type: ignore[type-arg]
+        a = array("H")
+        a.frombytes(entry[3])
+        return a.tolist()
+
+    @staticmethod
+    def priors(entry: tuple) -> list[float]:  # type: ignore[type-arg]
+        a = array("f")
+        a.frombytes(entry[4])
+        return a.tolist()
 
 
 class NNCache:
@@ -46,11 +53,11 @@ class NNCache:
 
     def __init__(self, capacity: int = 2000000) -> None:
         self.capacity = max(0, int(capacity))
-        self._data: dict[object, CacheEntry] = {}
+        self._data: dict[bytes, tuple] = {}  # type: ignore[type-arg]
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: object) -> CacheEntry | None:
+    def get(self, key: bytes) -> tuple | None:  # type: ignore[type-arg]
         entry = self._data.get(key)
         if entry is None:
             self.misses += 1
@@ -58,7 +65,7 @@ class NNCache:
             self.hits += 1
         return entry
 
-    def put(self, key: object, entry: CacheEntry) -> None:
+    def put(self, key: bytes, entry: tuple) -> None:  # type: ignore[type-arg]
         if self.capacity <= 0:
             return
         data = self._data

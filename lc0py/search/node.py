@@ -13,6 +13,8 @@ edge list, and the PUCT scan only needs that prefix plus edge ``touched``.
 
 from __future__ import annotations
 
+import weakref
+
 import chess
 
 from lc0py.search.movegen import pack, to_move
@@ -26,7 +28,8 @@ class Node:
     """A position in the tree. ``wl`` is W−L from the view of the player who moved *into* it."""
 
     __slots__ = (
-        "parent",
+        "__weakref__",
+        "_parent",
         "index",
         "move",
         "n",
@@ -44,7 +47,7 @@ class Node:
     )
 
     def __init__(self, parent: Node | None = None, index: int = -1, move: chess.Move | None = None) -> None:
-        self.parent = parent
+        self._parent = weakref.ref(parent) if parent is not None else None
         self.index = index  # edge index in the parent
         self.move = move  # move from the parent into this node
         self.n = 0  # completed visits
@@ -59,6 +62,17 @@ class Node:
         self.touched = 0  # children[:touched] are nodes (see module doc)
         self.visited_p = 0.0  # sum of P of children with n > 0 (FPU reduction)
         self.v: float | None = None  # NN value from this node's ``wl`` view (None: not evaluated)
+
+    @property
+    def parent(self) -> Node | None:
+        """The parent node (held weakly: a tree has no reference cycles, so a dropped subtree is
+        freed at once by reference counting instead of by slow full GC passes)."""
+        ref = self._parent
+        return ref() if ref is not None else None
+
+    @parent.setter
+    def parent(self, node: Node | None) -> None:
+        self._parent = weakref.ref(node) if node is not None else None
 
     @property
     def expanded(self) -> bool:
@@ -78,16 +92,18 @@ class Node:
         self.wl, self.d, self.m = wl, d, m
         self.moves = None
         # lc0 zeroes the edge prior of a node that is a loss for the player who moved into it.
-        if wl < 0 and self.parent is not None and self.parent.p:
-            self.parent.p[self.index] = 4.656612873077393e-10  # code 0 decodes to 2^-31
+        parent = self.parent
+        if wl < 0 and parent is not None and parent.p:
+            parent.p[self.index] = 4.656612873077393e-10  # code 0 decodes to 2^-31
 
     def make_proven(self, wl: float, d: float, m: float) -> None:
         """An interior node whose result is known from its children (StickyEndgames): it keeps
         its edges but is treated as a terminal from now on."""
         self.terminal = TERMINAL
         self.wl, self.d, self.m = wl, d, m
-        if wl < 0 and self.parent is not None and self.parent.p:
-            self.parent.p[self.index] = 4.656612873077393e-10
+        parent = self.parent
+        if wl < 0 and parent is not None and parent.p:
+            parent.p[self.index] = 4.656612873077393e-10
 
     def child_for(self, move: chess.Move) -> Node | None:
         """The child node reached by ``move`` (None if that edge has no node)."""

@@ -81,8 +81,8 @@ def test_cache_capacity_is_respected() -> None:
     from lc0py.search.nncache import CacheEntry
 
     for k in range(10):
-        cache.put(k, CacheEntry.make(0.0, 0.0, 0.0, [], []))
-    assert len(cache) == 3 and 9 in cache and 0 not in cache
+        cache.put(bytes([k]), CacheEntry.make(0.0, 0.0, 0.0, [], []))
+    assert len(cache) == 3 and bytes([9]) in cache and bytes([0]) not in cache
 
 
 def test_tree_reuse_keeps_the_subtree(make_search) -> None:
