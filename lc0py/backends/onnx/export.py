@@ -98,6 +98,10 @@ def network_to_onnx(
         raise ValueError(f"attention={attention!r} is not one of {', '.join(ATTENTION_KINDS)}")
     if opset < MIN_OPSET:
         raise ValueError(f"opset {opset} is too old: LayerNormalization needs opset >= {MIN_OPSET}")
+    if opset > onnx.defs.onnx_opset_version():
+        raise ValueError(
+            f"opset {opset} is newer than this onnx package knows ({onnx.defs.onnx_opset_version()})"
+        )
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be positive (or None for dynamic)")
     _check_supported(network)

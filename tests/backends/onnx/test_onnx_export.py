@@ -162,6 +162,8 @@ def test_bad_arguments() -> None:
         network_to_onnx(network, attention="flash")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="opset"):
         network_to_onnx(network, opset=16)
+    with pytest.raises(ValueError, match="newer"):
+        network_to_onnx(network, opset=onnx.defs.onnx_opset_version() + 1)
     with pytest.raises(ValueError, match="batch_size"):
         network_to_onnx(network, batch_size=0)
 
