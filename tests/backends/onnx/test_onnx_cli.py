@@ -157,3 +157,18 @@ def test_missing_provider_through_a_command(weights: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "CUDAExecutionProvider" in lines[0], proc.stderr
+
+
+def test_head_selection(tmp_path: Path) -> None:
+    """--policy-head/--value-head export the chosen heads of a multi-head net (lc0's leela2onnx flags)."""
+    path = tmp_path / "mh.pb.gz"
+    save_network(random_network("tiny", seed=52, multihead=True), path)
+    out = tmp_path / "mh.onnx"
+    flags = ["--policy-head", "optimistic", "--value-head", "q"]
+    assert main(["export-onnx", "--weights", str(path), "-o", str(out), *flags]) == 0
+    batch = random_batch(seed=62, size=3)
+    got = run_onnx(onnx.load(str(out)), batch, False)
+    chosen = reference(load_network(path, policy_head="optimistic", value_head="q"), batch)
+    assert_close(errors(got, chosen), "fp32")
+    vanilla = reference(load_network(path), batch)
+    assert errors(got, vanilla)["policy"] > 1e-2  # really another head
