@@ -10,8 +10,8 @@ Where: ``$LC0PY_ONNX_CACHE`` if set (``off``/``0``/``none``/empty disables the c
 written atomically (temporary file + ``os.replace``); a file that ONNX Runtime cannot load is
 deleted and rebuilt by the caller. The key covers the weights (every array's dtype, shape and
 bytes), every scalar of the ``Network``, the export settings and the exporter's own source, so a
-change to any of them is a different file. Nothing evicts old files; delete the folder to reclaim
-space.
+change to any of them is a different file. The folder keeps the ``MAX_FILES`` most recently
+used models (a T82 model is ~380 MB in float32); older ones are deleted when a new one is stored.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ log = logging.getLogger("lc0py.backends")
 
 ENV_CACHE = "LC0PY_ONNX_CACHE"
 MIN_PARAMETERS = 2_000_000
+MAX_FILES = 4
 FORMAT_VERSION = 1
 _OFF = {"", "0", "off", "none", "false", "no"}
 _SOURCES = ("export.py", "graph.py")  # the exporter: a change here must miss the cache
@@ -93,8 +94,29 @@ def cached_path(network: Any, **settings: object) -> Path | None:
     return folder / f"model-{model_key(network, **settings)[:40]}.onnx"
 
 
+def touch(path: Path) -> None:
+    """Mark a cached model as just used (eviction removes the least recently used)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _evict(folder: Path, keep: Path) -> None:
+    models = sorted(folder.glob("model-*.onnx"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in [m for m in models if m != keep][MAX_FILES - 1 :]:
+        try:
+            old.unlink()
+            log.info("onnx cache: removed the least recently used %s", old.name)
+        except OSError:
+            pass
+
+
 def store(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` atomically; ``False`` (logged, not raised) if that fails."""
+    """Write ``data`` to ``path`` atomically, then evict beyond ``MAX_FILES``.
+
+    Returns ``False`` (logged, not raised) if writing fails: the cache is an optimisation.
+    """
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,6 +124,7 @@ def store(path: Path, data: bytes) -> bool:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
+        _evict(path.parent, keep=path)
         return True
     except OSError as exc:
         log.info("onnx cache: could not write %s (%s); continuing without it", path, exc)

@@ -161,6 +161,7 @@ class OnnxBackend(BackendBase):
             try:
                 self.session = self._open(str(path))
                 self.cache_hit = True
+                cache.touch(path)
             except BackendUnavailable as exc:  # unreadable cache file: rebuild it
                 log.info("onnx cache: %s is not usable (%s); rebuilding it", path, exc)
                 with contextlib.suppress(OSError):

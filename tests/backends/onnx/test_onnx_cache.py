@@ -96,3 +96,17 @@ def test_unwritable_cache_is_not_an_error(tmp_path: Path, monkeypatch: pytest.Mo
     backend = create_backend("onnx-cpu", random_network("tiny", seed=5), "")
     assert not backend.cache_hit  # type: ignore[attr-defined]
     assert len(backend.evaluate(random_batch(2, backend.info.input_format, seed=1))) == 2
+
+
+def test_keeps_the_most_recently_used_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(cache, "MAX_FILES", 3)
+    paths = [tmp_path / f"model-{i}.onnx" for i in range(5)]
+    for i, path in enumerate(paths):
+        path.write_bytes(b"x")
+        os.utime(path, (1000 + i, 1000 + i))  # distinct, increasing "last used" times
+    cache.touch(paths[0])  # used again: now the newest
+    assert cache.store(tmp_path / "model-new.onnx", b"y")
+    left = sorted(p.name for p in tmp_path.glob("model-*.onnx"))
+    assert left == ["model-0.onnx", "model-4.onnx", "model-new.onnx"]
