@@ -3,8 +3,8 @@
 The network is exported (``export.network_to_onnx``) when the backend is created and handed to an
 ``onnxruntime.InferenceSession`` on the chosen execution provider. Models of nets with 2M+
 parameters are cached on disk by content (``cache.py``; ``LC0PY_ONNX_CACHE=off`` disables it): a
-T82 session starts from the cached file in ~1.5 s instead of 7-12 s of export + serialisation +
-parsing on the shared 2-core machine.
+T82 backend starts in ~1.9 s from the cached file instead of ~10 s of export + serialisation +
+parsing on the shared 2-core machine (docs/performance.md).
 
 Options (``--backend-opts``), as lc0's ONNX backends take them where lc0 has them:
 
@@ -15,8 +15,9 @@ Options (``--backend-opts``), as lc0's ONNX backends take them where lc0 has the
 * ``batch=N``: fixed batch size (inputs are split and padded to it; default: variable);
 * ``opset=N`` (default 17), ``attention=plain|contrib`` (export.py; default ``plain``: the two
   are equally fast on CPU; ``contrib`` is ONNX Runtime's fused attention, worth measuring on GPUs);
-* ``iobinding=on|off``: bind inputs/outputs explicitly (default on for GPU providers, where it
-  saves a device allocation and copy per call; on CPU ``run`` is as fast).
+* ``iobinding=on|off``: bind inputs/outputs explicitly (default on for GPU providers, as lc0
+  binds its CUDA I/O - not measured here, no onnxruntime-gpu is available; off on CPU, where it
+  measured no gain).
 
 As in lc0, the WDL softmax is taken on the host in float32 (the in-memory model outputs logits),
 so float16 models lose no precision there.
