@@ -657,10 +657,12 @@ class Search:
         common ancestor, push the rest): leaves of one gather are often siblings or cousins.
         """
         target: list[Node] = []
-        x = leaf
-        while x.parent is not None:
+        x: Node | None = leaf
+        root = self.root
+        while x is not root and x is not None:
             target.append(x)
-            x = x.parent
+            ref = x._parent
+            x = ref() if ref is not None else None
         target.reverse()
         pushed = self._pushed
         common = 0
@@ -861,7 +863,8 @@ class Search:
             node.m += (m - node.m) / n1
             node.n = n1
             node.nif -= 1
-            parent = node.parent
+            ref = node._parent  # the ``parent`` property, inlined (hot loop)
+            parent = ref() if ref is not None else None
             if n1 == 1 and parent is not None:
                 parent.visited_p += parent.p[node.index]
             v = -v
