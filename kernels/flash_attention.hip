@@ -26,7 +26,8 @@
 //   LC0_FA_DEPTH       head depth d (multiple of 16 for f16)
 //   LC0_FA_WARPS       warps per block; the block handles 16*WARPS query rows (f16)
 //   LC0_FA_KV_TILE     keys per shared-memory tile (multiple of 16)
-//   LC0_FA_STAGES      1: load, wait, compute; 2: prefetch tile t+1 while computing tile t
+//   LC0_FA_STAGES      1: load, wait, compute; S >= 2: S shared-memory stages, the copies of work
+//                      items i+1 .. i+S-1 are in flight while item i is computed
 //   LC0_FA_Q_REGS      1: Q fragments stay in registers for all KV tiles; 0: re-read from smem
 //                      (fewer registers for large d)
 //   LC0_FA_MIN_BLOCKS  occupancy target for __launch_bounds__ (blocks per SM)
@@ -94,10 +95,12 @@ constexpr int G_BYTES = ROWS * PG * (int)sizeof(GT);
 constexpr int STAGE_BYTES = 2 * K_BYTES + G_BYTES;
 constexpr int SCRATCH_BYTES = WARPS * lc0mma::SCRATCH_ELEMS * 2;
 constexpr int HEADS = LC0_FA_HEADS;               // heads one block walks through
-constexpr int Q_BUFS = HEADS > 1 ? 2 : 1;         // the next head's Q lands while this one computes
+// Q rows of the heads that are in flight: with S stages the copies run up to S-1 items (so up
+// to S-1 heads) ahead of the one being computed.
+constexpr int Q_BUFS = HEADS > 1 ? (STAGES > 2 ? STAGES : 2) : 1;
 static_assert(DEPTH % 16 == 0, "depth must be a multiple of 16");
 static_assert(KV % 16 == 0, "KV tile must be a multiple of 16");
-static_assert(STAGES == 1 || STAGES == 2, "1 or 2 stages");
+static_assert(STAGES >= 1 && STAGES <= 8, "1 to 8 stages");
 static_assert(Q_BYTES % 16 == 0 && K_BYTES % 16 == 0 && G_BYTES % 16 == 0, "16-byte aligned regions");
 
 // Stage one KV tile (keys kv0 .. kv0+KV-1) of K, V and the bias rows of this block. Rows past
@@ -207,17 +210,27 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
     lc0mma::frag_c oacc[DT];
     float m_run[lc0mma::C_ROWS], l_run[lc0mma::C_ROWS];
     issue(0);
+#pragma unroll
+    for (int p = 1; p < STAGES - 1; ++p)  // prologue: items 1 .. S-2 (one commit group each)
+        if (p < n_items) issue(p);
+        else async_commit();
 
     for (int i = 0; i < n_items; ++i) {
         const int j = i / n_tiles, t = i % n_tiles, h = h0 + j;
         if (STAGES == 2 && i + 1 < n_items) {
             issue(i + 1);
             async_wait<1>();  // item i's group has landed (item i+1's may still be in flight)
+        } else if (STAGES > 2) {
+            // Item i+S-1 goes to the stage item i-1 used (released by the barrier that ended it);
+            // past the end an empty group keeps the count uniform, so "at most S-1 groups
+            // pending" always means item i has landed.
+            if (i + STAGES - 1 < n_items) issue(i + STAGES - 1);
+            else async_commit();
+            async_wait<(STAGES > 2 ? STAGES - 1 : 0)>();
         } else {
+            // 1 stage: nothing to overlap with, the next item is issued after this one is
+            // consumed; 2 stages on the last item: nothing left to prefetch
             async_wait<0>();
-            if (STAGES == 1) {
-                // nothing to overlap with: the next item is issued after this one is consumed
-            }
         }
         f16* qs = q_buf(j);
         if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, seq, q0);  // own chunks: no barrier needed

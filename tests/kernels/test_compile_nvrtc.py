@@ -34,6 +34,11 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     odd = FlashParams(warps=2, kv_tile=32, stages=2, q_regs=0, min_blocks=2)
     cases.append(("f16-d64-w2-kv32-s2-noqregs", odd.defines(64, fp16=True, bias_f32=False)))
     cases.append(("f16-d48-biasf32", FlashParams().defines(48, fp16=True, bias_f32=True)))
+    # the tuner's deeper pipelines: 4 stages over 4 KV tiles, and over 2 heads x 2 tiles
+    s4 = FlashParams(kv_tile=16, stages=4)
+    cases.append(("f16-d64-kv16-s4", s4.defines(64, fp16=True, bias_f32=False)))
+    s4h2 = FlashParams(kv_tile=32, stages=4, heads_per_block=2)
+    cases.append(("f16-d32-kv32-s4-hpb2", s4h2.defines(32, fp16=True, bias_f32=False)))
     cases.append(
         ("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False))
     )

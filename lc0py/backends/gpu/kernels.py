@@ -89,7 +89,7 @@ def choose_attention(
             return AttentionChoice(fallback, None, why_not)
         if params.kv_tile % 16 or params.kv_tile < 16:
             return AttentionChoice(fallback, None, f"kv_tile {params.kv_tile} is not a multiple of 16")
-        if params.stages not in (1, 2) or params.warps < 1 or params.warps > 16 or params.heads_per_block < 1:
+        if not 1 <= params.stages <= 8 or params.warps < 1 or params.warps > 16 or params.heads_per_block < 1:
             return AttentionChoice(fallback, None, f"bad flash parameters {params}")
         kernel = AttentionKernel.FLASH_MMA
     else:

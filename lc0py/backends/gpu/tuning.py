@@ -2,8 +2,9 @@
 
 The kernels read these as compile defines (``kernels/flash_attention.hip`` lists them), so a
 different choice is a different cached binary, never a rebuild of lc0py. ``--backend-opts``
-overrides any field (``attn_warps=2,attn_kv_tile=32,...``); ``lc0py tune`` may later write
-measured winners on top of this table.
+overrides any field (``attn_warps=2,attn_kv_tile=32,...``). ``lc0py tune`` writes measured
+winners per (device, arch, heads x depth, dtype) with ``save_tuned``; the backend reads them with
+``load_tuned`` (backend option ``tuned=off`` ignores them); explicit ``attn_*`` options win over both.
 
 Shape facts behind the table (attention-body.md): lc0 nets have seq = 64 tokens, depth
 ``d = D/H`` in {32, 64, 96, 128} at D = 768, batch 1..1024. Per (position, head) the work is tiny
@@ -14,7 +15,13 @@ in flight, and no spills.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,7 @@ class FlashParams:
 
     warps: int = 4  # f16: warps per block; the block covers 16*warps query rows
     kv_tile: int = 64  # keys per shared-memory tile
-    stages: int = 1  # 1 or 2 (prefetch the next KV tile while computing this one)
+    stages: int = 1  # 1..8 shared-memory stages (S >= 2: prefetch S-1 work items ahead)
     q_regs: int = 1  # keep Q fragments in registers across KV tiles
     min_blocks: int = 1  # __launch_bounds__ occupancy target (blocks per SM)
     f32_threads: int = 64  # f32: query rows (= threads) per block
@@ -54,7 +61,9 @@ class FlashParams:
             gsize = 4 if bias_f32 else 2
             pq = depth + 8
             pg = self.kv_tile + 16 // gsize
-            q = self.rows * pq * 2 * (2 if self.heads_per_block > 1 else 1)
+            # Q buffers: one per head in flight (kernel's Q_BUFS)
+            q_bufs = (self.stages if self.stages > 2 else 2) if self.heads_per_block > 1 else 1
+            q = self.rows * pq * 2 * q_bufs
             stage = 2 * self.kv_tile * pq * 2 + self.rows * pg * gsize
             return q + self.stages * stage + self.warps * scratch_per_warp * 2
         t = self.f32_threads
@@ -101,3 +110,74 @@ def apply_overrides(params: FlashParams, overrides: dict[str, int]) -> FlashPara
     if unknown:
         raise KeyError(", ".join(sorted(unknown)))
     return replace(params, **overrides) if overrides else params
+
+
+# ---- tuned winners (written by ``lc0py tune``, read by the GPU backend) ---------------------------
+ENV_TUNED = "LC0PY_TUNED_DIR"
+_OFF = ("", "0", "off", "none")
+TUNED_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TuneKey:
+    """What a tuned winner is valid for: the same kernel source on another device, arch, head
+    shape or storage type is a different optimisation problem, so each gets its own file."""
+
+    device: str  # DeviceInfo.name, e.g. "NVIDIA H100 80GB HBM3"
+    arch: str  # "sm_90", "gfx1100", ...
+    heads: int
+    depth: int
+    dtype: str  # "fp16" | "fp32"
+
+    def filename(self) -> str:
+        dev = "".join(ch if ch.isalnum() else "-" for ch in self.device.strip()).strip("-").lower()
+        while "--" in dev:
+            dev = dev.replace("--", "-")
+        return f"{dev or 'device'}_{self.arch}_h{self.heads}xd{self.depth}_{self.dtype}.json"
+
+
+def tuned_folder() -> Path | None:
+    """Where tuned winners live: ``$LC0PY_TUNED_DIR`` (``off`` disables), else
+    ``$XDG_CACHE_HOME/lc0py/tuned`` (``~/.cache/lc0py/tuned``), beside the kernel cache."""
+    env = os.environ.get(ENV_TUNED)
+    if env is not None:
+        return None if env.strip().lower() in _OFF else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "lc0py" / "tuned"
+
+
+def save_tuned(key: TuneKey, params: FlashParams, info: dict[str, Any] | None = None) -> Path:
+    """Write the winner for ``key`` (atomically: readers see the old file or the new one)."""
+    folder = tuned_folder()
+    if folder is None:
+        raise OSError(f"{ENV_TUNED} disables the tuned-parameter folder")
+    path = folder / key.filename()
+    doc = {"version": TUNED_VERSION, "key": asdict(key), "params": asdict(params), "info": info or {}}
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def load_tuned(key: TuneKey) -> tuple[dict[str, int], Path] | None:
+    """``(overrides, path)`` of the saved winner for ``key``, or ``None`` if there is none (or it
+    is unreadable / from another version: a stale file is ignored, never an error at start-up)."""
+    folder = tuned_folder()
+    if folder is None:
+        return None
+    path = folder / key.filename()
+    try:
+        doc = json.loads(path.read_text())
+        if doc.get("version") != TUNED_VERSION or doc.get("key") != asdict(key):
+            return None
+        params = {k: int(v) for k, v in doc["params"].items() if k in OVERRIDABLE}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return (params, path) if params else None
