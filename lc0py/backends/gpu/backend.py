@@ -8,6 +8,8 @@ Backend options (``--backend-opts``):
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device index
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
+``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
+                              heads x depth and dtype (``off``: the built-in defaults)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -21,14 +23,22 @@ import logging
 import numpy as np
 
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
-from lc0py.backends.gpu.tuning import OVERRIDABLE
+from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError
 from lc0py.weights.network import Network
 
 log = logging.getLogger("lc0py.backends.gpu")
 
-KNOWN_OPTIONS = ("flash", "graphs", "max_batch", "gpu", "verify", *(f"attn_{n}" for n in OVERRIDABLE))
+KNOWN_OPTIONS = (
+    "flash",
+    "graphs",
+    "max_batch",
+    "gpu",
+    "verify",
+    "tuned",
+    *(f"attn_{n}" for n in OVERRIDABLE),
+)
 
 
 class GpuBackend(BackendBase):
@@ -48,6 +58,7 @@ class GpuBackend(BackendBase):
         max_batch = options.take("max_batch", 256)
         device = options.take("gpu", 0)
         self._verify = options.take("verify", False)
+        use_tuned = options.take("tuned", True)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(
@@ -60,6 +71,13 @@ class GpuBackend(BackendBase):
             raise BackendOptionError(f"--backend-opts: max_batch={max_batch} is out of range [1, 65536]")
         self.network = network
         self.platform = create_platform(vendor, device)
+        self.tuned_from: str | None = None
+        if use_tuned and flash:
+            found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
+            if found is not None:
+                tuned, path = found
+                self.tuned_from = str(path)
+                overrides = {**tuned, **overrides}  # explicit attn_* options win
         try:
             self.gpu = GpuNetwork(
                 self.platform,
@@ -81,12 +99,24 @@ class GpuBackend(BackendBase):
         )
         choice = self.gpu.flash_choice
         log.info(
-            "%s on %s (%s): attention %s (%s)",
+            "%s on %s (%s): attention %s (%s)%s",
             name,
             self.platform.info.name,
             self.platform.info.arch,
             choice.kernel.value,
             choice.reason,
+            f"; tuned parameters from {self.tuned_from}" if self.tuned_from else "",
+        )
+
+    @staticmethod
+    def tune_key(device: str, arch: str, network: Network, fp16: bool) -> TuneKey:
+        """The key ``lc0py tune`` saves winners under (and this backend looks them up by)."""
+        return TuneKey(
+            device=device,
+            arch=arch,
+            heads=network.heads,
+            depth=network.depth,
+            dtype="fp16" if fp16 else "fp32",
         )
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:

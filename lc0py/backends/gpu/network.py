@@ -199,18 +199,7 @@ class GpuNetwork:
             "ffn": activation_code(network.ffn_act),
             "smolgen": activation_code(network.smolgen_act) if s.smolgen else ACT_NONE,
         }
-        scratch = 0 if platform.vendor == "nvidia" else 256
-        self.flash_choice: AttentionChoice = choose_attention(
-            depth=s.depth,
-            seq=SEQ,
-            fp16=fp16,
-            vendor=platform.vendor,
-            arch=platform.info.arch,
-            shared_optin=platform.info.shared_mem_per_block_optin,
-            flash=flash,
-            overrides=flash_overrides,
-            scratch_per_warp=scratch,
-        )
+        self.flash_choice: AttentionChoice = self._choose_flash(flash, flash_overrides)
         self._compile_kernels()
         self._upload_weights()
         self._buf: dict[str, int] = {}
@@ -245,6 +234,36 @@ class GpuNetwork:
             self.ln_cfg[(n, act)] = cfg
             self.k_ln[(n, act)] = self._fn("layernorm.hip", "residual_layernorm", cfg)
         self.k_softmax: int | None = None
+        self._build_flash()
+
+    def _choose_flash(self, flash: bool, overrides: dict[str, int] | None) -> AttentionChoice:
+        scratch = 0 if self.p.vendor == "nvidia" else 256
+        return choose_attention(
+            depth=self.shape.depth,
+            seq=SEQ,
+            fp16=self.fp16,
+            vendor=self.p.vendor,
+            arch=self.p.info.arch,
+            shared_optin=self.p.info.shared_mem_per_block_optin,
+            flash=flash,
+            overrides=overrides,
+            scratch_per_warp=scratch,
+        )
+
+    def set_flash_overrides(self, overrides: dict[str, int]) -> AttentionChoice:
+        """Rebuild the flash kernel with other run-time parameters (``FlashParams`` fields), keeping
+        the weights and buffers: the tuner's inner loop costs one kernel compile, not a network
+        upload. Captured graphs hold the old kernel, so they are dropped. Returns the new choice;
+        if it is the fallback (invalid parameters, compile or shared-memory failure) its
+        ``reason`` says why and the network runs the GEMM+softmax path."""
+        self.p.synchronize(self.stream)
+        self._drop_graphs()
+        self.flash_choice = self._choose_flash(True, overrides)
+        self._build_flash()
+        return self.flash_choice
+
+    def _build_flash(self) -> None:
+        s = self.shape
         self.k_flash: int | None = None
         self.flash_smem = 0
         ch = self.flash_choice

@@ -1,0 +1,193 @@
+"""``lc0py tune`` host logic with a fake measurement (no GPU): candidate enumeration and depth
+filtering, the stddev rule for the winner, skipped configurations, the tuned-parameter file per
+(device, arch, heads x depth, dtype), the GPU backend reading it, and the ``tuned=off`` opt-out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lc0py.backends.gpu import tuning
+from lc0py.backends.gpu.kernels import AttentionKernel, choose_attention
+from lc0py.backends.gpu.tuning import FlashParams, TuneKey, default_params, load_tuned, save_tuned
+from lc0py.tools import tune
+from lc0py.tools.tune import (
+    Measurement,
+    SizeStats,
+    SkipConfig,
+    enumerate_configs,
+    pick_winner,
+    sweep,
+    why_filtered,
+)
+
+H100 = dict(vendor="nvidia", arch="sm_90", shared_optin=227 * 1024)
+
+
+@pytest.fixture
+def tuned_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(tuning.ENV_TUNED, str(tmp_path / "tuned"))
+    return tmp_path / "tuned"
+
+
+@pytest.mark.parametrize("depth", [32, 64, 96, 128])
+@pytest.mark.parametrize("quick", [True, False])
+def test_candidates_are_valid_distinct_and_sized(depth: int, quick: bool) -> None:
+    default, _ = default_params(depth, "sm_90")
+    cands, filtered = enumerate_configs(default, depth, fp16=True, quick=quick)
+    assert cands[0] == default and len(set(cands)) == len(cands)
+    assert (4 <= len(cands) <= 5) if quick else len(cands) >= 15
+    for p in cands:  # every candidate is a kernel the backend accepts on an H100
+        ch = choose_attention(depth=depth, seq=64, fp16=True, overrides=tune.overrides_of(p, True), **H100)
+        assert ch.kernel is AttentionKernel.FLASH_MMA, (p, ch.reason)
+        assert why_filtered(p, depth, True) is None or p == default
+    if not quick:  # the sweep covers every value of every axis the depth allows
+        assert {p.warps for p in cands} == {2, 4, 8}
+        assert {p.min_blocks for p in cands} == {1, 2, 4, 8}
+        assert {p.kv_tile for p in cands} == {16, 32, 64}
+        assert {p.stages for p in cands} == {1, 2, 4}
+        assert {p.q_regs for p in cands} == {0, 1}
+        assert all(why for _, why in filtered)
+
+
+def test_filter_by_depth() -> None:
+    base = FlashParams(warps=4, kv_tile=64, stages=1, q_regs=1)
+    assert why_filtered(base, 128, True) is None
+    assert "spill" in (why_filtered(base, 160, True) or "")  # Q in registers past depth 128
+    assert "registers" in (why_filtered(replace(base, q_regs=0), 256, True) or "")  # 64 x 256 tile
+    assert why_filtered(replace(base, q_regs=0, kv_tile=32, stages=2), 256, True) is None
+    assert "prefetch" in (why_filtered(replace(base, stages=2), 64, True) or "")  # one tile, 1 head
+    assert why_filtered(replace(base, kv_tile=16, stages=4), 64, True) is None  # 4 tiles
+    assert "stages" in (why_filtered(replace(base, kv_tile=32, stages=4), 64, True) or "")  # 2 items
+    assert "sequence" in (why_filtered(replace(base, kv_tile=128), 64, True) or "")
+
+
+def test_fp32_candidates() -> None:
+    default, _ = default_params(64, "sm_90")
+    cands, _ = enumerate_configs(default, 64, fp16=False, quick=False)
+    assert len(cands) >= 10 and {p.f32_threads for p in cands} == {32, 64, 128, 256}
+    assert tune.overrides_of(cands[0], False).keys() == {"f32_threads", "min_blocks", "kv_tile"}
+
+
+def _fake(table: dict[FlashParams, tuple[float, float] | str]):  # type: ignore[no-untyped-def]
+    """measure(): mean nps and relative spread per candidate, or a skip reason."""
+
+    def measure(p: FlashParams) -> Measurement:
+        what = table[p]
+        if isinstance(what, str):
+            raise SkipConfig(what)
+        mean, spread = what
+        runs = [mean * (1 + spread * k) for k in (-1, 0, 1)]
+        return Measurement({256: runs, 1024: [r * 1.1 for r in runs]}, kernel_ms=0.07)
+
+    return measure
+
+
+def test_winner_needs_stddev_under_5_percent() -> None:
+    a, b, c, d = (FlashParams(min_blocks=m) for m in (1, 2, 4, 8))
+    results = sweep(
+        [a, b, c, d],
+        _fake({a: (40000, 0.01), b: (45000, 0.08), c: (41000, 0.02), d: "launch failed: too many resources"}),
+    )
+    assert [r.skipped for r in results] == [None, None, None, "launch failed: too many resources"]
+    assert not results[1].stable  # fastest but noisy (stddev 8 % of the mean)
+    assert pick_winner(results) is results[2]
+    s = results[2].sizes[0]
+    assert s.size == 256 and s.median == pytest.approx(41000) and s.max == pytest.approx(41820)
+    assert s.stddev == pytest.approx(820) and s.cv < 0.05
+    assert results[2].score == pytest.approx((41000 * 41000 * 1.1) ** 0.5)
+    assert pick_winner([results[1], results[3]]) is None  # nothing stable: keep the default
+
+
+def test_progress_and_table() -> None:
+    a, b = FlashParams(), FlashParams(warps=2)
+    seen: list[tuple[int, int]] = []
+    results = sweep(
+        [a, b], _fake({a: (1000, 0.01), b: "nvrtc: error"}), lambda i, n, p, r: seen.append((i, n))
+    )
+    assert seen == [(0, 2), (1, 2), (1, 2), (2, 2)]
+    text = tune.table(results, a, pick_winner(results))
+    assert "winner default" in text and "skipped" in text and "nvrtc: error" in text
+    assert SizeStats.of(8, [5.0]).stddev == 0.0
+
+
+def test_tuned_file_per_key_roundtrip(tuned_dir: Path) -> None:
+    key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
+    assert load_tuned(key) is None
+    win = FlashParams(warps=2, min_blocks=8)
+    path = save_tuned(key, win, {"score_nps": 1.0})
+    assert path.parent == tuned_dir and path.name == "nvidia-h100-80gb-hbm3_sm_90_h24xd32_fp16.json"
+    over, where = load_tuned(key) or ({}, None)
+    assert where == path and over["warps"] == 2 and over["min_blocks"] == 8
+    for other in (
+        replace(key, device="NVIDIA H200"),
+        replace(key, arch="sm_80"),
+        replace(key, heads=12, depth=64),
+        replace(key, dtype="fp32"),
+    ):
+        assert load_tuned(other) is None, other
+    doc = json.loads(path.read_text())
+    doc["version"] = 999  # a stale file is ignored, never an error
+    path.write_text(json.dumps(doc))
+    assert load_tuned(key) is None
+    path.write_text("{not json")
+    assert load_tuned(key) is None
+
+
+def test_tuned_folder_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(tuning.ENV_TUNED, "off")
+    key = TuneKey("X", "sm_90", 24, 32, "fp16")
+    assert tuning.tuned_folder() is None and load_tuned(key) is None
+    with pytest.raises(OSError):
+        save_tuned(key, FlashParams())
+
+
+def _fake_backend(monkeypatch: pytest.MonkeyPatch, options: str) -> tuple[Any, dict[str, Any]]:
+    """Build GpuBackend on a fake platform and network: returns it and the GpuNetwork kwargs."""
+    from lc0py.backends.gpu import backend as gb
+    from lc0py.backends.gpu import network as gn
+    from lc0py.backends.gpu import platform as gp
+    from lc0py.backends.options import BackendOptions
+
+    seen: dict[str, Any] = {}
+    info = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90")
+    monkeypatch.setattr(
+        gp, "create_platform", lambda vendor, dev: SimpleNamespace(info=info, close=lambda: None)
+    )
+
+    class FakeNet:
+        def __init__(self, platform: Any, network: Any, **kw: Any) -> None:
+            seen.update(kw)
+            self.flash_choice = SimpleNamespace(kernel=AttentionKernel.FLASH_MMA, reason="fake")
+
+    monkeypatch.setattr(gn, "GpuNetwork", FakeNet)
+    net = SimpleNamespace(
+        heads=24, depth=32, format=SimpleNamespace(input=1), has_wdl=True, has_moves_left=True
+    )
+    b = gb.GpuBackend(net, BackendOptions.parse(options), fp16=True, vendor="nvidia", name="cuda-fp16")  # type: ignore[arg-type]
+    return b, seen
+
+
+def test_backend_uses_tuned_winner_unless_off(tuned_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
+    save_tuned(key, FlashParams(warps=2, min_blocks=8, kv_tile=64, stages=1, q_regs=0))
+    b, kw = _fake_backend(monkeypatch, "")
+    assert kw["flash_overrides"]["warps"] == 2 and kw["flash_overrides"]["q_regs"] == 0
+    assert b.tuned_from and b.tuned_from.endswith("_h24xd32_fp16.json")
+    b, kw = _fake_backend(monkeypatch, "tuned=off")
+    assert kw["flash_overrides"] == {} and b.tuned_from is None
+    b, kw = _fake_backend(monkeypatch, "attn_warps=4")  # explicit options win over the file
+    assert kw["flash_overrides"]["warps"] == 4 and kw["flash_overrides"]["min_blocks"] == 8
+
+
+def test_tune_rejects_bad_flags() -> None:
+    from lc0py.cli.main import main
+
+    assert main(["tune", "--batch-sizes", "0"]) == 2
+    assert main(["tune", "--repeats", "1"]) == 2
+    assert main(["tune", "--weights", "/nonexistent.pb.gz", "--batches", "1"]) == 2
