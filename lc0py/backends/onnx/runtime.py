@@ -172,9 +172,10 @@ class OnnxBackend(BackendBase):
                 data = export.network_to_onnx(network, **settings).SerializeToString()
             except ValueError as exc:
                 raise BackendOptionError(f"--backend-opts: {exc}") from None
-            if path is not None:
-                cache.store(path, data)
-            self.session = self._open(data)
+            # ONNX Runtime opens a file faster than the same bytes from memory (T82: 1.4-1.7 s vs
+            # 2-3.3 s), so a freshly cached model is opened from its file.
+            stored = path is not None and cache.store(path, data)
+            self.session = self._open(str(path) if stored else data)
             del data
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._wdl = OUTPUT_WDL in self._outputs
