@@ -313,8 +313,14 @@ class Search:
         self._inflight.clear()
 
     def _watchdog(self) -> None:
+        """Every 50 ms, and exactly at the deadline: time limit, ``stop``, 5-second info."""
         while not self._done.is_set():
-            if self._done.wait(0.05):
+            timeout = 0.05
+            deadline = self.limits.deadline_ms
+            if deadline is not None and not self.limits.infinite:
+                left = (deadline - (time.perf_counter() - self.start_time) * 1000) / 1000
+                timeout = max(0.0005, min(timeout, left))
+            if self._done.wait(timeout):
                 return
             if self._stop.is_set() and self._bestmove_wanted:
                 self._finish()
@@ -339,8 +345,9 @@ class Search:
 
     def _check_time_limits(self) -> None:
         lim = self.limits
-        if lim.deadline_ms is not None and not lim.infinite and self.elapsed_ms() >= lim.deadline_ms:
-            self._limit_reached("time")
+        if lim.deadline_ms is not None and not lim.infinite:
+            if (time.perf_counter() - self.start_time) * 1000 >= lim.deadline_ms:
+                self._limit_reached("time")
 
     def _check_stoppers(self) -> None:
         """After every batch (§7.11)."""
