@@ -11,6 +11,7 @@ import argparse
 import importlib
 import logging
 import sys
+from typing import NoReturn
 
 from lc0py.errors import Lc0pyError
 
@@ -38,8 +39,16 @@ def _load(module: str):  # type: ignore[no-untyped-def]
         raise
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (``lc0py uci: unrecognized arguments: --x``),
+    exit status 2, like every other bad input; ``--help`` still prints the full usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="lc0py", description="Python inference engine for lc0 attention-body networks."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
