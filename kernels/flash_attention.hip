@@ -35,6 +35,17 @@
 //                      while head j is computed); grid y = ceil(heads / LC0_FA_HEADS)
 //   LC0_FA_BIAS_F32    the bias G is fp32 (else fp16)
 //   LC0_FA32_THREADS   (f32) query rows = threads per block
+//   LC0_FA_GENERAL     0: the chess entry flash_attention_f16 (interleaved [B, seq, *] rows, one
+//                      seq, pre-scaled bias, Q/V biases); 1: the general entry attention_f16 of
+//                      lc0py.attention (f16 only): any strides per batch/head/row (interleaved
+//                      or [B, H, S, d]), query length != key length, grouped-query heads (K/V
+//                      head = h / group), bias [B|1, H|1, Lq, Lk] in natural-log units (a boolean
+//                      mask arrives as a 0 / -inf bias), rows with no allowed key give 0
+//   LC0_FA_CAUSAL      (general) key j is allowed for query row i iff j <= i (top-left, as
+//                      PyTorch's is_causal); tiles past the block's last row are not visited
+// Both entries share one body (attention_body); the defines of the chess path compile to the
+// same code as before the general entry existed. Shared memory is Q rows + STAGES x (K, V, bias
+// tile): it does not grow with the sequence length (K/V are streamed tile by tile).
 // Grid: x = ceil(seq / rows per block), y = heads (f16: ceil(heads / LC0_FA_HEADS)), z = batch.
 #include "common.h"
 #include "mma.h"
@@ -65,6 +76,12 @@
 #endif
 #ifndef LC0_FA32_THREADS
 #define LC0_FA32_THREADS 64
+#endif
+#ifndef LC0_FA_GENERAL
+#define LC0_FA_GENERAL 0
+#endif
+#ifndef LC0_FA_CAUSAL
+#define LC0_FA_CAUSAL 0
 #endif
 
 #if LC0_FA_BIAS_F32
@@ -106,7 +123,7 @@ static_assert(Q_BYTES % 16 == 0 && K_BYTES % 16 == 0 && G_BYTES % 16 == 0, "16-b
 // Stage one KV tile (keys kv0 .. kv0+KV-1) of K, V and the bias rows of this block. Rows past
 // seq are zero-filled: their logits are masked to -inf and zero V rows keep P.V finite.
 LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16* vb, long long ld,
-                             const GT* gb, int seq, int kv0, int q0, bool g_vec) {
+                             const GT* gb, int q_len, int seq, int kv0, int q0, bool g_vec) {
     constexpr int CH = DEPTH / 8;  // 16-byte chunks per K/V row
     for (int c = threadIdx.x; c < KV * CH; c += THREADS) {
         const int r = c / CH, col = (c % CH) * 8;
@@ -127,7 +144,7 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
         for (int c = threadIdx.x; c < ROWS * GCH; c += THREADS) {
             const int r = c / GCH, col = (c % GCH) * GV;
             GT* gd = gs + r * PG + col;
-            if (q0 + r < seq && kv0 + col < seq)
+            if (q0 + r < q_len && kv0 + col < seq)
                 async_copy16(gd, gb + (long long)(q0 + r) * seq + kv0 + col);
             else
                 *reinterpret_cast<uint4*>(gd) = make_uint4(0, 0, 0, 0);
@@ -136,7 +153,7 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
         for (int c = threadIdx.x; c < ROWS * KV; c += THREADS) {
             const int r = c / KV, col = c % KV;
             GT val;
-            if (q0 + r < seq && kv0 + col < seq) val = gb[(long long)(q0 + r) * seq + kv0 + col];
+            if (q0 + r < q_len && kv0 + col < seq) val = gb[(long long)(q0 + r) * seq + kv0 + col];
             else store_f32(&val, 0.f);
             gs[r * PG + col] = val;
         }
@@ -168,41 +185,67 @@ LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0) {
         *reinterpret_cast<uint4*>(qs + r * PQ + col) = u;
     }
 }
+
+// Where one block's data lives. Strides are in elements: per batch, per head, per row (K and V
+// share theirs); the bias G has rows of kv_len elements and per-batch / per-head strides (0 =
+// broadcast). group = query heads per K/V head (1 = plain multi-head attention).
+struct Args {
+    const f16* q;
+    const f16* k;
+    const f16* v;
+    f16* o;
+    long long q_b, q_h, k_b, k_h, o_b, o_h, g_b, g_h;
+    int q_s, k_s, o_s;
+    const GT* g;
+    const f16* bq;
+    const f16* bv;
+    int q_len, kv_len, heads, group;
+    float scale;
+};
 }  // namespace fa
 
 // The block walks a list of work items (head j of its LC0_FA_HEADS heads, KV tile t). With 2
 // stages, item i+1 (its K/V/G tile, and the Q rows when it starts a new head) is copied while
 // item i is computed, so one block overlaps a head's memory latency with the previous head's
 // math instead of relying only on other blocks of the SM for that.
-extern "C" __global__ void __launch_bounds__(fa::THREADS, LC0_FA_MIN_BLOCKS)
-flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* LC0_RESTRICT v,
-                    int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
-                    const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
-                    float scale) {
+LC0_DEVICE void attention_body(const fa::Args& a) {
     using namespace fa;
     extern __shared__ __align__(16) unsigned char smem[];
     unsigned char* stage0 = smem + Q_BUFS * Q_BYTES;
     f16* scratch = reinterpret_cast<f16*>(smem + Q_BUFS * Q_BYTES + STAGES * STAGE_BYTES);
 
+    const f16* LC0_RESTRICT q = a.q;
+    const f16* LC0_RESTRICT k = a.k;
+    const f16* LC0_RESTRICT v = a.v;
+    const GT* LC0_RESTRICT g = a.g;
+    const f16* LC0_RESTRICT bq = a.bq;
+    const f16* LC0_RESTRICT bv = a.bv;
+    const int seq = a.kv_len;  // keys
+    const int q_len = a.q_len;
     const int b = blockIdx.z, h0 = blockIdx.y * HEADS, q0 = blockIdx.x * ROWS;
-    const int n_heads = min(HEADS, heads - h0);
+    const int n_heads = min(HEADS, a.heads - h0);
     const int warp = threadIdx.x / WARP_SIZE;
-    const long long ld = ld_qkv;
-    const long long tok0 = (long long)b * seq;
     const bool g_vec = (seq % (16 / (int)sizeof(GT))) == 0;
+#if LC0_FA_CAUSAL
+    const int n_tiles = (min(seq, q0 + ROWS) + KV - 1) / KV;  // later tiles are masked for every row
+#else
     const int n_tiles = (seq + KV - 1) / KV;
+#endif
     const int n_items = n_heads * n_tiles;
-    const float scale_log2 = scale * LC0_LOG2E;
+    const float scale_log2 = a.scale * LC0_LOG2E;
+    // chess: G is uploaded pre-multiplied by log2(e); general: natural-log units, scaled here
+    constexpr float G_SCALE = LC0_FA_GENERAL ? LC0_LOG2E : 1.f;
 
     auto q_buf = [&](int j) { return reinterpret_cast<f16*>(smem + (j % Q_BUFS) * Q_BYTES); };
     auto issue = [&](int i) {  // start the copies of work item i into stage i % STAGES
-        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j;
+        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j, hk = h / a.group;
         unsigned char* base = stage0 + (i % STAGES) * STAGE_BYTES;
-        const GT* gb = g ? g + ((long long)b * heads + h) * seq * seq : nullptr;
+        const GT* gb = g ? g + (long long)b * a.g_b + (long long)h * a.g_h : nullptr;
+        const long long kvo = (long long)b * a.k_b + (long long)hk * a.k_h;
         load_kv_tile(reinterpret_cast<f16*>(base), reinterpret_cast<f16*>(base + K_BYTES),
-                     reinterpret_cast<GT*>(base + 2 * K_BYTES), k + tok0 * ld + h * DEPTH,
-                     v + tok0 * ld + h * DEPTH, ld, gb, seq, t * KV, q0, g_vec);
-        if (t == 0) load_q_tile(q_buf(j), q + tok0 * ld + h * DEPTH, ld, seq, q0);
+                     reinterpret_cast<GT*>(base + 2 * K_BYTES), k + kvo, v + kvo, a.k_s, gb, q_len, seq,
+                     t * KV, q0, g_vec);
+        if (t == 0) load_q_tile(q_buf(j), q + (long long)b * a.q_b + (long long)h * a.q_h, a.q_s, q_len, q0);
         async_commit();
     };
 
@@ -233,7 +276,7 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
             async_wait<0>();
         }
         f16* qs = q_buf(j);
-        if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, seq, q0);  // own chunks: no barrier needed
+        if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, q_len, q0);  // own chunks: no barrier needed
         __syncthreads();
         const f16* qw = qs + warp * 16 * PQ;
         if (t == 0) {
@@ -293,16 +336,19 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                 if (has_g && lc0mma::C_PAIRS && sizeof(GT) == 2) {
                     if ((e & 1) == 0) {
                         const u32 two = *reinterpret_cast<const u32*>(gs + (warp * 16 + lc0mma::c_row(e)) * PG + col);
-                        x = s[nt].x[e] * scale_log2 + f16_to_f32(f16{(u16)(two & 0xffffu)});
-                        s[nt].x[e + 1] = s[nt].x[e + 1] * scale_log2 + f16_to_f32(f16{(u16)(two >> 16)});
+                        x = s[nt].x[e] * scale_log2 + G_SCALE * f16_to_f32(f16{(u16)(two & 0xffffu)});
+                        s[nt].x[e + 1] = s[nt].x[e + 1] * scale_log2 + G_SCALE * f16_to_f32(f16{(u16)(two >> 16)});
                     } else {
                         x = s[nt].x[e];  // biased together with its even partner
                     }
                 } else {
                     x = s[nt].x[e] * scale_log2;
-                    if (has_g) x += to_f32(gs[(warp * 16 + lc0mma::c_row(e)) * PG + col]);
+                    if (has_g) x += G_SCALE * to_f32(gs[(warp * 16 + lc0mma::c_row(e)) * PG + col]);
                 }
                 if (partial && kv0 + col >= seq) x = LC0_NEG_INF;
+#if LC0_FA_CAUSAL
+                if (kv0 + col > q0 + warp * 16 + lc0mma::c_row(e)) x = LC0_NEG_INF;
+#endif
                 s[nt].x[e] = x;
                 const int sl = lc0mma::c_slot(e);
                 m_tile[sl] = fmaxf(m_tile[sl], x);
@@ -312,7 +358,12 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
 #pragma unroll
         for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) {
             const float mt = lc0mma::row_max(m_tile[jj]);
+#if LC0_FA_GENERAL
+            // a mask may hide every key of a row so far: keep exp2's argument finite (p = 0)
+            const float m_new = fmaxf(fmaxf(m_run[jj], mt), -1e30f);
+#else
             const float m_new = fmaxf(m_run[jj], mt);  // finite: tile 0 always has key 0
+#endif
             corr[jj] = lc0_exp2(m_run[jj] - m_new);     // exp2(-inf) = 0 on the first tile
             m_run[jj] = m_new;
             l_run[jj] *= corr[jj];
@@ -350,7 +401,14 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
             //      other warp reads them), store 16 bytes wide ----
             float inv[lc0mma::C_ROWS];
 #pragma unroll
-            for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) inv[jj] = 1.f / lc0mma::row_sum(l_run[jj]);
+            for (int jj = 0; jj < lc0mma::C_ROWS; ++jj) {
+                const float l = lc0mma::row_sum(l_run[jj]);
+#if LC0_FA_GENERAL
+                inv[jj] = l > 0.f ? 1.f / l : 0.f;  // a row with no allowed key: output 0
+#else
+                inv[jj] = 1.f / l;
+#endif
+            }
             f16* ow = qs + warp * 16 * PQ;
             warp_sync();  // every lane is done reading its Q rows (Q_REGS = 0 re-reads them)
 #pragma unroll
@@ -366,12 +424,12 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
             warp_sync();
             constexpr int CH = DEPTH / 8;
             const int lane = threadIdx.x % WARP_SIZE;
-            f16* ob = o + tok0 * (long long)ld_o + h * DEPTH;
+            f16* ob = a.o + (long long)b * a.o_b + (long long)h * a.o_h;
             for (int c = lane; c < 16 * CH; c += WARP_SIZE) {
                 const int r = c / CH, col = (c % CH) * 8;
                 const int row = q0 + warp * 16 + r;
-                if (row < seq)
-                    *reinterpret_cast<uint4*>(ob + (long long)row * ld_o + col) =
+                if (row < q_len)
+                    *reinterpret_cast<uint4*>(ob + (long long)row * a.o_s + col) =
                         *reinterpret_cast<const uint4*>(ow + r * PQ + col);
             }
         }
@@ -379,6 +437,33 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
         if (STAGES == 1 && i + 1 < n_items) issue(i + 1);
     }
 }
+
+#if LC0_FA_GENERAL
+// lc0py.attention: O[b, h] = softmax(Q[b, h] K[b, h/group]^T * scale + bias[b, h]) V[b, h/group],
+// strides per (batch, head, row) for q / k+v / o; g_b, g_h = bias strides (0 = broadcast).
+extern "C" __global__ void __launch_bounds__(fa::THREADS, LC0_FA_MIN_BLOCKS)
+attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* LC0_RESTRICT v,
+              f16* LC0_RESTRICT o, long long q_b, long long q_h, int q_s, long long k_b, long long k_h,
+              int k_s, long long o_b, long long o_h, int o_s, const GT* LC0_RESTRICT g, long long g_b,
+              long long g_h, int q_len, int kv_len, int heads, int group, float scale) {
+    const fa::Args a{q, k, v, o, q_b, q_h, k_b, k_h, o_b, o_h, g_b, g_h, q_s, k_s, o_s,
+                     g, nullptr, nullptr, q_len, kv_len, heads, group, scale};
+    attention_body(a);
+}
+#else
+// The chess net: Q, K, V are column blocks of the fused [B, seq, ld_qkv] QKV output, head h at
+// column h*d; G is [B, H, seq, seq]; O is [B, seq, ld_o].
+extern "C" __global__ void __launch_bounds__(fa::THREADS, LC0_FA_MIN_BLOCKS)
+flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* LC0_RESTRICT v,
+                    int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
+                    const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
+                    float scale) {
+    const long long ld = ld_qkv, ss = (long long)seq * seq;
+    const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
+                     heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale};
+    attention_body(a);
+}
+#endif
 
 #else
 // ============================================================================ fp32, SIMT =====

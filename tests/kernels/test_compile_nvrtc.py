@@ -42,6 +42,11 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     cases.append(
         ("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False))
     )
+    # lc0py.attention's general entry (attention_f16): causal or not, depths up to 256
+    for depth, causal in ((64, 0), (128, 1), (256, 1)):
+        gp, _ = default_params(depth, "sm_90", seq=1024)
+        gen = {**gp.defines(depth, fp16=True, bias_f32=False), "LC0_FA_GENERAL": 1, "LC0_FA_CAUSAL": causal}
+        cases.append((f"f16-general-d{depth}-causal{causal}", gen))
     cases.append(
         ("f16-d32-scalar-mma", {**FlashParams().defines(32, fp16=True, bias_f32=False), "LC0_MMA_SCALAR": 1})
     )
@@ -63,7 +68,7 @@ OTHER = [
     ("elementwise.hip", {"LC0_FP16": 1}),
     ("elementwise.hip", {"LC0_FP16": 0}),
     ("softmax_bias.hip", {"LC0_SM_PER": 2}),
-    ("softmax_bias.hip", {"LC0_SM_PER": 3, "LC0_FP16": 0}),
+    ("softmax_bias.hip", {"LC0_SM_PER": 3, "LC0_FP16": 0}),  # + softmax_rows (lc0py.attention naive)
     ("policy_map.hip", {"LC0_FP16": 1}),
     ("policy_map.hip", {"LC0_FP16": 0}),
 ]
