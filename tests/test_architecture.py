@@ -26,9 +26,11 @@ ALLOWED: dict[str, set[str]] = {
     "model": {"weights", "chess"},
     # registry.create_backend(weights=None) loads the built-in net (lazily, like uci does)
     "backends": {"weights", "model", "chess", "backends", "tools.default_net"},
+    # the general attention operator runs on the GPU backend's platform, kernels and reference
+    "attention": {"backends", "model"},
     "search": {"backends.base", "chess"},
     "uci": {"search", "chess", "backends", "weights", "tools.default_net"},
-    "tools": {"weights", "model", "chess", "backends", "search", "uci", "tools"},
+    "tools": {"weights", "model", "chess", "backends", "search", "uci", "tools", "attention"},
     "cli": {"tools", "uci", "backends.onnx.export_cli"},
 }
 TOP_LEVEL_OK = {"__init__", "__main__", "errors"}
@@ -86,7 +88,12 @@ def test_nothing_imports_cli() -> None:
 
 @pytest.mark.parametrize(
     "statement",
-    ["import lc0py", "import lc0py.backends", "from lc0py.cli.main import build_parser; build_parser()"],
+    [
+        "import lc0py",
+        "import lc0py.backends",
+        "from lc0py.cli.main import build_parser; build_parser()",
+        "import lc0py.attention, lc0py.attention.gpu",
+    ],
 )
 def test_no_vendor_import(statement: str) -> None:
     code = (
