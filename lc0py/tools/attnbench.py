@@ -1,0 +1,351 @@
+"""``lc0py attnbench``: the general attention operator (``lc0py.attention``) timed on its three
+implementations -- numpy on the CPU, the naive GPU path (GEMM, softmax, GEMM; scores
+materialised) and the flash kernel -- over sequence lengths, depths, heads, batch sizes and
+causal on/off.
+
+Per shape and implementation: mean and P50 / P95 / P99 milliseconds over ``--iters`` calls
+(GPU: device events around each call, inputs already on the device; CPU: wall clock), the
+speedups over flash, and the peak extra memory of one call (GPU: the operator's own allocations
+beyond the inputs -- output and, for naive, the scores; flash must stay O(L): only the output;
+CPU: numpy's peak through tracemalloc), and flash's relative error against naive. Inputs are
+random fp16 in the ``bhsd`` layout (the interleaved layout is the same kernel with other strides). Output: a
+Markdown table on stdout, ``--json FILE`` (every row), ``--plot FILE.png`` (time vs sequence
+length; needs matplotlib, skipped with a note if it is not installed).
+
+The CPU runs only up to ``--cpu-max-seq`` (its time grows as L^2 and it is the reference, not a
+contender); the naive path is skipped where its scores would exceed ``--naive-max-gb``.
+
+    lc0py attnbench                                  # L 64..8192, d 32/64/128, 16 heads, batch 1
+    lc0py attnbench --seq 1024,4096 --heads 4,32 --batch 1,64 --causal on --json a.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import statistics
+import sys
+import time
+import tracemalloc
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lc0py.errors import UsageError
+
+IMPLS = ("cpu", "naive", "flash")
+
+
+@dataclass(frozen=True)
+class BenchShape:
+    batch: int
+    heads: int
+    kv_heads: int
+    seq: int
+    depth: int
+    causal: bool
+
+    def label(self) -> str:
+        kv = f"/{self.kv_heads}" if self.kv_heads != self.heads else ""
+        return f"B{self.batch} H{self.heads}{kv} L{self.seq} d{self.depth}{' causal' if self.causal else ''}"
+
+
+@dataclass
+class Timing:
+    """One implementation on one shape (``skipped``: why it did not run)."""
+
+    impl: str
+    ms: list[float] = field(default_factory=list)
+    peak_bytes: int | None = None
+    skipped: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        if self.skipped is not None or not self.ms:
+            return {"impl": self.impl, "skipped": self.skipped}
+        return {
+            "impl": self.impl,
+            "mean_ms": statistics.fmean(self.ms),
+            "p50_ms": percentile(self.ms, 50),
+            "p95_ms": percentile(self.ms, 95),
+            "p99_ms": percentile(self.ms, 99),
+            "peak_bytes": self.peak_bytes,
+            "samples": len(self.ms),
+        }
+
+
+def percentile(xs: list[float], p: float) -> float:
+    """Linear-interpolation percentile (numpy's default)."""
+    return float(np.percentile(np.asarray(xs, np.float64), p))
+
+
+def int_list(flag: str, text: str, lo: int, hi: int) -> list[int]:
+    """``"64,256"`` -> ``[64, 256]``, each in ``[lo, hi]``, else one ``UsageError`` line."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            n = int(item)
+        except ValueError:
+            raise UsageError(f"{flag}: '{item}' is not an integer") from None
+        if not lo <= n <= hi:
+            raise UsageError(f"{flag}: {n} is out of range [{lo}, {hi}]")
+        out.append(n)
+    if not out:
+        raise UsageError(f"{flag}: no values given")
+    return out
+
+
+def causal_list(text: str) -> list[bool]:
+    choices = {"off": [False], "on": [True], "both": [False, True]}
+    if text not in choices:
+        raise UsageError(f"--causal '{text}': want off, on or both")
+    return choices[text]
+
+
+def plan(args: argparse.Namespace) -> tuple[list[BenchShape], list[str]]:
+    """Every shape of the sweep (cross product of the lists) and the implementations to run."""
+    seqs = int_list("--seq", args.seq, 1, 65536)
+    depths = int_list("--depths", args.depths, 16, 256)
+    for d in depths:
+        if d % 16:
+            raise UsageError(f"--depths: {d} is not a multiple of 16 (the GPU kernels' tile)")
+    heads = int_list("--heads", args.heads, 1, 256)
+    batches = int_list("--batch", args.batch, 1, 4096)
+    group = int_list("--group", str(args.group), 1, 64)[0]
+    for h in heads:
+        if h % group:
+            raise UsageError(f"--group {group}: {h} heads are not a multiple of it")
+    impls = [s.strip() for s in args.impls.split(",") if s.strip()]
+    bad = [s for s in impls if s not in IMPLS]
+    if bad or not impls:
+        raise UsageError(f"--impls: {','.join(bad) or 'none'}: unknown (available: {', '.join(IMPLS)})")
+    if args.iters < 1 or args.warmup < 0:
+        raise UsageError("--iters must be >= 1 and --warmup >= 0")
+    shapes = [
+        BenchShape(b, h, h // group, n, d, c)
+        for d, c, h, b, n in itertools.product(depths, causal_list(args.causal), heads, batches, seqs)
+    ]
+    return shapes, impls
+
+
+def skip_reason(impl: str, s: BenchShape, args: argparse.Namespace) -> str | None:
+    """Why ``impl`` does not run on ``s`` (``None``: it runs)."""
+    if impl == "cpu" and s.seq > args.cpu_max_seq:
+        return f"L > --cpu-max-seq {args.cpu_max_seq}"
+    if impl == "naive":
+        gb = s.batch * s.heads * s.seq * s.seq * 2 / 1e9
+        if gb > args.naive_max_gb:
+            return f"scores {gb:.1f} GB > --naive-max-gb {args.naive_max_gb:g}"
+    return None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seq", default="64,256,1024,2048,4096,8192", help="sequence lengths (q = k)")
+    parser.add_argument("--depths", default="32,64,128", help="head depths (multiples of 16, <= 256)")
+    parser.add_argument("--heads", default="16", help="query heads, e.g. 4,8,16,32")
+    parser.add_argument("--batch", default="1", help="batch sizes, e.g. 1,8,64")
+    parser.add_argument("--group", type=int, default=1, help="query heads per K/V head (GQA; default 1)")
+    parser.add_argument("--causal", default="both", help="off, on or both (default)")
+    parser.add_argument("--impls", default="cpu,naive,flash", help="subset of cpu,naive,flash")
+    parser.add_argument("--iters", type=int, default=20, help="timed calls per shape (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls first (default 3)")
+    parser.add_argument("--cpu-max-seq", type=int, default=1024, help="longest L the CPU runs (default 1024)")
+    parser.add_argument("--naive-max-gb", type=float, default=16.0, help="skip naive above this scores size")
+    parser.add_argument("--json", metavar="FILE", help="write every row as JSON")
+    parser.add_argument("--plot", metavar="FILE.png", help="time vs sequence length (needs matplotlib)")
+
+
+def _bench_gpu(
+    eng: Any, impl: str, s: BenchShape, dev: tuple[Any, Any, Any], iters: int, warmup: int
+) -> tuple[Timing, np.ndarray]:
+    from lc0py.attention import attention
+
+    q, k, v = dev
+    eng.release_workspace()
+    eng.reset_peak()
+    base = eng.current_bytes
+    out = eng.empty(q.shape)
+    p = eng.platform
+    start, end = p.create_event(timing=True), p.create_event(timing=True)
+    try:
+        ms = []
+        for i in range(warmup + iters):
+            start.record(eng.stream)
+            attention(q, k, v, layout="bhsd", causal=s.causal, impl=impl, engine=eng, out=out)
+            end.record(eng.stream)
+            end.synchronize()
+            if i >= warmup:
+                ms.append(start.elapsed_ms(end))
+        peak = eng.peak_bytes - base
+        result = out.numpy()
+    finally:
+        p.destroy_event(start)
+        p.destroy_event(end)
+        out.free()
+        eng.release_workspace()
+    return Timing(impl, ms, peak), result
+
+
+def _bench_cpu(s: BenchShape, host: tuple[np.ndarray, ...], iters: int) -> Timing:
+    from lc0py.attention.reference import attention_numpy
+
+    q, k, v = (x.astype(np.float32) for x in host)
+    ms = []
+    tracemalloc.start()
+    try:
+        for _ in range(max(1, min(iters, 5))):  # the CPU is the reference: a few calls suffice
+            t0 = time.perf_counter()
+            attention_numpy(q, k, v, layout="bhsd", causal=s.causal)
+            ms.append(1e3 * (time.perf_counter() - t0))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return Timing("cpu", ms, peak)
+
+
+def run(args: argparse.Namespace) -> int:
+    shapes, impls = plan(args)
+    eng = None
+    if any(i != "cpu" for i in impls):
+        from lc0py.attention.gpu import GpuAttention
+
+        eng = GpuAttention()
+        print(
+            f"attnbench: {eng.platform.info.name} ({eng.platform.info.arch}); fp16 storage, fp32 accumulate",
+            file=sys.stderr,
+        )
+    rows: list[dict[str, Any]] = []
+    try:
+        for n, s in enumerate(shapes):
+            rng = np.random.default_rng(n)
+            host = tuple(
+                rng.standard_normal((s.batch, h, s.seq, s.depth)).astype(np.float16)
+                for h in (s.heads, s.kv_heads, s.kv_heads)
+            )
+            timings: dict[str, Timing] = {}
+            outs: dict[str, np.ndarray] = {}
+            dev = tuple(eng.to_device(x) for x in host) if eng is not None else None
+            try:
+                for impl in impls:
+                    why = skip_reason(impl, s, args)
+                    if why is not None:
+                        timings[impl] = Timing(impl, skipped=why)
+                    elif impl == "cpu":
+                        timings[impl] = _bench_cpu(s, host, args.iters)
+                    else:
+                        try:
+                            timings[impl], outs[impl] = _bench_gpu(eng, impl, s, dev, args.iters, args.warmup)
+                        except Exception as exc:  # e.g. out of memory: a row says so, the sweep goes on
+                            timings[impl] = Timing(impl, skipped=f"{type(exc).__name__}: {exc}"[:120])
+            finally:
+                for x in dev or ():
+                    x.free()
+            row: dict[str, Any] = {**asdict(s), "results": {i: t.summary() for i, t in timings.items()}}
+            if "flash" in outs and "naive" in outs:
+                a, b = outs["flash"].astype(np.float64), outs["naive"].astype(np.float64)
+                row["flash_vs_naive_rel_err"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+            rows.append(row)
+            print(
+                f"attnbench {n + 1}/{len(shapes)} {s.label()}: "
+                + ", ".join(
+                    f"{i} {r['mean_ms']:.3f} ms" if "mean_ms" in r else f"{i} skipped"
+                    for i, r in row["results"].items()
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        if eng is not None:
+            eng.close()
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+    if args.plot:
+        print(plot(rows, args.plot), file=sys.stderr)
+    return 0
+
+
+def _mb(x: int | None) -> str:
+    return "" if x is None else f"{x / 2**20:,.1f}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: one line per shape; per implementation mean / P50 / P95 / P99 ms and peak MB."""
+    impls = [i for i in IMPLS if any(i in r["results"] for r in rows)]
+    head = ["shape"]
+    for i in impls:
+        head += [f"{i} mean ms", f"{i} p50/p95/p99", f"{i} peak MB"]
+    head += ["naive/flash", "cpu/flash", "flash err"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        s = BenchShape(r["batch"], r["heads"], r["kv_heads"], r["seq"], r["depth"], r["causal"])
+        cells = [s.label()]
+        res = r["results"]
+        for i in impls:
+            t = res.get(i, {})
+            if "mean_ms" in t:
+                cells += [
+                    f"{t['mean_ms']:.4g}",
+                    f"{t['p50_ms']:.4g}/{t['p95_ms']:.4g}/{t['p99_ms']:.4g}",
+                    _mb(t["peak_bytes"]),
+                ]
+            else:
+                cells += [f"skipped ({t.get('skipped', '')})", "", ""]
+        f = res.get("flash", {}).get("mean_ms")
+        for other in ("naive", "cpu"):
+            o = res.get(other, {}).get("mean_ms")
+            cells.append(f"{o / f:.1f}x" if o and f else "")
+        err = r.get("flash_vs_naive_rel_err")
+        cells.append("" if err is None else f"{err:.1e}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: str) -> str:
+    """Time vs sequence length (log-log), one line per (impl, depth, causal) at the first heads /
+    batch of the sweep; returns what happened, as one line."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "attnbench: matplotlib is not installed: no plot (pip install matplotlib)"
+    if not rows:
+        return "attnbench: nothing to plot"
+    h0, b0 = rows[0]["heads"], rows[0]["batch"]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    series: dict[tuple[str, int, bool], list[tuple[int, float]]] = {}
+    for r in rows:
+        if (r["heads"], r["batch"]) != (h0, b0):
+            continue
+        for impl, t in r["results"].items():
+            if "mean_ms" in t:
+                series.setdefault((impl, r["depth"], r["causal"]), []).append((r["seq"], t["mean_ms"]))
+    style = {"cpu": ":", "naive": "--", "flash": "-"}
+    for (impl, d, c), pts in sorted(series.items()):
+        pts.sort()
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            style[impl],
+            marker="o",
+            ms=3,
+            label=f"{impl} d{d}{' causal' if c else ''}",
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length")
+    ax.set_ylabel("ms per call (mean)")
+    ax.set_title(f"lc0py attention: {h0} heads, batch {b0}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"attnbench: plot written to {path}"
