@@ -327,13 +327,16 @@ def plot(rows: list[dict[str, Any]], path: str) -> str:
         for impl, t in r["results"].items():
             if "mean_ms" in t:
                 series.setdefault((impl, r["depth"], r["causal"]), []).append((r["seq"], t["mean_ms"]))
-    style = {"cpu": ":", "naive": "--", "flash": "-"}
+    style = {"cpu": ":", "naive": "--", "flash": "-"}  # line style = implementation
+    keys = sorted({(d, c) for _, d, c in series})
+    colors = {key: f"C{i % 10}" for i, key in enumerate(keys)}  # colour = (depth, causal)
     for (impl, d, c), pts in sorted(series.items()):
         pts.sort()
         ax.plot(
             [p[0] for p in pts],
             [p[1] for p in pts],
             style[impl],
+            color=colors[(d, c)],
             marker="o",
             ms=3,
             label=f"{impl} d{d}{' causal' if c else ''}",
