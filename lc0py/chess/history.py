@@ -57,6 +57,43 @@ def _record(board: chess.Board, ep: int, previous: list[PositionRecord]) -> Posi
     return PositionRecord(pieces, castling, ep, turn, rule50, reps, key)
 
 
+def push_record(board: chess.Board, move: chess.Move, previous: list[PositionRecord]) -> PositionRecord:
+    """Play ``move`` (assumed legal) on ``board`` and return lc0's record of the new position;
+    ``previous``: the game's records up to ``board`` before the move (for repetitions)."""
+    frm, to = move.from_square, move.to_square
+    double_push = (to - frm == 16 or frm - to == 16) and (board.pawns >> frm) & 1
+    board.push(move)
+    ep = _lc0_ep_after_move(board, (frm + to) >> 1) if double_push else -1
+    return _record(board, ep, previous)
+
+
+def load_board(board: chess.Board, record: PositionRecord) -> None:
+    """Set ``board`` (a scratch board with the game's variant) to ``record``'s position, its move
+    stack emptied: what move generation, ``push`` and the game-over checks read. python-chess's
+    ``ep_square`` becomes lc0's marker: they differ only when no pawn can capture en passant,
+    where both give the same legal moves. The full-move number is not kept (lc0 ignores it)."""
+    p = record.pieces
+    white = p[0] | p[1] | p[2] | p[3] | p[4] | p[5]
+    black = p[6] | p[7] | p[8] | p[9] | p[10] | p[11]
+    board.pawns = p[0] | p[6]
+    board.knights = p[1] | p[7]
+    board.bishops = p[2] | p[8]
+    board.rooks = p[3] | p[9]
+    board.queens = p[4] | p[10]
+    board.kings = p[5] | p[11]
+    occ_co = board.occupied_co
+    occ_co[chess.WHITE] = white
+    occ_co[chess.BLACK] = black
+    board.occupied = white | black
+    board.promoted = 0
+    board.turn = record.turn
+    board.castling_rights = record.castling
+    board.ep_square = record.ep if record.ep >= 0 else None
+    board.halfmove_clock = record.rule50
+    board.move_stack.clear()
+    board._stack.clear()
+
+
 class PositionHistory:
     """A game from a start position (standard or FEN) plus moves, with lc0's per-position facts.
 
@@ -140,12 +177,7 @@ class PositionHistory:
     # --- game ---------------------------------------------------------------------------------
     def push(self, move: chess.Move) -> None:
         """Play ``move`` (assumed legal) and record lc0's facts about the new position."""
-        board = self.board
-        frm, to = move.from_square, move.to_square
-        double_push = (to - frm == 16 or frm - to == 16) and (board.pawns >> frm) & 1
-        board.push(move)
-        ep = _lc0_ep_after_move(board, (frm + to) >> 1) if double_push else -1
-        self._records.append(_record(board, ep, self._records))
+        self._records.append(push_record(self.board, move, self._records))
 
     def pop(self) -> None:
         """Take back the last move."""

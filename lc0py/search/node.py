@@ -17,6 +17,8 @@ import weakref
 
 import chess
 
+from lc0py.chess.encoding import PositionRecord
+
 from lc0py.search.movegen import pack, to_move
 
 # Terminal kinds.
@@ -44,6 +46,7 @@ class Node:
         "touched",
         "visited_p",
         "v",
+        "rec",
     )
 
     def __init__(self, parent: Node | None = None, index: int = -1, move: chess.Move | None = None) -> None:
@@ -62,6 +65,7 @@ class Node:
         self.touched = 0  # children[:touched] are nodes (see module doc)
         self.visited_p = 0.0  # sum of P of children with n > 0 (FPU reduction)
         self.v: float | None = None  # NN value from this node's ``wl`` view (None: not evaluated)
+        self.rec: PositionRecord | None = None  # lc0's facts of the position, set when first reached
 
     @property
     def parent(self) -> Node | None:

@@ -31,7 +31,8 @@ import chess
 import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput
-from lc0py.chess.encoding import EncodedPosition, encode_batch
+from lc0py.chess.encoding import EncodedPosition, PositionRecord, encode_batch, encode_history
+from lc0py.chess.history import load_board, push_record
 from lc0py.search.movegen import legal_moves_indexed, pack, to_move
 from lc0py.search.nncache import CacheEntry, NNCache, position_key
 from lc0py.search.node import TERMINAL, Node
@@ -200,7 +201,12 @@ class Search:
         self._remaining_estimate: float | None = None
         self._has_mlh = bool(backend.info.has_moves_left)  # moves-left utility possible
         self._cs_cache: dict[int, float] = {}  # N -> cpuct(N)·sqrt(max(N−1, 1)), non-root params
-        self._pushed: list[Node] = []  # nodes whose moves are pushed on ``history`` (gathering)
+        # Leaves get their position from their parent's record (``Node.rec``) on a scratch board:
+        # one python-chess push per new leaf, no pops, ``history`` stays at the root.
+        self._base_records: list[PositionRecord] = list(self.history._records)
+        self._scratch = self.history.board.copy(stack=False)
+        if self.root.rec is None:
+            self.root.rec = self._base_records[-1]
         self._root_white = self.history.board.turn == chess.WHITE
         # The root needs the general (slow) selection only for searchmoves or root-own params.
         self._special_root = (
@@ -440,10 +446,7 @@ class Search:
         collision_budget = min(params.collision_budget(estimate), max(1, target))
         ooo_left = max(1, int(params.max_out_of_order_evals_factor * target))
         budget = math.inf if self.limits.nodes is None else self.limits.nodes - root.n - root.nif
-        try:
-            self._gather_loop(batch, target, budget, collision_budget, ooo_left)
-        finally:
-            self._unwind()
+        self._gather_loop(batch, target, budget, collision_budget, ooo_left)
         return batch
 
     def _gather_loop(
@@ -660,44 +663,39 @@ class Search:
     def _visit_new_leaf(self, leaf: Node, depth: int, batch: _Batch) -> bool:
         """Expand a fresh leaf. Returns True if it was resolved out of order (terminal / cache).
 
-        The history is moved to the leaf from wherever the previous leaf left it (pop to the
-        common ancestor, push the rest): leaves of one gather are often siblings or cousins.
+        The leaf's position is its parent's record plus one move, played on a scratch board
+        (the parent was expanded, so it has a record); the records of the path give the history
+        for repetitions and the input planes.
         """
-        target: list[Node] = []
-        x: Node | None = leaf
         root = self.root
+        if leaf is root:
+            return self._resolve_leaf(leaf, depth, batch, self.history.board, self._base_records, True)
+        path: list[PositionRecord] = []
+        ref = leaf._parent
+        x = ref() if ref is not None else None
+        parent = x
         while x is not root and x is not None:
-            target.append(x)
+            path.append(x.rec)  # type: ignore[arg-type]
             ref = x._parent
             x = ref() if ref is not None else None
-        target.reverse()
-        pushed = self._pushed
-        common = 0
-        limit = min(len(pushed), len(target))
-        while common < limit and pushed[common] is target[common]:
-            common += 1
-        history = self.history
-        while len(pushed) > common:  # keep ``_pushed`` true to the history at every step
-            history.pop()
-            pushed.pop()
-        push = history.push
-        for node in target[common:]:
-            push(node.move)  # type: ignore[arg-type]
-            pushed.append(node)
-        return self._resolve_leaf(leaf, depth, batch, is_root=not target)
+        path.reverse()
+        recs = self._base_records + path
+        board = self._scratch
+        rec = leaf.rec
+        if rec is None:
+            load_board(board, parent.rec)  # type: ignore[union-attr,arg-type]
+            rec = push_record(board, leaf.move, recs)  # type: ignore[arg-type]
+            leaf.rec = rec
+        else:  # reached before, never expanded (its batch was abandoned)
+            load_board(board, rec)
+        recs.append(rec)
+        return self._resolve_leaf(leaf, depth, batch, board, recs, False)
 
-    def _unwind(self) -> None:
-        """Take the history back to the search root."""
-        history = self.history
-        for _ in self._pushed:
-            history.pop()
-        self._pushed = []
-
-    def _resolve_leaf(self, leaf: Node, depth: int, batch: _Batch, is_root: bool) -> bool:
-        history = self.history
-        board = history.board
+    def _resolve_leaf(
+        self, leaf: Node, depth: int, batch: _Batch, board: chess.Board, recs: list[PositionRecord], is_root: bool
+    ) -> bool:
         if not is_root:
-            draw_m = self._draw_by_rule(depth)
+            draw_m = self._draw_by_rule(depth, board, recs)
             if draw_m is not None:
                 if any(board.generate_legal_moves()):
                     leaf.make_terminal(0.0, 1.0, draw_m)
@@ -708,7 +706,7 @@ class Search:
                 return True
         # An exact key, not ``history.key()``: Python's int hash is modulo 2^61-1, so bitboards
         # with a piece on h8 and on c1 hash alike (1<<63 ≡ 4) and positions would be mixed up.
-        last = history.records[-1]
+        last = recs[-1]
         key = position_key(last.key, last.repetitions)
         entry = self.cache.get(key)
         if entry is not None:
@@ -717,7 +715,7 @@ class Search:
             leaf.v = -q
             self._backup(leaf, -q, d, m, depth)
             return True
-        enc = history.encode(self.input_format, self.params.history_fill)
+        enc = encode_history(recs, self.input_format, self.params.history_fill)
         moves, idx = legal_moves_indexed(board, enc.transform)
         if not moves:
             self._mate_or_stalemate(leaf, board)
@@ -758,20 +756,22 @@ class Search:
         else:
             leaf.make_terminal(0.0, 1.0, 0.0)
 
-    def _draw_by_rule(self, depth: int) -> float | None:
-        """Plies-left ``M`` if the leaf is a draw by rule (§7.6, chess-encoding §7), else None."""
-        history = self.history
-        board = history.board
+    def _draw_by_rule(
+        self, depth: int, board: chess.Board | None = None, records: Sequence[PositionRecord] | None = None
+    ) -> float | None:
+        """Plies-left ``M`` if the leaf is a draw by rule (§7.6, chess-encoding §7), else None.
+        ``board``/``records``: the leaf's position and game (default: ``history``'s)."""
+        if board is None or records is None:
+            board, records = self.history.board, self.history.records
         if not (board.pawns | board.rooks | board.queens) and board.is_insufficient_material():
             return 0.0
         if board.halfmove_clock >= 100:
             return 0.0
-        reps = history.repetitions()
+        reps = records[-1].repetitions
         if reps >= 2:
             return 0.0
         if reps == 1 and self.params.two_fold_draws:
             ply_in_tree = depth - 1
-            records = history.records
             key = records[-1].key
             for back in range(4, len(records), 2):
                 if records[-1 - back].key == key:
