@@ -201,6 +201,7 @@ class Search:
         self._remaining_estimate: float | None = None
         self._has_mlh = bool(backend.info.has_moves_left)  # moves-left utility possible
         self._cs_cache: dict[int, float] = {}  # N -> cpuct(N)·sqrt(max(N−1, 1)), non-root params
+        self._sel_tag = object()  # marks ``Node.sel`` entries made by this search (see ``_descend``)
         # Leaves get their position from their parent's record (``Node.rec``) on a scratch board:
         # one python-chess push per new leaf, no pops, ``history`` stays at the root.
         self._base_records: list[PositionRecord] = list(self.history._records)
@@ -497,7 +498,19 @@ class Search:
         cpuct, cfactor, cbase = p.cpuct, p.cpuct_factor, p.cpuct_base
         fpu_value = p.fpu_value
         sqrt, log = math.sqrt, math.log
+        tag = self._sel_tag
         while node.moves is not None and not node.terminal:
+            sel = node.sel
+            if sel is not None and sel[0] is tag:
+                # Only the child chosen last time has changed here since (one more visit in
+                # flight): if it still beats the runner-up, the full scan would choose it again.
+                _, c, prior, second, cs, fpu = sel
+                cn = c.n
+                if (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif) > second:
+                    c.nif += 1
+                    node = c
+                    depth += 1
+                    continue
             if node is root and special_root:
                 i = self._select_root(node)
                 if i < 0:
@@ -513,7 +526,7 @@ class Search:
                     cs = (cpuct + cfactor * log((n + cbase) / cbase)) * sqrt(n - 1 if n > 2 else 1)
                     cs_cache[n] = cs
                 fpu = -node.wl - fpu_value * sqrt(node.visited_p)
-                best = _NEG_INF
+                best = second = _NEG_INF
                 child = None
                 P = node.p
                 for c, prior in zip(node.children, P):  # noqa: B905 - equal lengths, hottest loop
@@ -522,12 +535,25 @@ class Search:
                     cn = c.n
                     sc = (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif)
                     if sc > best:
+                        second = best
                         best = sc
                         child = c
+                    elif sc > second:
+                        second = sc
                 touched = node.touched
-                if touched < len(P) and fpu + cs * P[touched] > best:
-                    child = node.ensure_child(touched)
+                if touched < len(P):
+                    sc = fpu + cs * P[touched]
+                    if sc > best:
+                        second = best
+                        child = node.ensure_child(touched)
+                        if touched + 1 < len(P):  # the next untouched edge is a candidate now
+                            sc = fpu + cs * P[touched + 1]
+                            if sc > second:
+                                second = sc
+                    elif sc > second:
+                        second = sc
                 assert child is not None
+                node.sel = (tag, child, P[child.index], second, cs, fpu)
             child.nif += 1
             node = child
             depth += 1
@@ -857,6 +883,7 @@ class Search:
     def _cancel_path(node: Node | None) -> None:
         while node is not None:
             node.nif -= 1
+            node.sel = None
             node = node.parent
 
     def _backup(self, node: Node | None, v: float, d: float, m: float, depth: int) -> None:
@@ -870,6 +897,7 @@ class Search:
             node.m += (m - node.m) / n1
             node.n = n1
             node.nif -= 1
+            node.sel = None  # its N/Q and a child's changed: ``_descend`` must scan it again
             ref = node._parent  # the ``parent`` property, inlined (hot loop)
             parent = ref() if ref is not None else None
             if n1 == 1 and parent is not None:
