@@ -245,6 +245,23 @@ def encode_history(
     records: Sequence[PositionRecord], input_format: int, fill: str = "fen_only"
 ) -> EncodedPosition:
     """Encode the last position of ``records`` for a network of ``input_format`` (§2–§4)."""
+    blocks, aux, rule50_value, transform = encode_history_parts(records, input_format, fill)
+    masks = np.empty(NUM_PLANES, dtype=np.uint64)
+    masks[:AUX_BASE] = np.concatenate(blocks)
+    masks[AUX_BASE:] = aux
+    values = np.ones(NUM_PLANES, dtype=np.float32)
+    values[AUX_BASE + 5] = rule50_value
+    return EncodedPosition(masks, values, transform)
+
+
+def encode_history_parts(
+    records: Sequence[PositionRecord], input_format: int, fill: str = "fen_only"
+) -> tuple[list[np.ndarray], list[int], float, int]:
+    """:func:`encode_history` in parts: uint64 blocks that make planes 0–103 when joined (the
+    cached 13-plane frames of the history steps, then zeros), the masks of planes 104–111, the
+    value of the rule-50 plane (every other value is 1.0) and the transform. The search joins
+    the parts of a whole batch at once (:func:`parts_batch`): per-position numpy calls cost more
+    than the encoding itself."""
     if input_format not in SUPPORTED_FORMATS:
         raise ValueError(f"input format {input_format} is not supported (supported: {SUPPORTED_FORMATS})")
     if fill not in HISTORY_FILLS:
@@ -263,18 +280,32 @@ def encode_history(
         else pos.frame_planes(black, transform)
         for pos, undo in steps
     ]
-    masks = np.empty(NUM_PLANES, dtype=np.uint64)
-    used = 13 * len(blocks)
-    masks[:used] = np.concatenate(blocks)
-    masks[used:AUX_BASE] = 0
-    masks[AUX_BASE:] = _aux_masks(current, input_format, black, transform)
-
-    values = np.ones(NUM_PLANES, dtype=np.float32)
+    if len(blocks) < 8:
+        blocks.append(_ZERO_BLOCKS[len(blocks)])
+    aux = _aux_masks(current, input_format, black, transform)
     if input_format >= 4:  # hectoplies: 4, 5, 132, 133; float32 division as lc0 does it
-        values[AUX_BASE + 5] = np.float32(current.rule50) / np.float32(100.0)
+        rule50_value = float(np.float32(current.rule50) / np.float32(100.0))
     else:
-        values[AUX_BASE + 5] = current.rule50
-    return EncodedPosition(masks, values, transform)
+        rule50_value = float(current.rule50)
+    return blocks, aux, rule50_value, transform
+
+
+def parts_batch(
+    blocks: Sequence[np.ndarray], aux: Sequence[list[int]], rule50_values: Sequence[float]
+) -> PlanesBatch:
+    """A backend batch from :func:`encode_history_parts` results: ``blocks`` all positions' blocks
+    in order (one list), ``aux``/``rule50_values`` one entry a position (as :func:`encode_batch`)."""
+    n = len(aux)
+    masks = np.empty((n, NUM_PLANES), dtype=np.uint64)
+    if n:
+        masks[:, :AUX_BASE] = np.concatenate(blocks).reshape(n, AUX_BASE)
+        masks[:, AUX_BASE:] = np.array(aux, dtype=np.uint64)
+    values = np.ones((n, NUM_PLANES), dtype=np.float32)
+    values[:, AUX_BASE + 5] = rule50_values
+    return PlanesBatch(masks, values)
+
+
+_ZERO_BLOCKS = tuple(np.zeros(AUX_BASE - 13 * k, dtype=np.uint64) for k in range(8))
 
 
 def _aux_masks(current: PositionRecord, input_format: int, black: bool, transform: int) -> list[int]:

@@ -31,7 +31,7 @@ import chess
 import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput
-from lc0py.chess.encoding import EncodedPosition, PositionRecord, encode_batch, encode_history
+from lc0py.chess.encoding import PositionRecord, encode_history_parts, parts_batch
 from lc0py.chess.history import load_board, push_record
 from lc0py.search.movegen import legal_moves_indexed, pack, to_move
 from lc0py.search.nncache import CacheEntry, NNCache, position_key
@@ -104,7 +104,10 @@ class _Leaf:
 @dataclass
 class _Batch:
     leaves: list[_Leaf] = field(default_factory=list)
-    encoded: list[EncodedPosition] = field(default_factory=list)
+    # Input planes of the leaves (``encode_history_parts``), joined per batch in ``_submit``.
+    blocks: list[np.ndarray] = field(default_factory=list)
+    aux: list[list[int]] = field(default_factory=list)
+    rule50: list[float] = field(default_factory=list)
     collisions: list[Node] = field(default_factory=list)
     pending: Future[NetworkOutput] | None = None
     abandoned: bool = False
@@ -741,15 +744,17 @@ class Search:
             leaf.v = -q
             self._backup(leaf, -q, d, m, depth)
             return True
-        enc = encode_history(recs, self.input_format, self.params.history_fill)
-        moves, idx = legal_moves_indexed(board, enc.transform)
+        blocks, aux, rule50, transform = encode_history_parts(recs, self.input_format, self.params.history_fill)
+        moves, idx = legal_moves_indexed(board, transform)
         if not moves:
             self._mate_or_stalemate(leaf, board)
             self._set_bounds(leaf)
             self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
             return True
         batch.leaves.append(_Leaf(leaf, idx, moves, key, depth))
-        batch.encoded.append(enc)
+        batch.blocks += blocks
+        batch.aux.append(aux)
+        batch.rule50.append(rule50)
         return False
 
     def _set_bounds(self, node: Node) -> None:
@@ -811,7 +816,7 @@ class Search:
         """Queue the batch on the backend's own thread: host backends (numpy) then compute while
         this thread gathers, and calls from consecutive searches never overlap (a backend is not
         thread-safe)."""
-        planes = encode_batch(batch.encoded)
+        planes = parts_batch(batch.blocks, batch.aux, batch.rule50)
         backend = self.backend
         batch.pending = _executor_for(backend).submit(lambda: backend.evaluate_async(planes).result())
 
