@@ -67,6 +67,72 @@ def push_record(board: chess.Board, move: chess.Move, previous: list[PositionRec
     return _record(board, ep, previous)
 
 
+# Standard castling, king's target square -> the rook's move (from, to).
+_CASTLING_ROOK = {6: (7, 5), 2: (0, 3), 62: (63, 61), 58: (56, 59)}
+_BB_RANK_1 = 0xFF
+_BB_RANK_8 = 0xFF << 56
+
+
+def record_after(prev: PositionRecord, move: int, previous: list[PositionRecord]) -> PositionRecord:
+    """lc0's record after the legal ``move`` in ``prev``'s position, computed on the bitboards
+    (what :func:`push_record` gives, without a python-chess ``Board``). Standard chess only:
+    castling as the king's two-square move (``e1g1``); ``move`` packed ``from | to << 6 |
+    promotion << 12``; ``previous``: the game's records up to ``prev`` (for repetitions)."""
+    frm = move & 63
+    to = (move >> 6) & 63
+    promo = move >> 12
+    p = list(prev.pieces)
+    white = prev.turn
+    us = 0 if white else 6
+    them = 6 - us
+    from_bb = 1 << frm
+    to_bb = 1 << to
+    k = us
+    while not p[k] & from_bb:
+        k += 1
+    p[k] ^= from_bb
+    rule50 = prev.rule50 + 1
+    castling = prev.castling & ~(from_bb | to_bb)  # a rook moved or was taken
+    captured = False
+    for j in range(them, them + 6):
+        if p[j] & to_bb:
+            p[j] ^= to_bb
+            captured = True
+            rule50 = 0
+            break
+    ep = -1
+    if k == us:  # pawn
+        rule50 = 0
+        diff = to - frm
+        if diff == 16 or diff == -16:
+            square = (frm + to) >> 1
+            if chess.BB_PAWN_ATTACKS[white][square] & p[them]:  # lc0's marker: a pawn can take
+                ep = square
+        elif not captured and diff not in (8, -8):  # diagonal onto an empty square: en passant
+            p[them] ^= 1 << (to - 8 if white else to + 8)
+        if promo:
+            k = us + promo - 1
+    elif k == us + 5:  # king
+        castling &= ~(_BB_RANK_1 if white else _BB_RANK_8)
+        if to - frm == 2 or frm - to == 2:
+            rook_from, rook_to = _CASTLING_ROOK[to]
+            p[us + 3] ^= (1 << rook_from) | (1 << rook_to)
+    p[k] |= to_bb
+    pieces = tuple(p)
+    turn = not white
+    key = (pieces, castling, ep, turn)
+    reps = 0
+    if rule50 >= 4:  # as in ``_record``
+        for idx in range(len(previous) - 4, -1, -2):
+            old = previous[idx]
+            if old.key == key:
+                reps = 1 + old.repetitions
+                break
+            if old.rule50 < 2:
+                break
+    return PositionRecord(pieces, castling, ep, turn, rule50, reps, key)
+
+
 def load_board(board: chess.Board, record: PositionRecord) -> None:
     """Set ``board`` (a scratch board with the game's variant) to ``record``'s position, its move
     stack emptied: what move generation, ``push`` and the game-over checks read. python-chess's

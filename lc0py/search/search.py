@@ -32,7 +32,7 @@ import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput
 from lc0py.chess.encoding import PositionRecord, encode_history_parts, parts_batch
-from lc0py.chess.history import load_board, push_record
+from lc0py.chess.history import load_board, push_record, record_after
 from lc0py.search.movegen import legal_moves_indexed, pack, to_move
 from lc0py.search.nncache import CacheEntry, NNCache, position_key
 from lc0py.search.node import TERMINAL, Node
@@ -209,6 +209,7 @@ class Search:
         # one python-chess push per new leaf, no pops, ``history`` stays at the root.
         self._base_records: list[PositionRecord] = list(self.history._records)
         self._scratch = self.history.board.copy(stack=False)
+        self._chess960 = self._scratch.chess960
         if self.root.rec is None:
             self.root.rec = self._base_records[-1]
         self._root_white = self.history.board.turn == chess.WHITE
@@ -712,11 +713,15 @@ class Search:
         board = self._scratch
         rec = leaf.rec
         if rec is None:
-            load_board(board, parent.rec)  # type: ignore[union-attr,arg-type]
-            rec = push_record(board, leaf.move, recs)  # type: ignore[arg-type]
+            if self._chess960:  # python-chess plays Chess960 castling
+                load_board(board, parent.rec)  # type: ignore[union-attr,arg-type]
+                rec = push_record(board, leaf.move, recs)  # type: ignore[arg-type]
+                leaf.rec = rec
+                recs.append(rec)
+                return self._resolve_leaf(leaf, depth, batch, board, recs, False)
+            rec = record_after(parent.rec, pack(leaf.move), recs)  # type: ignore[union-attr,arg-type]
             leaf.rec = rec
-        else:  # reached before, never expanded (its batch was abandoned)
-            load_board(board, rec)
+        load_board(board, rec)
         recs.append(rec)
         return self._resolve_leaf(leaf, depth, batch, board, recs, False)
 
