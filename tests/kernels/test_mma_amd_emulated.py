@@ -63,10 +63,14 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
             "d64-kv32-s2": FlashParams(kv_tile=32, stages=2).defines(64, True, False),
             # one block walks 2 heads, prefetching the next head's tiles (3 heads: a short group)
             "d32-hpb2-s2": FlashParams(stages=2, heads_per_block=2).defines(32, True, False),
+            # the tuner's deeper pipeline: 4 stages over 2 heads x 4 KV tiles (Q buffer per head)
+            "d64-kv16-s4-hpb2": FlashParams(kv_tile=16, stages=4, heads_per_block=2).defines(64, True, False),
         }
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h
+            if emu != "wmma" and vid == "d64-kv16-s4-hpb2":
+                continue  # CI time: the stage rotation is the same code on every branch
             flags = [f"-DEMU_{emu.upper()}", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
             out.append((f"flash-{emu}-{vid}", flags))
     return out
