@@ -856,31 +856,35 @@ class Search:
         counts = np.fromiter((len(x.moves) for x in leaves), dtype=np.int64, count=len(leaves))
         rows = np.repeat(np.arange(len(leaves)), counts)
         flat: list[int] = []
+        flat_moves: list[int] = []
         for x in leaves:
             flat.extend(x.idx)
+            flat_moves.extend(x.moves)
         flat_idx = np.array(flat, dtype=np.intp)
         logits = out.policy[rows, flat_idx]
         p, order = segment_priors(logits, counts, self.params.policy_softmax_temp, self.params.fast_math)
-        p_sorted = p[order].tolist()
-        order_l = order.tolist()
+        # Whole-batch sorting and packing; per leaf only slices (the cache's byte strings are
+        # those of ``CacheEntry.make``: native uint16 moves and float32 priors).
+        p_sorted_np = p[order]
+        moves_np = np.array(flat_moves, dtype=np.uint16)[order]
+        p_sorted = p_sorted_np.tolist()
+        moves_sorted = moves_np.tolist()
+        p_bytes = p_sorted_np.astype(np.float32, copy=False).tobytes()
+        m_bytes = moves_np.tobytes()
         q = out.q.tolist()
         d = out.wdl[:, 1].tolist()
         m = out.moves_left.tolist()
         start = 0
         put = self.cache.put
         for b, leaf in enumerate(leaves):
-            k = len(leaf.moves)
-            mv = leaf.moves
-            moves = [mv[j - start] for j in order_l[start : start + k]]
-            priors = p_sorted[start : start + k]
-            start += k
-            put(leaf.key, CacheEntry.make(q[b], d[b], m[b], moves, priors))
-            if cache_only:
-                continue
-            node = leaf.node
-            node.expand(moves, list(priors))
-            node.v = -q[b]
-            self._backup(node, -q[b], d[b], m[b], leaf.depth)
+            end = start + len(leaf.moves)
+            put(leaf.key, (q[b], d[b], m[b], m_bytes[2 * start : 2 * end], p_bytes[4 * start : 4 * end]))
+            if not cache_only:
+                node = leaf.node
+                node.expand(moves_sorted[start:end], p_sorted[start:end])
+                node.v = -q[b]
+                self._backup(node, -q[b], d[b], m[b], leaf.depth)
+            start = end
         if not cache_only:
             self.nn_evals += len(leaves)
 
