@@ -15,27 +15,23 @@ from lc0py.errors import UsageError
 
 
 def direct(q, k, v, bias, mask, causal, scale):  # type: ignore[no-untyped-def]
-    """bhsd float64, written out: for each (b, h, i) the weights over the keys it may see."""
+    """bhsd float64, written out per query row: which keys row i may see, their weights, the sum."""
     b_, h_, lq, d = q.shape
     hk, lk = k.shape[1], k.shape[2]
     out = np.zeros((b_, h_, lq, d))
     for b, h, i in itertools.product(range(b_), range(h_), range(lq)):
         kh = h // (h_ // hk)
-        logits = []
-        for j in range(lk):
-            ok = (not causal or j <= i) and (mask is None or mask[b % mask.shape[0], h % mask.shape[1], i, j])
-            if ok:
-                x = float(np.dot(q[b, h, i], k[b, kh, j])) * scale
-                if bias is not None:
-                    x += float(bias[b % bias.shape[0], h % bias.shape[1], i, j])
-                logits.append((j, x))
-        if not logits:
+        keys = np.arange(lk)
+        ok = np.ones(lk, bool) if not causal else keys <= i
+        if mask is not None:
+            ok &= mask[b % mask.shape[0], h % mask.shape[1], i]
+        if not ok.any():
             continue  # a row that sees no key: 0
-        m = max(x for _, x in logits)
-        w = [(j, math.exp(x - m)) for j, x in logits]
-        tot = sum(e for _, e in w)
-        for j, e in w:
-            out[b, h, i] += e / tot * v[b, kh, j]
+        x = (k[b, kh, ok] @ q[b, h, i]) * scale  # one dot product per visible key
+        if bias is not None:
+            x = x + bias[b % bias.shape[0], h % bias.shape[1], i, ok]
+        e = np.exp(x - x.max())
+        out[b, h, i] = (e / e.sum()) @ v[b, kh, ok]
     return out
 
 
