@@ -56,8 +56,8 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize(("name", "defines"), _flash_cases(), ids=[c[0] for c in _flash_cases()])
 def test_flash_attention_compiles(arch: str, name: str, defines: dict[str, int]) -> None:
-    if arch == "sm_80" and "default" not in name:
-        pytest.skip("parameter variants: sm_90 only (CI time)")
+    if arch == "sm_80" and "default" not in name and name != "f16-general-d128-causal1":
+        pytest.skip("parameter variants: sm_90 only (CI time; one general-entry variant on both)")
     assert len(_compile("flash_attention.hip", defines, arch)) > 1000
 
 
