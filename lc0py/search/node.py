@@ -67,8 +67,8 @@ class Node:
         self.visited_p = 0.0  # sum of P of children with n > 0 (FPU reduction)
         self.v: float | None = None  # NN value from this node's ``wl`` view (None: not evaluated)
         self.rec: PositionRecord | None = None  # lc0's facts of the position, set when first reached
-        # Last PUCT choice here (search tag, child, its P, runner-up score, cpuct·sqrt, FPU); reset
-        # by every backup/cancel through this node (``Search._descend``).
+        # Last PUCT choice here (search tag, child, its P, runner-up score, runner-up node, third
+        # score, cpuct·sqrt, FPU); reset by every backup/cancel through this node (``Search._descend``).
         self.sel: tuple | None = None  # type: ignore[type-arg]
 
     @property

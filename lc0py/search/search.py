@@ -41,6 +41,7 @@ from lc0py.search.priors import segment_priors
 from lc0py.search.tree import NodeTree
 
 _NEG_INF = float("-inf")
+_INF = float("inf")
 _COLLISION_SLACK_FACTOR = 2  # collisions allowed per new leaf in one gather (plus 8)
 
 
@@ -507,12 +508,21 @@ class Search:
             sel = node.sel
             if sel is not None and sel[0] is tag:
                 # Only the child chosen last time has changed here since (one more visit in
-                # flight): if it still beats the runner-up, the full scan would choose it again.
-                _, c, prior, second, cs, fpu = sel
+                # flight): if it still beats the runner-up, the full scan would choose it again;
+                # if it fell below a runner-up that strictly beats the third best, the
+                # runner-up (unchanged) is the scan's choice.
+                _, c, prior, second, c2, third, cs, fpu = sel
                 cn = c.n
-                if (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif) > second:
+                sc = (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif)
+                if sc > second:
                     c.nif += 1
                     node = c
+                    depth += 1
+                    continue
+                if c2 is not None and second > sc and second > third:
+                    node.sel = (tag, c2, node.p[c2.index], sc if sc > third else third, None, _INF, cs, fpu)
+                    c2.nif += 1
+                    node = c2
                     depth += 1
                     continue
             if node is root and special_root:
@@ -530,8 +540,10 @@ class Search:
                     cs = (cpuct + cfactor * log((n + cbase) / cbase)) * sqrt(n - 1 if n > 2 else 1)
                     cs_cache[n] = cs
                 fpu = -node.wl - fpu_value * sqrt(node.visited_p)
-                best = second = _NEG_INF
-                child = None
+                # best, runner-up and third score; ``child2`` is the runner-up's node (None: an
+                # untouched edge, which is never promoted without a scan)
+                best = second = third = _NEG_INF
+                child = child2 = None
                 P = node.p
                 for c, prior in zip(node.children, P):  # noqa: B905 - equal lengths, hottest loop
                     if c is None:  # the touched prefix ends here
@@ -539,25 +551,41 @@ class Search:
                     cn = c.n
                     sc = (c.wl if cn else fpu) + cs * prior / (1 + cn + c.nif)
                     if sc > best:
+                        third = second
                         second = best
+                        child2 = child
                         best = sc
                         child = c
                     elif sc > second:
+                        third = second
                         second = sc
+                        child2 = c
+                    elif sc > third:
+                        third = sc
                 touched = node.touched
                 if touched < len(P):
                     sc = fpu + cs * P[touched]
                     if sc > best:
+                        third = second
                         second = best
+                        child2 = child
                         child = node.ensure_child(touched)
                         if touched + 1 < len(P):  # the next untouched edge is a candidate now
                             sc = fpu + cs * P[touched + 1]
                             if sc > second:
+                                third = second
                                 second = sc
+                                child2 = None
+                            elif sc > third:
+                                third = sc
                     elif sc > second:
+                        third = second
                         second = sc
+                        child2 = None
+                    elif sc > third:
+                        third = sc
                 assert child is not None
-                node.sel = (tag, child, P[child.index], second, cs, fpu)
+                node.sel = (tag, child, P[child.index], second, child2, third, cs, fpu)
             child.nif += 1
             node = child
             depth += 1
