@@ -18,7 +18,6 @@ import weakref
 import chess
 
 from lc0py.chess.encoding import PositionRecord
-
 from lc0py.search.movegen import pack, to_move
 
 # Terminal kinds.

@@ -754,7 +754,13 @@ class Search:
         return self._resolve_leaf(leaf, depth, batch, board, recs, False)
 
     def _resolve_leaf(
-        self, leaf: Node, depth: int, batch: _Batch, board: chess.Board, recs: list[PositionRecord], is_root: bool
+        self,
+        leaf: Node,
+        depth: int,
+        batch: _Batch,
+        board: chess.Board,
+        recs: list[PositionRecord],
+        is_root: bool,
     ) -> bool:
         if not is_root:
             draw_m = self._draw_by_rule(depth, board, recs)
@@ -777,7 +783,8 @@ class Search:
             leaf.v = -q
             self._backup(leaf, -q, d, m, depth)
             return True
-        blocks, aux, rule50, transform = encode_history_parts(recs, self.input_format, self.params.history_fill)
+        fill = self.params.history_fill
+        blocks, aux, rule50, transform = encode_history_parts(recs, self.input_format, fill)
         moves, idx = legal_moves_indexed(board, transform)
         if not moves:
             self._mate_or_stalemate(leaf, board)

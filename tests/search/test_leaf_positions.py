@@ -44,7 +44,8 @@ def test_node_records_match_the_replayed_history(make_search, fen, moves, input_
             b = history.encode(input_format, "fen_only")
             assert (a.masks == b.masks).all() and (a.values == b.values).all() and a.transform == b.transform
             load_board(scratch, got)
-            assert legal_moves_indexed(scratch, b.transform) == legal_moves_indexed(history.board, b.transform)
+            t = b.transform
+            assert legal_moves_indexed(scratch, t) == legal_moves_indexed(history.board, t)
             checked += 1
         for child in node.children:
             if child is not None:
