@@ -119,8 +119,14 @@ def move_to_index(
 _ABSOLUTE_TABLES: dict[tuple[int, bool, bool], list[int]] = {}
 
 
-def _absolute_table(transform: int, black: bool, compat: bool) -> list[int]:
-    """``table[code*4096 + from*64 + to]`` for absolute squares: colour mirror and transform baked in."""
+def absolute_index_table(transform: int, black: bool, compat: bool = False) -> list[int]:
+    """Policy index of every move given in absolute squares, as one flat look-up table.
+
+    ``table[code*4096 + from*64 + to]`` with ``code`` 0 for a plain move (and knight promotion),
+    1/2/3 for promotion to queen/rook/bishop; the side-to-move mirror (``black``) and the
+    canonical ``transform`` are baked in (``compat``: lc0 0.32's transpose mapping). Entries of
+    moves outside the 1858 list are -1. Cached per argument triple; search looks moves up here
+    without building ``chess.Move`` objects."""
     key = (transform, black, compat)
     table = _ABSOLUTE_TABLES.get(key)
     if table is None:
@@ -143,7 +149,7 @@ def legal_moves_with_indices(
     """
     moves = list(board.generate_legal_moves())
     black = board.turn == chess.BLACK
-    table = _absolute_table(transform, black, lc0_032_transpose_compat)
+    table = absolute_index_table(transform, black, lc0_032_transpose_compat)
     ours = board.occupied_co[board.turn]
     king = (board.kings & ours).bit_length() - 1
     indices = []

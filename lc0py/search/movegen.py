@@ -28,7 +28,7 @@ from chess import (
     BB_RAYS,
 )
 
-from lc0py.chess.policy import _absolute_table
+from lc0py.chess.policy import absolute_index_table
 
 _PROMO_CODE = (0, 0, 0, 3, 2, 1, 0)  # by piece type: knight -> plain index, bishop 3, rook 2, queen 1
 _BB_ALL = (1 << 64) - 1
@@ -69,7 +69,7 @@ def legal_moves_indexed(board: chess.Board, transform: int = 0) -> tuple[list[in
     theirs = board.occupied_co[not turn]
     occ = board.occupied
     king = (board.kings & ours).bit_length() - 1
-    table = _absolute_table(transform, turn == chess.BLACK, False)
+    table = absolute_index_table(transform, turn == chess.BLACK)
     moves: list[int] = []
     idx: list[int] = []
     add_move = moves.append
