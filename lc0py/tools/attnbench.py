@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from lc0py.errors import UsageError
+from lc0py.tools.arguments import int_list
 
 IMPLS = ("cpu", "naive", "flash")
 
@@ -79,25 +80,6 @@ class Timing:
 def percentile(xs: list[float], p: float) -> float:
     """Linear-interpolation percentile (numpy's default)."""
     return float(np.percentile(np.asarray(xs, np.float64), p))
-
-
-def int_list(flag: str, text: str, lo: int, hi: int) -> list[int]:
-    """``"64,256"`` -> ``[64, 256]``, each in ``[lo, hi]``, else one ``UsageError`` line."""
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            n = int(item)
-        except ValueError:
-            raise UsageError(f"{flag}: '{item}' is not an integer") from None
-        if not lo <= n <= hi:
-            raise UsageError(f"{flag}: {n} is out of range [{lo}, {hi}]")
-        out.append(n)
-    if not out:
-        raise UsageError(f"{flag}: no values given")
-    return out
 
 
 def causal_list(text: str) -> list[bool]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lc0py.errors import PositionError, UsageError
+from lc0py.tools.arguments import int_list
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
@@ -89,21 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_sizes(text: str) -> list[int]:
     """``"1,8,64"`` -> ``[1, 8, 64]`` (each 1..1024)."""
-    sizes = []
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        try:
-            n = int(item)
-        except ValueError:
-            raise UsageError(f"--batch-sizes: '{item}' is not an integer") from None
-        if not 1 <= n <= 1024:
-            raise UsageError(f"--batch-sizes: {n} is out of range [1, 1024]")
-        sizes.append(n)
-    if not sizes:
-        raise UsageError("--batch-sizes: no sizes given")
-    return sizes
+    return int_list("--batch-sizes", text, 1, 1024)
 
 
 def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
