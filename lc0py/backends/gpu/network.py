@@ -227,6 +227,8 @@ class GpuNetwork:
         self.ln_cfg: dict[tuple[int, int], dict[str, int]] = {}
         self.k_ln: dict[tuple[int, int], int] = {}
         wanted = {(s.E, ACT_NONE)}
+        if s.pe_dense:  # LN(act(x + b)) of the PE_DENSE embedding, one kernel
+            wanted.add((s.E, self.acts["default"]))
         if s.smolgen:
             wanted |= {(s.hs, self.acts["smolgen"]), (s.H * s.gs, self.acts["smolgen"])}
         for n, act in wanted:
@@ -405,6 +407,17 @@ class GpuNetwork:
                 F(eps),
                 I(act),
             ],
+        )
+
+    def _copy_columns(self, src: int, ld: int, col0: int, dst: int, rows: int, n: int) -> None:
+        """``dst[r, :n] = src[r, col0:col0 + n]`` (row stride ``ld``), dst contiguous."""
+        self.p.launch(
+            self.k_copy_cols,
+            (max(1, min((rows * n + 255) // 256, 65535)), 1, 1),
+            (256, 1, 1),
+            0,
+            self._cur,
+            [P(src), I(ld), I(col0), P(dst), I(rows), I(n)],
         )
 
     def _off(self, ptr: int, elems: int) -> int:
@@ -709,25 +722,91 @@ class GpuNetwork:
             self._cur,
             [P(buf["in.masks"]), P(buf["in.values"]), P(buf["tokens"]), I(PLANES)],
         )
-        self._gemm(
-            m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True
-        )
+        if s.pe_dense:
+            self._embed_pe_dense(bsz)
+        else:
+            self._gemm(
+                m, s.E, PLANES, buf["tokens"], PLANES, self.w["emb.w"], PLANES, buf["x"], s.E, trans_b=True
+            )
+            self._embed_epilogue(buf["x"], "emb.sqbias", m, self.acts["default"], gate=True)
+        if tap is not None:
+            tap("embedding", buf["x"], s.E)
+        for l in range(s.L):
+            self._encoder(l, bsz, flash, tap)
+        self._heads(bsz)
+
+    def _embed_epilogue(self, y: int, sqbias: str, m: int, act: int, gate: bool) -> None:
+        """``y = act(y + sqbias[s]) * mult[s] + add[s]`` in place (gates only if ``gate``)."""
+        s = self.shape
         total = m * s.E // (16 // self.elem)
-        mult = self.w["emb.mult"] if s.gating else 0
-        add = self.w["emb.add"] if s.gating else 0
+        mult = self.w["emb.mult"] if s.gating and gate else 0
+        add = self.w["emb.add"] if s.gating and gate else 0
         self.p.launch(
             self.k_embed,
             (max(1, min((total + 255) // 256, 65535)), 1, 1),
             (256, 1, 1),
             0,
             self._cur,
-            [P(buf["x"]), P(self.w["emb.sqbias"]), P(mult), P(add), I(m), I(s.E), I(self.acts["default"])],
+            [P(y), P(self.w[sqbias]), P(mult), P(add), I(m), I(s.E), I(act)],
         )
-        if tap is not None:
-            tap("embedding", buf["x"], s.E)
-        for l in range(s.L):
-            self._encoder(l, bsz, flash, tap)
-        self._heads(bsz)
+
+    def _embed_pe_dense(self, bsz: int) -> None:
+        """PE_DENSE embedding (attention-body.md §3.2, §3.4-§3.5) from ``tokens`` into ``x``::
+
+        P  = tokens[:, 0:12] as [B, 768]            copy kernel (square-major, s*12 + p)
+        U  = P·Wpreᵀ + bpre -> [B*64, dE]           GEMM + bias kernel
+        h  = tokens·Wᵀ[:, :112];  h += U·Wᵀ[:, 112:] two GEMMs (second with beta = 1)
+        h  = LN(act(h + b)) (eps from the net)      one kernel
+        h  = h * mult + add                         epilogue kernel (zero bias, no act)
+        h += α · act(h·W1ᵀ + b1)·W2ᵀ;  x = LN(h + α·b2)   as an encoder FFN
+        """
+        s, buf = self.shape, self._buf
+        emb = self.net.embedding
+        assert emb.ln is not None
+        m = bsz * SEQ
+        alpha = float(self.net.alpha)
+        self._copy_columns(buf["tokens"], PLANES, 0, buf["emb.p"], m, 12)
+        self._dense(buf["emb.p"], bsz, SEQ * 12, "emb.pre.w", SEQ * s.dE, buf["emb.u"])
+        self._bias_act(buf["emb.u"], "emb.pre.b", bsz, SEQ * s.dE, ACT_NONE)
+        h = buf["x1"] if s.Fe else buf["x"]
+        self._dense(buf["tokens"], m, PLANES, "emb.w", s.E, h)
+        self._gemm(m, s.E, s.dE, buf["emb.u"], s.dE, self.w["emb.wu"], s.dE, h, s.E, trans_b=True, beta=1.0)
+        act = self.acts["default"]
+        self._layernorm(s.E, h, self.w["emb.b"], 0, h, "emb.ln.g", "emb.ln.b", m, 1.0, emb.ln.eps, act)
+        if s.gating:
+            self._embed_epilogue(h, "emb.zero", m, ACT_NONE, gate=True)
+        if not s.Fe:
+            return
+        assert emb.ffn_ln is not None
+        self._dense(h, m, s.E, "emb.ffn1.w", s.Fe, buf["ffn"])
+        self._bias_act(buf["ffn"], "emb.ffn1.b", m, s.Fe, self.acts["ffn"])
+        self._gemm(
+            m,
+            s.E,
+            s.Fe,
+            buf["ffn"],
+            s.Fe,
+            self.w["emb.ffn2.w"],
+            s.Fe,
+            h,
+            s.E,
+            trans_b=True,
+            alpha=alpha,
+            beta=1.0,
+        )  # h += alpha * f·W2ᵀ
+        self._layernorm(
+            s.E,
+            h,
+            self.w["emb.ffn2.b.alpha"],
+            0,
+            buf["x"],
+            "emb.ffn_ln.g",
+            "emb.ffn_ln.b",
+            m,
+            1.0,
+            emb.ffn_ln.eps,
+            ACT_NONE,
+        )
 
     # ---- submit / results ---------------------------------------------------------------------
     @property

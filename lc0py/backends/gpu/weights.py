@@ -9,6 +9,11 @@ re-arrangement once, at upload, so the forward pass launches plain GEMMs on cont
   the compress columns for smolgen's dense1. ``qkv.b`` has zeros for the compress columns.
 * The embedding's constant positional-encoding columns are folded into a per-square bias:
   ``emb.sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
+* PE_DENSE (§3.2): ``emb.w`` = the 112 plane columns, ``emb.wu`` = the dE preproc columns
+  (a second GEMM with beta = 1 accumulates ``U·Wuᵀ``), ``emb.b`` the bias (applied with the
+  activation inside the embedding LayerNorm kernel), ``emb.pre.w/b`` the preproc dense,
+  ``emb.ln``/``emb.ffn*``/``emb.ffn_ln`` like an encoder FFN block (``emb.ffn2.b.alpha``);
+  with gating ``emb.zero`` is a zero ``[64, E]`` bias for the gate-only epilogue.
 * Gates are transposed to ``[64, E]`` so the epilogue kernel reads them coalesced.
 * Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
 * The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
@@ -58,6 +63,9 @@ class NetShape:
     Mc: int
     Mh: int
     gating: bool
+    pe_dense: bool = False
+    dE: int = 0  # PE_DENSE: preproc features per square
+    Fe: int = 0  # PE_DENSE: embedding FFN hidden size (0: no embedding FFN)
 
     @property
     def seq(self) -> int:
@@ -74,12 +82,25 @@ def net_shape(net: Network) -> NetShape:
     """Sizes of ``net``; raises ``UnsupportedNetError`` for what the GPU path does not run."""
     if not net.encoders:
         raise UnsupportedNetError("GPU backend: the network has no encoder layers")
-    if net.embedding.kind == InputEmbedding.PE_DENSE:
-        raise UnsupportedNetError(
-            "GPU backend: the PE_DENSE input embedding is not implemented yet "
-            "(use --backend numpy or onnx-cpu)"
-        )
-    if net.embedding.dense.n_in != PLANES + SEQ:
+    emb = net.embedding
+    pe_dense = emb.kind == InputEmbedding.PE_DENSE
+    dE = Fe = 0
+    if pe_dense:
+        if emb.preproc is None or emb.ln is None:
+            raise UnsupportedNetError("GPU backend: PE_DENSE embedding without preproc/ln weights")
+        if emb.preproc.n_in != SEQ * 12 or emb.preproc.n_out % SEQ:
+            raise UnsupportedNetError(
+                f"GPU backend: PE_DENSE preproc shape [{emb.preproc.n_out}, {emb.preproc.n_in}] "
+                "is not [64*dE, 768]"
+            )
+        dE = emb.preproc.n_out // SEQ
+        if emb.dense.n_in != PLANES + dE:
+            raise UnsupportedNetError(
+                f"GPU backend: PE_DENSE embedding input width {emb.dense.n_in} != 112 + {dE}"
+            )
+        if emb.ffn1 is not None and emb.ffn2 is not None and emb.ffn_ln is not None:
+            Fe = emb.ffn1.n_out
+    elif net.embedding.dense.n_in != PLANES + SEQ:
         raise UnsupportedNetError(
             f"GPU backend: embedding input width {net.embedding.dense.n_in} != 176 (PE_MAP)"
         )
@@ -108,6 +129,9 @@ def net_shape(net: Network) -> NetShape:
         Mc=mlh.embedding.n_out if mlh else 0,
         Mh=mlh.fc1.n_out if mlh else 0,
         gating=net.embedding.mult_gate is not None and net.embedding.add_gate is not None,
+        pe_dense=pe_dense,
+        dE=dE,
+        Fe=Fe,
     )
 
 
@@ -122,8 +146,23 @@ def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
     emb = net.embedding
     w = emb.dense.w.astype(np.float64)
     out["emb.w"] = w[:, :PLANES]
-    pe = pos_encoding_table(np.float64)
-    out["emb.sqbias"] = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
+    if shape.pe_dense:
+        assert emb.preproc is not None and emb.ln is not None
+        out["emb.wu"] = w[:, PLANES:]  # [E, dE]
+        out["emb.b"] = _bias(emb.dense)
+        out["emb.pre.w"], out["emb.pre.b"] = emb.preproc.w, _bias(emb.preproc)
+        out["emb.ln.g"], out["emb.ln.b"] = emb.ln.gamma, emb.ln.beta
+        if shape.Fe:
+            assert emb.ffn1 is not None and emb.ffn2 is not None and emb.ffn_ln is not None
+            out["emb.ffn1.w"], out["emb.ffn1.b"] = emb.ffn1.w, _bias(emb.ffn1)
+            out["emb.ffn2.w"] = emb.ffn2.w
+            out["emb.ffn2.b.alpha"] = _bias(emb.ffn2).astype(np.float64) * net.alpha
+            out["emb.ffn_ln.g"], out["emb.ffn_ln.b"] = emb.ffn_ln.gamma, emb.ffn_ln.beta
+        if shape.gating:
+            out["emb.zero"] = np.zeros((SEQ, shape.E), np.float32)
+    else:
+        pe = pos_encoding_table(np.float64)
+        out["emb.sqbias"] = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
     if shape.gating:
         assert emb.mult_gate is not None and emb.add_gate is not None
         out["emb.mult"] = emb.mult_gate.T
@@ -208,7 +247,7 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         "x1": m * s.E * elem,
         "qkv": m * s.qkv_ld * elem,
         "attn": m * s.D * elem,
-        "ffn": m * max(s.Fd, s.Pe) * elem,  # FFN hidden; reused by the policy embedding
+        "ffn": m * max(s.Fd, s.Pe, s.Fe) * elem,  # FFN hidden; reused by policy / embedding FFN
         "pol.qk": m * 2 * s.Pd * elem,
         "pol.lg": batch * SEQ * SEQ * elem,
         "out.policy": batch * POLICY_OUT * 4,
@@ -216,6 +255,9 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         "val.v2": batch * s.Vh * elem,
         "out.value": batch * s.v_out * elem,
     }
+    if s.pe_dense:
+        sizes["emb.p"] = batch * SEQ * 12 * elem  # the 12 piece planes, square-major [B, 768]
+        sizes["emb.u"] = m * s.dE * elem  # preproc output [B, 64*dE] = [B*64, dE]
     if s.mlh:
         sizes["mlh.m1"] = m * s.Mc * elem
         sizes["mlh.m2"] = batch * s.Mh * elem

@@ -137,3 +137,43 @@ def test_verify_option_and_gpu_alias(cuda_platform, caplog: pytest.LogCaptureFix
         assert any("verify=on" in r.message and "PASS" in r.message for r in caplog.records), caplog.text
     finally:
         backend.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("preset", ["tiny", "t82"])
+def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+    """PE_DENSE embedding (preproc, LN, gating, embedding FFN) vs the float64 reference."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    net = random_network(preset, 12, embedding="pe_dense", **({"layers": 2} if preset != "tiny" else {}))
+    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
+    try:
+        assert gpu.shape.pe_dense
+        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+        trace: dict[str, np.ndarray] = {}
+        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        limit = RTOL_FP16 if fp16 else RTOL_FP32
+        out, taps = gpu.evaluate_traced(batch, flash=True)
+        errs = {
+            "embedding": relative_error(taps["embedding"], trace["embedding"]),
+            "policy": relative_error(out.policy, ref.policy),
+            "wdl": relative_error(out.wdl, ref.wdl),
+            "moves_left": relative_error(out.moves_left, ref.moves_left),
+        }
+        assert all(e <= limit for e in errs.values()), f"{preset} fp16={fp16}: {errs}"
+        got = gpu.submit(batch).result()  # graphs + async path
+        assert relative_error(got.policy, ref.policy) <= limit
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
+def test_conformance_pe_dense(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
+    from lc0py.backends.registry import create_backend
+
+    net = random_network("tiny", 3, embedding="pe_dense")
+    backend = create_backend(name, net, "max_batch=8")
+    try:
+        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
+    finally:
+        backend.close()

@@ -28,10 +28,24 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
     w = pack_weights(net, np.float64)
     bsz = planes.shape[0]
     tok = planes.reshape(bsz, 112, 64).transpose(0, 2, 1)  # [B, 64, 112]
-    x = tok @ w["emb.w"].T + w["emb.sqbias"][None]
-    x = activation(net.default_act, x)
-    if s.gating:
-        x = x * w["emb.mult"][None] + w["emb.add"][None]
+    if s.pe_dense:  # copy P, preproc GEMM + bias, two accumulating GEMMs, LN(act(+b)), gates, FFN
+        pieces = tok[:, :, :12].reshape(bsz, SEQ * 12)
+        u = (pieces @ w["emb.pre.w"].T + w["emb.pre.b"]).reshape(bsz, SEQ, s.dE)
+        x = tok @ w["emb.w"].T
+        x = x + u @ w["emb.wu"].T
+        emb = net.embedding
+        x = _ln(activation(net.default_act, x + w["emb.b"]), w["emb.ln.g"], w["emb.ln.b"], emb.ln.eps)
+        if s.gating:
+            x = (x + w["emb.zero"][None]) * w["emb.mult"][None] + w["emb.add"][None]
+        if s.Fe:
+            f = activation(net.ffn_act, x @ w["emb.ffn1.w"].T + w["emb.ffn1.b"])
+            x = x + net.alpha * (f @ w["emb.ffn2.w"].T)
+            x = _ln(x + w["emb.ffn2.b.alpha"], w["emb.ffn_ln.g"], w["emb.ffn_ln.b"], emb.ffn_ln.eps)
+    else:
+        x = tok @ w["emb.w"].T + w["emb.sqbias"][None]
+        x = activation(net.default_act, x)
+        if s.gating:
+            x = x * w["emb.mult"][None] + w["emb.add"][None]
     for i, layer in enumerate(net.encoders):
         p = f"L{i}."
         qkv = x @ w[p + "qkv.w"].T
@@ -86,9 +100,10 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
     return out
 
 
+@pytest.mark.parametrize("embedding", ["pe_map", "pe_dense"])
 @pytest.mark.parametrize("preset", ["tiny", "t82-h6"])
-def test_packed_weights_reproduce_reference(preset: str) -> None:
-    net = random_network(preset, 3, **({"layers": 1} if preset != "tiny" else {}))
+def test_packed_weights_reproduce_reference(preset: str, embedding: str) -> None:
+    net = random_network(preset, 3, embedding=embedding, **({"layers": 1} if preset != "tiny" else {}))
     rng = np.random.default_rng(0)
     planes = (rng.random((2, 112, 8, 8)) < 0.15).astype(np.float64)
     ref = forward(cast_network(net, np.float64), planes, np.float64)
@@ -130,3 +145,26 @@ def test_layout_alignment_and_buffer_plan() -> None:
 )
 def test_graph_bucket(n: int, bucket: int) -> None:
     assert graph_bucket(n) == bucket
+
+
+@pytest.mark.parametrize("preset", ["tiny", "t82"])
+def test_pe_dense_shapes(preset: str) -> None:
+    net = random_network(preset, 1, embedding="pe_dense", **({"layers": 2} if preset != "tiny" else {}))
+    s = net_shape(net)
+    emb = net.embedding
+    assert s.pe_dense and s.dE == emb.preproc.n_out // 64 and s.Fe == emb.ffn1.n_out
+    w = pack_weights(net, np.float16)
+    e = s.E
+    assert w["emb.w"].shape == (e, 112) and w["emb.wu"].shape == (e, s.dE)
+    assert w["emb.b"].shape == (e,) and "emb.sqbias" not in w
+    assert w["emb.pre.w"].shape == (64 * s.dE, 768) and w["emb.pre.b"].shape == (64 * s.dE,)
+    assert w["emb.ln.g"].shape == w["emb.ffn_ln.b"].shape == (e,)
+    assert w["emb.ffn1.w"].shape == (s.Fe, e) and w["emb.ffn2.w"].shape == (e, s.Fe)
+    np.testing.assert_allclose(
+        w["emb.ffn2.b.alpha"].astype(np.float64), emb.ffn2.b * net.alpha, rtol=2e-3, atol=1e-6
+    )
+    if s.gating:
+        assert w["emb.zero"].shape == (64, e) and not w["emb.zero"].any()
+    sizes = plan_buffers(s, 8, 2, fallback=False)
+    assert sizes["emb.p"] == 8 * 768 * 2 and sizes["emb.u"] == 8 * 64 * s.dE * 2
+    assert sizes["ffn"] >= 8 * 64 * s.Fe * 2
