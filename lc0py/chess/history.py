@@ -37,24 +37,28 @@ def _lc0_ep_after_move(board: chess.Board, ep: int) -> int:
     return ep if attackers else -1
 
 
+def _repetitions(key: tuple[object, ...], rule50: int, previous: list[PositionRecord]) -> int:
+    """lc0's repetition count (PositionHistory::ComputeLastMoveRepetitions): look at the positions
+    with the same side to move 4, 6, 8, ... plies back; compare first, then stop at one with
+    rule50 < 2. 0 while rule50 < 4 (no earlier position can be identical)."""
+    if rule50 < 4:
+        return 0
+    for idx in range(len(previous) - 4, -1, -2):
+        old = previous[idx]
+        if old.key == key:
+            return 1 + old.repetitions
+        if old.rule50 < 2:
+            return 0
+    return 0
+
+
 def _record(board: chess.Board, ep: int, previous: list[PositionRecord]) -> PositionRecord:
     pieces = _pieces(board)
     castling = board.castling_rights
     rule50 = board.halfmove_clock
     turn = board.turn
     key = (pieces, castling, ep, turn)
-    reps = 0
-    if rule50 >= 4:
-        # lc0 PositionHistory::ComputeLastMoveRepetitions: same side to move, 4, 6, 8, ... plies back;
-        # compare first, then stop at a position with rule50 < 2.
-        for idx in range(len(previous) - 4, -1, -2):
-            old = previous[idx]
-            if old.key == key:
-                reps = 1 + old.repetitions
-                break
-            if old.rule50 < 2:
-                break
-    return PositionRecord(pieces, castling, ep, turn, rule50, reps, key)
+    return PositionRecord(pieces, castling, ep, turn, rule50, _repetitions(key, rule50, previous), key)
 
 
 def push_record(board: chess.Board, move: chess.Move, previous: list[PositionRecord]) -> PositionRecord:
@@ -121,16 +125,7 @@ def record_after(prev: PositionRecord, move: int, previous: list[PositionRecord]
     pieces = tuple(p)
     turn = not white
     key = (pieces, castling, ep, turn)
-    reps = 0
-    if rule50 >= 4:  # as in ``_record``
-        for idx in range(len(previous) - 4, -1, -2):
-            old = previous[idx]
-            if old.key == key:
-                reps = 1 + old.repetitions
-                break
-            if old.rule50 < 2:
-                break
-    return PositionRecord(pieces, castling, ep, turn, rule50, reps, key)
+    return PositionRecord(pieces, castling, ep, turn, rule50, _repetitions(key, rule50, previous), key)
 
 
 def load_board(board: chess.Board, record: PositionRecord) -> None:
