@@ -199,3 +199,14 @@ def index_to_move(
         if frm & 7 == 4 and to & 7 in (0, 7):
             to = standard_to
     return chess.Move(frm, to, promotion)
+
+
+def king_takes_rook_uci(board: chess.Board, move: chess.Move) -> str:
+    """UCI text with standard castling written king-takes-rook (``e1h1``, ``e8a8``), as lc0 prints
+    moves in ``benchmark`` and VerboseMoveStats whatever UCI_Chess960 says (tools-and-uci.md §2, §6)."""
+    if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
+        rook_file = 7 if move.to_square > move.from_square else 0
+        return chess.Move(
+            move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))
+        ).uci()
+    return move.uci()

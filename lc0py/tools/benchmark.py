@@ -24,6 +24,7 @@ from typing import NoReturn
 
 import chess
 
+from lc0py.chess.policy import king_takes_rook_uci
 from lc0py.errors import UsageError
 from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
@@ -94,16 +95,6 @@ def split_position(text: str) -> tuple[str, list[str]]:
     return text.strip(), []
 
 
-def ktr_uci(board: chess.Board, move: chess.Move) -> str:
-    """King-takes-rook castling text (lc0's benchmark prints ``e1h1``)."""
-    if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
-        rook_file = 7 if move.to_square > move.from_square else 0
-        return chess.Move(
-            move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))
-        ).uci()
-    return move.uci()
-
-
 def run(args: argparse.Namespace) -> int:
     if not 1 <= args.num_positions <= len(POSITIONS):
         raise UsageError(f"--num-positions {args.num_positions} is out of range [1, {len(POSITIONS)}]")
@@ -140,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                 nps = info.nps if info.nps is not None else -1
                 line = f"Benchmark time {info.time_ms} ms, {info.nodes} nodes, {nps} nps"
                 if info.lines and info.lines[0].moves:
-                    line += ", move " + ktr_uci(board, info.lines[0].moves[0])
+                    line += ", move " + king_takes_rook_uci(board, info.lines[0].moves[0])
                 out.write(line + "\n")
                 out.flush()
 
@@ -169,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             total_ms += int((time.perf_counter() - start) * 1000)
             total_playouts += search.playouts
             best = result[0]
-            out.write(f"bestmove {ktr_uci(board, best) if best is not None else '(none)'}\n")
+            out.write(f"bestmove {king_takes_rook_uci(board, best) if best is not None else '(none)'}\n")
             out.flush()
             if search.error is not None:
                 raise search.error

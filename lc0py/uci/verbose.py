@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import chess
-
-from lc0py.chess.policy import move_to_index
+from lc0py.chess.policy import king_takes_rook_uci, move_to_index
 from lc0py.search.movegen import to_move
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.search import Search
 from lc0py.uci.info import wdl_mu
-
-
-def _ktr(board: chess.Board, move: chess.Move) -> str:
-    """King-takes-rook castling text, whatever UCI_Chess960 says."""
-    if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
-        rook_file = 7 if move.to_square > move.from_square else 0
-        return chess.Move(
-            move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))
-        ).uci()
-    return move.uci()
 
 
 def _pct(p: float) -> str:
@@ -47,7 +35,7 @@ def verbose_stats(search: Search) -> list[str]:
             idx = move_to_index(move, board, 0)
         except ValueError:
             idx = -1
-        text = f"{_ktr(board, move):<5} ({idx:<4}) N: {n:7d} (+{nif:2d}) (P: {_pct(prior)}%) "
+        text = f"{king_takes_rook_uci(board, move):<5} ({idx:<4}) N: {n:7d} (+{nif:2d}) (P: {_pct(prior)}%) "
         if child is None:
             text += f"(WL:  -.-----) (D: -.---) (M:  -.-) (Q: {fpu:8.5f}) "
         else:

@@ -16,6 +16,7 @@ from lc0py.chess import (
     legal_moves_with_indices,
     move_to_index,
 )
+from lc0py.chess.policy import king_takes_rook_uci
 from lc0py.chess.transforms import SQUARE_MAPS
 
 # §5.1: first index of each from-square, a1 … h8.
@@ -226,3 +227,12 @@ def test_index_to_move_errors() -> None:
 def test_move_without_index() -> None:
     with pytest.raises(ValueError):
         move_to_index(chess.Move(chess.A1, chess.B4), chess.Board("8/8/8/8/8/8/8/R3K2k w - - 0 1"))
+
+
+def test_king_takes_rook_uci() -> None:
+    board = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    assert king_takes_rook_uci(board, chess.Move.from_uci("e1g1")) == "e1h1"
+    assert king_takes_rook_uci(board, chess.Move.from_uci("e1c1")) == "e1a1"
+    assert king_takes_rook_uci(board, chess.Move.from_uci("a1b1")) == "a1b1"
+    board.push_uci("a1b1")
+    assert king_takes_rook_uci(board, chess.Move.from_uci("e8g8")) == "e8h8"
