@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lc0py.errors import PositionError, UsageError
-from lc0py.tools.arguments import int_list
+from lc0py.tools.arguments import int_list, int_value
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
@@ -44,22 +44,6 @@ class Plan:
     sizes: list[int]
     batches: int
     warmup: int
-
-
-def flag_int(flag: str, value: str | int | None, lo: int, hi: int) -> int | None:
-    """``value`` of ``flag`` as an int in ``[lo, hi]`` (``None`` stays ``None``), else ``UsageError``.
-
-    Flags are parsed here rather than by argparse so that a bad value is one ``lc0py:`` line.
-    """
-    if value is None:
-        return None
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"{flag} '{value}' is not an integer") from None
-    if not lo <= n <= hi:
-        raise UsageError(f"{flag} {n} is out of range [{lo}, {hi}]")
-    return n
 
 
 # flag -> (attribute, lc0's range)
@@ -177,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     from lc0py.chess import PositionHistory
 
     for flag, (attr, lo, hi) in INT_FLAGS.items():
-        setattr(args, attr, flag_int(flag, getattr(args, attr), lo, hi))
+        setattr(args, attr, int_value(flag, getattr(args, attr), lo, hi))
     fen = normalise_fen(args.fen) if args.fen is not None else None
     try:
         history = PositionHistory.from_fen(fen)  # validates --fen before anything slow
