@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import chess
 import numpy as np
 import pytest
@@ -423,24 +421,6 @@ def test_copy_is_independent() -> None:
     b = a.copy()
     b.push(chess.Move.from_uci("e7e5"))
     assert len(a) == 2 and len(b) == 3
-
-
-def test_encode_speed() -> None:
-    """Search encodes one leaf per expansion: keep the common case well under ~50 µs."""
-    h = PositionHistory.from_fen(
-        None, ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6", "e1g1", "f8e7"]
-    )
-    moves = list(h.board.legal_moves)
-    for fmt in (1, 3, 5):
-        h.encode(fmt)
-        n = 300
-        start = time.perf_counter()
-        for i in range(n):
-            h.push(moves[i % len(moves)])
-            h.encode(fmt)
-            h.pop()
-        per = (time.perf_counter() - start) / n
-        assert per < 200e-6, f"format {fmt}: {per * 1e6:.0f} µs per push+encode+pop"
 
 
 def test_key_is_exact_not_a_hash() -> None:

@@ -123,7 +123,7 @@ def test_backend_error_still_answers(make_search) -> None:
     cb = SearchCallbacks(on_bestmove=lambda m, p: got.append(m), on_message=got.append)
     s = make_search(backend=Broken(), callbacks=cb, limits=SearchLimits(infinite=True))
     s.start()
-    assert s.wait(5.0)
+    assert s.wait(120.0)  # a hang guard, not a speed claim
     assert any("device lost" in str(x) for x in got)
     assert isinstance(got[-1], chess.Move) and got[-1] in chess.Board().legal_moves
 

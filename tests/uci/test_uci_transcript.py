@@ -7,6 +7,8 @@ import time
 
 import chess
 
+from tests.uci.conftest import HANG_GUARD_S
+
 INFO_SCORE = re.compile(r"^info depth \d+ seldepth \d+ time \d+ nodes \d+ score (cp|mate) -?\d+ .*")
 
 
@@ -16,8 +18,8 @@ def _is_bestmove(line: str) -> bool:
 
 def test_full_transcript(engine_factory) -> None:
     e = engine_factory("--backend", "random")
-    t0 = e.send("uci")
-    lines = e.expect(lambda s: s == "uciok", timeout=10)
+    e.send("uci")
+    lines = e.expect(lambda s: s == "uciok")
     assert lines[0].startswith("id name ")
     options = [s for s in lines if s.startswith("option name ")]
     assert "option name CPuct type string default 1.745000" in options
@@ -62,21 +64,22 @@ def test_full_transcript(engine_factory) -> None:
     e.send("go infinite")
     e.expect(lambda s: s.startswith("info depth"))
     time.sleep(0.3)
-    t = e.send("stop")
-    e.expect(_is_bestmove, timeout=2)
-    assert time.perf_counter() - t < 0.1 + 0.05  # 100 ms, plus pipe slack on a loaded machine
-    assert time.perf_counter() - t0 > 0
+    e.send("stop")
+    # `go infinite` never ends by itself, so a bestmove at all proves that `stop` ended it (the
+    # timeout is a hang guard, not a speed claim: no test asserts a wall-clock time).
+    e.expect(_is_bestmove, timeout=HANG_GUARD_S)
     e.send("quit")
-    assert e.proc.wait(2) == 0
+    assert e.proc.wait(HANG_GUARD_S) == 0
 
 
 def test_uciok_does_not_wait_for_weights(engine_factory, tmp_path) -> None:
     e = engine_factory("--weights", str(tmp_path / "missing.pb.gz"), "--backend", "numpy")
     e.send("uci")
-    e.expect(lambda s: s == "uciok", timeout=10)
-    t = e.send("uci")
-    e.expect(lambda s: s == "uciok", timeout=2)
-    assert time.perf_counter() - t < 1.0
+    e.expect(lambda s: s == "uciok")
+    e.send("uci")
+    lines = e.expect(lambda s: s == "uciok")
+    # `uci` does not load the net: the bad file is not mentioned until something needs it.
+    assert not any(s.startswith("error ") for s in lines)
     # The bad file is reported when the net is needed; the engine still answers go.
     e.send("isready")
     lines = e.expect(lambda s: s == "readyok")
@@ -93,9 +96,9 @@ def test_quit_during_search_is_prompt(engine_factory) -> None:
     e.send("position startpos")
     e.send("go infinite")
     e.expect(lambda s: s.startswith("info depth"))
-    t = e.send("quit")
-    e.proc.wait(2)
-    assert time.perf_counter() - t < 1.0
+    e.send("quit")
+    # `go infinite` never ends by itself: the process exiting at all proves `quit` ended the search.
+    assert e.proc.wait(HANG_GUARD_S) == 0
 
 
 def test_go_variants(engine_factory) -> None:
@@ -108,10 +111,9 @@ def test_go_variants(engine_factory) -> None:
     assert any(" score mate 1 " in s for s in got)
     # Zero time on the clock still gives a legal move, quickly.
     e.send("position startpos")
-    t = e.send("go wtime 0 btime 0")
-    got = e.expect(_is_bestmove, timeout=5)
+    e.send("go wtime 0 btime 0")
+    got = e.expect(_is_bestmove)
     assert chess.Move.from_uci(got[-1].split()[1]) in chess.Board().legal_moves
-    assert time.perf_counter() - t < 2
     # searchmoves + nodes.
     e.send("go nodes 40 searchmoves a2a3 h2h4")
     got = e.expect(_is_bestmove)
@@ -126,7 +128,7 @@ def test_go_variants(engine_factory) -> None:
     e.send("go ponder wtime 5000 btime 5000")
     e.expect(lambda s: s.startswith("info depth"))
     e.send("ponderhit")
-    got = e.expect(_is_bestmove, timeout=10)
+    got = e.expect(_is_bestmove)
     assert (
         chess.Move.from_uci(got[-1].split()[1])
         in chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2").legal_moves
