@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from lc0py.errors import Lc0pyError
+from lc0py.errors import UnsupportedNetError
 from lc0py.weights import proto
 from lc0py.weights.decode import layer_element_count
 from lc0py.weights.loader import load_proto, network_from_proto
@@ -152,7 +152,7 @@ def _weights_lines(net: Any, source: str) -> list[str]:
 
     try:
         network = network_from_proto(net, source=source)
-    except Lc0pyError:
+    except UnsupportedNetError:
         network = None  # a kind lc0py does not run: count the stored arrays instead
     if network is not None:
         lines.append(_key("Parameters") + _human(network.parameter_count(), ""))

@@ -60,9 +60,10 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
         theta = np.frombuffer(raw, dtype="<u2").astype(np.float32)
         np.divide(theta, np.float32(65535.0), out=theta)
         values = np.subtract(np.float32(1.0), theta)
-        values *= np.float32(layer.min_val)
-        theta *= np.float32(layer.max_val)
-        values += theta
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf bounds: the loader names the layer
+            values *= np.float32(layer.min_val)
+            theta *= np.float32(layer.max_val)
+            values += theta
     elif encoding == WeightsEncoding.FLOAT16:
         values = np.frombuffer(raw, dtype="<f2").astype(np.float32)
     elif encoding == WeightsEncoding.BFLOAT16:

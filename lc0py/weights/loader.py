@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -20,7 +21,7 @@ import numpy as np
 
 from lc0py.errors import BackendOptionError, UnsupportedNetError, WeightsFormatError
 from lc0py.weights import proto
-from lc0py.weights.decode import decode_layer
+from lc0py.weights.decode import decode_layer, layer_element_count
 from lc0py.weights.network import (
     Activation,
     DefaultActivation,
@@ -43,6 +44,7 @@ from lc0py.weights.network import (
     ValueHead,
 )
 from lc0py.weights.normalize import fix_older_weights_file
+from lc0py.weights.wire import WireChecker, WireError
 
 #: The lc0 version whose loader rules lc0py follows (min_version gate, encoding gate).
 ENGINE_VERSION = (0, 33, 0)
@@ -57,25 +59,121 @@ def version_int(major: int, minor: int, patch: int) -> int:
     return major * 1_000_000 + minor * 1000 + patch
 
 
-def read_weights_bytes(path: str | os.PathLike[str]) -> bytes:
-    """The decompressed bytes of a weights file (gzip, or plain data passed through like gzread)."""
-    name = os.fspath(path)
-    if os.path.isdir(name):
-        raise WeightsFormatError(f"{name}: is a directory, not a weights file")
+#: Largest decompressed network accepted, in bytes (``LC0PY_MAX_NET_BYTES`` raises it). lc0's
+#: biggest published nets (BT4, T82) are 150-400 MB of protobuf once decompressed (LINEAR16; a
+#: FLOAT32 copy doubles that); 2 GiB is five times the largest and still refuses a gzip bomb long
+#: before it exhausts a machine.
+MAX_NET_BYTES = 2 << 30
+ENV_MAX_NET_BYTES = "LC0PY_MAX_NET_BYTES"
+_CHUNK = 1 << 20
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def max_net_bytes() -> int:
+    """The decompression cap: ``$LC0PY_MAX_NET_BYTES`` (bytes, or with a k/M/G suffix) or 2 GiB."""
+    text = os.environ.get(ENV_MAX_NET_BYTES, "").strip()
+    if not text:
+        return MAX_NET_BYTES
+    number, unit = text.rstrip("kKmMgGtTbB"), text[len(text.rstrip("kKmMgGtTbB")):].lower().rstrip("b")
     try:
-        with open(name, "rb") as f:
-            data = f.read()
+        value = int(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise WeightsFormatError(f"{ENV_MAX_NET_BYTES}={text!r}: expected a size in bytes such as 4G") from None
+    if value < 1:
+        raise WeightsFormatError(f"{ENV_MAX_NET_BYTES}={text!r}: must be positive")
+    return value
+
+
+def _kind_of(mode: int) -> str | None:
+    """What a non-regular file is, in words (``None`` for a regular file)."""
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def open_regular_file(name: str, what: str = "weights file") -> Any:
+    """Open ``name`` for reading if it is a regular file; else one ``WeightsFormatError`` line.
+
+    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO never blocks
+    (no writer) and a path swapped between a check and the open cannot slip through.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
-        raise WeightsFormatError(f"{name}: no such weights file") from None
+        raise WeightsFormatError(f"{name}: no such {what}") from None
     except OSError as exc:
-        raise WeightsFormatError(f"{name}: cannot read weights file ({exc.strerror or exc})") from None
-    if data[:2] == b"\x1f\x8b":
+        raise WeightsFormatError(f"{name}: cannot read {what} ({exc.strerror or exc})") from None
+    kind = _kind_of(os.fstat(fd).st_mode)
+    if kind is not None:
+        os.close(fd)
+        raise WeightsFormatError(f"{name}: is {kind}, not a {what}")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_weights_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes | bytearray:
+    """The decompressed bytes of a weights file (gzip, or plain data passed through like gzread).
+
+    Only regular files are read. gzip data is inflated as a stream, at most ``max_bytes``
+    (default ``max_net_bytes()``), and the output is checked as protobuf wire format as it comes
+    (``wire.WireChecker``), so a gzip bomb or a non-network is refused after its first bytes.
+    """
+    name = os.fspath(path)
+    limit = max_net_bytes() if max_bytes is None else max_bytes
+    checker = WireChecker(proto.Net.DESCRIPTOR, limit)
+    with open_regular_file(name) as f:
         try:
-            data = gzip.decompress(data)
-        except EOFError:
-            raise WeightsFormatError(f"{name}: truncated gzip data (file ends early)") from None
-        except (OSError, zlib.error) as exc:
-            raise WeightsFormatError(f"{name}: corrupt gzip data ({exc})") from None
+            magic = f.read(2)
+            f.seek(0)
+            if magic != b"\x1f\x8b":
+                size = os.fstat(f.fileno()).st_size
+                if size > limit:
+                    raise WeightsFormatError(f"{name}: {size} bytes is larger than the {limit}-byte limit "
+                                             f"(set {ENV_MAX_NET_BYTES} to raise it)")
+                data = f.read(limit + 1)
+                if len(data) >= 2 and data[:2] not in (b"1\n", b"2\n"):  # else refused by load_proto
+                    _check_wire(name, checker, data, final=True)
+                return data
+            return _inflate(name, f, limit, checker)
+        except OSError as exc:
+            raise WeightsFormatError(f"{name}: cannot read weights file ({exc.strerror or exc})") from None
+
+
+def _check_wire(name: str, checker: WireChecker, chunk: bytes, final: bool = False) -> None:
+    try:
+        checker.feed(chunk)
+        if final:
+            checker.finish()
+    except WireError as exc:
+        raise WeightsFormatError(f"{name}: not an lc0 network file (not a protobuf message: {exc})") from None
+
+
+def _inflate(name: str, f: Any, limit: int, checker: WireChecker) -> bytearray:
+    """Inflate a gzip stream (all members, as gzread does) chunk by chunk under ``limit``."""
+    data = bytearray()  # grown in place: no second copy of the whole net at the end
+    legacy = None
+    try:
+        with gzip.GzipFile(fileobj=f, mode="rb") as gz:
+            while chunk := gz.read(_CHUNK):
+                if len(data) + len(chunk) > limit:
+                    raise WeightsFormatError(
+                        f"{name}: decompresses to more than {limit} bytes, the limit for a network "
+                        f"(set {ENV_MAX_NET_BYTES} to raise it)")
+                if legacy is None:
+                    legacy = chunk[:2] in (b"1\n", b"2\n")
+                if not legacy:
+                    _check_wire(name, checker, chunk)
+                data += chunk
+    except EOFError:
+        raise WeightsFormatError(f"{name}: truncated gzip data (file ends early)") from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise WeightsFormatError(f"{name}: corrupt gzip data ({exc})") from None
+    if not legacy:
+        _check_wire(name, checker, b"", final=True)
     return data
 
 
@@ -101,6 +199,7 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
         net = proto.parse_net(data)
     except (proto.DecodeError, ValueError, RuntimeError):
         raise WeightsFormatError(f"{name}: not an lc0 network file (not a protobuf message)") from None
+    del data  # the parsed message holds its own copy
     if net.magic != proto.WEIGHT_MAGIC:
         raise WeightsFormatError(
             f"{name}: invalid weight file: bad header "
@@ -151,11 +250,28 @@ class _Reader:
     def fail(self, message: str) -> NoReturn:
         raise WeightsFormatError(f"{self.source}: {message}")
 
-    def values(self, layer: Any, name: str) -> np.ndarray:
+    def values(self, layer: Any, name: str, expected: int | None = None) -> np.ndarray:
+        """The decoded values; ``expected`` (element count) is checked before decoding, so a layer
+        declaring a gigabyte is refused without allocating it. NaN or infinity is refused."""
+        if expected is not None:
+            stored = layer_element_count(layer)
+            if stored != expected:
+                self.fail(self._size_message(name, stored, expected))
         try:
-            return decode_layer(layer, name)
+            v = decode_layer(layer, name)
         except WeightsFormatError as exc:
             self.fail(str(exc))
+        if v.size and not np.isfinite(v).all():
+            bad = int(np.count_nonzero(~np.isfinite(v)))
+            self.fail(f"{name} holds {bad} NaN or infinite value(s) (of {v.size})")
+        return v
+
+    @staticmethod
+    def _size_message(name: str, stored: int, expected: int, shape: tuple[int, ...] = ()) -> str:
+        what = f" ({_shape_text(shape)})" if shape else ""
+        if stored == 0:
+            return f"{name} is missing, expected {expected} values{what}"
+        return f"{name} has {stored} values, expected {expected}{what}"
 
     def width(self, layer: Any, name: str, what: str) -> np.ndarray:
         """A bias whose length defines a layer width; absent -> error (attention-body.md §4.6)."""
@@ -165,18 +281,19 @@ class _Reader:
         return v
 
     def array(self, layer: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        v = self.values(layer, name)
         n = int(np.prod(shape, dtype=np.int64))
+        stored = layer_element_count(layer)
+        if stored != n:  # before decoding: a wrong size costs nothing
+            self.fail(self._size_message(name, stored, n, shape))
+        v = self.values(layer, name)
         if v.size != n:
-            if v.size == 0:
-                self.fail(f"{name} is missing, expected {n} values ({_shape_text(shape)})")
-            self.fail(f"{name} has {v.size} values, expected {n} ({_shape_text(shape)})")
+            self.fail(self._size_message(name, v.size, n, shape))
         return v.reshape(shape)
 
     def optional_bias(self, layer: Any, name: str, n: int) -> np.ndarray | None:
-        v = self.values(layer, name)
-        if v.size == 0:
+        if layer_element_count(layer) == 0:
             return None
+        v = self.values(layer, name, expected=n)
         if v.size != n:
             self.fail(f"{name} has {v.size} values, expected {n}")
         return v
@@ -550,6 +667,9 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
 
 def _input_format(source: str, value: int) -> InputFormat:
     try:
-        return InputFormat(value)
+        fmt = InputFormat(value)
     except ValueError:
         _unsupported(source, f"input format {value} is not supported")
+    if fmt == InputFormat.UNKNOWN:  # lc0 refuses it too: no encoder knows what the planes mean
+        _unsupported(source, "input format 0 (INPUT_UNKNOWN) is not supported")
+    return fmt
