@@ -78,7 +78,7 @@ def max_net_bytes() -> int:
     try:
         value = int(number) * _UNITS[unit]
     except (ValueError, KeyError):
-        raise WeightsFormatError(f"{ENV_MAX_NET_BYTES}={text!r}: expected a size in bytes such as 4G") from None
+        raise WeightsFormatError(f"{ENV_MAX_NET_BYTES}={text!r}: expected a size such as 4G") from None
     if value < 1:
         raise WeightsFormatError(f"{ENV_MAX_NET_BYTES}={text!r}: must be positive")
     return value

@@ -56,7 +56,8 @@ print(msg)
 
 def _measure(path: Path, env: dict[str, str] | None = None, what: str = "proto") -> tuple[float, str]:
     out = subprocess.run(
-        [sys.executable, "-c", _MEASURE, str(path), what], capture_output=True, text=True, cwd=ROOT, timeout=120,
+        [sys.executable, "-c", _MEASURE, str(path), what],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, check=True,
     ).stdout.splitlines()
     return float(out[0].split()[0]), out[1]
