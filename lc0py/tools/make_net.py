@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sys
 
 from lc0py.errors import UsageError
+from lc0py.storage.atomic import check_target, write_atomically
 from lc0py.weights.decode import ENCODING_NAMES
 from lc0py.weights.presets import ACTIVATIONS, EMBEDDINGS, PRESETS, preset_config, random_network
-from lc0py.weights.writer import serialize_network, write_atomically
+from lc0py.weights.writer import serialize_network
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              ">= 0.30; the others need lc0 >= 0.33)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default: 0)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.pb.gz)")
+    parser.add_argument("--force", action="store_true",
+                        help="write through a symbolic link at --output (refused by default)")
     shape = parser.add_argument_group("shape overrides (default: the preset's)")
     shape.add_argument("--embedding", metavar="KIND", help=f"input embedding: {', '.join(EMBEDDINGS)}")
     shape.add_argument("--heads", type=int, metavar="N",
@@ -82,26 +84,15 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _check_output(path: str) -> None:
-    """Fail before generating (a T82 takes seconds) when the output cannot be written."""
-    if os.path.isdir(path):
-        raise UsageError(f"cannot write {path}: it is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
-    if not os.access(directory, os.W_OK):
-        raise UsageError(f"cannot write {path}: directory {directory} is not writable")
-
-
 def run(args: argparse.Namespace) -> int:
     if args.encoding.lower() not in ENCODING_NAMES:
         raise UsageError(f"encoding '{args.encoding}': unknown (available: {', '.join(ENCODING_NAMES)})")
     overrides = overrides_from_args(args)
     config = preset_config(args.preset, **overrides)  # validates before any work
-    _check_output(args.output)
+    check_target(args.output, what=f"-o {args.output}", force=args.force)  # before generating
     network = random_network(args.preset, seed=args.seed, **overrides)
     data = serialize_network(network, args.encoding.lower(), gzip_output=not args.no_gzip)
-    write_atomically(args.output, data)
+    write_atomically(args.output, data, what=f"-o {args.output}", force=args.force)
     digest = hashlib.sha256(data).hexdigest()
     print(
         f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, "

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import tempfile
 from typing import Any
 
 import numpy as np
 
 from lc0py.errors import UsageError
+from lc0py.storage.atomic import write_atomically
 from lc0py.weights import proto
 from lc0py.weights.decode import ENCODING_NAMES, encode_layer
 from lc0py.weights.network import (
@@ -209,36 +209,15 @@ def serialize_network(network: Network, encoding: str | WeightsEncoding = "linea
 
 
 def save_network(network: Network, path: str | os.PathLike[str], encoding: str | WeightsEncoding = "linear16",
-                 gzip: bool = True, compresslevel: int | None = None) -> int:
+                 gzip: bool = True, compresslevel: int | None = None, force: bool = False) -> int:
     """Write ``network`` to ``path`` atomically; return the number of bytes written.
 
     ``gzip=False`` writes the plain protobuf (lc0 loads both); ``compresslevel`` as in
-    ``serialize_network``. Raises ``UsageError`` (unknown encoding, unwritable path); nothing is
-    created on failure.
+    ``serialize_network``. Written by ``lc0py.storage.atomic.write_atomically`` (refuses a
+    directory, device or - unless ``force`` - symlink; keeps an existing file's mode). Raises
+    ``UsageError`` (unknown encoding, unwritable path); nothing is created on failure.
     """
     name = os.fspath(path)
     data = serialize_network(network, encoding, gzip, compresslevel)
-    write_atomically(name, data)
+    write_atomically(name, data, force=force)
     return len(data)
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"cannot write {path}: it is a directory")
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)

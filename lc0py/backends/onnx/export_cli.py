@@ -3,20 +3,21 @@
     lc0py export-onnx --weights net.pb.gz -o net.onnx [--fp16] [--batch-size N|dynamic]
                       [--opset N] [--attention plain|contrib] [--policy-head H] [--value-head H]
 
-The file is written atomically (a temporary file in the target directory, then ``os.replace``),
-so a failure at any point - unreadable weights, an unsupported net, a full disk, an unwritable
-directory - leaves no partial model behind. Errors are one line on stderr with exit status 2.
+The file is written by ``lc0py.storage.atomic.write_atomically`` (a ``mkstemp`` file in the target
+directory, then ``os.replace``), so a failure at any point - unreadable weights, an unsupported
+net, a full disk, an unwritable directory - leaves no partial model behind; a directory, device,
+symlink (without ``--force``) or the input file itself is refused as the output.
+Errors are one line on stderr with exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from lc0py.errors import UsageError
+from lc0py.storage.atomic import check_target, write_atomically
 
 ATTENTION_CHOICES = ("plain", "contrib")
 
@@ -36,6 +37,8 @@ def _batch_size(text: str) -> int | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="lc0 network file (.pb.gz)")
     parser.add_argument("--output", "-o", required=True, metavar="FILE", help="ONNX model to write")
+    parser.add_argument("--force", action="store_true",
+                        help="write through a symbolic link at --output (refused by default)")
     parser.add_argument(
         "--fp16",
         action="store_true",
@@ -59,51 +62,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-head", default="winner", help="value head of a multi-head net")
 
 
-def write_atomically(data: bytes, path: Path) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory.
-
-    Raises ``UsageError`` (one line) when the directory is missing or not writable; the
-    temporary file is removed on every failure.
-    """
-    directory = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise UsageError(f"-o '{path}': is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise UsageError(f"-o '{path}': cannot write there ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise UsageError(f"-o '{path}': writing failed ({exc.strerror or exc})") from None
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def run(args: argparse.Namespace) -> int:
     from lc0py.weights import load_network
 
     output = Path(args.output)
-    if output.is_dir():
-        raise UsageError(f"-o '{output}': is a directory")
-    parent = output.parent if str(output.parent) else Path(".")
-    if not parent.is_dir():  # say so before the (slow) load and export
-        raise UsageError(f"-o '{output}': cannot write there (no directory '{parent}')")
+    label = f"-o '{output}'"
+    # before the (slow) load and export: a directory, device, symlink or the input itself is refused
+    check_target(output, what=label, force=args.force, inputs=[args.weights])
     if args.opset < 17:
         raise UsageError(f"--opset {args.opset}: LayerNormalization needs opset 17 or later")
     # Import before the (slow) load so a missing onnx package is reported first.
@@ -118,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"export-onnx: {exc}") from None
     data = model.SerializeToString()
-    write_atomically(data, output)
+    write_atomically(output, data, what=label, force=args.force, inputs=[args.weights])
     batch = "dynamic batch" if args.batch_size is None else f"batch {args.batch_size}"
     print(
         f"wrote {output} ({len(data) / 1e6:.1f} MB; {'float16' if args.fp16 else 'float32'}, {batch}, "

@@ -14,8 +14,8 @@ pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip instal
 
 import onnx  # noqa: E402
 
-from lc0py.backends.onnx.export_cli import _umask  # noqa: E402
 from lc0py.cli.main import main  # noqa: E402
+from lc0py.storage.atomic import _umask  # noqa: E402
 from lc0py.weights import load_network, random_network, save_network  # noqa: E402
 from tests.backends.onnx.onnx_testutil import (  # noqa: E402
     assert_close,

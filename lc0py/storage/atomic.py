@@ -1,0 +1,123 @@
+"""The one way lc0py writes a file: atomically, and never over something it should not replace.
+
+Every writer in the package (``make-net -o``, ``export-onnx -o``, ``save_network``, the default
+net, the ONNX, kernel and tuning caches) goes through ``write_atomically``:
+
+* the data goes to a ``mkstemp`` file in the target's own folder (never a predictable name, never
+  another folder), is flushed and fsynced, then ``os.replace``\\ d over the target, so readers see
+  the old file or the new one, never half of one, and a failure leaves nothing behind;
+* a target that exists and is not a regular file (a directory, a character device, a FIFO, a
+  socket) is refused; a symbolic link is refused unless ``force`` (then the file it points to is
+  replaced and the link kept);
+* an existing file keeps its permission bits (a 0600 file stays 0600); a new one gets
+  ``0666 & ~umask`` (``private=True``: 0600, for caches);
+* a target that is the same file (same device and inode) as one of ``inputs`` is refused, so
+  ``export-onnx -w X -o X`` cannot destroy its own input.
+
+Errors are one ``UsageError`` line naming ``what`` (the option or file) and the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from lc0py.errors import UsageError
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _kind(mode: int) -> str:
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def check_target(path: str | os.PathLike[str], *, what: str | None = None, force: bool = False,
+                 inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Validate ``path`` as a write target; return the path to replace (a symlink's target with
+    ``force``). Call it early (before slow work) and again inside ``write_atomically``."""
+    target = Path(os.fspath(path))
+    label = what or str(target)
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        if not force:
+            raise UsageError(f"{label}: is a symbolic link; not replacing it (use --force to write "
+                             "to the file it points to)")
+        target = Path(os.path.realpath(target))
+        try:
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{label}: is {_kind(st.st_mode)}, not a regular file; not replacing it")
+    if st is not None:
+        for source in inputs:
+            with contextlib.suppress(OSError):
+                src = os.stat(source)
+                if (src.st_dev, src.st_ino) == (st.st_dev, st.st_ino):
+                    raise UsageError(f"{label}: is the same file as the input {os.fspath(source)}; "
+                                     "choose another output")
+    parent = target.parent
+    if not parent.is_dir():
+        raise UsageError(f"{label}: cannot write there (no directory '{parent}')")
+    return target
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray | memoryview | str, *,
+                     what: str | None = None, force: bool = False, private: bool = False,
+                     inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write ``data`` (bytes, or text as UTF-8) to ``path`` as the module docstring says; return
+    the path written (a symlink's target with ``force``)."""
+    inputs = tuple(inputs)
+    target = check_target(path, what=what, force=force, inputs=inputs)
+    label = what or str(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o600 if private else 0o666 & ~_umask()
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    payload = data.encode() if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"{label}: writing failed ({exc.strerror or exc})") from None
+        raise
+    return target
