@@ -22,6 +22,7 @@ contender); the naive path is skipped where its scores would exceed ``--naive-ma
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
 import json
 import statistics
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from lc0py.errors import UsageError
+from lc0py.storage.atomic import write_atomically
 from lc0py.tools.arguments import int_list
 
 IMPLS = ("cpu", "naive", "flash")
@@ -246,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
             eng.close()
     print(table(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows}, indent=1))
+        write_atomically(args.json, json.dumps({"rows": rows}, indent=1), what=f"--json {args.json}")
     if args.plot:
         print(plot(rows, args.plot), file=sys.stderr)
     return 0
@@ -331,6 +333,8 @@ def plot(rows: list[dict[str, Any]], path: str) -> str:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    image = io.BytesIO()
+    fig.savefig(image, dpi=120, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
+    write_atomically(path, image.getvalue(), what=f"--plot {path}")
     return f"attnbench: plot written to {path}"

@@ -3,28 +3,25 @@
 lc0py downloads nothing at run time, so commands that need *a* network when none is given
 (``backendbench``, ``uci``) use a deterministic random net with T82's shape (preset ``t82``: 15
 layers, 768 embedding, 24 heads, smolgen, PE_MAP) stored LINEAR16 as lc0 would store it. It is
-generated on first use into the cache directory, chosen in this order:
+generated on first use into the lc0py cache root (``lc0py.storage.cache.cache_root``:
+``$LC0PY_CACHE_DIR``, else the platform's user cache folder, ``~/.cache/lc0py`` on Linux).
 
-1. ``$LC0PY_CACHE_DIR`` if set;
-2. ``$XDG_CACHE_HOME/lc0py`` if ``XDG_CACHE_HOME`` is set;
-3. ``~/.cache/lc0py``.
-
-The file is written atomically (temporary file + ``os.replace``) with a ``.sha256`` sidecar holding
-the digest computed at generation; a missing file, a missing sidecar or a digest mismatch
-(truncated/corrupt file) regenerates it. A one-line notice goes to stderr when generating, and a
+It is a verified cache entry (``storage.cache.EntryStore``, kind ``default-net``): written
+atomically with a record of its SHA-256 and of what it was generated from (preset, seed,
+encoding); a missing file, a missing record or a digest mismatch (truncated/corrupt/replaced
+file) regenerates it. A one-line notice goes to stderr when generating, and a
 progress indication (elapsed seconds, on a terminal) while it takes longer than a second.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 import threading
 import time
 from pathlib import Path
 
 from lc0py.errors import Lc0pyError
+from lc0py.storage import cache as storage_cache
 
 PRESET = "t82"
 SEED = 20240601
@@ -35,38 +32,22 @@ _verified: set[Path] = set()
 
 
 def cache_dir() -> Path:
-    """The lc0py cache directory (see the module docstring for the order of precedence)."""
-    explicit = os.environ.get("LC0PY_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        return Path(xdg).expanduser() / "lc0py"
-    return Path.home() / ".cache" / "lc0py"
+    """The lc0py cache root (see ``lc0py.storage.cache``), where the default net lives."""
+    return storage_cache.cache_root()
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def _entries() -> storage_cache.EntryStore:
+    return storage_cache.EntryStore(cache_dir(), "default-net")
 
 
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
+def _inputs(preset: str, seed: int) -> str:
+    return storage_cache.sha256_bytes(f"preset={preset};seed={seed};encoding={ENCODING}".encode())
 
 
 def is_valid(path: Path) -> bool:
-    """True if ``path`` exists and its SHA-256 equals the one recorded when it was generated."""
-    sidecar = _sidecar(path)
-    if not path.is_file() or not sidecar.is_file():
-        return False
-    try:
-        expected = sidecar.read_text().split()[0]
-    except (OSError, IndexError):
-        return False
-    return file_sha256(path) == expected
+    """True if ``path`` is the default net's cache entry and matches its recorded digest."""
+    entries = storage_cache.EntryStore(path.parent, "default-net")
+    return entries.verified_path(path.name, _inputs(PRESET, SEED)) is not None
 
 
 class _Progress:
@@ -98,31 +79,23 @@ class _Progress:
 
 
 def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
-    """Generate the default net into ``path`` atomically and record its SHA-256 next to it."""
-    from lc0py.weights import save_network
+    """Generate the default net into ``path`` (a verified cache entry, written atomically)."""
     from lc0py.weights.presets import random_network
+    from lc0py.weights.writer import serialize_network
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = storage_cache.EntryStore(path.parent, "default-net")
+    if not entries.usable():
+        raise Lc0pyError(f"cannot write the default network to {path}: the cache folder is not usable "
+                         f"(set {storage_cache.ENV_ROOT} or pass --weights)")
     print(f"lc0py: generating the default network ({preset}, seed {seed}) into {path} (once)",
           file=sys.stderr, flush=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.pb.gz")
     start = time.monotonic()
-    try:
-        with _Progress("generating the default network"):
-            network = random_network(preset=preset, seed=seed)
-            save_network(network, tmp, encoding=ENCODING)
-            digest = file_sha256(tmp)
-        sidecar_tmp = tmp.with_name(tmp.name + ".sha256")
-        sidecar_tmp.write_text(f"{digest}  {path.name}\n")
-        os.replace(tmp, path)
-        os.replace(sidecar_tmp, _sidecar(path))
-    except OSError as exc:
-        raise Lc0pyError(f"cannot write the default network to {path}: {exc}") from exc
-    finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".sha256")):
-            leftover.unlink(missing_ok=True)
-    size_mb = path.stat().st_size / 1e6
-    print(f"lc0py: default network ready ({size_mb:.0f} MB, {time.monotonic() - start:.1f} s)",
+    with _Progress("generating the default network"):
+        data = serialize_network(random_network(preset=preset, seed=seed), ENCODING)
+        written = entries.store(path.name, data, _inputs(preset, seed))
+    if written is None:
+        raise Lc0pyError(f"cannot write the default network to {path} (see the line above)")
+    print(f"lc0py: default network ready ({len(data) / 1e6:.0f} MB, {time.monotonic() - start:.1f} s)",
           file=sys.stderr, flush=True)
     return path
 
@@ -132,7 +105,7 @@ def default_weights_path() -> Path:
     path = cache_dir() / FILE_NAME
     if path in _verified and path.is_file():
         return path
-    if not is_valid(path):
+    if _entries().verified_path(FILE_NAME, _inputs(PRESET, SEED)) is None:
         generate(path, PRESET, SEED)
     _verified.add(path)
     return path

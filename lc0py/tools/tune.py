@@ -42,6 +42,7 @@ from typing import Any
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
+from lc0py.storage.atomic import write_atomically
 
 STABLE_CV = 0.05  # a winner's stddev must be < 5 % of its mean nps (at every batch size)
 SEQ = 64
@@ -412,7 +413,7 @@ def run(args: argparse.Namespace) -> int:
             ],
             "filtered": [{"params": overrides_of(p, fp16), "reason": why} for p, why in filtered],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=1))
+        write_atomically(args.json, json.dumps(doc, indent=1), what=f"--json {args.json}")
     return 0
 
 

@@ -7,8 +7,8 @@
 ``policy_heads``/``value_heads`` containers with all heads in ``network.extra``.
 
 ``save_network`` serialises it deterministically (gzip with mtime 0 and no file name) and writes
-atomically: a temporary file in the target directory, then ``os.replace``; on failure nothing is
-left behind.
+atomically through ``lc0py.storage.atomic.write_atomically`` (mkstemp in the target folder, then
+``os.replace``); on failure nothing is left behind.
 """
 
 from __future__ import annotations

@@ -37,14 +37,15 @@ def test_generated_once_then_reused(tiny_default: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert "generating the default network" in err and "ready" in err
     assert load_network(path).num_layers == 2
-    mtime = path.stat().st_mtime_ns
+    inode = path.stat().st_ino  # a regeneration replaces the file (new inode); a hit only touches it
     default_net._verified.clear()  # a new process: verifies the digest, does not regenerate
     assert default_net.default_weights_path() == path
-    assert path.stat().st_mtime_ns == mtime and capsys.readouterr().err == ""
+    assert path.stat().st_ino == inode and capsys.readouterr().err == ""
     assert [p.name for p in tiny_default.iterdir() if p.name.startswith(".")] == []  # no temp files left
+    assert tiny_default.stat().st_mode & 0o777 == 0o700 and path.stat().st_mode & 0o777 == 0o600
 
 
-@pytest.mark.parametrize("damage", ["truncate", "delete_sidecar", "delete"])
+@pytest.mark.parametrize("damage", ["truncate", "delete_record", "delete", "replace"])
 def test_regenerated_when_corrupt(tiny_default: Path, capsys: pytest.CaptureFixture[str],
                                   damage: str) -> None:
     path = default_net.default_weights_path()
@@ -52,8 +53,12 @@ def test_regenerated_when_corrupt(tiny_default: Path, capsys: pytest.CaptureFixt
     default_net._verified.clear()
     if damage == "truncate":
         path.write_bytes(good[: len(good) // 2])
-    elif damage == "delete_sidecar":
-        path.with_name(path.name + ".sha256").unlink()
+    elif damage == "delete_record":
+        path.with_name(path.name + ".entry.json").unlink()
+    elif damage == "replace":  # another valid net put in its place: not what was recorded
+        from lc0py.weights import random_network, save_network
+
+        save_network(random_network("tiny", seed=99, layers=1), path)
     else:
         path.unlink()
     capsys.readouterr()

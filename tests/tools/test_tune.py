@@ -5,7 +5,7 @@ filtering, the stddev rule for the winner, skipped configurations, the tuned-par
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -137,6 +137,34 @@ def test_tuned_file_per_key_roundtrip(tuned_dir: Path) -> None:
     assert load_tuned(key) is None
     path.write_text("{not json")
     assert load_tuned(key) is None
+
+
+@pytest.mark.parametrize("bad", [{"kv_tile": 0}, {"kv_tile": 24}, {"stages": 9}, {"warps": "4"},
+                                 {"f32_threads": 48}, {"q_regs": True}])
+def test_tuned_file_with_parameters_the_kernel_refuses_is_ignored(
+        tuned_dir: Path, bad: dict[str, object], caplog: pytest.LogCaptureFixture) -> None:
+    from lc0py.storage.cache import EntryStore
+
+    key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
+    doc = {"version": tuning.TUNED_VERSION, "key": asdict(key), "params": {**asdict(FlashParams()), **bad},
+           "info": {}}
+    # a well-formed, correctly recorded entry (as if written by an older lc0py): only the values are bad
+    EntryStore(tuned_dir, "tuned").store(key.filename(), json.dumps(doc), tuning._inputs(key))
+    with caplog.at_level("WARNING"):
+        assert load_tuned(key) is None
+    assert any("ignored" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ValueError):
+        save_tuned(key, FlashParams(**{**asdict(FlashParams()), **bad}))  # type: ignore[arg-type]
+
+
+def test_tuned_file_edited_by_hand_is_not_trusted(tuned_dir: Path) -> None:
+    key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
+    path = save_tuned(key, FlashParams(warps=2))
+    doc = json.loads(path.read_text())
+    doc["params"]["warps"] = 8  # a valid value, but not what was measured and recorded
+    path.write_text(json.dumps(doc))
+    assert load_tuned(key) is None
+    assert not path.exists()  # dropped: the next tune run writes a fresh one
 
 
 def test_tuned_folder_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,14 +5,17 @@ for the device's arch (NVRTC on NVIDIA, hiprtc on AMD, through the ``Platform``)
 returns the kernel handle. Binaries are cached:
 
 * in memory per process, keyed like the disk cache;
-* on disk under ``$LC0PY_KERNEL_CACHE`` (default ``$XDG_CACHE_HOME/lc0py/kernels``, i.e.
-  ``~/.cache/lc0py/kernels``); ``LC0PY_KERNEL_CACHE=off`` (or ``0``/``none``/empty) disables it.
+* on disk under ``$LC0PY_KERNEL_CACHE`` (default ``kernels/`` in the lc0py cache root,
+  ``lc0py.storage.cache``: ``$LC0PY_CACHE_DIR`` or ``~/.cache/lc0py``);
+  ``LC0PY_KERNEL_CACHE=off`` (or ``0``/``none``/empty) disables it.
 
 The key covers everything that changes the binary: the source and *every* header in the kernel
-folder (so editing ``mma.h`` invalidates all kernels), the defines and options, the arch, the
-binary kind and the compiler version. Writes are atomic (temporary file in the same folder +
-``os.replace``), so concurrent processes never read half a file. ``LC0PY_KERNEL_ASSERT_CACHED=1``
-makes any compile an error (benchmarks that must not include compile time).
+folder (so editing ``mma.h`` invalidates all kernels), the defines and options, the arch (the
+device's compile target), the binary kind and the compiler version. Entries are written and read
+through ``storage.cache.EntryStore``: atomic writes, a record with the binary's SHA-256 and the
+full key, verified before the binary is loaded (a corrupt or swapped binary is logged, dropped and
+recompiled). ``LC0PY_KERNEL_ASSERT_CACHED=1`` makes any compile an error (benchmarks that must
+not include compile time).
 
 Where the kernels are: ``$LC0PY_KERNEL_DIR`` if set; else ``kernels/`` next to the package in a
 source checkout; else ``lc0py/kernels/`` inside an installed package (``pyproject.toml`` maps the
@@ -23,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lc0py.errors import KernelCompileError
+from lc0py.storage import cache as storage_cache
+from lc0py.storage.atomic import write_atomically
 
 if TYPE_CHECKING:
     from lc0py.backends.gpu.platform import Platform
@@ -91,27 +95,13 @@ def cache_key(
 
 def cache_folder() -> Path | None:
     """The on-disk cache folder, or ``None`` when disabled."""
-    env = os.environ.get(ENV_CACHE)
-    if env is not None:
-        return None if env.strip().lower() in _OFF else Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lc0py" / "kernels"
+    return storage_cache.cache_folder("kernels", ENV_CACHE)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see either nothing or the whole file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``data`` to ``path`` so readers see either nothing or the whole file (the package's
+    one atomic writer, private mode: cache files are 0600)."""
+    write_atomically(path, data, private=True)
 
 
 class KernelCache:
@@ -135,19 +125,18 @@ class KernelCache:
         p = self.platform
         key = cache_key(source, self.headers, opts, p.info.arch, p.binary_kind, p.compiler_version())
         folder = cache_folder()
-        path = folder / f"{Path(source_name).stem}-{key[:40]}.{p.binary_kind}" if folder else None
-        if path is not None and path.is_file():
+        entries = storage_cache.EntryStore(folder, "kernel") if folder is not None else None
+        name = f"{Path(source_name).stem}-{key[:40]}.{p.binary_kind}"
+        cached = entries.load(name, key) if entries is not None else None
+        if cached is not None:
             self.disk_hits += 1
-            return key, path.read_bytes()
+            return key, cached
         if os.environ.get(ENV_ASSERT, "").strip().lower() not in _OFF:
             raise KernelCompileError(f"{source_name} {opts}: not in the kernel cache and {ENV_ASSERT} is set")
         data = p.compile(source, source_name, opts, self.headers)
         self.compiled += 1
-        if path is not None:
-            try:
-                atomic_write(path, data)
-            except OSError:
-                pass  # a read-only cache folder only costs compile time
+        if entries is not None:
+            entries.store(name, data, key)  # a read-only cache folder only costs compile time
         return key, data
 
     def module(

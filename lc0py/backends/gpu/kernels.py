@@ -78,6 +78,8 @@ def choose_attention(
         params = apply_overrides(params, overrides or {})
     except KeyError as exc:
         return AttentionChoice(fallback, None, f"unknown flash parameter(s) {exc}")
+    except ValueError as exc:  # outside tuning.PARAM_LIMITS: never compiled or launched
+        return AttentionChoice(fallback, None, str(exc))
     bias32 = (not fp16) if bias_f32 is None else bias_f32
     if fp16:
         if depth % 16 or depth < 16:

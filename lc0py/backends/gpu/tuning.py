@@ -15,13 +15,15 @@ in flight, and no spills.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
+import logging
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+from lc0py.storage import cache as storage_cache
+
+log = logging.getLogger("lc0py.backends")
 
 
 @dataclass(frozen=True)
@@ -104,17 +106,50 @@ def default_params(depth: int, arch: str, seq: int = 64) -> tuple[FlashParams, s
     return p, why
 
 
+#: What the kernels accept for each parameter: (lowest, highest, step). flash_attention.hip
+#: static_asserts kv_tile % 16 and 1 <= stages <= 8; the SIMT kernel runs f32_threads rows per block
+#: (a whole number of warps, at most 256 threads); a kv_tile of 0 would never advance its loop.
+PARAM_LIMITS: dict[str, tuple[int, int, int]] = {
+    "warps": (1, 16, 1),
+    "kv_tile": (16, 256, 16),
+    "stages": (1, 8, 1),
+    "q_regs": (0, 1, 1),
+    "min_blocks": (1, 32, 1),
+    "f32_threads": (32, 256, 32),
+    "heads_per_block": (1, 64, 1),
+}
+
+
+def param_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is not acceptable for flash parameter ``name`` (``None`` if it is)."""
+    if name not in PARAM_LIMITS:
+        return f"unknown flash parameter '{name}' (known: {', '.join(OVERRIDABLE)})"
+    low, high, step = PARAM_LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"{name} must be an integer, not {value!r}"
+    if not low <= value <= high or (value - low) % step:
+        multiple = f", a multiple of {step}" if step > 1 else ""
+        return f"{name}={value} is outside what the kernel accepts ({low}..{high}{multiple})"
+    return None
+
+
 def apply_overrides(params: FlashParams, overrides: dict[str, int]) -> FlashParams:
-    """Replace fields named in ``overrides`` (keys are FlashParams field names)."""
+    """Replace fields named in ``overrides`` (keys are FlashParams field names).
+
+    Raises ``KeyError`` for an unknown name and ``ValueError`` for a value the kernel does not accept.
+    """
     unknown = set(overrides) - set(OVERRIDABLE)
     if unknown:
         raise KeyError(", ".join(sorted(unknown)))
+    for name, value in overrides.items():
+        problem = param_problem(name, value)
+        if problem:
+            raise ValueError(problem)
     return replace(params, **overrides) if overrides else params
 
 
 # ---- tuned winners (written by ``lc0py tune``, read by the GPU backend) ---------------------------
 ENV_TUNED = "LC0PY_TUNED_DIR"
-_OFF = ("", "0", "off", "none")
 TUNED_VERSION = 1
 
 
@@ -137,47 +172,64 @@ class TuneKey:
 
 
 def tuned_folder() -> Path | None:
-    """Where tuned winners live: ``$LC0PY_TUNED_DIR`` (``off`` disables), else
-    ``$XDG_CACHE_HOME/lc0py/tuned`` (``~/.cache/lc0py/tuned``), beside the kernel cache."""
-    env = os.environ.get(ENV_TUNED)
-    if env is not None:
-        return None if env.strip().lower() in _OFF else Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lc0py" / "tuned"
+    """Where tuned winners live: ``$LC0PY_TUNED_DIR`` (``off`` disables), else ``tuned/`` in the
+    lc0py cache root (``lc0py.storage.cache``), beside the kernel cache."""
+    return storage_cache.cache_folder("tuned", ENV_TUNED)
+
+
+def parameter_space_digest() -> str:
+    """Digest of what a tuned file's parameters mean: the file version, the parameter names and
+    the ranges the kernel accepts. A change to any of them makes every saved winner stale."""
+    space = {"version": TUNED_VERSION, "fields": list(OVERRIDABLE), "limits": PARAM_LIMITS}
+    return storage_cache.sha256_bytes(json.dumps(space, sort_keys=True).encode())
+
+
+def _inputs(key: TuneKey) -> str:
+    return storage_cache.sha256_bytes(
+        json.dumps({"key": asdict(key), "space": parameter_space_digest()}, sort_keys=True).encode()
+    )
 
 
 def save_tuned(key: TuneKey, params: FlashParams, info: dict[str, Any] | None = None) -> Path:
-    """Write the winner for ``key`` (atomically: readers see the old file or the new one)."""
+    """Write the winner for ``key`` (atomically, with a verified-entry record: see
+    ``storage.cache``). Raises ``OSError`` when the folder is disabled or cannot be written."""
     folder = tuned_folder()
     if folder is None:
         raise OSError(f"{ENV_TUNED} disables the tuned-parameter folder")
-    path = folder / key.filename()
+    for name, value in asdict(params).items():
+        problem = param_problem(name, value)
+        if problem:
+            raise ValueError(problem)
     doc = {"version": TUNED_VERSION, "key": asdict(key), "params": asdict(params), "info": info or {}}
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    path = storage_cache.EntryStore(folder, "tuned").store(
+        key.filename(), json.dumps(doc, indent=1, sort_keys=True), _inputs(key)
+    )
+    if path is None:
+        raise OSError(f"cannot write the tuned parameters into {folder}")
     return path
 
 
 def load_tuned(key: TuneKey) -> tuple[dict[str, int], Path] | None:
-    """``(overrides, path)`` of the saved winner for ``key``, or ``None`` if there is none (or it
-    is unreadable / from another version: a stale file is ignored, never an error at start-up)."""
+    """``(overrides, path)`` of the saved winner for ``key``, or ``None`` if there is none, or it
+    fails verification (digest, inputs), is from another version, or holds a parameter the kernel
+    does not accept (logged once: a bad file is ignored, never an error at start-up)."""
     folder = tuned_folder()
     if folder is None:
         return None
-    path = folder / key.filename()
+    entries = storage_cache.EntryStore(folder, "tuned")
+    data = entries.load(key.filename(), _inputs(key))
+    if data is None:
+        return None
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(data)
         if doc.get("version") != TUNED_VERSION or doc.get("key") != asdict(key):
             return None
-        params = {k: int(v) for k, v in doc["params"].items() if k in OVERRIDABLE}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        params = dict(doc["params"].items())
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return (params, path) if params else None
+    for name, value in params.items():
+        problem = param_problem(name, value)
+        if problem:
+            log.warning("tuned parameters %s ignored: %s", entries.path(key.filename()), problem)
+            return None
+    return (params, entries.path(key.filename())) if params else None

@@ -6,47 +6,37 @@ to ONNX Runtime took 7-12 s on the shared 2-core machine, while a session from a
 ``MIN_PARAMETERS`` weights are cached (tests with tiny nets never touch the disk).
 
 Where: ``$LC0PY_ONNX_CACHE`` if set (``off``/``0``/``none``/empty disables the cache), else
-``onnx/`` under ``$LC0PY_CACHE_DIR``, ``$XDG_CACHE_HOME/lc0py`` or ``~/.cache/lc0py``. Files are
-written atomically (temporary file + ``os.replace``); a file that ONNX Runtime cannot load is
-deleted and rebuilt by the caller. The key covers the weights (every array's dtype, shape and
-bytes), every scalar of the ``Network``, the export settings and the exporter's own source, so a
-change to any of them is a different file. The folder keeps the ``MAX_FILES`` most recently
-used models (a T82 model is ~380 MB in float32); older ones are deleted when a new one is stored.
+``onnx/`` under the lc0py cache root (``lc0py.storage.cache``: ``$LC0PY_CACHE_DIR`` or the
+platform's user cache folder). Entries go through ``storage.cache.EntryStore``: written
+atomically with a record of their SHA-256 and of the key they were built from, verified (hashed)
+before a session is opened from them, dropped and rebuilt when they do not match (a swapped or
+edited file is never used). The key covers the weights (every array's dtype, shape and bytes),
+every scalar of the ``Network``, the export settings and the exporter's own source, so a change to
+any of them is a different file. The folder keeps the ``MAX_FILES`` most recently used models it
+wrote (a T82 model is ~380 MB in float32); files it did not write are never deleted.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-log = logging.getLogger("lc0py.backends")
+from lc0py.storage import cache as storage_cache
 
 ENV_CACHE = "LC0PY_ONNX_CACHE"
 MIN_PARAMETERS = 2_000_000
 MAX_FILES = 4
 FORMAT_VERSION = 1
-_OFF = {"", "0", "off", "none", "false", "no"}
 _SOURCES = ("export.py", "graph.py")  # the exporter: a change here must miss the cache
 
 
 def cache_folder() -> Path | None:
     """The folder holding cached models, or ``None`` when caching is disabled."""
-    env = os.environ.get(ENV_CACHE)
-    if env is not None:
-        return None if env.strip().lower() in _OFF else Path(env).expanduser()
-    base = os.environ.get("LC0PY_CACHE_DIR")
-    if base:
-        return Path(base).expanduser() / "onnx"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg).expanduser() / "lc0py" if xdg else Path.home() / ".cache" / "lc0py"
-    return root / "onnx"
+    return storage_cache.cache_folder("onnx", ENV_CACHE)
 
 
 def _update(h: Any, obj: object) -> None:
@@ -83,54 +73,39 @@ def model_key(network: object, **settings: object) -> str:
     return h.hexdigest()
 
 
-def cached_path(network: Any, **settings: object) -> Path | None:
-    """Where the model for ``network`` and ``settings`` lives (exists or not), or ``None``.
+def cache_entry(network: Any, **settings: object) -> CacheEntry | None:
+    """The cache entry for ``network`` and ``settings``, or ``None``.
 
     ``None`` when caching is disabled or the net is too small to be worth it.
     """
     folder = cache_folder()
     if folder is None or network.parameter_count() < MIN_PARAMETERS:
         return None
-    return folder / f"model-{model_key(network, **settings)[:40]}.onnx"
+    return CacheEntry(store(folder), model_key(network, **settings))
 
 
-def touch(path: Path) -> None:
-    """Mark a cached model as just used (eviction removes the least recently used)."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass
+class CacheEntry:
+    """One model in the cache: ``model-<key[:40]>.onnx`` plus its record (key = inputs digest)."""
+
+    def __init__(self, entries: storage_cache.EntryStore, key: str) -> None:
+        self.entries, self.key = entries, key
+        self.name = f"model-{key[:40]}.onnx"
+
+    @property
+    def path(self) -> Path:
+        return self.entries.path(self.name)
+
+    def verified_path(self) -> Path | None:
+        """The model's path if it is there and matches its record; else ``None`` (a bad one is
+        logged and removed)."""
+        return self.entries.verified_path(self.name, self.key)
+
+    def store(self, data: bytes) -> Path | None:
+        return self.entries.store(self.name, data, self.key)
+
+    def drop(self, reason: str) -> None:
+        self.entries._drop(self.name, reason)
 
 
-def _evict(folder: Path, keep: Path) -> None:
-    models = sorted(folder.glob("model-*.onnx"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in [m for m in models if m != keep][MAX_FILES - 1 :]:
-        try:
-            old.unlink()
-            log.info("onnx cache: removed the least recently used %s", old.name)
-        except OSError:
-            pass
-
-
-def store(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` atomically, then evict beyond ``MAX_FILES``.
-
-    Returns ``False`` (logged, not raised) if writing fails: the cache is an optimisation.
-    """
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-        _evict(path.parent, keep=path)
-        return True
-    except OSError as exc:
-        log.info("onnx cache: could not write %s (%s); continuing without it", path, exc)
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-        return False
+def store(folder: Path) -> storage_cache.EntryStore:
+    return storage_cache.EntryStore(folder, "onnx", max_entries=MAX_FILES)

@@ -28,7 +28,6 @@ imports it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 from types import ModuleType
@@ -156,17 +155,15 @@ class OnnxBackend(BackendBase):
 
         self._ort = (ort, options, provider, provider_options)
         self.cache_hit = False
-        path = cache.cached_path(network, **settings)
+        entry = cache.cache_entry(network, **settings)
         self.session = None
-        if path is not None and path.is_file():
+        path = entry.verified_path() if entry is not None else None  # hashed: a swapped file is refused
+        if entry is not None and path is not None:
             try:
                 self.session = self._open(str(path))
                 self.cache_hit = True
-                cache.touch(path)
-            except BackendUnavailable as exc:  # unreadable cache file: rebuild it
-                log.info("onnx cache: %s is not usable (%s); rebuilding it", path, exc)
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            except BackendUnavailable as exc:  # verified but not loadable here: rebuild it
+                entry.drop(f"onnxruntime cannot load it: {exc}")
         if self.session is None:
             try:
                 data = export.network_to_onnx(network, **settings).SerializeToString()
@@ -174,8 +171,8 @@ class OnnxBackend(BackendBase):
                 raise BackendOptionError(f"--backend-opts: {exc}") from None
             # ONNX Runtime opens a file faster than the same bytes from memory (T82: 1.4-1.7 s vs
             # 2-3.3 s), so a freshly cached model is opened from its file.
-            stored = path is not None and cache.store(path, data)
-            self.session = self._open(str(path) if stored else data)
+            stored = entry.store(data) if entry is not None else None
+            self.session = self._open(str(stored) if stored is not None else data)
             del data
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._wdl = OUTPUT_WDL in self._outputs

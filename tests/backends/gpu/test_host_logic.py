@@ -130,7 +130,9 @@ def test_disk_cache_hits_and_env_switches(tmp_path: Path, monkeypatch: pytest.Mo
     fake = FakePlatform()
     c1 = KernelCache(fake)  # type: ignore[arg-type]
     f1 = c1.function("softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": 2})
-    assert c1.compiled == 1 and len(list((tmp_path / "kc").iterdir())) == 1
+    files = sorted(p.name for p in (tmp_path / "kc").iterdir())
+    assert c1.compiled == 1 and len(files) == 2 and files[1] == files[0] + ".entry.json"  # binary + record
+    assert (tmp_path / "kc").stat().st_mode & 0o777 == 0o700
     c2 = KernelCache(fake)  # type: ignore[arg-type]
     assert c2.function("softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": 2}) == f1
     assert c2.compiled == 0 and c2.disk_hits == 1
@@ -149,6 +151,45 @@ def test_disk_cache_hits_and_env_switches(tmp_path: Path, monkeypatch: pytest.Mo
     c4 = KernelCache(fake)  # type: ignore[arg-type]
     c4.function("softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": 2})
     assert c4.compiled == 1
+
+
+def test_corrupt_or_swapped_binary_is_recompiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("LC0PY_KERNEL_CACHE", str(tmp_path))
+    fake = FakePlatform()
+    KernelCache(fake).binary("softmax_bias.hip", {"LC0_SM_PER": 2})  # type: ignore[arg-type]
+    KernelCache(fake).binary("softmax_bias.hip", {"LC0_SM_PER": 3})  # type: ignore[arg-type]
+    a, b = sorted(p for p in tmp_path.iterdir() if p.suffix == ".cubin")
+    good_a, good_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(good_b)  # swapped: each file now holds the other kernel
+    b.write_bytes(good_a[:-3] + b"xyz")  # and one is corrupt too
+    for defines in ({"LC0_SM_PER": 2}, {"LC0_SM_PER": 3}):
+        cache = KernelCache(fake)  # type: ignore[arg-type]
+        with caplog.at_level("WARNING", logger="lc0py.cache"):
+            _, data = cache.binary("softmax_bias.hip", defines)
+        assert cache.compiled == 1 and cache.disk_hits == 0
+        assert data == fake.compile("", "softmax_bias.hip", [f"-DLC0_SM_PER={defines['LC0_SM_PER']}"], {})
+    assert sum("failed verification" in r.getMessage() for r in caplog.records) == 2
+    assert (a.read_bytes(), b.read_bytes()) == (good_a, good_b)  # rebuilt, correct
+
+
+def test_cache_folder_of_another_user_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chmod(folder, 0o777)  # anyone could plant a binary here
+    monkeypatch.setenv("LC0PY_KERNEL_CACHE", str(folder))
+    fake = FakePlatform()
+    for _ in range(2):
+        cache = KernelCache(fake)  # type: ignore[arg-type]
+        cache.binary("softmax_bias.hip", {"LC0_SM_PER": 2})
+        assert cache.compiled == 1 and cache.disk_hits == 0
+    assert not list(folder.iterdir())
+    monkeypatch.setattr(os, "getuid", lambda: 12345)  # as seen by someone else: refused too
+    os.chmod(folder, 0o700)
+    assert KernelCache(fake).binary("softmax_bias.hip", {"LC0_SM_PER": 2})  # type: ignore[arg-type]
+    assert not list(folder.iterdir())
 
 
 def test_compile_errors_propagate_with_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ pytest.importorskip("onnxruntime", reason="onnxruntime not installed (pip instal
 
 from lc0py.backends.onnx import cache  # noqa: E402
 from lc0py.backends.registry import create_backend  # noqa: E402
+from lc0py.storage.cache import EntryStore  # noqa: E402
 from lc0py.weights import random_network  # noqa: E402
 from tests.backends.conformance import random_batch  # noqa: E402
 
@@ -101,12 +102,37 @@ def test_unwritable_cache_is_not_an_error(tmp_path: Path, monkeypatch: pytest.Mo
 def test_keeps_the_most_recently_used_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
+    entries = EntryStore(tmp_path, "onnx")  # unbounded: nothing evicted while filling
+    names = [f"model-{i}.onnx" for i in range(5)]
+    for i, name in enumerate(names):
+        entries.store(name, b"x", inputs=f"key{i}")
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))  # distinct, increasing "last used" times
+    foreign = tmp_path / "model-mine.onnx"  # the user's own file in a folder they chose
+    foreign.write_bytes(b"mine")
+    os.utime(foreign, (1, 1))
+    entries.touch(names[0])  # used again: now the newest
     monkeypatch.setattr(cache, "MAX_FILES", 3)
-    paths = [tmp_path / f"model-{i}.onnx" for i in range(5)]
-    for i, path in enumerate(paths):
-        path.write_bytes(b"x")
-        os.utime(path, (1000 + i, 1000 + i))  # distinct, increasing "last used" times
-    cache.touch(paths[0])  # used again: now the newest
-    assert cache.store(tmp_path / "model-new.onnx", b"y")
+    entries = cache.store(tmp_path)
+    assert entries.store("model-new.onnx", b"y", inputs="new")
     left = sorted(p.name for p in tmp_path.glob("model-*.onnx"))
-    assert left == ["model-0.onnx", "model-4.onnx", "model-new.onnx"]
+    assert left == ["model-0.onnx", "model-4.onnx", "model-mine.onnx", "model-new.onnx"]
+    assert foreign.read_bytes() == b"mine"
+
+
+def test_swapped_cache_files_are_refused_and_rebuilt(cache_dir: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    nets = [random_network("tiny", seed=s) for s in (6, 7)]
+    batch = random_batch(2, 1, seed=3)
+    fresh = [create_backend("onnx-cpu", n, "").evaluate(batch).policy for n in nets]
+    a, b = (cache.cache_entry(n, fp16=False, opset=17, attention="plain", wdl_softmax=False) for n in nets)
+    assert a is not None and b is not None and a.path.is_file() and b.path.is_file()
+    data_a, data_b = a.path.read_bytes(), b.path.read_bytes()
+    a.path.write_bytes(data_b)  # swap the two models (records stay): each now holds the other net
+    b.path.write_bytes(data_a)
+    with caplog.at_level("WARNING", logger="lc0py.cache"):
+        again = [create_backend("onnx-cpu", n, "") for n in nets]
+    assert not any(x.cache_hit for x in again)  # type: ignore[attr-defined]
+    assert sum("failed verification" in r.getMessage() for r in caplog.records) == 2
+    for backend, expected in zip(again, fresh, strict=True):
+        np.testing.assert_array_equal(backend.evaluate(batch).policy, expected)
+    assert all(create_backend("onnx-cpu", n, "").cache_hit for n in nets)  # type: ignore[attr-defined]
