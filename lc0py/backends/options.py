@@ -1,13 +1,18 @@
 """``--backend-opts`` / UCI ``BackendOptions``: ``key=value,key=value`` as lc0 takes them.
 
-Each backend declares the options it understands as ``OptionSpec``s; ``BackendOptions.take``
-converts and validates one, and ``finish`` refuses anything left over, so a typo is an error
+Each backend declares the options it understands with ``BackendOptions.take(key, default, lo=,
+hi=, choices=)``; ``take`` is the one place that converts and validates: type (from the default),
+range, finiteness (NaN and infinity are never a value) and choices, each failure one
+``BackendOptionError`` line naming the option. Integers without explicit bounds must lie in
+``[0, DEFAULT_INT_MAX]`` and floats in ``[0, DEFAULT_FLOAT_MAX]`` (every backend option is a
+count, an index, a size or a delay). ``finish`` refuses anything left over, so a typo is an error
 naming the option instead of being silently ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +50,16 @@ def to_bool(key: str, value: str) -> bool:
     raise BackendOptionError(f"--backend-opts: {key}='{value}' is not on/off")
 
 
-def to_int(key: str, value: str, lo: int | None = None, hi: int | None = None) -> int:
+#: Bounds for options that do not declare their own: every backend option is a count, an index, a
+#: size or a delay, so negative values are refused, and absurd ones are refused before they reach a
+#: library that would overflow or allocate them.
+DEFAULT_INT_MAX = 1 << 31
+DEFAULT_FLOAT_MAX = 1e9
+
+
+def to_int(key: str, value: str, lo: int | None = 0, hi: int | None = DEFAULT_INT_MAX) -> int:
     try:
-        n = int(value)
+        n = int(value.strip())
     except ValueError:
         raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer") from None
     if (lo is not None and n < lo) or (hi is not None and n > hi):
@@ -55,11 +67,16 @@ def to_int(key: str, value: str, lo: int | None = None, hi: int | None = None) -
     return n
 
 
-def to_float(key: str, value: str) -> float:
+def to_float(key: str, value: str, lo: float | None = 0.0, hi: float | None = DEFAULT_FLOAT_MAX) -> float:
     try:
-        return float(value)
+        x = float(value)
     except ValueError:
         raise BackendOptionError(f"--backend-opts: {key}='{value}' is not a number") from None
+    if not math.isfinite(x):
+        raise BackendOptionError(f"--backend-opts: {key}={value.strip()} is not a finite number")
+    if (lo is not None and x < lo) or (hi is not None and x > hi):
+        raise BackendOptionError(f"--backend-opts: {key}={value.strip()} is out of range [{lo:g}, {hi:g}]")
+    return x
 
 
 @dataclass
@@ -75,28 +92,36 @@ class BackendOptions:
             return cls({k.lower(): str(v) for k, v in text.items()}, backend)
         return cls(parse_backend_options(text), backend)
 
-    def take(self, key: str, default: Any, convert: Callable[[str, str], Any] | None = None) -> Any:
-        """Remove ``key`` and return it converted (``convert(key, text)``), or ``default``."""
+    def take(self, key: str, default: Any, convert: Callable[[str, str], Any] | None = None, *,
+             lo: float | None = 0, hi: float | None = None, choices: Sequence[Any] | None = None) -> Any:
+        """Remove ``key`` and return it converted and validated, or ``default`` when absent.
+
+        The type follows ``default`` (bool, int, float, str) unless ``convert(key, text)`` is
+        given; ``lo``/``hi`` bound numbers (``hi`` defaults to ``DEFAULT_INT_MAX`` /
+        ``DEFAULT_FLOAT_MAX``); ``choices`` lists the accepted values.
+        """
         if key not in self.values:
             return default
         text = self.values.pop(key)
-        if convert is None:
-            if isinstance(default, bool):
-                return to_bool(key, text)
-            if isinstance(default, int):
-                return to_int(key, text)
-            if isinstance(default, float):
-                return to_float(key, text)
-            return text
-        return convert(key, text)
+        if convert is not None:
+            value = convert(key, text)
+        elif isinstance(default, bool):
+            value = to_bool(key, text)
+        elif isinstance(default, int):
+            value = to_int(key, text, None if lo is None else int(lo),
+                           DEFAULT_INT_MAX if hi is None else int(hi))
+        elif isinstance(default, float):
+            value = to_float(key, text, lo, DEFAULT_FLOAT_MAX if hi is None else hi)
+        else:
+            value = text
+        if choices is not None and value not in choices:
+            raise BackendOptionError(
+                f"--backend-opts: {key}={value!r} is not one of {', '.join(map(str, choices))}"
+            )
+        return value
 
     def take_choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.take(key, default)
-        if value not in choices:
-            raise BackendOptionError(
-                f"--backend-opts: {key}='{value}' is not one of {', '.join(choices)}"
-            )
-        return str(value)
+        return str(self.take(key, default, choices=choices))
 
     def finish(self, known: tuple[str, ...] = ()) -> None:
         """Refuse options nobody took."""

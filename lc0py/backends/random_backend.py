@@ -36,6 +36,7 @@ from lc0py.backends.base import (
     ReadyOutput,
 )
 from lc0py.backends.options import BackendOptions
+from lc0py.chess.encoding import SUPPORTED_FORMATS
 
 if TYPE_CHECKING:
     from lc0py.weights.network import Network
@@ -131,12 +132,12 @@ def create(network: Network | None, options: BackendOptions) -> RandomBackend:
     """Registry factory; ``network`` may be ``None`` (no weights needed)."""
     default_format = int(network.format.input) if network is not None else 1
     backend = RandomBackend(
-        input_format=options.take("input_format", default_format),
+        input_format=options.take("input_format", default_format, choices=SUPPORTED_FORMATS),
         has_wdl=options.take("wdl", network.has_wdl if network is not None else True),
         has_moves_left=options.take("moves_left", network.has_moves_left if network is not None else False),
-        seed=options.take("seed", 0),
+        seed=options.take("seed", 0, hi=2**32 - 1),
         uniform=options.take("uniform", False),
-        delay_ms=options.take("delay_ms", 0.0),
+        delay_ms=options.take("delay_ms", 0.0, hi=60_000.0),  # at most a minute per batch
     )
     options.finish(("seed", "uniform", "delay_ms", "input_format", "wdl", "moves_left"))
     return backend

@@ -17,8 +17,10 @@ import sys
 
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import check_target, write_atomically
+from lc0py.tools.arguments import int_value
 from lc0py.weights.decode import ENCODING_NAMES
-from lc0py.weights.presets import ACTIVATIONS, EMBEDDINGS, PRESETS, preset_config, random_network
+from lc0py.weights.loader import ENV_MAX_NET_BYTES, max_net_bytes
+from lc0py.weights.presets import ACTIVATIONS, EMBEDDINGS, PRESETS, Preset, preset_config, random_network
 from lc0py.weights.writer import serialize_network
 
 
@@ -56,8 +58,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-gzip", action="store_true", help="write the plain protobuf (lc0 loads it too)")
 
 
+#: Bounds of make-net's integer flags (one table, checked by ``overrides_from_args``): generous
+#: for any real shape (T82: E 768, Fd 1024, 15 layers, 24 heads), small enough that a typo fails
+#: here with one line instead of asking numpy for terabytes. The total size is bounded too:
+#: ``check_size`` refuses a net the loader would refuse (``LC0PY_MAX_NET_BYTES``).
+FLAG_LIMITS: dict[str, tuple[str, int, int]] = {
+    "seed": ("--seed", 0, 2**63 - 1),
+    "heads": ("--heads", 1, 1024),
+    "layers": ("--layers", 1, 1024),
+    "embedding_size": ("--embedding-size", 1, 16384),
+    "ffn_size": ("--ffn-size", 1, 65536),
+    "dense_embedding_size": ("--dense-embedding-size", 1, 16384),
+    "embedding_ffn_size": ("--embedding-ffn-size", 1, 65536),
+    "input_format": ("--input-format", 0, 255),
+}
+
+
+def estimated_parameters(c: Preset) -> int:
+    """A lower bound on the parameter count of ``c`` (the big matrices only), without generating."""
+    e, f = c.embedding_size, c.ffn_size
+    layer = 4 * e * e + 2 * e * f
+    if c.smolgen:
+        layer += c.smolgen_channels * e + 64 * c.smolgen_channels * c.smolgen_hidden
+        layer += c.smolgen_hidden * c.heads * c.smolgen_gen
+    if c.embedding == "pe_dense":
+        embedding = 768 * c.dense_embedding_size + (112 + c.dense_embedding_size // 64) * e
+        embedding += 2 * e * c.embedding_ffn_size
+    else:
+        embedding = 176 * e
+    heads = e * c.policy_embedding + 2 * c.policy_embedding * c.policy_dmodel
+    heads += 64 * c.value_channels * c.value_hidden
+    return c.layers * layer + embedding + heads + (4096 * c.smolgen_gen if c.smolgen else 0)
+
+
+def check_size(config: Preset, encoding: str) -> None:
+    """Refuse (one line) a net larger than the loader accepts, before spending memory on it."""
+    per_value = 4 if encoding == "float32" else 2
+    size = estimated_parameters(config) * per_value
+    limit = max_net_bytes()
+    if size > limit:
+        raise UsageError(f"this net would be at least {size / 2**30:.1f} GiB ({encoding}), more than the "
+                         f"{limit / 2**30:.1f} GiB a network may have (set {ENV_MAX_NET_BYTES} to raise it)")
+
+
 def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
-    """The ``random_network`` overrides the command line asks for (unset flags omitted)."""
+    """The ``random_network`` overrides the command line asks for (unset flags omitted); integer
+    flags are checked against ``FLAG_LIMITS``."""
+    for name, (flag, lo, hi) in FLAG_LIMITS.items():
+        int_value(flag, getattr(args, name, None), lo, hi)
     out: dict[str, object] = {
         "embedding": args.embedding,
         "heads": args.heads,
@@ -89,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"encoding '{args.encoding}': unknown (available: {', '.join(ENCODING_NAMES)})")
     overrides = overrides_from_args(args)
     config = preset_config(args.preset, **overrides)  # validates before any work
+    check_size(config, args.encoding.lower())
     check_target(args.output, what=f"-o {args.output}", force=args.force)  # before generating
     network = random_network(args.preset, seed=args.seed, **overrides)
     data = serialize_network(network, args.encoding.lower(), gzip_output=not args.no_gzip)

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.errors import UsageError
+from lc0py.tools.arguments import int_value
 
 RTOL_FP32 = 1e-4
 RTOL_FP16 = 1e-2
@@ -116,9 +116,7 @@ def _load(args: argparse.Namespace) -> Any:
     if args.weights:
         from lc0py.weights import load_network
 
-        if not os.path.isfile(args.weights):
-            raise UsageError(f"--weights {args.weights}: no such file")
-        return load_network(args.weights)
+        return load_network(args.weights)  # names a missing file, directory or FIFO as such
     from lc0py.weights.presets import random_network
 
     overrides = {"layers": args.layers} if args.layers else {}
@@ -129,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     from lc0py.backends.registry import create_backend
     from lc0py.model import cast_network, forward
 
-    if args.batch < 1:
-        raise UsageError(f"--batch {args.batch}: must be >= 1")
+    int_value("--batch", args.batch, 1, 4096)  # lc0's backends stop at 1024 positions per call
+    int_value("--seed", args.seed, 0, 2**63 - 1)
+    int_value("--layers", args.layers, 1, 1024)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     network = _load(args)
     backend = create_backend(args.backend, network, args.backend_opts)

@@ -19,7 +19,7 @@ import chess
 
 from lc0py import __version__
 from lc0py.backends.base import Backend
-from lc0py.errors import Lc0pyError
+from lc0py.errors import Lc0pyError, UsageError
 from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.timemgr import LegacyTimeManager
@@ -319,7 +319,10 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     out = Output(stdout or sys.stdout)
     logfile = options["LogFile"]
     if logfile:
-        out.log = open(logfile, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the loop
+        try:
+            out.log = open(logfile, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the loop
+        except OSError as exc:
+            raise UsageError(f"--logfile {logfile}: cannot open it ({exc.strerror or exc})") from None
     engine = UciEngine(options, out, show_hidden=bool(getattr(args, "show_hidden", False)))
     if getattr(args, "preload", False):
         engine._ensure_backend()

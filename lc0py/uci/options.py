@@ -12,7 +12,9 @@ pondering — not registered by ``benchmark``, as in lc0).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+import math
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,7 @@ class OptionSpec:
     group: str = "search"
     param: str | None = None  # SearchParams field
     help: str = ""
+    check: Callable[[str, Any], None] | None = None  # extra validation: raises UsageError
 
     def uci_line(self) -> str:
         """The ``option name ...`` line as lc0 prints it."""
@@ -64,7 +67,18 @@ class OptionSpec:
         return head + f"string default {self.default}"
 
     def convert(self, text: str) -> Any:
-        """Parse and validate ``text``; raises ``UsageError`` with lc0-like wording."""
+        """Parse and validate ``text``; raises ``UsageError`` with lc0-like wording.
+
+        The one place option values are checked (command line and ``setoption`` alike): type,
+        range, finiteness (NaN/infinity are refused: NaN passes every range comparison), choices,
+        and the option's own ``check``. The caller keeps the previous value on error.
+        """
+        value = self._parse(text)
+        if self.check is not None:
+            self.check(self.name, value)
+        return value
+
+    def _parse(self, text: str) -> Any:
         value = text.strip()
         if self.kind == "check":
             v = value.lower()
@@ -79,6 +93,8 @@ class OptionSpec:
             except ValueError:
                 what = "an integer" if self.kind == "spin" else "a number"
                 raise UsageError(f"Option {self.name}: '{text}' is not {what}") from None
+            if not math.isfinite(num):
+                raise UsageError(f"Option {self.name}: '{value}' is not a finite number")
             if (self.lo is not None and num < self.lo) or (self.hi is not None and num > self.hi):
                 lo, hi = _fmt(self.lo), _fmt(self.hi)
                 raise UsageError(f"Option {self.name}: {value} is out of range [{lo}, {hi}]")
@@ -89,6 +105,17 @@ class OptionSpec:
                     return c
             raise UsageError(f"Option {self.name}: '{text}' is not one of {', '.join(self.choices)}")
         return text if text != "<empty>" else ""
+
+
+def _writable_log(name: str, value: str) -> None:
+    """A log file must be appendable: its folder exists and it is not a directory."""
+    if not value:
+        return
+    folder = os.path.dirname(os.path.abspath(value))
+    if os.path.isdir(value):
+        raise UsageError(f"Option {name}: '{value}' is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"Option {name}: cannot write '{value}' (no directory '{folder}')")
 
 
 def _fmt(x: float | None) -> str:
@@ -287,7 +314,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec("TimeManager", "string", "legacy", "--time-manager", group=U),
         OptionSpec("Ponder", "check", False, "--ponder", group=U),
         OptionSpec("SyzygyPath", "string", "", "--syzygy-paths", group=B, help="accepted; not used yet"),
-        OptionSpec("LogFile", "string", "", "--logfile", group=U),
+        OptionSpec("LogFile", "string", "", "--logfile", group=U, check=_writable_log),
         OptionSpec(
             "SearchOverlap",
             "check",

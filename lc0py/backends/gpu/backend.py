@@ -23,7 +23,7 @@ import logging
 import numpy as np
 
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
-from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
+from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_problem
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError
 from lc0py.weights.network import Network
@@ -55,20 +55,16 @@ class GpuBackend(BackendBase):
         self.name = name
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
-        max_batch = options.take("max_batch", 256)
-        device = options.take("gpu", 0)
+        max_batch = options.take("max_batch", 256, lo=1, hi=65536)
+        device = options.take("gpu", 0, hi=255)
         self._verify = options.take("verify", False)
         use_tuned = options.take("tuned", True)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
-            value = options.take(
-                f"attn_{field}", None, lambda k, v: int(v) if v.lstrip("-").isdigit() else _bad(k, v)
-            )
+            value = options.take(f"attn_{field}", None, _flash_param)
             if value is not None:
                 overrides[field] = value
         options.finish(KNOWN_OPTIONS)
-        if not 1 <= max_batch <= 65536:
-            raise BackendOptionError(f"--backend-opts: max_batch={max_batch} is out of range [1, 65536]")
         self.network = network
         self.platform = create_platform(vendor, device)
         self.tuned_from: str | None = None
@@ -159,8 +155,16 @@ class GpuBackend(BackendBase):
             self.platform.close()
 
 
-def _bad(key: str, value: str) -> int:
-    raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer")
+def _flash_param(key: str, value: str) -> int:
+    """``attn_<field>=N``: an integer the flash kernel accepts (``tuning.PARAM_LIMITS``)."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer") from None
+    problem = param_problem(key.removeprefix("attn_"), n)
+    if problem:
+        raise BackendOptionError(f"--backend-opts: {key}: {problem}")
+    return n
 
 
 # ---- registry factories and probes ------------------------------------------------------------

@@ -251,23 +251,23 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+#: Largest fixed batch (``batch=N``): lc0's own backends stop at 1024; 16384 leaves room while a
+#: typo such as 1000000000 is refused here instead of failing inside ONNX Runtime's allocator.
+MAX_FIXED_BATCH = 16384
+
+
 def _create(network: Network, options: BackendOptions, backend: str) -> OnnxBackend:
     from lc0py.backends.onnx.export import ATTENTION_KINDS
 
     spec = PROVIDERS[backend]
     fp16 = options.take("fp16", spec.fp16_default)
-    threads = options.take("threads", 0)
-    gpu = options.take("gpu", 0)
-    batch = options.take("batch", 0)
-    opset = options.take("opset", 17)
-    attention = options.take("attention", None)
-    if attention is not None and attention not in ATTENTION_KINDS:
-        kinds = ", ".join(ATTENTION_KINDS)
-        raise BackendOptionError(f"--backend-opts: attention='{attention}' is not one of {kinds}")
+    threads = options.take("threads", 0, hi=1024)
+    gpu = options.take("gpu", 0, hi=255)
+    batch = options.take("batch", 0, hi=MAX_FIXED_BATCH)
+    opset = options.take("opset", 17, lo=17, hi=30)
+    attention = options.take("attention", None, choices=(None, *ATTENTION_KINDS))
     iobinding = options.take("iobinding", spec.device == "gpu")
     options.finish(KNOWN_OPTIONS)
-    if threads < 0 or gpu < 0 or batch < 0:
-        raise BackendOptionError("--backend-opts: threads, gpu and batch must not be negative")
     return OnnxBackend(
         network,
         backend=backend,

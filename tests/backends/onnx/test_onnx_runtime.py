@@ -94,7 +94,9 @@ def test_info_and_empty_batch(tiny: Network) -> None:
     "opts, match",
     [
         ("fp16=maybe", "fp16"),
-        ("threads=-1", "negative"),
+        ("threads=-1", r"threads=-1 is out of range"),
+        ("batch=1000000000", r"batch=1000000000 is out of range"),
+        ("gpu=nan", "gpu"),
         ("batch=x", "batch"),
         ("attention=flash", "attention"),
         ("opset=12", "opset"),
