@@ -280,6 +280,20 @@ class PositionHistory:
         return (last.key, last.repetitions)
 
 
+def check_side_not_to_move(fen: str, chess960: bool = False) -> None:
+    """Refuse (``PositionError``) a FEN whose side not to move is in check: its king could be
+    captured, and a search from it plays that capture. lc0's ``SetFromFen`` accepts such FENs, so
+    ``from_fen`` does too (tests use them); user-facing inputs (UCI ``position fen``, ``eval``)
+    call this first. An unparsable FEN is left to ``from_fen``'s own message."""
+    try:
+        board = chess.Board(fen, chess960=chess960)
+    except ValueError:
+        return
+    if board.was_into_check():
+        raise PositionError(f"bad FEN {fen!r}: the side not to move "
+                            f"({'white' if board.turn == chess.BLACK else 'black'}) is in check")
+
+
 def _validate_root(board: chess.Board, fen: str) -> None:
     """Refuse what lc0's ``SetFromFen`` refuses (and positions without exactly one king a side)."""
     status = board.status()

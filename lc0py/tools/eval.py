@@ -2,7 +2,9 @@
 
 For every position the raw policy logits of the legal moves only are turned into probabilities
 with a softmax at temperature 1 (lc0's search uses ``PolicyTemperature`` instead; this shows the
-network itself). All positions go to the backend in one batch.
+network itself). Positions go to the backend in chunks of at most ``CHUNK`` (memory stays bounded
+whatever the length of ``--positions``), and each chunk's results are printed as soon as it is
+evaluated. Every position is checked before the network is loaded.
 
 Output: a table per position, or with ``--json`` one object per line::
 
@@ -18,8 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,9 @@ from lc0py.errors import UsageError
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
 DEFAULT_TOP = 10
+#: Positions per backend call: lc0's own batches are at most a few hundred, and the encoded
+#: planes of 256 positions are a few MB, so a 5,000-line file no longer becomes one 2 GB batch.
+CHUNK = 256
 
 
 @dataclass
@@ -88,8 +93,18 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum()
 
 
-def evaluate_positions(backend: Any, specs: list[PositionSpec]) -> list[Evaluation]:
-    """Encode ``specs`` for ``backend``'s input format, evaluate them in one batch, summarise."""
+def evaluate_positions(backend: Any, specs: list[PositionSpec], chunk: int = CHUNK) -> list[Evaluation]:
+    """Evaluate ``specs`` (in chunks of ``chunk``) and summarise them, in order."""
+    return [ev for ev in iter_evaluations(backend, specs, chunk)]
+
+
+def iter_evaluations(backend: Any, specs: list[PositionSpec], chunk: int = CHUNK) -> Iterator[Evaluation]:
+    """Yield one ``Evaluation`` per spec, encoding and evaluating ``chunk`` positions at a time."""
+    for start in range(0, len(specs), max(1, chunk)):
+        yield from _evaluate_chunk(backend, specs[start : start + max(1, chunk)])
+
+
+def _evaluate_chunk(backend: Any, specs: list[PositionSpec]) -> list[Evaluation]:
     from lc0py.chess import encode_batch, legal_moves_with_indices
 
     histories = [spec.history() for spec in specs]
@@ -139,19 +154,17 @@ def run(args: argparse.Namespace) -> int:
     specs = collect_positions(args)
     for spec in specs:  # validate every position before loading the network
         spec.history()
-    weights = Path(args.weights)
-    if not weights.is_file():
-        raise UsageError(f"--weights {weights}: no such file")
-    backend = create_backend(args.backend, weights, args.backend_opts)
+    backend = create_backend(args.backend, args.weights, args.backend_opts)  # the loader names bad paths
+    out = sys.stdout
     try:
-        results = evaluate_positions(backend, specs)
+        for n, ev in enumerate(iter_evaluations(backend, specs), start=1):
+            if args.json:
+                out.write(json.dumps(ev.to_json(args.top)) + "\n")
+            else:
+                out.write(format_table(ev, n, args.top or DEFAULT_TOP) + ("\n\n" if n < len(specs) else "\n"))
+            if n % CHUNK == 0:
+                out.flush()
     finally:
         backend.close()
-    out = sys.stdout
-    for n, ev in enumerate(results, start=1):
-        if args.json:
-            out.write(json.dumps(ev.to_json(args.top)) + "\n")
-        else:
-            out.write(format_table(ev, n, args.top or DEFAULT_TOP) + ("\n\n" if n < len(results) else "\n"))
     out.flush()
     return 0

@@ -7,13 +7,16 @@ Blank lines and lines starting with ``#`` are skipped. Errors name the file and 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import chess
 
 from lc0py.chess import PositionHistory
+from lc0py.chess.history import check_side_not_to_move
 from lc0py.errors import PositionError, UsageError
+from lc0py.storage.reading import open_regular_file
 
 STARTPOS = "startpos"
 
@@ -29,6 +32,7 @@ class PositionSpec:
     def history(self) -> PositionHistory:
         """Build the game; a bad FEN or illegal move raises ``PositionError`` naming ``origin``."""
         try:
+            check_side_not_to_move(self.fen)
             return PositionHistory.from_fen(self.fen, self.moves)
         except PositionError as exc:
             raise PositionError(f"{self.origin}: {exc}") from None
@@ -56,19 +60,19 @@ def parse_position_line(line: str, origin: str) -> PositionSpec | None:
 
 
 def read_positions_file(path: str | Path) -> list[PositionSpec]:
-    """All positions of ``path``; ``UsageError`` if it cannot be read, ``PositionError`` on bad lines."""
+    """All positions of ``path``; ``UsageError`` if it cannot be read (missing, a directory, a
+    FIFO, not UTF-8), ``PositionError`` on bad lines. A UTF-8 byte-order mark is skipped."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"--positions {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--positions {p}: cannot read: {exc}") from None
-    specs = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        spec = parse_position_line(line, f"{p}:{number}")
-        if spec is not None:
-            specs.append(spec)
+    with open_regular_file(str(p), "file", UsageError, label=f"--positions {p}") as raw:
+        reader = io.TextIOWrapper(raw, encoding="utf-8-sig")  # -sig: drops a leading BOM
+        specs = []
+        try:
+            for number, line in enumerate(reader, start=1):
+                spec = parse_position_line(line, f"{p}:{number}")
+                if spec is not None:
+                    specs.append(spec)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--positions {p}: cannot read: {exc}") from None
     if not specs:
         raise UsageError(f"--positions {p}: no positions in the file")
     return specs

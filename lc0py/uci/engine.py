@@ -19,6 +19,7 @@ import chess
 
 from lc0py import __version__
 from lc0py.backends.base import Backend
+from lc0py.chess.history import check_side_not_to_move
 from lc0py.errors import Lc0pyError, UsageError
 from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
@@ -126,6 +127,8 @@ class UciEngine:
 
     def cmd_position(self, args: list[str]) -> None:
         fen, moves = parse_position(args)
+        if fen is not None:
+            check_side_not_to_move(fen)
         self._position_time = time.perf_counter()
         self._stop_search(wait=True)
         self._ensure_backend()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import stat
 import zlib
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -20,6 +19,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from lc0py.errors import BackendOptionError, UnsupportedNetError, WeightsFormatError
+from lc0py.storage import reading as storage_reading
 from lc0py.weights import proto
 from lc0py.weights.decode import decode_layer, layer_element_count
 from lc0py.weights.network import (
@@ -84,35 +84,10 @@ def max_net_bytes() -> int:
     return value
 
 
-def _kind_of(mode: int) -> str | None:
-    """What a non-regular file is, in words (``None`` for a regular file)."""
-    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                        (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, None)):
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
 def open_regular_file(name: str, what: str = "weights file") -> Any:
-    """Open ``name`` for reading if it is a regular file; else one ``WeightsFormatError`` line.
-
-    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO never blocks
-    (no writer) and a path swapped between a check and the open cannot slip through.
-    """
-    try:
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise WeightsFormatError(f"{name}: no such {what}") from None
-    except OSError as exc:
-        raise WeightsFormatError(f"{name}: cannot read {what} ({exc.strerror or exc})") from None
-    kind = _kind_of(os.fstat(fd).st_mode)
-    if kind is not None:
-        os.close(fd)
-        raise WeightsFormatError(f"{name}: is {kind}, not a {what}")
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    """Open ``name`` for reading if it is a regular file (``storage.reading``); else one
+    ``WeightsFormatError`` line saying what it is. A FIFO never blocks."""
+    return storage_reading.open_regular_file(name, what, WeightsFormatError)
 
 
 def read_weights_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes | bytearray:

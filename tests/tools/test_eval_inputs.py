@@ -1,0 +1,105 @@
+"""eval's inputs (issue 9 item 6): chunked evaluation of long --positions files, positions where the
+side not to move is in check, a BOM, directories and FIFOs named as such."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import chess
+import pytest
+
+from lc0py.backends.registry import create_backend
+from lc0py.cli.main import main
+from lc0py.tools import eval as eval_tool
+from lc0py.tools.positions import PositionSpec
+from lc0py.weights import random_network, save_network
+
+ILLEGAL_FEN = "4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"  # black (not to move) is in check from e2
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("eval") / "tiny.pb.gz"
+    save_network(random_network("tiny", seed=5, layers=1), path)
+    return path
+
+
+def _error(capsys: pytest.CaptureFixture[str], rc: int) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+def test_long_positions_file_is_evaluated_in_bounded_chunks(tiny: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = create_backend("numpy", tiny, "")
+    sizes: list[int] = []
+    evaluate = backend.evaluate
+    monkeypatch.setattr(backend, "evaluate", lambda batch: sizes.append(len(batch)) or evaluate(batch))
+    specs = [PositionSpec(chess.STARTING_FEN, ["e2e4"] if i % 2 else [], f"line {i}") for i in range(23)]
+    chunked = eval_tool.evaluate_positions(backend, specs, chunk=5)
+    assert sizes == [5, 5, 5, 5, 3]
+    whole = eval_tool.evaluate_positions(backend, specs, chunk=100)
+    for a, b in zip(chunked, whole, strict=True):
+        # chunking changes nothing per position but BLAS rounding (float32 batches of other sizes)
+        assert dict(a.policy) == pytest.approx(dict(b.policy), rel=1e-4, abs=1e-6)
+        assert a.wdl == pytest.approx(b.wdl, rel=1e-4, abs=1e-6)
+
+
+def test_eval_streams_every_position_of_a_file(tiny: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eval_tool, "CHUNK", 4)
+    positions = tmp_path / "many.txt"
+    positions.write_text("".join("startpos | e2e4\n" if i % 3 else "startpos\n" for i in range(10)))
+    assert main(["eval", "-w", str(tiny), "--backend", "numpy", "--positions", str(positions), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 10 and all(abs(sum(r["policy"].values()) - 1) < 1e-4 for r in rows)
+
+
+def test_side_not_to_move_in_check_is_refused(tiny: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    line = _error(capsys, main(["eval", "-w", str(tiny), "--backend", "numpy", "--fen", ILLEGAL_FEN]))
+    assert "side not to move (black) is in check" in line and ILLEGAL_FEN in line
+    positions = tmp_path / "p.txt"
+    positions.write_text(f"startpos\n{ILLEGAL_FEN}\n")
+    line = _error(capsys, main(["eval", "-w", str(tiny), "--positions", str(positions)]))
+    assert f"{positions}:2" in line and "in check" in line
+
+
+def test_uci_position_with_the_side_not_to_move_in_check_is_an_error() -> None:
+    from lc0py.cli.main import build_parser
+    from lc0py.uci.engine import run
+
+    args = build_parser().parse_args(["uci", "--backend", "random"])
+    out = io.StringIO()
+    run(args, stdin=io.StringIO(f"position fen {ILLEGAL_FEN}\ngo nodes 5\nisready\nquit\n"), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith("error") and "in check" in line for line in lines), lines
+    best = [line for line in lines if line.startswith("bestmove")]
+    assert best and best[0] != "bestmove e2e8"  # no king capture: the position was never set
+
+
+def test_bom_is_stripped(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    positions = tmp_path / "bom.txt"
+    positions.write_bytes(b"\xef\xbb\xbfstartpos | e2e4\n")
+    assert main(["eval", "-w", str(tiny), "--backend", "numpy", "--positions", str(positions), "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert row["moves"] == ["e2e4"]
+
+
+def test_directories_and_fifos_are_named(tiny: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "is a FIFO" in _error(capsys, main(["eval", "-w", str(tiny), "--positions", str(fifo)]))
+    assert "is a directory" in _error(capsys, main(["eval", "-w", str(tiny), "--positions", str(tmp_path)]))
+    assert "is a directory" in _error(capsys, main(["eval", "-w", str(tmp_path)]))
+    assert "is a FIFO" in _error(capsys, main(["eval", "-w", str(fifo)]))
+    assert "is a FIFO" in _error(capsys, main(["describenet", "-w", str(fifo)]))
+    if os.path.exists("/dev/zero"):
+        assert "character device" in _error(capsys, main(["eval", "-w", "/dev/zero"]))
