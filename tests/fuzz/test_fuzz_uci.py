@@ -1,0 +1,178 @@
+"""Seeded fuzzing of the UCI loop: ``python -m lc0py uci --backend random`` gets random sequences of
+valid, half-valid and garbage commands. The engine must answer every ``isready`` with ``readyok``
+(no hang), stop on ``quit`` with status 0, never print a traceback or an unexpected-exception
+``error`` line, and stay within a memory bound (peak RSS of the child)."""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import re
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chess
+import pytest
+
+from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
+from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
+
+ROOT = Path(__file__).resolve().parents[2]
+HANG_GUARD_S = 120.0  # a hang guard only: no test asserts how fast an answer comes
+SESSIONS = 4
+COMMANDS = 100
+OPTIONS = ["CPuct", "FpuValue", "PolicyTemperature", "DrawScore", "MultiPV", "MinibatchSize", "NNCacheSize",
+           "ScoreType", "UCI_ShowWDL", "VerboseMoveStats", "MoveOverheadMs", "SmartPruningFactor",
+           "HistoryFill", "BackendOptions", "WeightsFile", "LogFile", "Threads", "Bogus Option"]
+# an exception lc0py did not turn into its own message: "error ValueError: ..."
+UNEXPECTED = re.compile(r"^error [A-Z]\w*(Error|Exception)\b")
+
+
+class Engine:
+    def __init__(self, folder: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), LC0PY_CACHE_DIR=str(folder / "cache"))
+        self.proc = subprocess.Popen([sys.executable, "-m", "lc0py", "uci", "--backend", "random"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1, cwd=folder, env=env)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.out: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, word: str) -> None:
+        end = time.monotonic() + HANG_GUARD_S
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            self.out.append(line)
+            if line == word:
+                return
+        raise TimeoutError(f"no '{word}' within {HANG_GUARD_S:.0f} s; last lines {self.out[-5:]}")
+
+
+def _moves_from(rng: random.Random, board: chess.Board) -> list[str]:
+    moves = []
+    for _ in range(rng.randint(0, 10)):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        move = rng.choice(legal)
+        moves.append(move.uci())
+        board.push(move)
+    if rng.random() < 0.1:
+        moves.append(rng.choice(["e2e5", "a1a1", "zz", "e7e8q", "0000"]))
+    return moves
+
+
+def _command(rng: random.Random, folder: Path) -> str:
+    kind = rng.randrange(12)
+    if kind == 0:
+        return rng.choice(["uci", "isready", "ucinewgame", "stop", "ponderhit", "xyzzy"])
+    if kind in (1, 2):
+        return "position startpos moves " + " ".join(_moves_from(rng, chess.Board()))
+    if kind == 3:
+        fen = rng.choice(SEED_FENS)
+        if rng.random() < 0.5:
+            fen = _mutate_text(rng, fen, "pnbrqkPNBRQK12345678/ wb-")
+        try:
+            board = chess.Board(fen)
+        except ValueError:
+            board = chess.Board()
+        return f"position fen {fen} moves " + " ".join(_moves_from(rng, board))
+    if kind in (4, 5):
+        return rng.choice([f"go nodes {rng.randint(1, 200)}", f"go movetime {rng.randint(1, 40)}",
+                           "go depth 2",
+                           f"go wtime {rng.choice(NUMBERS)} btime {rng.randint(-5, 5000)} movestogo 3",
+                           f"go nodes {rng.choice(NUMBERS)}", "go infinite", "go ponder", "go mate 2",
+                           f"go searchmoves e2e4 d2d4 nodes {rng.randint(1, 50)}"])
+    if kind in (6, 7):
+        name = rng.choice(OPTIONS)
+        value = rng.choice(NUMBERS + JUNK)
+        if name == "WeightsFile":
+            value = rng.choice(["/dev/zero", str(folder / "fifo"), str(folder), "/nonexistent/x.pb.gz",
+                                "<autodiscover>"])
+        elif name == "LogFile":
+            value = rng.choice(["/nonexistent/x.log", str(folder), ""])
+        elif name == "BackendOptions":
+            value = rng.choice(["seed=-1", "delay_ms=nan", "seed=3", "uniform=on", "input_format=0", "x", ""])
+        return f"setoption name {name} value {value}"
+    if kind == 8:
+        seeds = ["position startpos", "go nodes 5", "setoption name CPuct value 2"]
+        return _mutate_text(rng, rng.choice(seeds), "abcdefgh12345678 ")
+    if kind == 9:
+        return "".join(rng.choice("abcxyz 0123456789\t|#-") for _ in range(rng.randint(0, 30)))
+    if kind == 10:
+        return rng.choice(JUNK)
+    return "isready"
+
+
+def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
+    rng = random.Random(seed)
+    fifo = folder / "fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    engine = Engine(folder)
+    sent: list[str] = []
+    try:
+        for _ in range(count):
+            line = _command(rng, folder)
+            sent.append(line)
+            engine.send(line)
+            if rng.random() < 0.15:
+                engine.send("isready")
+                engine.wait_for("readyok")
+        engine.send("stop")
+        engine.send("isready")
+        engine.wait_for("readyok")
+        engine.send("quit")
+        rc = engine.proc.wait(HANG_GUARD_S)
+    except (TimeoutError, subprocess.TimeoutExpired) as exc:
+        engine.proc.kill()
+        raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
+    finally:
+        if engine.proc.poll() is None:
+            engine.proc.kill()
+    stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
+    while not engine.lines.empty():
+        engine.out.append(engine.lines.get())
+    assert rc == 0, failure("uci", seed, f"exit status {rc}; stderr {stderr[-500:]}")
+    assert "Traceback" not in stderr, failure("uci", seed, stderr[-2000:])
+    unexpected = [line for line in engine.out if UNEXPECTED.match(line)]
+    assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
+    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.out),
+            "errors": sum(line.startswith("error") for line in engine.out)}
+
+
+def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:
+    totals: dict[str, int] = {}
+    for seed in case_seeds(base, sessions):
+        for key, value in _session(seed, commands, tmp_path).items():
+            totals[key] = totals.get(key, 0) + value
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < 2048, f"peak RSS of an engine {peak_mb:.0f} MB"
+    print(f"uci fuzz: {sessions} sessions from base seed {base}: {totals}, child peak RSS {peak_mb:.0f} MB")
+
+
+def test_uci_fuzz(tmp_path: Path) -> None:
+    _run(4, SESSIONS, COMMANDS, tmp_path)
+
+
+@pytest.mark.slow
+def test_uci_fuzz_long(tmp_path: Path) -> None:
+    _run(14, SESSIONS * SLOW_FACTOR // 2, COMMANDS * 4, tmp_path)
