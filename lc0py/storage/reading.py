@@ -52,3 +52,8 @@ def open_regular_file(name: str, what: str, error: type[Lc0pyError], label: str 
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def check_regular_file(name: str, what: str, error: type[Lc0pyError], label: str | None = None) -> None:
+    """Fail early (before slow work) exactly as ``open_regular_file`` would; opens nothing for long."""
+    open_regular_file(name, what, error, label).close()

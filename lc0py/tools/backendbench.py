@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lc0py.errors import PositionError, UsageError
+from lc0py.storage.reading import check_regular_file
 from lc0py.tools.arguments import int_list, int_value
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
@@ -170,8 +171,7 @@ def run(args: argparse.Namespace) -> int:
     weights: Path | None = None
     if args.weights is not None:
         weights = Path(args.weights)
-        if not weights.is_file():
-            raise UsageError(f"--weights {weights}: no such file")
+        check_regular_file(str(weights), "file", UsageError, label=f"--weights {weights}")
     if args.batch_sizes is not None:
         parse_sizes(args.batch_sizes)
     backend = create_backend(args.backend, weights, args.backend_opts)

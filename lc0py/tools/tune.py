@@ -421,9 +421,7 @@ def _load(args: argparse.Namespace) -> Any:
     if args.weights:
         from lc0py.weights import load_network
 
-        if not Path(args.weights).is_file():
-            raise UsageError(f"--weights {args.weights}: no such file")
-        return load_network(args.weights)
+        return load_network(args.weights)  # names a missing file, a directory or a FIFO as such
     from lc0py.weights.presets import random_network
 
     return random_network(args.preset or "t82", 0)
