@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.errors import UsageError
+from lc0py.errors import Lc0pyError, UsageError
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
 DEFAULT_TOP = 10
@@ -110,6 +110,12 @@ def _evaluate_chunk(backend: Any, specs: list[PositionSpec]) -> list[Evaluation]
     histories = [spec.history() for spec in specs]
     encoded = [h.encode(backend.info.input_format) for h in histories]
     out = backend.evaluate(encode_batch(encoded))
+    for what, values in (("policy", out.policy), ("WDL", out.wdl)):
+        finite = np.isfinite(np.asarray(values, dtype=np.float64)).reshape(len(specs), -1).all(axis=1)
+        if not finite.all():  # NaN never passes as a result
+            bad = int(np.argmin(finite))
+            raise Lc0pyError(f"{specs[bad].origin}: backend {getattr(backend, 'name', '?')} returned a "
+                             f"non-finite {what} (NaN or infinity) for this position")
     results = []
     for i, (spec, hist, enc) in enumerate(zip(specs, histories, encoded, strict=True)):
         moves, indices = legal_moves_with_indices(hist.board, enc.transform)

@@ -103,3 +103,20 @@ def test_directories_and_fifos_are_named(tiny: Path, tmp_path: Path,
     assert "is a FIFO" in _error(capsys, main(["describenet", "-w", str(fifo)]))
     if os.path.exists("/dev/zero"):
         assert "character device" in _error(capsys, main(["eval", "-w", "/dev/zero"]))
+
+
+def test_non_finite_backend_output_is_refused(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.errors import Lc0pyError
+
+    backend = create_backend("numpy", tiny, "")
+    evaluate = backend.evaluate
+
+    def poisoned(batch):  # type: ignore[no-untyped-def]
+        out = evaluate(batch)
+        out.wdl[1, 0] = float("nan")
+        return out
+
+    monkeypatch.setattr(backend, "evaluate", poisoned)
+    specs = [PositionSpec(chess.STARTING_FEN, [], f"line {i}") for i in range(3)]
+    with pytest.raises(Lc0pyError, match="line 1: backend .* non-finite WDL"):
+        eval_tool.evaluate_positions(backend, specs)

@@ -103,3 +103,27 @@ def test_onnx_batch_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
                "--backend-opts", "batch=1000000000"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "batch=1000000000 is out of range" in err[0]
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "directory"])
+def test_weights_file_that_is_not_a_file_does_not_hang_the_loop(target: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    if target == "fifo":
+        target = str(tmp_path / "pipe")
+        os.mkfifo(target)
+    elif target == "directory":
+        target = str(tmp_path)
+    elif not os.path.exists(target):
+        pytest.skip("no /dev/zero")
+    root = Path(__file__).resolve().parents[2]
+    script = f"setoption name WeightsFile value {target}\nisready\nposition startpos\ngo nodes 5\nquit\n"
+    proc = subprocess.run([sys.executable, "-m", "lc0py", "uci", "--backend", "numpy"], input=script,
+                          capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})  # timeout: a hang guard only
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert any(line.startswith("error") and target in line for line in lines), lines
+    assert "readyok" in lines and any(line.startswith("bestmove") for line in lines)
