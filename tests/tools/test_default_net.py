@@ -66,3 +66,17 @@ def test_regenerated_when_corrupt(tiny_default: Path, capsys: pytest.CaptureFixt
     assert "generating" in capsys.readouterr().err
     assert path.read_bytes() == good  # deterministic generation
     assert default_net.is_valid(path)
+
+
+def test_symlink_planted_in_the_cache_is_never_followed(tiny_default: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from lc0py.errors import Lc0pyError
+
+    tiny_default.mkdir(parents=True, mode=0o700)
+    victim = tiny_default.parent / "victim.txt"
+    victim.write_text("precious")
+    (tiny_default / default_net.FILE_NAME).symlink_to(victim)
+    with pytest.raises(Lc0pyError, match="cannot write the default network"):
+        default_net.default_weights_path()
+    assert victim.read_text() == "precious"
+    assert [p.name for p in tiny_default.iterdir() if p.name.endswith(".tmp")] == []
