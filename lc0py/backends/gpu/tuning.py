@@ -40,7 +40,11 @@ class FlashParams:
     def rows(self) -> int:
         return 16 * self.warps
 
-    def defines(self, depth: int, fp16: bool, bias_f32: bool) -> dict[str, int]:
+    def defines(self, depth: int, fp16: bool, bias_f32: bool, scratch_per_warp: int = 0) -> dict[str, int]:
+        """Compile defines of the kernel for these parameters. ``LC0_FA_SCRATCH_ELEMS`` (the
+        device's ``mma_scratch_elems``) and ``LC0_FA_SMEM_BYTES`` (``shared_bytes``, what the host
+        launches with) are what Python believes of the kernel's layout: the kernel
+        ``static_assert``s both against its own, so any drift fails the compile (CI compiles)."""
         d = {
             "LC0_FP16": int(fp16),
             "LC0_FA_DEPTH": depth,
@@ -52,6 +56,8 @@ class FlashParams:
             "LC0_FA_BIAS_F32": int(bias_f32),
             "LC0_FA32_THREADS": self.f32_threads,
             "LC0_FA_HEADS": self.heads_per_block,
+            "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
+            "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
         return d
 
