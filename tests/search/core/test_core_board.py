@@ -153,6 +153,8 @@ def _check_game(board: chess.Board, ucis: tuple[str, ...], rng: random.Random) -
         assert B.rule50(pos) == board.halfmove_clock
         assert B.stm(pos) == (0 if board.turn else 1)
         assert B.ep_square(pos) == record.ep
+        # the same words the encoder gets from lc0py's own records (pieces, castling, ep, side, rule50)
+        np.testing.assert_array_equal(pos[: B.W_PLY], B.pos_from_record(record)[: B.W_PLY])
         assert B.insufficient_material(pos) == (not _mating_material(board))
         assert int(pos[B.W_CASTLING]) == board.castling_rights
         count, cycle = B.repetitions(np.array(keys, np.uint64), np.array(rule50s, np.int32), len(keys))
