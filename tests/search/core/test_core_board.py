@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -251,3 +255,47 @@ def test_move_order_is_lc0s() -> None:
         assert ours == theirs, board.fen()
         checked += 1
     assert checked > 50
+
+
+_UNCOMPILED_CHECK = """
+import chess, numpy as np
+from lc0py.chess.history import PositionHistory
+from lc0py.chess.encoding import encode_history
+from lc0py.search.core import board as B, encode as E
+def perft(pos, depth):
+    buf = np.zeros(B.MAX_MOVES, np.uint16)
+    n = B.gen_legal(pos, buf)
+    if depth == 1:
+        return n
+    child = np.zeros(B.POS_WORDS, np.uint64)
+    total = 0
+    for m in buf[:n]:
+        B.play(pos, m, child)
+        total += perft(child.copy(), depth - 1)
+    return total
+board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+assert perft(B.pos_from_board(board), 2) == 2039
+h = PositionHistory.from_fen(None, ["e2e4", "g8f6", "e4e5", "d7d5"])
+hist = np.stack([B.pos_from_record(r) for r in h.records])
+reps = np.zeros(len(hist), np.int32)
+masks, values = np.zeros(112, np.uint64), np.zeros(112, np.float32)
+E.encode(hist, reps, len(hist), 3, E.FILL_FEN_ONLY, masks, values)
+expected = encode_history(h.records, 3)
+assert (masks == expected.masks).all() and (values == expected.values).all()
+print("uncompiled ok")
+"""
+
+
+def test_same_source_runs_uncompiled() -> None:
+    """``NUMBA_DISABLE_JIT=1`` (debugging) runs the same source as plain Python, with the same results."""
+    root = Path(__file__).resolve().parents[3]
+    env = {
+        **os.environ,
+        "NUMBA_DISABLE_JIT": "1",
+        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _UNCOMPILED_CHECK], env=env, timeout=300, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "uncompiled ok" in done.stdout
