@@ -32,7 +32,7 @@ OLD_SPEC_NAMES = (
 
 OLD_NAME_HINT = "the outside spec's name; cite docs/<file>.md"
 
-_SECTION = r"(?P<sec>\s*§\s*\d+(?:\.\d+)*(?:\s*(?:[–/,-]|and)\s*§?\s*\d+(?:\.\d+)*)*)?"
+_SECTION = r"(?P<sec>`{0,2}\s*§\s*\d+(?:\.\d+)*(?:\s*(?:[–/,-]|and)\s*§?\s*\d+(?:\.\d+)*)*)?"
 _PATH_CHARS = r"[\w.-]+(?:/[\w.-]+)*/?"
 # ``docs/…`` not preceded by a path or word character (so ``shared/docs/x`` is not a docs ref).
 DOCS_REF = re.compile(r"(?<![\w./-])(?P<path>docs/" + _PATH_CHARS + r"(?:\{[\w.,-]+\}[\w./-]*)?)" + _SECTION)
