@@ -40,7 +40,7 @@ from pathlib import Path
 
 SCANNED_DIRS = ("lc0py", "tests", "scripts", "kernels", "docs", "weights", ".ci")
 TEXT_SUFFIXES = {".py", ".md", ".h", ".hip", ".cu", ".cc", ".toml", ".txt", ".sh", ".cfg", ".yml", ".yaml"}
-SKIP = {"scripts/fix_doc_refs.py", "tests/test_docs_references.py"}
+SKIP = {"scripts/fix_doc_refs.py", "tests/test_docs_references.py", "tests/test_fix_doc_refs.py"}
 SEARCH_CODE = ("lc0py/search/", "tests/search/")
 
 OLD = r"attention-body\.md|weights-format\.md|chess-encoding(?:\.md)?|tools-and-uci\.md|search-vs-lc0\.md"
