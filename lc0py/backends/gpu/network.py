@@ -751,7 +751,7 @@ class GpuNetwork:
         )
 
     def _embed_pe_dense(self, bsz: int) -> None:
-        """PE_DENSE embedding (attention-body.md §3.2, §3.4-§3.5) from ``tokens`` into ``x``::
+        """PE_DENSE embedding (docs/attention-body.md §3.2, §3.4-§3.5) from ``tokens`` into ``x``::
 
         P  = tokens[:, 0:12] as [B, 768]            copy kernel (square-major, s*12 + p)
         U  = P·Wpreᵀ + bpre -> [B*64, dE]           GEMM + bias kernel

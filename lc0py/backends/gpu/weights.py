@@ -18,7 +18,7 @@ re-arrangement once, at upload, so the forward pass launches plain GEMMs on cont
 * Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
 * The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
   so they read the bias in that domain directly.
-* Absent biases of layers without an activation become zeros (attention-body.md §4.6).
+* Absent biases of layers without an activation become zeros (docs/attention-body.md §4.6).
 * ``out.b.alpha``/``ffn2.b.alpha`` = alpha·bias: the residual is accumulated by the GEMM
   (``x += alpha·O·Woᵀ``, beta = 1), so the LayerNorm adds the bias already scaled.
 """
@@ -42,7 +42,7 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 
 @dataclass(frozen=True)
 class NetShape:
-    """The sizes the GPU forward pass needs (attention-body.md §1 symbols)."""
+    """The sizes the GPU forward pass needs (docs/attention-body.md §1 symbols)."""
 
     E: int
     D: int
