@@ -6,7 +6,7 @@ overrides any field (``attn_warps=2,attn_kv_tile=32,...``). ``lc0py tune`` write
 winners per (device, arch, heads x depth, dtype) with ``save_tuned``; the backend reads them with
 ``load_tuned`` (backend option ``tuned=off`` ignores them); explicit ``attn_*`` options win over both.
 
-Shape facts behind the table (attention-body.md): lc0 nets have seq = 64 tokens, depth
+Shape facts behind the table (docs/attention-body.md): lc0 nets have seq = 64 tokens, depth
 ``d = D/H`` in {32, 64, 96, 128} at D = 768, batch 1..1024. Per (position, head) the work is tiny
 (2·2·64·64·d FLOPs) and the bytes (Q, K, V 3·64·d halves + the 64×64 bias) dominate: the kernel is
 memory/latency bound, so the goals are one pass over Q/K/V/G with 16-byte loads, enough blocks

@@ -19,7 +19,7 @@ forward pass launches plain GEMMs on contiguous arrays:
 * Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
 * The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
   so they read the bias in that domain directly.
-* Absent biases of layers without an activation become zeros.
+* Absent biases of layers without an activation become zeros (docs/attention-body.md §4.6).
 * ``out_b_alpha``/``b2_alpha`` = alpha·bias: the residual is accumulated by the GEMM
   (``x += alpha·O·Woᵀ``, beta = 1), so the LayerNorm adds the bias already scaled.
 
@@ -48,7 +48,7 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 
 @dataclass(frozen=True)
 class NetShape:
-    """The sizes the GPU forward pass needs (attention-body.md §1 symbols)."""
+    """The sizes the GPU forward pass needs (docs/attention-body.md §1 symbols)."""
 
     E: int
     D: int

@@ -96,7 +96,7 @@ def transpose_mask(v: np.uint64) -> np.uint64:
 
 @njit
 def transform_mask(v: np.uint64, transform: int) -> np.uint64:
-    """FLIP, then MIRROR, then TRANSPOSE (chess-encoding.md §4)."""
+    """FLIP, then MIRROR, then TRANSPOSE (docs/input-encoding.md §4)."""
     if transform & FLIP:
         v = flip_mask(v)
     if transform & MIRROR:
@@ -249,7 +249,7 @@ def encode(
         if k < 0 and fill == FILL_FEN_ONLY and _is_startpos(hist, idx):
             break
         if v2 and k < 0:
-            break  # lc0 loops forever here (chess-encoding.md §3); stop as lc0py's encoder does
+            break  # lc0 loops forever here (docs/input-encoding.md §3); stop as lc0py's encoder does
         r50 = int(hist[idx, W_RULE50])
         if v2 and written > 0 and reps[idx] == 0:
             if r50 == 0:

@@ -99,7 +99,7 @@ def test_policy_indices_identical_to_python_map() -> None:
 
 
 def test_policy_anchor_indices() -> None:
-    """chess-encoding.md §5.2 anchors, through the core: O-O = e1h1 = 103, Black's e7e5 = 322."""
+    """docs/input-encoding.md §5.2 anchors, through the core: O-O = e1h1 = 103, Black's e7e5 = 322."""
     buf = np.zeros(B.MAX_MOVES, np.uint16)
     out = np.zeros(B.MAX_MOVES, np.int16)
     board = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
