@@ -219,3 +219,10 @@ def test_tune_rejects_bad_flags() -> None:
     assert main(["tune", "--batch-sizes", "0"]) == 2
     assert main(["tune", "--repeats", "1"]) == 2
     assert main(["tune", "--weights", "/nonexistent.pb.gz", "--batches", "1"]) == 2
+
+
+def test_every_flash_parameter_has_kernel_limits() -> None:
+    # a new FlashParams field must say what the kernel accepts, or every override of it is refused
+    assert set(tuning.PARAM_LIMITS) == set(tuning.OVERRIDABLE)
+    for name, value in asdict(FlashParams()).items():
+        assert tuning.param_problem(name, value) is None, name
