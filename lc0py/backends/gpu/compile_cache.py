@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from lc0py.errors import KernelCompileError
 from lc0py.storage import cache as storage_cache
-from lc0py.storage.atomic import write_atomically
 
 if TYPE_CHECKING:
     from lc0py.backends.gpu.platform import Platform
@@ -96,12 +95,6 @@ def cache_key(
 def cache_folder() -> Path | None:
     """The on-disk cache folder, or ``None`` when disabled."""
     return storage_cache.cache_folder("kernels", ENV_CACHE)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see either nothing or the whole file (the package's
-    one atomic writer, private mode: cache files are 0600)."""
-    write_atomically(path, data, private=True)
 
 
 class KernelCache:
