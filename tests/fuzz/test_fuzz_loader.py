@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import random
-import resource
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from lc0py.errors import Lc0pyError
 from lc0py.tools.describenet import describe
 from lc0py.weights import load_network, load_proto, network_to_proto, random_network
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
+from tests.peak_memory import peak_rss_mb, reset_peak_rss
 
 DEFAULT_CASES = 800
 _BASE = network_to_proto(random_network("tiny", seed=11, layers=1))
@@ -115,11 +115,12 @@ def _case(seed: int, folder: Path) -> str:
 
 def _run(base: int, count: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setenv("LC0PY_MAX_NET_BYTES", "16M")
+    reset_peak_rss()  # bound what the fuzz cases cost, not what earlier tests left behind
     outcomes: dict[str, int] = {}
     for seed in case_seeds(base, count):
         outcome = _case(seed, tmp_path)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     assert peak_mb < 2048, f"peak RSS {peak_mb:.0f} MB"
     print(f"loader fuzz: {count} cases from base seed {base}: {outcomes}")
     return outcomes

@@ -9,7 +9,6 @@ import os
 import queue
 import random
 import re
-import resource
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import pytest
 
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
+from tests.peak_memory import peak_rss_mb
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 120.0  # a hang guard only: no test asserts how fast an answer comes
@@ -140,6 +140,7 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
         engine.send("stop")
         engine.send("isready")
         engine.wait_for("readyok")
+        peak_mb = peak_rss_mb(engine.proc.pid)  # the engine's own address space, before it exits
         engine.send("quit")
         rc = engine.proc.wait(HANG_GUARD_S)
     except (TimeoutError, subprocess.TimeoutExpired) as exc:
@@ -156,15 +157,17 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
     unexpected = [line for line in engine.out if UNEXPECTED.match(line)]
     assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
     return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.out),
-            "errors": sum(line.startswith("error") for line in engine.out)}
+            "errors": sum(line.startswith("error") for line in engine.out), "peak_mb": int(peak_mb)}
 
 
 def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:
     totals: dict[str, int] = {}
+    peak_mb = 0
     for seed in case_seeds(base, sessions):
-        for key, value in _session(seed, commands, tmp_path).items():
+        got = _session(seed, commands, tmp_path)
+        peak_mb = max(peak_mb, got.pop("peak_mb"))
+        for key, value in got.items():
             totals[key] = totals.get(key, 0) + value
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert peak_mb < 2048, f"peak RSS of an engine {peak_mb:.0f} MB"
     print(f"uci fuzz: {sessions} sessions from base seed {base}: {totals}, child peak RSS {peak_mb:.0f} MB")
 

@@ -1,5 +1,5 @@
 """The loader's limits: regular files only, capped streaming decompression, sizes checked before
-allocating, NaN/inf refused (issue 9 item 2). Memory is measured in a subprocess (ru_maxrss)."""
+allocating, NaN/inf refused (issue 9 item 2). Memory: the subprocess's own VmHWM (tests/peak_memory.py)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ def gzip_bomb(path: Path, gigabytes: float, prefix: bytes = b"") -> int:
 
 # the measured command: load in a fresh interpreter, print peak RSS (MB) and the error line
 _MEASURE = """
-import resource, sys, time
+import sys, time
 from lc0py.weights import load_network, load_proto
+from tests.peak_memory import peak_rss_mb
 from lc0py.errors import Lc0pyError
 start = time.perf_counter()
 try:
@@ -49,7 +50,7 @@ try:
     msg = "accepted"
 except Lc0pyError as exc:
     msg = str(exc)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, time.perf_counter() - start)
+print(peak_rss_mb(), time.perf_counter() - start)
 print(msg)
 """
 
