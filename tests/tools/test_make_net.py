@@ -91,7 +91,8 @@ def test_multihead_and_plain(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--preset", "t99"], "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny)"),
+        (["--preset", "t99"],
+         "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny, res-tiny, res-20x256, t78)"),
         (
             ["--encoding", "int4"],
             "encoding 'int4': unknown (available: linear16, float16, bfloat16, float32)",
