@@ -53,16 +53,17 @@ def conv2d(x: np.ndarray, conv: Conv) -> np.ndarray:
     b, cin = x.shape[0], x.shape[1]
     w = cast(conv.w, x.dtype)
     cout, k = w.shape[0], w.shape[2]
+    xt = x.transpose(1, 0, 2, 3)  # [Cin, B, 8, 8]: the whole batch becomes one GEMM's columns
     if k == 1:
-        cols = x.reshape(b, cin, 64)
+        cols = xt.reshape(cin, b * 64)
     else:
         pad = (k - 1) // 2
-        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-        cols = np.stack([xp[:, :, dr:dr + 8, df:df + 8] for dr in range(k) for df in range(k)], axis=2)
-        cols = cols.reshape(b, cin * k * k, 64)  # index c*k*k + dr*k + df, as w's [in, k, k]
-    y = np.matmul(w.reshape(cout, cin * k * k), cols)
-    y += cast(conv.b, x.dtype)[None, :, None]
-    return y.reshape(b, cout, 8, 8)
+        xp = np.pad(xt, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        cols = np.stack([xp[:, :, dr:dr + 8, df:df + 8] for dr in range(k) for df in range(k)], axis=1)
+        cols = cols.reshape(cin * k * k, b * 64)  # row c*k*k + dr*k + df, as w's [in, k, k]
+    y = w.reshape(cout, cin * k * k) @ cols  # [Cout, B*64]
+    y += cast(conv.b, x.dtype)[:, None]
+    return np.ascontiguousarray(y.reshape(cout, b, 8, 8).transpose(1, 0, 2, 3))
 
 
 def conv_act(x: np.ndarray, conv: Conv, act: Activation) -> np.ndarray:
