@@ -30,5 +30,6 @@ from lc0py.weights.writer import network_to_proto, save_network, serialize_netwo
 
 __all__ = [
     "Network", "PRESETS", "Preset", "ResidualNetwork", "ResidualPreset", "load_network", "load_proto",
-    "network_from_proto", "network_to_proto", "preset_config", "random_network", "save_network", "serialize_network",
+    "network_from_proto", "network_to_proto", "preset_config", "random_network", "save_network",
+    "serialize_network",
 ]
