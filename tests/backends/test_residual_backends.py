@@ -53,3 +53,19 @@ def test_gpu_backend_refuses_residual_nets_in_one_line() -> None:
         create_cuda(random_network("res-tiny"), BackendOptions.parse("", backend="cuda"))
     message = str(info.value)
     assert "\n" not in message and "residual" in message and "cuda" in message
+
+
+def test_reference_trace_records_the_tower_and_heads() -> None:
+    import numpy as np
+
+    from lc0py.model import forward
+    from tests.backends.conformance import random_batch
+
+    net = random_network("res-tiny", seed=13)
+    trace: dict[str, np.ndarray] = {}
+    out = forward(net, random_batch(3, 1, seed=1).dense(np.float64), np.float64, trace=trace)
+    assert trace["input"].shape == (3, 16, 8, 8)
+    assert {f"block{i}.{k}" for i in (0, 1) for k in ("conv1", "conv2", "output")} <= set(trace)
+    assert trace["policy.planes"].shape == (3, 80, 64) and trace["value.logits"].shape == (3, 3)
+    assert np.array_equal(trace["block1.output"], np.maximum(trace["block1.output"], -0.31))  # mish >= -0.31
+    assert out.policy.shape == (3, 1858)
