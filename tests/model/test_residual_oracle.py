@@ -259,3 +259,13 @@ def test_generated_variant_sweep(name: str, input_format: int, tmp_path: Path) -
     _assert_within(network_errors(path, network, seed=input_format, n=32), f"{name} in{input_format} planes")
     cases = oracle_positions(seed=input_format, count=150)
     _assert_within(position_errors(path, network, cases), f"{name} in{input_format} positions")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["res-20x256", "t78"])
+def test_big_presets_match_lc0(preset: str, tmp_path: Path) -> None:
+    """The realistic presets at full width (two blocks, to keep the run short) load in lc0 and agree."""
+    path = tmp_path / f"{preset}.pb.gz"
+    save_network(random_network(preset, seed=1, blocks=2), path)
+    network = load_032(path)
+    _assert_within(network_errors(path, network, seed=8, n=8), f"{preset} random planes")
