@@ -27,6 +27,7 @@ from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends.gpu")
 
@@ -53,7 +54,7 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
-        if not isinstance(network, Network):
+        if isinstance(network, ResidualNetwork):
             raise UnsupportedNetError(f"--backend '{name}': residual (convolutional) networks are not "
                                       "supported by the GPU backends yet; use --backend numpy or onnx-cpu")
         flash = options.take("flash", True)
