@@ -126,7 +126,8 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
 
 def load_network(path: str | os.PathLike[str], policy_head: str = "vanilla",
                  value_head: str = "winner") -> Network | ResidualNetwork:
-    """Load ``path`` and return the validated ``Network`` with the chosen heads.
+    """Load ``path`` and return the validated ``Network`` (attention body) or ``ResidualNetwork``
+    (classical residual body, ``lc0py.weights.residual``) with the chosen heads.
 
     Raises ``WeightsFormatError`` (bad or inconsistent file), ``UnsupportedNetError`` (a valid lc0
     network of a kind lc0py does not run) or ``BackendOptionError`` (unknown head name).

@@ -12,7 +12,7 @@ from lc0py.backends.registry import create_backend
 from lc0py.errors import UnsupportedNetError
 from lc0py.weights import random_network, save_network
 from lc0py.weights.residual import ResidualNetwork
-from tests.backends.conformance import RTOL_FP32, check_backend_against_reference
+from tests.backends.conformance import RTOL_FP16, RTOL_FP32, check_backend_against_reference
 
 VARIANTS = {
     "conv": {},
@@ -44,6 +44,14 @@ def test_onnx_cpu_backend(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     net = load_network(path)
     assert isinstance(net, ResidualNetwork)
     check_backend_against_reference(backend, net, RTOL_FP32)
+
+
+@pytest.mark.parametrize("name", ["conv", "attention"])
+def test_onnx_cpu_fp16(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("LC0PY_ONNX_CACHE", "off")
+    net = random_network("res-tiny", seed=14, **VARIANTS[name])
+    check_backend_against_reference(create_backend("onnx-cpu", net, "fp16=on"), net, RTOL_FP16)
 
 
 def test_gpu_backend_refuses_residual_nets_in_one_line() -> None:
