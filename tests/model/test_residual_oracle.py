@@ -269,3 +269,23 @@ def test_big_presets_match_lc0(preset: str, tmp_path: Path) -> None:
     save_network(random_network(preset, seed=1, blocks=2), path)
     network = load_032(path)
     _assert_within(network_errors(path, network, seed=8, n=8), f"{preset} random planes")
+
+
+def test_multihead_residual_net_matches_lc0(tmp_path: Path) -> None:
+    """policy_heads/value_heads containers on a residual body, value head 'q' selected in both."""
+    net = random_network("res-tiny", seed=6)
+    other = random_network("res-tiny", seed=7)
+    net.extra = {"policy_heads": {"vanilla": net.policy},
+                 "value_heads": {"winner": net.value, "q": other.value}}
+    net.available_value_heads = ("winner", "q")
+    path = tmp_path / "mh.pb.gz"
+    save_network(net, path)
+    with lc0_032_linear16():
+        network = load_network(path, value_head="q")
+    assert network.available_value_heads == ("winner", "q")
+    masks, values = _random_batch(np.random.default_rng(9), 12)
+    ref = forward(network, PlanesBatch(masks, values).dense(np.float64), np.float64)
+    lc0 = _lc0_eval(_lc0_backend(path, "value_head=q"), [_lc0_input(masks[i], values[i]) for i in range(12)])
+    _assert_within(_compare_outputs(ref, lc0, True), "multi-head residual, value head q")
+    winner = forward(load_032(path), PlanesBatch(masks, values).dense(np.float64), np.float64)
+    assert np.abs(winner.q - ref.q).max() > 1e-3  # the selected head matters
