@@ -1,5 +1,7 @@
 """``numpy`` backend: the reference forward pass (``lc0py.model``) behind the backend interface.
 
+Runs attention-body and residual (SE-ResNet) networks alike.
+
 Slow but exact; useful everywhere a GPU is absent and as the yardstick for other backends.
 Options (``--backend-opts``): ``precision=fp32|fp64`` (default ``fp32``). With ``fp64`` the
 weights are converted to float64 once at creation, not per batch.
@@ -13,6 +15,7 @@ from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PlanesB
 from lc0py.backends.options import BackendOptions
 from lc0py.model.forward import cast_network, forward
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 PRECISIONS: dict[str, type] = {"fp32": np.float32, "fp64": np.float64}
 KNOWN_OPTIONS = ("precision",)
@@ -23,7 +26,7 @@ class NumpyBackend(BackendBase):
 
     name = "numpy"
 
-    def __init__(self, network: Network, precision: str = "fp32") -> None:
+    def __init__(self, network: Network | ResidualNetwork, precision: str = "fp32") -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
         self.precision = precision
@@ -53,7 +56,7 @@ class NumpyBackend(BackendBase):
         return f"NumpyBackend(precision={self.precision!r})"
 
 
-def create(network: Network, options: BackendOptions) -> NumpyBackend:
+def create(network: Network | ResidualNetwork, options: BackendOptions) -> NumpyBackend:
     """Registry factory: ``options`` may hold ``precision``; anything else is refused."""
     precision = options.take_choice("precision", "fp32", tuple(PRECISIONS))
     options.finish(KNOWN_OPTIONS)

@@ -1,4 +1,7 @@
-"""numpy reference forward pass of lc0 attention-body networks (float32 / float64): the truth.
+"""numpy reference forward pass of lc0 networks (float32 / float64): the truth.
+
+Attention bodies (``forward.py``) and residual SE-ResNet bodies (``residual.py``); ``forward``
+dispatches on the network's type.
 
 Public API:
     forward(network, planes [B,112,8,8], dtype=np.float32, trace=None) -> ForwardOutput

@@ -7,6 +7,7 @@ the same file bytes, so a generated file can be committed and checked by SHA-256
 Example::
 
     lc0py make-net --preset t82-h12 --layers 2 --seed 3 --encoding float16 -o t82h12-2l.pb.gz
+    lc0py make-net --preset res-20x256 --blocks 10 --policy classical -o res10.pb.gz
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from lc0py.storage.atomic import check_target, write_atomically
 from lc0py.tools.arguments import int_value
 from lc0py.weights.decode import ENCODING_NAMES
 from lc0py.weights.loader import ENV_MAX_NET_BYTES, max_net_bytes
-from lc0py.weights.presets import ACTIVATIONS, EMBEDDINGS, PRESETS, Preset, preset_config, random_network
+from lc0py.weights.presets import (
+    ACTIVATIONS,
+    EMBEDDINGS,
+    PRESETS,
+    RESIDUAL_POLICIES,
+    Preset,
+    ResidualPreset,
+    preset_config,
+    random_network,
+)
 from lc0py.weights.writer import serialize_network
 
 
@@ -55,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--default-activation", metavar="ACT", help="relu or mish")
     shape.add_argument("--ffn-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")
     shape.add_argument("--smolgen-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")
+    res = parser.add_argument_group("residual presets (res-tiny, res-20x256, t78)")
+    res.add_argument("--blocks", type=int, metavar="N", help="residual blocks")
+    res.add_argument("--filters", type=int, metavar="N", help="residual tower width C")
+    res.add_argument("--no-se", action="store_true", help="no squeeze-and-excitation units")
+    res.add_argument("--policy", metavar="KIND", help=f"policy head: {', '.join(RESIDUAL_POLICIES)}")
     parser.add_argument("--no-gzip", action="store_true", help="write the plain protobuf (lc0 loads it too)")
 
 
@@ -71,11 +86,15 @@ FLAG_LIMITS: dict[str, tuple[str, int, int]] = {
     "dense_embedding_size": ("--dense-embedding-size", 1, 16384),
     "embedding_ffn_size": ("--embedding-ffn-size", 1, 65536),
     "input_format": ("--input-format", 0, 255),
+    "blocks": ("--blocks", 1, 1024),
+    "filters": ("--filters", 1, 4096),
 }
 
 
-def estimated_parameters(c: Preset) -> int:
+def estimated_parameters(c: Preset | ResidualPreset) -> int:
     """A lower bound on the parameter count of ``c`` (the big matrices only), without generating."""
+    if isinstance(c, ResidualPreset):  # input conv + two 3x3 convolutions per block
+        return 112 * 9 * c.filters + c.blocks * 18 * c.filters * c.filters
     e, f = c.embedding_size, c.ffn_size
     layer = 4 * e * e + 2 * e * f
     if c.smolgen:
@@ -91,7 +110,7 @@ def estimated_parameters(c: Preset) -> int:
     return c.layers * layer + embedding + heads + (4096 * c.smolgen_gen if c.smolgen else 0)
 
 
-def check_size(config: Preset, encoding: str) -> None:
+def check_size(config: Preset | ResidualPreset, encoding: str) -> None:
     """Refuse (one line) a net larger than the loader accepts, before spending memory on it."""
     per_value = 4 if encoding == "float32" else 2
     size = estimated_parameters(config) * per_value
@@ -118,7 +137,12 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
         "default_activation": args.default_activation,
         "ffn_activation": args.ffn_activation,
         "smolgen_activation": args.smolgen_activation,
+        "blocks": args.blocks,
+        "filters": args.filters,
+        "policy": args.policy,
     }
+    if args.no_se:
+        out["se"] = False
     if args.no_smolgen:
         out["smolgen"] = False
     if args.no_moves_left:
@@ -143,9 +167,12 @@ def run(args: argparse.Namespace) -> int:
     data = serialize_network(network, args.encoding.lower(), gzip_output=not args.no_gzip)
     write_atomically(args.output, data, what=f"-o {args.output}", force=args.force)
     digest = hashlib.sha256(data).hexdigest()
+    if isinstance(config, ResidualPreset):
+        shape = config.summary()
+    else:
+        shape = f"E={config.embedding_size} L={config.layers} H={config.heads} {config.embedding}"
     print(
-        f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, "
-        f"E={config.embedding_size} L={config.layers} H={config.heads} {config.embedding}, "
+        f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, {shape}, "
         f"{network.parameter_count()} parameters, {len(data)} bytes, sha256 {digest}",
         file=sys.stdout,
     )

@@ -1,18 +1,29 @@
 """Decode and encode ``Weights.Layer`` arrays (docs/weights-format.md §4), vectorised with numpy.
 
 A layer's own ``encoding`` field decides how its bytes are read; an absent field means LINEAR16
-(whatever ``Format.weights_encoding`` says). LINEAR16 uses lc0 >= 0.33's formula
-``min*(1-θ) + max*θ`` with ``θ = u/65535``, all in float32, so the values equal lc0's bit for bit.
-``encode_layer`` is the inverse used by the writer (LINEAR16 recipe of the training exporter).
+(whatever ``Format.weights_encoding`` says). ``encode_layer`` is the inverse used by the writer
+(LINEAR16 recipe of the training exporter).
+
+LINEAR16 has two dequantisations in lc0, both in float32 and rounding differently:
+lc0 <= 0.32 computes ``u/65535 * (max-min) + min`` (``src/utils/weights_adapter.cc`` of v0.32.1),
+lc0 >= 0.33 ``min*(1-θ) + max*θ`` with ``θ = u/65535``. On real residual nets whose batch-norm
+variance layers span a wide range the difference reaches ~7e-4 in legal-move probabilities (Maia;
+docs/residual-body.md §6). lc0py follows the released lc0 it is checked against, 0.32 (the dev
+extra's lc0 0.32.1), so its values equal that lc0's bit for bit; ``LC0PY_LINEAR16=lc0-0.33`` or
+``with linear16("lc0-0.33"):`` selects the newer formula.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from lc0py.errors import WeightsFormatError
+from lc0py.errors import UsageError, WeightsFormatError
 from lc0py.weights.network import WeightsEncoding
 from lc0py.weights.proto import unknown_varint
 
@@ -24,6 +35,44 @@ _ELEMENT_SIZE = {
 }
 
 ENCODING_NAMES = {e.name.lower(): e for e in _ELEMENT_SIZE}
+
+#: LINEAR16 dequantisations (module docstring); the first is the default.
+LINEAR16_FORMULAS = ("lc0-0.32", "lc0-0.33")
+ENV_LINEAR16 = "LC0PY_LINEAR16"
+_FORMULA: contextvars.ContextVar[str | None] = contextvars.ContextVar("linear16_formula", default=None)
+
+
+def linear16_formula() -> str:
+    """The LINEAR16 dequantisation in force: a ``linear16`` block's, else ``LC0PY_LINEAR16``'s,
+    else lc0 0.32's."""
+    chosen = _FORMULA.get()
+    if chosen is not None:
+        return chosen
+    env = os.environ.get(ENV_LINEAR16, "").strip().lower()
+    if not env:
+        return LINEAR16_FORMULAS[0]
+    if env not in LINEAR16_FORMULAS:
+        known = ", ".join(LINEAR16_FORMULAS)
+        raise UsageError(f"{ENV_LINEAR16}={env!r}: unknown LINEAR16 formula (available: {known})")
+    return env
+
+
+@contextlib.contextmanager
+def linear16(formula: str) -> Iterator[None]:
+    """Within the block, decode LINEAR16 with ``formula`` (one of ``LINEAR16_FORMULAS``)."""
+    if formula not in LINEAR16_FORMULAS:
+        known = ", ".join(LINEAR16_FORMULAS)
+        raise ValueError(f"unknown LINEAR16 formula {formula!r} (available: {known})")
+    token = _FORMULA.set(formula)
+    try:
+        yield
+    finally:
+        _FORMULA.reset(token)
+
+
+def lc0_032_linear16() -> contextlib.AbstractContextManager[None]:
+    """lc0 0.32.1's dequantisation within the block (what the oracle tests compare with)."""
+    return linear16("lc0-0.32")
 
 
 def layer_encoding(layer: Any) -> WeightsEncoding:
@@ -54,7 +103,14 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
         raise WeightsFormatError(
             f"{name}: {len(raw)} bytes of {encoding.name} data is not a multiple of {size}"
         )
-    if encoding == WeightsEncoding.LINEAR16:
+    if encoding == WeightsEncoding.LINEAR16 and linear16_formula() == "lc0-0.32":
+        values = np.frombuffer(raw, dtype="<u2").astype(np.float32)
+        lo = np.float32(layer.min_val)
+        np.divide(values, np.float32(65535.0), out=values)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf bounds: the loader names the layer
+            values *= np.float32(np.float32(layer.max_val) - lo)
+            values += lo
+    elif encoding == WeightsEncoding.LINEAR16:
         # min*(1-θ) + max*θ with θ = u/65535, each step rounded to float32 as lc0 does; in place
         # (one temporary) because a T82 has 94 M of these values
         theta = np.frombuffer(raw, dtype="<u2").astype(np.float32)

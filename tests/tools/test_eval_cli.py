@@ -145,3 +145,24 @@ def test_missing_or_corrupt_weights(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["eval", "-w", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lc0py: ")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onnx-cpu"])
+def test_real_residual_net_with_weights(backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real trained net (Maia 1900, from ../shared/nets) through ``--weights``: the user's path.
+
+    lc0 0.32.1's own numbers for this position: tests/model/test_residual_oracle.py.
+    """
+    from tests.model.test_residual_oracle import real_net
+
+    if backend == "onnx-cpu":
+        pytest.importorskip("onnxruntime")
+        monkeypatch.setenv("LC0PY_ONNX_CACHE", "off")
+    path = real_net(tmp_path, "maia-1900")
+    (obj,) = run_json(capsys, "-w", str(path), "--backend", backend, "--moves", "e2e4")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert set(obj["policy"]) == {m.uci() for m in board.legal_moves}
+    assert abs(sum(obj["policy"].values()) - 1) < 1e-4 and obj["mlh"] is None
+    assert max(obj["policy"], key=obj["policy"].get) in {"e7e5", "c7c5", "e7e6", "c7c6", "d7d5"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.errors import WeightsFormatError
+from lc0py.errors import UsageError, WeightsFormatError
 from lc0py.weights import proto
-from lc0py.weights.decode import decode_layer, encode_layer, layer_element_count
+from lc0py.weights.decode import ENV_LINEAR16, decode_layer, encode_layer, layer_element_count, linear16
 from lc0py.weights.network import WeightsEncoding
 
 
@@ -25,14 +25,33 @@ def test_linear16_anchors(explicit: bool) -> None:
     assert values.tolist() == [-1.0, -0.999969482421875, 1.52587890625e-05, 1.0]
 
 
-def test_linear16_uses_lc0_033_formula_in_float32() -> None:
+def _words_and_bounds() -> tuple[np.ndarray, np.float32, np.float32]:
     rng = np.random.default_rng(7)
-    words = rng.integers(0, 65536, 5000)
-    lo, hi = np.float32(-0.37), np.float32(2.91)
-    theta = words.astype(np.float32) / np.float32(65535)
-    expected = lo * (np.float32(1) - theta) + hi * theta
+    return rng.integers(0, 65536, 5000), np.float32(-0.37), np.float32(2.91)
+
+
+def test_linear16_default_is_lc0_032_formula_in_float32(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_LINEAR16, raising=False)
+    words, lo, hi = _words_and_bounds()
+    expected = words.astype(np.float32) / np.float32(65535) * (hi - lo) + lo
     got = decode_layer(_linear16(words.tolist(), float(lo), float(hi)))
     assert np.array_equal(got, expected)
+
+
+def test_linear16_lc0_033_formula_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    words, lo, hi = _words_and_bounds()
+    theta = words.astype(np.float32) / np.float32(65535)
+    expected = lo * (np.float32(1) - theta) + hi * theta
+    layer = _linear16(words.tolist(), float(lo), float(hi))
+    with linear16("lc0-0.33"):
+        assert np.array_equal(decode_layer(layer), expected)
+    monkeypatch.setenv(ENV_LINEAR16, "lc0-0.33")
+    assert np.array_equal(decode_layer(layer), expected)
+    with linear16("lc0-0.32"):  # a block wins over the environment
+        assert not np.array_equal(decode_layer(layer), expected)
+    monkeypatch.setenv(ENV_LINEAR16, "lc0-0.99")
+    with pytest.raises(UsageError, match="LC0PY_LINEAR16"):
+        decode_layer(layer)
 
 
 def test_float16_bfloat16_float32() -> None:

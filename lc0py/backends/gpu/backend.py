@@ -25,8 +25,9 @@ import numpy as np
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_problem
 from lc0py.backends.options import BackendOptions
-from lc0py.errors import BackendOptionError
+from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends.gpu")
 
@@ -53,6 +54,9 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
+        if isinstance(network, ResidualNetwork):
+            raise UnsupportedNetError(f"--backend '{name}': residual (convolutional) networks are not "
+                                      "supported by the GPU backends yet; use --backend numpy or onnx-cpu")
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
         max_batch = options.take("max_batch", 256, lo=1, hi=65536)
