@@ -10,6 +10,7 @@ memory, records an event and returns at once; ``PendingBatch.result()`` waits on
 from __future__ import annotations
 
 import ctypes
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -82,6 +83,21 @@ class _Slot:
     pending: PendingBatch | None = None
 
 
+def wait_without_gil(event: Event) -> None:
+    """Wait for ``event`` while letting other Python threads run.
+
+    A vendor binding may hold the GIL inside a blocking synchronize; then the search thread,
+    which should gather the next minibatch while the device computes this one, stands still for
+    the whole batch. Polling with short sleeps releases the GIL between polls (a few tens of
+    microseconds of latency against milliseconds of device time); the final ``synchronize``
+    returns at once and reports a device error if there was one."""
+    pause = 20e-6
+    while not event.query():
+        time.sleep(pause)
+        pause = min(2 * pause, 200e-6)
+    event.synchronize()
+
+
 class PendingBatch:
     """Handle returned by ``GpuRunner.submit``; ``result()`` waits for the device."""
 
@@ -95,7 +111,7 @@ class PendingBatch:
     def result(self) -> NetworkOutput:
         if self._out is None:
             assert self._policy is not None
-            self._slot.event.synchronize()
+            wait_without_gil(self._slot.event)
             self._out = self._runner.read_outputs(self._slot, self._n, self._policy)
             self._policy = None  # now owned by the returned array
             self._slot.pending = None
