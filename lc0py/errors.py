@@ -19,7 +19,7 @@ class WeightsFormatError(Lc0pyError, ValueError):
 
 
 class UnsupportedNetError(Lc0pyError):
-    """A well-formed lc0 network of a kind lc0py does not run (e.g. classical residual nets)."""
+    """A well-formed lc0 network of a kind lc0py does not run (e.g. hybrid residual/attention nets)."""
 
 
 class BackendUnavailable(Lc0pyError):

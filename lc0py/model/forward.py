@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,7 +48,9 @@ from lc0py.weights.network import (
     PolicyHead,
     ValueHead,
 )
+from lc0py.weights.residual import ResidualNetwork
 
+NetworkT = TypeVar("NetworkT", Network, ResidualNetwork)
 Trace = dict[str, np.ndarray] | Callable[[str, np.ndarray], None] | None
 
 NUM_PLANES = 112
@@ -172,12 +174,20 @@ def encoder_layer(
 
 def policy_head(network: Network, head: PolicyHead, h: np.ndarray, trace: Trace = None) -> np.ndarray:
     """Attention policy (§8): body output ``[B, 64, E]`` -> logits ``[B, 1858]``."""
-    b = h.shape[0]
     p = dense(h, head.embedding, network.default_act)
+    return attention_policy_logits(head, p, trace)
+
+
+def attention_policy_logits(head: PolicyHead, p: np.ndarray, trace: Trace = None) -> np.ndarray:
+    """The attention policy after its embedding: ``p [B, 64, Pe]`` -> logits ``[B, 1858]``.
+
+    Shared by attention bodies and residual bodies with an attention policy head.
+    """
+    b = p.shape[0]
     qp = dense(p, head.wq)
     kp = dense(p, head.wk)
     pd = qp.shape[-1]
-    logits = (qp @ kp.transpose(0, 2, 1)) / np.sqrt(h.dtype.type(pd))  # [B, from, to]
+    logits = (qp @ kp.transpose(0, 2, 1)) / np.sqrt(p.dtype.type(pd))  # [B, from, to]
     off = matmul_t(kp[:, 56:64, :], head.promotion)  # [B, 8 to-file, 4] (q, r, b, n), unscaled
     promo = logits[:, 48:56, 56:64, None] + off[:, None, :, 0:3] + off[:, None, :, 3:4]
     v = np.concatenate([logits.reshape(b, 4096), promo.reshape(b, 192)], axis=1)
@@ -208,11 +218,18 @@ def moves_left_head(network: Network, head: MovesLeftHead, h: np.ndarray) -> np.
 
 
 def forward(
-    network: Network, planes: np.ndarray, dtype: type = np.float32, trace: Trace = None
+    network: Network | ResidualNetwork, planes: np.ndarray, dtype: type = np.float32, trace: Trace = None
 ) -> ForwardOutput:
-    """Evaluate ``planes [B, 112, 8, 8]`` with ``network`` in ``dtype`` (float32 or float64)."""
+    """Evaluate ``planes [B, 112, 8, 8]`` with ``network`` in ``dtype`` (float32 or float64).
+
+    Residual (convolutional) networks run ``lc0py.model.residual.forward_residual``.
+    """
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
+    if isinstance(network, ResidualNetwork):
+        from lc0py.model.residual import forward_residual
+
+        return forward_residual(network, planes, dtype, trace)
     x = planes_to_tokens(planes, dtype)
     _record(trace, "tokens", x)
     h = embed(network, x)
@@ -228,7 +245,7 @@ def forward(
     return ForwardOutput(policy=policy, wdl=wdl, moves_left=mlh)
 
 
-def cast_network(network: Network, dtype: type) -> Network:
+def cast_network(network: NetworkT, dtype: type) -> NetworkT:
     """A copy of ``network`` whose float arrays are ``dtype`` (shared when already so).
 
     Lets repeated float64 evaluations skip the per-call weight conversion.

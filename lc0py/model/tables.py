@@ -79,3 +79,48 @@ def attention_policy_gather() -> np.ndarray:
 def policy_move_names() -> tuple[str, ...]:
     """The 1858 policy moves in lc0's order, UCI in the side-to-move frame (for tests/debug)."""
     return _policy_moves_and_gather()[0]
+
+
+# --- convolution policy map (lc0's kConvPolicyMap, 73 planes x 64 squares -> 1858) ---
+# Plane order: 8 queen-line directions (N, NE, E, SE, S, SW, W, NW) x distances 1..7, then the 8
+# knight jumps, then under-promotions for pawn steps towards file -1, 0, +1, each to r, b, q.
+# Queen-line planes carry plain moves; a pawn step to the last rank on one of them is the
+# knight-promotion entry, because lc0's policy index writes knight promotions as plain moves.
+QUEEN_DIRECTIONS = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))  # (rank, file)
+KNIGHT_JUMPS = ((2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1))
+UNDERPROMOTION_FILES = (-1, 0, 1)
+UNDERPROMOTION_PIECES = "rbq"
+CONV_POLICY_PLANES = 73
+
+
+def _plane_moves() -> list[tuple[int, int, str]]:
+    """Per plane ``(rank step, file step, promotion piece or "")`` in lc0's plane order."""
+    planes = [(dr * n, df * n, "") for dr, df in QUEEN_DIRECTIONS for n in range(1, 8)]
+    planes += [(dr, df, "") for dr, df in KNIGHT_JUMPS]
+    planes += [(1, df, piece) for df in UNDERPROMOTION_FILES for piece in UNDERPROMOTION_PIECES]
+    return planes
+
+
+@functools.cache
+def _conv_policy_gather() -> np.ndarray:
+    names = policy_move_names()
+    index = {name: i for i, name in enumerate(names)}
+    gather = np.full(len(names), -1, dtype=np.int64)
+    for plane, (dr, df, piece) in enumerate(_plane_moves()):
+        for s in range(64):
+            rank, file = s // 8 + dr, s % 8 + df
+            if not (0 <= rank < 8 and 0 <= file < 8):
+                continue
+            if piece and s // 8 != 6:
+                continue
+            name = _square_name(s) + _square_name(rank * 8 + file) + piece
+            gather[index[name]] = plane * 64 + s
+    assert (gather >= 0).all()
+    gather.setflags(write=False)
+    return gather
+
+
+def conv_policy_gather() -> np.ndarray:
+    """``[1858]`` int64: ``policy[k] = conv_output[gather[k]]`` where ``conv_output`` is the second
+    policy convolution's ``[73 planes, 64 squares]`` map flattened plane-major (read-only)."""
+    return _conv_policy_gather()

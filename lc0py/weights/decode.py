@@ -4,10 +4,18 @@ A layer's own ``encoding`` field decides how its bytes are read; an absent field
 (whatever ``Format.weights_encoding`` says). LINEAR16 uses lc0 >= 0.33's formula
 ``min*(1-θ) + max*θ`` with ``θ = u/65535``, all in float32, so the values equal lc0's bit for bit.
 ``encode_layer`` is the inverse used by the writer (LINEAR16 recipe of the training exporter).
+
+lc0 <= 0.32 dequantised LINEAR16 as ``u/65535 * (max-min) + min`` (``src/utils/weights_adapter.cc``
+of v0.32.1). Both formulas round differently; on real nets whose batch-norm variance layers span a
+wide range the difference reaches ~1e-3 in the logits. ``lc0_032_linear16()`` switches decoding
+to the old formula within a ``with`` block, so tests can compare with lc0 0.32.1 bit for bit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +32,18 @@ _ELEMENT_SIZE = {
 }
 
 ENCODING_NAMES = {e.name.lower(): e for e in _ELEMENT_SIZE}
+
+_LC0_032_LINEAR16: contextvars.ContextVar[bool] = contextvars.ContextVar("lc0_032_linear16", default=False)
+
+
+@contextlib.contextmanager
+def lc0_032_linear16() -> Iterator[None]:
+    """Within the block, decode LINEAR16 with lc0 0.32's ``u/65535*(max-min)+min`` (float32)."""
+    token = _LC0_032_LINEAR16.set(True)
+    try:
+        yield
+    finally:
+        _LC0_032_LINEAR16.reset(token)
 
 
 def layer_encoding(layer: Any) -> WeightsEncoding:
@@ -54,7 +74,13 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
         raise WeightsFormatError(
             f"{name}: {len(raw)} bytes of {encoding.name} data is not a multiple of {size}"
         )
-    if encoding == WeightsEncoding.LINEAR16:
+    if encoding == WeightsEncoding.LINEAR16 and _LC0_032_LINEAR16.get():
+        values = np.frombuffer(raw, dtype="<u2").astype(np.float32)
+        lo = np.float32(layer.min_val)
+        np.divide(values, np.float32(65535.0), out=values)
+        values *= np.float32(np.float32(layer.max_val) - lo)
+        values += lo
+    elif encoding == WeightsEncoding.LINEAR16:
         # min*(1-θ) + max*θ with θ = u/65535, each step rounded to float32 as lc0 does; in place
         # (one temporary) because a T82 has 94 M of these values
         theta = np.frombuffer(raw, dtype="<u2").astype(np.float32)

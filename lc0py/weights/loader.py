@@ -43,6 +43,7 @@ from lc0py.weights.network import (
     ValueHead,
 )
 from lc0py.weights.normalize import fix_older_weights_file
+from lc0py.weights.residual import ResidualNetwork, is_residual, residual_network_from_proto
 
 #: The lc0 version whose loader rules lc0py follows (min_version gate, encoding gate).
 ENGINE_VERSION = (0, 33, 0)
@@ -124,7 +125,7 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
 
 
 def load_network(path: str | os.PathLike[str], policy_head: str = "vanilla",
-                 value_head: str = "winner") -> Network:
+                 value_head: str = "winner") -> Network | ResidualNetwork:
     """Load ``path`` and return the validated ``Network`` with the chosen heads.
 
     Raises ``WeightsFormatError`` (bad or inconsistent file), ``UnsupportedNetError`` (a valid lc0
@@ -220,8 +221,8 @@ def _check_kind(net: Any, source: str) -> None:
     if len(w.residual) > 0 and len(w.encoder) > 0:
         _unsupported(source, "hybrid networks (residual convolution tower feeding an attention body) "
                      "are not supported")
-    if len(w.residual) > 0 or kind in (NetworkKind.CLASSICAL_WITH_HEADFORMAT, NetworkKind.SE_WITH_HEADFORMAT):
-        _unsupported(source, "classical residual (convolutional) networks are not supported yet")
+    if is_residual(net):
+        return  # lc0py.weights.residual checks the rest
     if kind not in (NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
                     NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT):
         _unsupported(source, f"network format {_enum_name(NetworkKind, kind)} is not supported")
@@ -454,7 +455,7 @@ def _build_smolgen(r: _Reader, s: Any, p: str, e: int, heads: int, gs: int) -> S
 
 
 def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str = "winner",
-                       source: str = "<network>") -> Network:
+                       source: str = "<network>") -> Network | ResidualNetwork:
     """Build the validated ``Network`` from a parsed ``pblczero.Net``.
 
     ``net`` should come from ``load_proto`` (checked and normalised); normalisation is applied
@@ -462,6 +463,8 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     """
     fix_older_weights_file(net)
     _check_kind(net, source)
+    if is_residual(net):
+        return residual_network_from_proto(net, policy_head, value_head, source)
     r = _Reader(source)
     nf, w = net.format.network_format, net.weights
 

@@ -124,9 +124,74 @@ class Preset:
         return self
 
 
+RESIDUAL_POLICIES = ("convolution", "classical", "attention")
+
+
+@dataclass(frozen=True)
+class ResidualPreset:
+    """The shape and format of a generated classical residual (SE-ResNet) network."""
+
+    blocks: int
+    filters: int  # C
+    se: bool = True
+    se_hidden: int = 32  # SE fc1 outputs
+    policy: str = "convolution"  # convolution | classical | attention
+    policy_channels: int = 80  # convolution: P >= 73 (lc0's nets: 80); classical: 1x1 conv outputs
+    policy_embedding: int = 64  # attention: Pe
+    policy_dmodel: int = 64  # attention: Pd
+    policy_encoders: int = 0  # attention: policy encoder layers
+    policy_encoder_heads: int = 4
+    policy_encoder_ffn: int = 128
+    value_channels: int = 32
+    value_hidden: int = 128
+    moves_left: bool = True
+    moves_left_channels: int = 8
+    moves_left_hidden: int = 128
+    default_activation: str = "mish"  # relu | mish
+    input_format: int = int(InputFormat.CLASSICAL_112_PLANE)
+    wdl: bool = True
+
+    def validated(self) -> ResidualPreset:
+        """Return self, or raise ``UsageError`` naming the first inconsistent setting."""
+        positive = ("blocks", "filters", "se_hidden", "policy_channels", "policy_embedding", "policy_dmodel",
+                    "policy_encoder_heads", "policy_encoder_ffn", "value_channels", "value_hidden",
+                    "moves_left_channels", "moves_left_hidden")
+        for name in positive:
+            if int(getattr(self, name)) <= 0:
+                raise UsageError(f"{name} must be positive (got {getattr(self, name)})")
+        if self.policy not in RESIDUAL_POLICIES:
+            raise UsageError(f"policy '{self.policy}': unknown (available: {', '.join(RESIDUAL_POLICIES)})")
+        if self.policy == "convolution" and self.policy_channels < 73:
+            raise UsageError(f"policy_channels {self.policy_channels}: a convolution policy needs >= 73")
+        if self.policy_encoders < 0:
+            raise UsageError(f"policy_encoders must not be negative (got {self.policy_encoders})")
+        if self.policy_encoders and self.policy_embedding % self.policy_encoder_heads:
+            raise UsageError(f"policy_encoder_heads ({self.policy_encoder_heads}) must divide the policy "
+                             f"embedding size ({self.policy_embedding})")
+        if self.default_activation not in DEFAULT_ACTIVATIONS:
+            raise UsageError(
+                f"default activation '{self.default_activation}': unknown (available: relu, mish)")
+        _check_input_format(self.input_format)
+        return self
+
+    def summary(self) -> str:
+        return (f"{self.blocks}x{self.filters} residual{' SE' if self.se else ''}, {self.policy} policy, "
+                f"{'WDL' if self.wdl else 'classical'} value")
+
+
+def _check_input_format(value: int) -> None:
+    try:
+        InputFormat(value)
+    except ValueError:
+        valid = ", ".join(str(int(f)) for f in InputFormat if f != InputFormat.UNKNOWN)
+        raise UsageError(f"input format {value}: unknown (available: {valid})") from None
+    if value == InputFormat.UNKNOWN:
+        raise UsageError("input format 0 (INPUT_UNKNOWN) cannot be evaluated")
+
+
 _T82 = Preset(embedding_size=768, layers=15, heads=24, ffn_size=1024)
 
-PRESETS: dict[str, Preset] = {
+PRESETS: dict[str, Preset | ResidualPreset] = {
     "t82": _T82,
     "t82-h12": dataclasses.replace(_T82, heads=12),
     "t82-h8": dataclasses.replace(_T82, heads=8),
@@ -137,21 +202,28 @@ PRESETS: dict[str, Preset] = {
         policy_embedding=32, policy_dmodel=32, value_channels=8, value_hidden=32,
         moves_left_channels=4, moves_left_hidden=16, dense_embedding_size=4, embedding_ffn_size=64,
     ),
+    # residual (convolutional) bodies
+    "res-tiny": ResidualPreset(blocks=2, filters=16, se_hidden=4, value_channels=4, value_hidden=16,
+                               moves_left_channels=2, moves_left_hidden=8),
+    # a T40-era shape: 20x256 SE, convolution policy, WDL, moves-left
+    "res-20x256": ResidualPreset(blocks=20, filters=256, se_hidden=32, input_format=1),
+    # T78-like: 40x512 SE body, attention policy (SELU embedding), mish, canonical hectoplies input
+    "t78": ResidualPreset(blocks=40, filters=512, se_hidden=64, policy="attention", policy_embedding=512,
+                          policy_dmodel=512, input_format=int(InputFormat.WITH_CANONICALIZATION_HECTOPLIES)),
 }
 
-_OVERRIDE_TYPES = {f.name: f.type for f in dataclasses.fields(Preset)}
-
-
-def preset_config(preset: str = "tiny", **overrides: Any) -> Preset:
-    """The named preset with ``overrides`` (``Preset`` field names) applied and validated."""
+def preset_config(preset: str = "tiny", **overrides: Any) -> Any:
+    """The named preset (``Preset`` or ``ResidualPreset``) with ``overrides`` (its field names)
+    applied and validated."""
     if preset not in PRESETS:
         raise UsageError(f"preset '{preset}': unknown (available: {', '.join(PRESETS)})")
-    unknown = sorted(set(overrides) - set(_OVERRIDE_TYPES))
+    fields = [f.name for f in dataclasses.fields(PRESETS[preset])]
+    unknown = sorted(set(overrides) - set(fields))
     if unknown:
-        raise UsageError(f"unknown network setting(s): {', '.join(unknown)} "
-                         f"(available: {', '.join(_OVERRIDE_TYPES)})")
+        raise UsageError(f"unknown network setting(s) for preset {preset}: {', '.join(unknown)} "
+                         f"(available: {', '.join(fields)})")
     clean = {k: v for k, v in overrides.items() if v is not None}
-    for key in ("embedding", "default_activation", "ffn_activation", "smolgen_activation"):
+    for key in ("embedding", "default_activation", "ffn_activation", "smolgen_activation", "policy"):
         if key in clean:
             clean[key] = str(clean[key]).lower().replace("-", "_")
     if "policy_heads" in clean:
@@ -208,6 +280,10 @@ def random_network(preset: str = "tiny", seed: int = 0, **overrides: Any) -> Net
     Raises ``UsageError`` for an unknown preset or setting.
     """
     c = preset_config(preset, **overrides)
+    if isinstance(c, ResidualPreset):
+        from lc0py.weights.residual_random import random_residual_network
+
+        return random_residual_network(c, seed, preset)  # type: ignore[return-value]
     g = _Gen(seed)
     e, kind = c.embedding_size, EMBEDDINGS[c.embedding]
     effective = InputEmbedding.PE_DENSE if kind == InputEmbedding.PE_DENSE else InputEmbedding.PE_MAP

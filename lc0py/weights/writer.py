@@ -35,6 +35,7 @@ from lc0py.weights.network import (
     ValueHead,
     WeightsEncoding,
 )
+from lc0py.weights.residual import ResidualNetwork
 
 _POLICY_FIELDS = {"vanilla": "vanilla", "optimistic": "optimistic_st", "soft": "soft", "opponent": "opponent"}
 _VALUE_FIELDS = {"winner": "winner", "q": "q", "st": "st"}
@@ -108,10 +109,14 @@ def _same_dense(a: Dense, b: Dense) -> bool:
     return bool(np.array_equal(a.b, b.b))
 
 
-def network_to_proto(network: Network, encoding: str | WeightsEncoding = "linear16") -> Any:
+def network_to_proto(network: Network | ResidualNetwork, encoding: str | WeightsEncoding = "linear16") -> Any:
     """The ``pblczero.Net`` message for ``network`` with every layer in ``encoding``."""
     enc = _encoding(encoding)
     wr = _Writer(enc)
+    if isinstance(network, ResidualNetwork):
+        from lc0py.weights.residual_writer import residual_to_proto
+
+        return residual_to_proto(network, wr, enc)
     net = proto.Net()
     net.magic = proto.WEIGHT_MAGIC
     if network.license:
@@ -194,7 +199,7 @@ def _heads(network: Network, key: str, selected: str, head: Any) -> dict[str, An
 STORE_ABOVE_BYTES = 32 * 1024 * 1024
 
 
-def serialize_network(network: Network, encoding: str | WeightsEncoding = "linear16",
+def serialize_network(network: Network | ResidualNetwork, encoding: str | WeightsEncoding = "linear16",
                       gzip_output: bool = True, compresslevel: int | None = None) -> bytes:
     """The file bytes: serialised ``Net``, gzip-compressed with mtime 0 and no name (deterministic).
 
@@ -208,8 +213,9 @@ def serialize_network(network: Network, encoding: str | WeightsEncoding = "linea
     return data
 
 
-def save_network(network: Network, path: str | os.PathLike[str], encoding: str | WeightsEncoding = "linear16",
-                 gzip: bool = True, compresslevel: int | None = None) -> int:
+def save_network(network: Network | ResidualNetwork, path: str | os.PathLike[str],
+                 encoding: str | WeightsEncoding = "linear16", gzip: bool = True,
+                 compresslevel: int | None = None) -> int:
     """Write ``network`` to ``path`` atomically; return the number of bytes written.
 
     ``gzip=False`` writes the plain protobuf (lc0 loads both); ``compresslevel`` as in

@@ -25,7 +25,7 @@ import numpy as np
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
-from lc0py.errors import BackendOptionError
+from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
 
 log = logging.getLogger("lc0py.backends.gpu")
@@ -53,6 +53,9 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
+        if not isinstance(network, Network):
+            raise UnsupportedNetError(f"--backend '{name}': residual (convolutional) networks are not "
+                                      "supported by the GPU backends yet; use --backend numpy or onnx-cpu")
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
         max_batch = options.take("max_batch", 256)

@@ -1,0 +1,115 @@
+"""Write a ``ResidualNetwork`` as an lc0 weights file (the residual half of ``writer.py``).
+
+Convolutions are stored folded: ``weights`` + ``biases`` and no batch-norm fields, which every lc0
+reads as "no batch norm" (``network_legacy.cc``). Multi-head residual nets keep their heads in
+``policy_heads``/``value_heads`` like attention nets. The format is written explicitly:
+``NETWORK_SE_WITH_HEADFORMAT`` when any block has an SE unit, else
+``NETWORK_CLASSICAL_WITH_HEADFORMAT``; activations of the attention body are left unset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lc0py.weights import proto
+from lc0py.weights.network import MovesLeftFormat, NetworkKind, WeightsEncoding
+from lc0py.weights.residual import (
+    ClassicalPolicyHead,
+    Conv,
+    ConvPolicyHead,
+    ConvValueHead,
+    ResidualAttentionPolicyHead,
+    ResidualNetwork,
+    ResidualPolicy,
+)
+
+_POLICY_FIELDS = {"vanilla": "vanilla", "optimistic": "optimistic_st", "soft": "soft", "opponent": "opponent"}
+_VALUE_FIELDS = {"winner": "winner", "q": "q", "st": "st"}
+
+
+def residual_to_proto(network: ResidualNetwork, wr: Any, enc: WeightsEncoding) -> Any:
+    """The ``pblczero.Net`` for ``network``; ``wr`` is ``writer._Writer`` (encodes the layers)."""
+    net = proto.Net()
+    net.magic = proto.WEIGHT_MAGIC
+    if network.license:
+        net.license = network.license
+    min_version = (0, 30, 0) if enc == WeightsEncoding.LINEAR16 else (0, 33, 0)
+    net.min_version.major, net.min_version.minor, net.min_version.patch = min_version
+    if min_version < (0, 33, 0):
+        net.format.weights_encoding = proto.Format.LINEAR16
+
+    f = network.format
+    multihead = len(network.available_policy_heads) > 1 or len(network.available_value_heads) > 1
+    nf = net.format.network_format
+    nf.input = int(f.input)
+    nf.output = int(f.output)
+    se = network.se_blocks > 0
+    nf.network = int(NetworkKind.SE_WITH_HEADFORMAT if se else NetworkKind.CLASSICAL_WITH_HEADFORMAT)
+    nf.policy = int(f.policy)
+    nf.value = int(f.value)
+    nf.moves_left = int(MovesLeftFormat.V1 if network.moves_left is not None else MovesLeftFormat.NONE)
+    nf.default_activation = int(f.default_activation)
+
+    w = net.weights
+    _conv(wr, w.input, network.input)
+    for block in network.blocks:
+        res = w.residual.add()
+        _conv(wr, res.conv1, block.conv1)
+        _conv(wr, res.conv2, block.conv2)
+        if block.se is not None:
+            wr.dense(res.se, "w1", "b1", block.se.fc1)
+            wr.dense(res.se, "w2", "b2", block.se.fc2)
+
+    if multihead:
+        policies = _heads(network, "policy_heads", network.policy)
+        values = _heads(network, "value_heads", network.value)
+        for name, head in policies.items():
+            if name in _POLICY_FIELDS:
+                _policy(wr, getattr(w.policy_heads, _POLICY_FIELDS[name]), head)
+        for name, vhead in values.items():
+            if name in _VALUE_FIELDS:
+                _value(wr, getattr(w.value_heads, _VALUE_FIELDS[name]), vhead)
+    else:
+        _policy(wr, w, network.policy)
+        _value(wr, w, network.value)
+
+    if network.moves_left is not None:
+        m = network.moves_left
+        _conv(wr, w.moves_left, m.conv)
+        wr.dense(w, "ip1_mov_w", "ip1_mov_b", m.fc1)
+        wr.dense(w, "ip2_mov_w", "ip2_mov_b", m.fc2)
+    return net
+
+
+def _conv(wr: Any, msg: Any, conv: Conv) -> None:
+    wr.put(msg.weights, conv.w)
+    wr.put(msg.biases, conv.b)
+
+
+def _policy(wr: Any, msg: Any, head: ResidualPolicy) -> None:
+    if isinstance(head, ConvPolicyHead):
+        _conv(wr, msg.policy1, head.conv1)
+        _conv(wr, msg.policy, head.conv2)
+    elif isinstance(head, ClassicalPolicyHead):
+        _conv(wr, msg.policy, head.conv)
+        wr.dense(msg, "ip_pol_w", "ip_pol_b", head.fc)
+    else:
+        assert isinstance(head, ResidualAttentionPolicyHead)
+        wr.policy(msg, head.head)
+        for layer in head.encoders:
+            wr.encoder(msg.pol_encoder.add(), layer)
+        if head.encoders:
+            msg.pol_headcount = head.encoder_heads
+
+
+def _value(wr: Any, msg: Any, head: ConvValueHead) -> None:
+    _conv(wr, msg.value, head.conv)
+    wr.dense(msg, "ip1_val_w", "ip1_val_b", head.fc1)
+    wr.dense(msg, "ip2_val_w", "ip2_val_b", head.fc2)
+
+
+def _heads(network: ResidualNetwork, key: str, head: Any) -> dict[str, Any]:
+    heads = network.extra.get(key)
+    if isinstance(heads, dict) and heads:
+        return dict(heads)
+    return {"vanilla" if key == "policy_heads" else "winner": head}
