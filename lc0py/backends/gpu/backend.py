@@ -25,7 +25,7 @@ import numpy as np
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
-from lc0py.errors import BackendOptionError, UnsupportedNetError
+from lc0py.errors import BackendOptionError
 from lc0py.weights.network import Network
 
 log = logging.getLogger("lc0py.backends.gpu")
@@ -53,9 +53,7 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
-        if not isinstance(network, Network):
-            raise UnsupportedNetError(f"--backend '{name}': residual (convolutional) networks are not "
-                                      "supported by the GPU backends yet; use --backend numpy or onnx-cpu")
+        residual = not isinstance(network, Network)  # a ResidualNetwork (SE-ResNet body)
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
         max_batch = options.take("max_batch", 256)
@@ -75,7 +73,7 @@ class GpuBackend(BackendBase):
         self.network = network
         self.platform = create_platform(vendor, device)
         self.tuned_from: str | None = None
-        if use_tuned and flash:
+        if use_tuned and flash and not residual:
             found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
             if found is not None:
                 tuned, path = found
