@@ -10,7 +10,9 @@ transposition, permutation or table fails here, before any device run. The truth
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,8 +30,10 @@ from lc0py.backends.gpu.weights_residual import (
 from lc0py.errors import UnsupportedNetError
 from lc0py.model import cast_network, forward
 from lc0py.model.activations import activation
+from lc0py.weights.loader import load_network
 from lc0py.weights.network import Activation
 from lc0py.weights.presets import random_network
+from tests.backends.conformance import random_batch
 
 
 def im2col(x: np.ndarray) -> np.ndarray:
@@ -162,3 +166,22 @@ def test_policy_encoders_are_refused_in_one_line() -> None:
                          policy_encoders=1, policy_encoder_heads=4, policy_encoder_ffn=32)
     with pytest.raises(UnsupportedNetError, match="policy encoder"):
         residual_shape(net)
+
+
+SHARED_NETS = Path(__file__).resolve().parents[3] / ".." / "shared" / "nets"
+
+
+@pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
+def test_packed_real_net_reproduces_reference(name: str, tmp_path: Path) -> None:
+    """A real residual net (batch norm folded by the loader), copied into tmp; skipped without it."""
+    src = SHARED_NETS / f"{name}.pb.gz"
+    if not src.is_file():
+        pytest.skip(f"{src} is not here")
+    path = tmp_path / src.name
+    shutil.copyfile(src, path)
+    net = load_network(path)
+    batch = random_batch(4, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+    planes = batch.dense(np.float64)
+    ref = forward(cast_network(net, np.float64), planes, np.float64)
+    policy, wdl, _ = emulate_residual(net, planes)
+    assert _rel(policy, ref.policy) < 1e-10 and _rel(wdl, ref.wdl) < 1e-10
