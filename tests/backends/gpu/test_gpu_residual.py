@@ -2,7 +2,7 @@
 
 Marked ``gpu`` (skipped without an NVIDIA GPU). Random nets: res-tiny with each policy head,
 with and without SE, WDL and classical value; res-20x256 with two blocks (the real widths); real
-nets maia-1100 / meangirl-8 copied from ``../shared/nets`` into tmp (skipped when absent).
+nets maia-1100 / meangirl-8 copied from ``../shared/nets`` or ``.nets/`` into tmp (skipped when absent).
 fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included.
 """
 
@@ -28,7 +28,9 @@ from tests.backends.conformance import (
 
 pytestmark = pytest.mark.gpu
 
-SHARED_NETS = Path(__file__).resolve().parents[3] / ".." / "shared" / "nets"
+ROOT = Path(__file__).resolve().parents[3]
+# ../shared/nets beside the clone (CI), or .nets/ in it (ignored; carried to a GPU machine)
+NET_DIRS = (ROOT / ".." / "shared" / "nets", ROOT / ".nets")
 
 NETS = {
     "res-tiny-conv": ("res-tiny", {}),
@@ -90,9 +92,10 @@ def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> Non
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
 @pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
 def test_real_residual_net(cuda_platform, name: str, fp16: bool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    src = SHARED_NETS / f"{name}.pb.gz"
-    if not src.is_file():
-        pytest.skip(f"{src} is not here")
+    found = [d / f"{name}.pb.gz" for d in NET_DIRS if (d / f"{name}.pb.gz").is_file()]
+    if not found:
+        pytest.skip(f"{name}.pb.gz is in none of {[str(d) for d in NET_DIRS]}")
+    src = found[0]
     path = tmp_path / src.name
     shutil.copyfile(src, path)
     _check(cuda_platform, load_network(path), fp16, name)
