@@ -26,6 +26,7 @@ from lc0py.errors import BackendUnavailable, Lc0pyError
 if TYPE_CHECKING:
     from lc0py.backends.base import Backend
     from lc0py.weights.network import Network
+    from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends")
 
@@ -87,7 +88,7 @@ def available_backends() -> list[str]:
 
 def create_backend(
     name: str | None = None,
-    weights: str | Path | Network | None = None,
+    weights: str | Path | Network | ResidualNetwork | None = None,
     options: str | dict[str, str] | None = None,
 ) -> Backend:
     """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
@@ -95,12 +96,13 @@ def create_backend(
     ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net.
     """
     from lc0py.weights.network import Network as _Network
+    from lc0py.weights.residual import ResidualNetwork as _ResidualNetwork
 
     name = (name or AUTO).strip().lower()
     opts = BackendOptions.parse(options, backend=name)
     policy_head = opts.take("policy_head", "vanilla")
     value_head = opts.take("value_head", "winner")
-    if isinstance(weights, _Network):
+    if isinstance(weights, _Network | _ResidualNetwork):
         network = weights
         if (policy_head, value_head) != (network.policy_head_name, network.value_head_name):
             raise BackendUnavailable(

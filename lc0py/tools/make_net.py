@@ -7,6 +7,7 @@ the same file bytes, so a generated file can be committed and checked by SHA-256
 Example::
 
     lc0py make-net --preset t82-h12 --layers 2 --seed 3 --encoding float16 -o t82h12-2l.pb.gz
+    lc0py make-net --preset res-20x256 --blocks 10 --policy classical -o res10.pb.gz
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ import sys
 
 from lc0py.errors import UsageError
 from lc0py.weights.decode import ENCODING_NAMES
-from lc0py.weights.presets import ACTIVATIONS, EMBEDDINGS, PRESETS, preset_config, random_network
+from lc0py.weights.presets import (
+    ACTIVATIONS,
+    EMBEDDINGS,
+    PRESETS,
+    RESIDUAL_POLICIES,
+    ResidualPreset,
+    preset_config,
+    random_network,
+)
 from lc0py.weights.writer import serialize_network, write_atomically
 
 
@@ -51,6 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     shape.add_argument("--default-activation", metavar="ACT", help="relu or mish")
     shape.add_argument("--ffn-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")
     shape.add_argument("--smolgen-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")
+    res = parser.add_argument_group("residual presets (res-tiny, res-20x256, t78)")
+    res.add_argument("--blocks", type=int, metavar="N", help="residual blocks")
+    res.add_argument("--filters", type=int, metavar="N", help="residual tower width C")
+    res.add_argument("--no-se", action="store_true", help="no squeeze-and-excitation units")
+    res.add_argument("--policy", metavar="KIND", help=f"policy head: {', '.join(RESIDUAL_POLICIES)}")
     parser.add_argument("--no-gzip", action="store_true", help="write the plain protobuf (lc0 loads it too)")
 
 
@@ -68,7 +82,12 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
         "default_activation": args.default_activation,
         "ffn_activation": args.ffn_activation,
         "smolgen_activation": args.smolgen_activation,
+        "blocks": args.blocks,
+        "filters": args.filters,
+        "policy": args.policy,
     }
+    if args.no_se:
+        out["se"] = False
     if args.no_smolgen:
         out["smolgen"] = False
     if args.no_moves_left:
@@ -103,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
     data = serialize_network(network, args.encoding.lower(), gzip_output=not args.no_gzip)
     write_atomically(args.output, data)
     digest = hashlib.sha256(data).hexdigest()
+    if isinstance(config, ResidualPreset):
+        shape = config.summary()
+    else:
+        shape = f"E={config.embedding_size} L={config.layers} H={config.heads} {config.embedding}"
     print(
-        f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, "
-        f"E={config.embedding_size} L={config.layers} H={config.heads} {config.embedding}, "
+        f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, {shape}, "
         f"{network.parameter_count()} parameters, {len(data)} bytes, sha256 {digest}",
         file=sys.stdout,
     )

@@ -38,7 +38,8 @@ def _mutated(mutate: Callable[[Any], None]) -> Callable[[bytes], bytes]:
     return make
 
 
-def _classical(m: Any) -> None:
+def _residual_without_input(m: Any) -> None:
+    """A residual (NETWORK_SE) file whose input convolution is missing."""
     m.format.network_format.network = 2  # NETWORK_SE, normalised to SE_WITH_HEADFORMAT
     del m.weights.encoder[:]
     m.weights.residual.add().conv1.weights.params = b"\0\0" * 9
@@ -58,9 +59,9 @@ CONTAINER = [
 ]
 NETWORK = [
     (
-        "classical-residual",
-        _mutated(_classical),
-        "classical residual (convolutional) networks are not supported yet",
+        "residual-without-input-conv",
+        _mutated(_residual_without_input),
+        "input.weights has 0 values, expected a non-zero multiple of 1008 (C x 112 x 3 x 3)",
     ),
     (
         "wrong-layer-size",

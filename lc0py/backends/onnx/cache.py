@@ -33,7 +33,7 @@ MIN_PARAMETERS = 2_000_000
 MAX_FILES = 4
 FORMAT_VERSION = 1
 _OFF = {"", "0", "off", "none", "false", "no"}
-_SOURCES = ("export.py", "graph.py")  # the exporter: a change here must miss the cache
+_SOURCES = ("export.py", "export_residual.py", "graph.py")  # the exporter: a change here must miss the cache
 
 
 def cache_folder() -> Path | None:

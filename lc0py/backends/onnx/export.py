@@ -1,4 +1,7 @@
-"""Export an attention-body ``Network`` to an ONNX model (``onnx.helper`` only, no torch).
+"""Export an lc0 network to an ONNX model (``onnx.helper`` only, no torch).
+
+Residual (convolutional) nets are emitted by ``export_residual.py``; this module holds the shared
+building blocks and the attention-body graph.
 
 The graph is the forward pass of ``docs/attention-body.md`` with lc0's tensor names:
 
@@ -51,7 +54,9 @@ from lc0py.weights.network import (
     InputEmbedding,
     LayerNorm,
     Network,
+    PolicyHead,
 )
+from lc0py.weights.residual import ResidualNetwork
 
 try:  # the graph helpers need onnx; say how to get it instead of a bare ImportError
     import onnx
@@ -77,7 +82,7 @@ _ACTIVATIONS = {
 
 
 def network_to_onnx(
-    network: Network,
+    network: Network | ResidualNetwork,
     *,
     fp16: bool = False,
     batch_size: int | None = None,
@@ -104,9 +109,16 @@ def network_to_onnx(
         )
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be positive (or None for dynamic)")
-    _check_supported(network)
+    float_type = np.float16 if fp16 else np.float32
+    exporter: _Exporter
+    if isinstance(network, ResidualNetwork):
+        from lc0py.backends.onnx.export_residual import ResidualExporter, check_residual_supported
 
-    exporter = _Exporter(network, np.float16 if fp16 else np.float32, opset, attention, wdl_softmax)
+        check_residual_supported(network)
+        exporter = ResidualExporter(network, float_type, opset, attention, wdl_softmax)
+    else:
+        _check_supported(network)
+        exporter = _Exporter(network, float_type, opset, attention, wdl_softmax)
     policy, value, mlh = exporter.build()
 
     g = exporter.g
@@ -116,18 +128,19 @@ def network_to_onnx(
     outputs.append(helper.make_tensor_value_info(value, g.onnx_float, [batch, 3 if network.value.wdl else 1]))
     if mlh is not None:
         outputs.append(helper.make_tensor_value_info(mlh, g.onnx_float, [batch, 1]))
+    residual = isinstance(network, ResidualNetwork)
     model = g.model(
         inputs,
         outputs,
         opset=opset,
-        graph_name="lc0py_attention_body",
+        graph_name="lc0py_residual" if residual else "lc0py_attention_body",
         producer="lc0py",
-        doc=_describe(network, fp16, attention),
+        doc=exporter.describe(fp16, attention),
     )
-    helper.set_model_props(
-        model,
-        {"lc0py.attention": attention, "lc0py.fp16": str(fp16).lower(), "lc0py.heads": str(network.heads)},
-    )
+    props = {"lc0py.attention": attention, "lc0py.fp16": str(fp16).lower()}
+    if not isinstance(network, ResidualNetwork):
+        props["lc0py.heads"] = str(network.heads)
+    helper.set_model_props(model, props)
     return model
 
 
@@ -176,6 +189,9 @@ class _Exporter:
         self.attention = attention
         self._smolgen_w: str | None = None
         self._mish_consts: tuple[str, str] | None = None
+
+    def describe(self, fp16: bool, attention: str) -> str:
+        return _describe(self.net, fp16, attention)
 
     # --- building blocks ---
     def activation(self, x: str, act: Activation, name: str) -> str:
@@ -385,9 +401,14 @@ class _Exporter:
 
     def policy_head(self, h: str) -> str:
         """Attention policy (§8): from/to logits, promotions, gather into lc0's 1858 order."""
-        g, net, pol = self.g, self.net, self.net.policy
+        net = self.net
+        p = self.dense(h, net.policy.embedding, "/policy/dense1", net.default_act)
+        return self.attention_policy(p, net.policy)
+
+    def attention_policy(self, p: str, pol: PolicyHead) -> str:
+        """The attention policy after its embedding: tokens ``[B·64, Pe]`` -> ``/output/policy``."""
+        g = self.g
         pd = pol.wq.n_out
-        p = self.dense(h, pol.embedding, "/policy/dense1", net.default_act)
         q = self.dense(p, pol.wq, "/policy/Q", scale=1.0 / math.sqrt(pd))
         q = g.reshape(q, [-1, 64, pd], "/policy/Q/reshape")
         k = self.dense(p, pol.wk, "/policy/K")

@@ -1,0 +1,164 @@
+"""The ONNX graph of a classical residual (SE-ResNet) network, with lc0's ``leela2onnx`` names.
+
+Same inputs and outputs as the attention-body export (``/input/planes`` -> ``/output/policy``,
+``/output/wdl`` or ``/output/value``, ``/output/mlh``). The tower stays NCHW ``[B, C, 8, 8]`` and
+uses ONNX ``Conv`` (same padding); node names follow lc0's converter (``src/neural/onnx/
+converter.cc``): ``/inputconv``, ``/block{i}/conv1``, ``/block{i}/conv2`` with ``/se`` and
+``/mixin`` (the skip), ``/policy/conv1``, ``/policy/conv2``, ``/policy/flatten`` and the
+``/const/mapping_table`` gather for convolution policies, ``/policy/conv`` + ``/policy/dense`` for
+classical ones, ``/value/conv``, ``/value/dense1``, ``/value/dense2``, ``/mlh/conv``, ....
+
+SE: ``GlobalAveragePool`` -> dense + activation -> dense -> split into scale (Sigmoid) and bias:
+``act(sigmoid(s)·y + t + x)``. An attention policy on a residual body turns the map into
+``[B·64, C]`` tokens, applies the SELU embedding and any policy encoder layers, then the shared
+attention-policy graph of ``export.py``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lc0py.backends.onnx.export import _Exporter
+from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_MLH, OUTPUT_POLICY, OUTPUT_VALUE, OUTPUT_WDL
+from lc0py.errors import UnsupportedNetError
+from lc0py.weights.network import Activation, EncoderLayer
+from lc0py.weights.residual import (
+    ClassicalPolicyHead,
+    Conv,
+    ConvPolicyHead,
+    ResidualAttentionPolicyHead,
+    ResidualNetwork,
+    SEUnit,
+)
+
+_ACTIVATIONS = (Activation.RELU, Activation.MISH)
+_POLICY_ACT = Activation.SELU  # lc0 hard-codes SELU for attention policies on residual bodies
+
+
+def check_residual_supported(network: ResidualNetwork) -> None:
+    """Refuse what the graph cannot express (one line)."""
+    if network.default_act not in _ACTIVATIONS:
+        act = network.default_act.name
+        raise UnsupportedNetError(f"ONNX export: default activation {act} is not supported")
+    if network.value.fc2.n_out not in (1, 3):
+        raise UnsupportedNetError(f"ONNX export: value head with {network.value.fc2.n_out} outputs")
+
+
+class ResidualExporter(_Exporter):
+    """Emits the graph of one residual network (reuses ``_Exporter``'s dense/activation/LN)."""
+
+    net: ResidualNetwork  # type: ignore[assignment]
+
+    def describe(self, fp16: bool, attention: str) -> str:
+        n = self.net
+        return (f"lc0 residual net: {n.num_blocks}x{n.filters}, {n.se_blocks} SE blocks, "
+                f"{type(n.policy).__name__}; dtype={'float16' if fp16 else 'float32'}")
+
+    def conv(self, x: str, conv: Conv, name: str, act: Activation = Activation.NONE) -> str:
+        g = self.g
+        pad = (conv.kernel - 1) // 2
+        y = g.op("Conv", [x, g.weight(name + "/w", conv.w), g.weight(name + "/b", conv.b)], name,
+                 kernel_shape=[conv.kernel, conv.kernel], pads=[pad] * 4)
+        return self.activation(y, act, name)
+
+    def squeeze_excite(self, y: str, se: SEUnit, name: str) -> str:
+        """``sigmoid(s)·y + t`` for ``(s, t) = fc2(act(fc1(mean over squares of y)))``."""
+        g, c = self.g, self.net.filters
+        pooled = g.op("Flatten", [g.op("GlobalAveragePool", [y], name + "/reduce_mean")], name + "/flatten")
+        z = self.dense(pooled, se.fc1, name + "/matmul1", self.net.default_act)
+        z = self.dense(z, se.fc2, name + "/matmul2")
+        z = g.reshape(z, [-1, 2 * c, 1, 1], name + "/reshape")
+        scale = g.op("Sigmoid", [g.slice(z, [0], [c], [1], name + "/split/scale")], name + "/sigmoid")
+        bias = g.slice(z, [c], [2 * c], [1], name + "/split/bias")
+        return g.op("Add", [g.op("Mul", [scale, y], name + "/mul"), bias], name + "/add3")
+
+    def build(self) -> tuple[str, str, str | None]:
+        net = self.net
+        act = net.default_act
+        h = self.conv(INPUT_PLANES, net.input, "/inputconv", act)
+        for i, block in enumerate(net.blocks):
+            name = f"/block{i}"
+            y = self.conv(h, block.conv1, name + "/conv1", act)
+            y = self.conv(y, block.conv2, name + "/conv2")
+            if block.se is not None:
+                y = self.squeeze_excite(y, block.se, name + "/conv2/se")
+            y = self.g.op("Add", [y, h], name + "/conv2/mixin")
+            h = self.activation(y, act, name + "/conv2")
+        return self.residual_policy(h), self.residual_value(h), self.residual_moves_left(h)
+
+    def residual_policy(self, h: str) -> str:
+        g, head, act = self.g, self.net.policy, self.net.default_act
+        if isinstance(head, ConvPolicyHead):
+            p = self.conv(h, head.conv1, "/policy/conv1", act)
+            p = self.conv(p, head.conv2, "/policy/conv2")
+            p = g.reshape(p, [-1, head.conv2.n_out * 64], "/policy/flatten")
+            index = g.int64("/const/mapping_table", _conv_policy_gather())
+            return g.op("Gather", [p, index], OUTPUT_POLICY, axis=1)
+        if isinstance(head, ClassicalPolicyHead):
+            p = self.conv(h, head.conv, "/policy/conv", act)
+            p = g.reshape(p, [-1, head.conv.n_out * 64], "/policy/reshape")
+            p = self.dense(p, head.fc, "/policy/dense")
+            return g.op("Identity", [p], OUTPUT_POLICY)
+        assert isinstance(head, ResidualAttentionPolicyHead)
+        c = self.net.filters
+        t = g.transpose(g.reshape(h, [-1, c, 64], "/policy/tokens/reshape"), [0, 2, 1], "/policy/tokens")
+        t = g.reshape(t, [-1, c], "/policy/tokens/flatten")  # [B·64, C]
+        p = self.dense(t, head.head.embedding, "/policy/dense1", _POLICY_ACT)
+        for i, layer in enumerate(head.encoders):
+            p = self.policy_encoder(p, layer, head.encoder_heads, f"/policy/enc_layer_{i}")
+        return self.attention_policy(p, head.head)
+
+    def policy_encoder(self, x: str, layer: EncoderLayer, heads: int, name: str) -> str:
+        """Post-LN encoder layer without DeepNorm scaling, SELU FFN (policy encoders of residual nets)."""
+        g = self.g
+        d_model = layer.q.n_out
+        depth = d_model // heads
+        split = [-1, 64, heads, depth]
+        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
+        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
+        k = self.dense(x, layer.k, name + "/mha/K")
+        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
+        v = self.dense(x, layer.v, name + "/mha/V")
+        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
+        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")
+        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
+        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")
+        o = g.reshape(g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose"), [-1, d_model],
+                      name + "/mha/out/reshape")
+        y = self.dense(o, layer.out, name + "/mha/out/dense")
+        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
+        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", _POLICY_ACT)
+        f = self.dense(f, layer.ffn2, name + "/ffn/dense2")
+        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+
+    def residual_value(self, h: str) -> str:
+        g, head, act = self.g, self.net.value, self.net.default_act
+        v = self.conv(h, head.conv, "/value/conv", act)
+        v = g.reshape(v, [-1, head.conv.n_out * 64], "/value/reshape")
+        v = self.dense(v, head.fc1, "/value/dense1", act)
+        v = self.dense(v, head.fc2, "/value/dense2")
+        if head.wdl:
+            if not self.wdl_softmax:
+                return g.op("Identity", [v], OUTPUT_WDL)
+            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
+        return g.op("Tanh", [v], OUTPUT_VALUE)
+
+    def residual_moves_left(self, h: str) -> str | None:
+        g, head, act = self.g, self.net.moves_left, self.net.default_act
+        if head is None:
+            return None
+        m = self.conv(h, head.conv, "/mlh/conv", act)
+        m = g.reshape(m, [-1, head.conv.n_out * 64], "/mlh/reshape")
+        m = self.dense(m, head.fc1, "/mlh/dense1", act)
+        m = self.dense(m, head.fc2, "/mlh/dense2")
+        if head.fc2.b is not None:
+            return g.op("Relu", [m], OUTPUT_MLH)
+        return g.op("Identity", [m], OUTPUT_MLH)
+
+
+def _conv_policy_gather() -> np.ndarray:
+    from lc0py.model.tables import conv_policy_gather
+
+    return np.asarray(conv_policy_gather(), dtype=np.int64)

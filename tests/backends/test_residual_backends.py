@@ -1,0 +1,55 @@
+"""Residual (SE-ResNet) nets behind the backend interface: numpy fp32/fp64 and onnx-cpu against the
+float64 reference on every generated format variant, and the GPU backends' one-line refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lc0py.backends.options import BackendOptions
+from lc0py.backends.registry import create_backend
+from lc0py.errors import UnsupportedNetError
+from lc0py.weights import random_network, save_network
+from lc0py.weights.residual import ResidualNetwork
+from tests.backends.conformance import RTOL_FP32, check_backend_against_reference
+
+VARIANTS = {
+    "conv": {},
+    "classical": dict(policy="classical", policy_channels=8, wdl=False, default_activation="relu"),
+    "attention": dict(policy="attention", policy_embedding=16, policy_dmodel=24, policy_encoders=1,
+                      policy_encoder_heads=2, policy_encoder_ffn=32, moves_left=False, input_format=4),
+    "no-se": dict(se=False, input_format=3),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("precision", ["fp32", "fp64"])
+def test_numpy_backend(name: str, precision: str) -> None:
+    net = random_network("res-tiny", seed=11, **VARIANTS[name])
+    backend = create_backend("numpy", net, f"precision={precision}")
+    assert backend.info.has_wdl == net.has_wdl and backend.info.has_moves_left == net.has_moves_left
+    check_backend_against_reference(backend, net, RTOL_FP32 if precision == "fp32" else 1e-6)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_onnx_cpu_backend(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("LC0PY_ONNX_CACHE", "off")
+    path = tmp_path / "net.pb.gz"
+    save_network(random_network("res-tiny", seed=12, **VARIANTS[name]), path)
+    backend = create_backend("onnx-cpu", path)
+    from lc0py.weights import load_network
+
+    net = load_network(path)
+    assert isinstance(net, ResidualNetwork)
+    check_backend_against_reference(backend, net, RTOL_FP32)
+
+
+def test_gpu_backend_refuses_residual_nets_in_one_line() -> None:
+    from lc0py.backends.gpu.backend import create_cuda
+
+    with pytest.raises(UnsupportedNetError) as info:
+        create_cuda(random_network("res-tiny"), BackendOptions.parse("", backend="cuda"))
+    message = str(info.value)
+    assert "\n" not in message and "residual" in message and "cuda" in message
