@@ -25,7 +25,7 @@ import numpy as np
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
-from lc0py.errors import BackendOptionError
+from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
 
 log = logging.getLogger("lc0py.backends.gpu")
@@ -54,6 +54,13 @@ class GpuBackend(BackendBase):
 
         self.name = name
         residual = not isinstance(network, Network)  # a ResidualNetwork (SE-ResNet body)
+        if residual:  # what the residual GPU path does not run is refused before any device work
+            from lc0py.backends.gpu.weights_residual import residual_shape
+
+            try:
+                residual_shape(network)
+            except UnsupportedNetError as exc:
+                raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
         max_batch = options.take("max_batch", 256)
