@@ -32,6 +32,7 @@ log = logging.getLogger("lc0py.backends.gpu")
 
 KNOWN_OPTIONS = (
     "flash",
+    "winograd",
     "graphs",
     "max_batch",
     "gpu",
@@ -67,6 +68,7 @@ class GpuBackend(BackendBase):
         device = options.take("gpu", 0)
         self._verify = options.take("verify", False)
         use_tuned = options.take("tuned", True)
+        winograd = options.take("winograd", False)  # residual nets: Winograd F(4x4,3x3) convolutions
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(
@@ -95,6 +97,7 @@ class GpuBackend(BackendBase):
                 graphs=graphs,
                 max_batch=max_batch,
                 flash_overrides=overrides,
+                winograd=winograd,
             )
         except BaseException:
             self.platform.close()

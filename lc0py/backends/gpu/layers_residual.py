@@ -21,7 +21,7 @@ they only read ``x``.
 
 from __future__ import annotations
 
-from lc0py.backends.gpu.layers import AttentionPolicyHead, MovesLeftHead, Tap, ValueHead
+from lc0py.backends.gpu.layers import ACT_NONE, AttentionPolicyHead, MovesLeftHead, Tap, ValueHead
 from lc0py.backends.gpu.ops import GpuOps
 from lc0py.backends.gpu.weights import (
     PLANES,
@@ -47,16 +47,31 @@ RESIDUAL_ATTENTION_POLICY_ACT = Activation.SELU
 
 
 class Conv3x3:
-    """``out = act(im2col(x) · Wᵀ + b)`` (``act`` None: the GEMM only, bias left to the caller)."""
+    """``out = act(conv3x3(x) + b)`` (``act`` None: no bias, no activation -- left to the caller).
 
-    def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None) -> None:
-        self.w, self.c_in, self.c_out, self.act = w, c_in, c_out, act
+    im2col: ``im2col3x3`` kernel, one GEMM ``[B*64, 9Cin] x [Cout, 9Cin]ᵀ``, bias/act kernel.
+    Winograd F(4x4,3x3): ``winograd_input`` -> ``V [36, B*4, Cin]``, 36 batched GEMMs with
+    ``U [36, Cout, Cin]`` -> ``M``, ``winograd_output`` (inverse transform + bias + act).
+    """
 
-    def forward(self, ops: GpuOps, x: int, cols: int, out: int, m: int) -> None:
-        ops.im2col3x3(x, cols, m, self.c_in)
-        ops.dense(cols, m, 9 * self.c_in, self.w.w, self.c_out, out)
+    def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
+        self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
+
+    def forward(self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int) -> None:
+        cin, cout = self.c_in, self.c_out
+        if self.winograd:
+            tiles = bsz * 4
+            ops.winograd_input(x, buf.wino_v, bsz, cin)
+            ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
+                     batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
+            bias, act = (self.w.b, self.act) if self.act is not None else (0, ACT_NONE)
+            ops.winograd_output(buf.wino_m, bias, out, bsz, cout, act)
+            return
+        m = bsz * SEQ
+        ops.im2col3x3(x, buf.cols, m, cin)
+        ops.dense(buf.cols, m, 9 * cin, self.w.w, cout, out)
         if self.act is not None:
-            ops.bias_act(out, self.w.b, m, self.c_out, self.act)
+            ops.bias_act(out, self.w.b, m, cout, self.act)
 
 
 class ResidualBlock:
@@ -66,13 +81,12 @@ class ResidualBlock:
         self, w: ResidualBlockWeights[int], s: ResidualShape, act: int, index: int, se_hidden: int
     ) -> None:
         self.w, self.s, self.act, self.index, self.se_hidden = w, s, act, index, se_hidden
-        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act)
-        self.conv2 = Conv3x3(w.conv2, s.C, s.C, None)
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
+        self.conv2 = Conv3x3(w.conv2, s.C, s.C, None, s.winograd)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
-        m = bsz * SEQ
-        self.conv1.forward(ops, buf.x, buf.cols, buf.x1, m)
-        self.conv2.forward(ops, buf.x1, buf.cols, buf.conv, m)
+        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
         se = self.w.se
         gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b) if se is not None else None
         ops.se_residual(buf.conv, self.w.conv2.b, buf.x, buf.x, gate, self.s.C, self.se_hidden, self.act, bsz)
@@ -83,14 +97,13 @@ class ConvPolicyHead:
 
     def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int) -> None:
         self.w, self.s = w, s
-        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act)
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
+        self.conv2 = Conv3x3(ConvWeights(w.conv2_w, 0), s.C, s.P, None, s.winograd)  # bias: in the gather
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
         w, s = self.w, self.s
-        m = bsz * SEQ
-        self.conv1.forward(ops, buf.x, buf.cols, buf.x1, m)
-        ops.im2col3x3(buf.x1, buf.cols, m, s.C)
-        ops.dense(buf.cols, m, 9 * s.C, w.conv2_w, s.P, buf.conv)
+        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
         ops.gather_bias(buf.conv, SEQ * s.P, w.gather, w.out_bias, buf.out_policy, bsz)
 
 
@@ -121,7 +134,7 @@ class GpuResidualModel:
         self.s = s
         act = activation_code(net.default_act)
         ops.prepare_residual()
-        self.input = Conv3x3(w.input, PLANES, s.C, act)
+        self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
         self.blocks = [
             ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0)
             for i, (bw, b) in enumerate(zip(w.blocks, net.blocks, strict=True))
@@ -143,7 +156,7 @@ class GpuResidualModel:
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None = None) -> None:
         ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
-        self.input.forward(ops, buf.tokens, buf.cols, buf.x, bsz * SEQ)
+        self.input.forward(ops, buf, buf.tokens, buf.x, bsz)
         if tap is not None:
             tap("input", buf.x, self.s.C)
         for block in self.blocks:

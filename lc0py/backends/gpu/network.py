@@ -59,6 +59,7 @@ class GpuNetwork:
         graphs: bool = True,
         max_batch: int = 256,
         flash_overrides: dict[str, int] | None = None,
+        winograd: bool = False,
     ) -> None:
         self.p = platform
         self.net = network
@@ -70,10 +71,10 @@ class GpuNetwork:
         self.model: GpuModel | GpuResidualModel
         if isinstance(network, ResidualNetwork):
             # a classical residual (SE-ResNet) body: convolutions as im2col + GEMM, no attention
-            rshape = residual_shape(network)
+            rshape = residual_shape(network, winograd)
             self.shape: NetShape | ResidualShape = rshape
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
-            rweights = self._upload(pack_residual_model(network, self.np_dtype))
+            rweights = self._upload(pack_residual_model(network, self.np_dtype, winograd))
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape)
             ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)

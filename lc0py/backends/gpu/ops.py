@@ -205,6 +205,20 @@ class GpuOps:
         self.k_im2col = self.function("residual.hip", "im2col3x3", {})
         self.k_se = self.function("residual.hip", "se_residual", {})
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
+        self.k_wino_in = self.function("residual.hip", "winograd_input", {})
+        self.k_wino_out = self.function("residual.hip", "winograd_output", {})
+
+    def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
+        """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
+        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        args = [P(x), P(v), I(bsz), I(c)]
+        self.p.launch(self.k_wino_in, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+
+    def winograd_output(self, m: int, bias: int, y: int, bsz: int, c: int, act: int) -> None:
+        """NHWC ``y = act(Aᵀ M A + bias)`` from the 36 GEMM outputs (``bias`` 0: none)."""
+        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        args = [P(m), P(bias), P(y), I(bsz), I(c), I(act)]
+        self.p.launch(self.k_wino_out, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
 
     def im2col3x3(self, x: int, cols: int, rows: int, c: int) -> None:
         """``cols[r, t*c + k] = x[neighbour(r, t), k]`` (0 off the board): ``[rows, c]`` -> ``[rows, 9c]``."""

@@ -17,6 +17,9 @@ Pure numpy, no device (tested without a GPU). Activations are NHWC rows ``[B*64,
   the per-square "embedding" dense).
 * Attention policy on a residual body: the attention body's ``AttentionPolicyWeights`` (SELU
   embedding); policy encoder layers are refused.
+* ``winograd=True``: every 3x3 convolution's weights are the Winograd F(4x4,3x3) filter transform
+  ``U = G g Gᵀ`` as ``[36, Cout, Cin]`` (float64 on the host), for 36 batched GEMMs between the
+  ``winograd_input`` and ``winograd_output`` kernels instead of im2col + one GEMM.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class ResidualShape:
     mlh: bool
     Mc: int
     Mh: int
+    winograd: bool = False  # 3x3 convolutions as Winograd F(4x4,3x3) instead of im2col
 
     @property
     def E(self) -> int:
@@ -75,7 +79,7 @@ class ResidualShape:
         return SEQ
 
 
-def residual_shape(net: ResidualNetwork) -> ResidualShape:
+def residual_shape(net: ResidualNetwork, winograd: bool = False) -> ResidualShape:
     """Sizes of ``net``; raises ``UnsupportedNetError`` for what the GPU path does not run."""
     pol = net.policy
     p = pe = pd = 0
@@ -106,6 +110,7 @@ def residual_shape(net: ResidualNetwork) -> ResidualShape:
         mlh=ml is not None,
         Mc=ml.conv.n_out if ml else 0,
         Mh=ml.fc1.n_out if ml else 0,
+        winograd=winograd,
     )
 
 
@@ -169,6 +174,20 @@ def conv_matrix(conv: Conv) -> np.ndarray:
     return w.transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
 
 
+#: Winograd F(4x4, 3x3) filter transform (Lavin & Gray): U = G g Gᵀ, 6x6 per (out, in) pair.
+WINOGRAD_G = np.array(
+    [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+     [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]]
+)
+
+
+def winograd_filter(conv: Conv) -> np.ndarray:
+    """``[Cout, Cin, 3, 3]`` -> ``U [36, Cout, Cin]`` (``k = 6*row + col`` of ``G g Gᵀ``), float64."""
+    g = np.asarray(conv.w, np.float64)
+    u = np.einsum("ia,ocab,jb->ijoc", WINOGRAD_G, g, WINOGRAD_G)
+    return u.reshape(36, g.shape[0], g.shape[1])
+
+
 def square_major(w: np.ndarray, channels: int) -> np.ndarray:
     """A dense weight reading ``c*64 + s`` -> the same weight reading ``s*channels + c``."""
     n_out = w.shape[0]
@@ -179,8 +198,9 @@ def _bias(d: Dense) -> np.ndarray:
     return d.b if d.b is not None else np.zeros(d.n_out, np.float32)
 
 
-def _conv(conv: Conv) -> ConvWeights[np.ndarray]:
-    return ConvWeights(conv_matrix(conv), np.asarray(conv.b))
+def _conv(conv: Conv, winograd: bool = False) -> ConvWeights[np.ndarray]:
+    w = winograd_filter(conv) if winograd and conv.kernel == 3 else conv_matrix(conv)
+    return ConvWeights(w, np.asarray(conv.b))
 
 
 def _conv_head(conv: Conv, fc1: Dense, fc2: Dense) -> FcHeadWeights[np.ndarray]:
@@ -197,21 +217,25 @@ def conv_policy_tables(planes: int, bias: np.ndarray) -> tuple[np.ndarray, np.nd
     return (square * planes + plane).astype(np.int32), np.asarray(bias)[plane]
 
 
-def pack_residual_model(net: ResidualNetwork, dtype: type) -> ResidualModelWeights[np.ndarray]:
-    """Every device array of ``net`` re-arranged for NHWC, contiguous, in ``dtype`` (tables: int32)."""
-    s = residual_shape(net)
+def pack_residual_model(
+    net: ResidualNetwork, dtype: type, winograd: bool = False
+) -> ResidualModelWeights[np.ndarray]:
+    """Every device array of ``net`` re-arranged for NHWC, contiguous, in ``dtype`` (tables: int32);
+    3x3 convolutions as im2col matrices, or Winograd filter transforms with ``winograd``."""
+    s = residual_shape(net, winograd)
     blocks = []
     for block in net.blocks:
         se = None
         if block.se is not None:
             f1, f2 = block.se.fc1, block.se.fc2
             se = SeWeights(f1.w, _bias(f1), f2.w, _bias(f2))
-        blocks.append(ResidualBlockWeights(_conv(block.conv1), _conv(block.conv2), se))
+        blocks.append(ResidualBlockWeights(_conv(block.conv1, winograd), _conv(block.conv2, winograd), se))
     pol = net.policy
     policy: ResidualPolicyWeights[np.ndarray]
     if isinstance(pol, ConvPolicyHead):
         gather, out_bias = conv_policy_tables(s.P, pol.conv2.b)
-        policy = ConvPolicyWeights(_conv(pol.conv1), conv_matrix(pol.conv2), out_bias, gather)
+        conv2 = winograd_filter(pol.conv2) if winograd else conv_matrix(pol.conv2)
+        policy = ConvPolicyWeights(_conv(pol.conv1, winograd), conv2, out_bias, gather)
     elif isinstance(pol, ClassicalPolicyHead):
         policy = ClassicalPolicyWeights(
             _conv(pol.conv), square_major(pol.fc.w, s.P), _bias(pol.fc), np.arange(POLICY_OUT, dtype=np.int32)
@@ -229,7 +253,7 @@ def pack_residual_model(net: ResidualNetwork, dtype: type) -> ResidualModelWeigh
         )
     v, m = net.value, net.moves_left
     model = ResidualModelWeights(
-        input=_conv(net.input),
+        input=_conv(net.input, winograd),
         blocks=blocks,
         policy=policy,
         value=_conv_head(v.conv, v.fc1, v.fc2),
@@ -241,13 +265,19 @@ def pack_residual_model(net: ResidualNetwork, dtype: type) -> ResidualModelWeigh
 def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, int]:
     """Bytes of every activation buffer for ``batch`` positions, by ``Buffers`` field name."""
     m = batch * SEQ
-    sizes = {
+    sizes: dict[str, int] = {
         "in_masks": batch * PLANES * 8,
         "in_values": batch * PLANES * 4,
         "tokens": m * PLANES * elem,
         "x": m * s.C * elem,  # the residual stream
         "x1": m * s.C * elem,  # first convolution of a block; convolution policy's first conv
-        "cols": m * 9 * max(s.C, PLANES) * elem,  # im2col of the 3x3 convolutions
+    }
+    if s.winograd:  # transformed inputs [36, B*4, Cin] and GEMM outputs [36, B*4, Cout]
+        sizes["wino_v"] = 36 * batch * 4 * max(s.C, PLANES) * elem
+        sizes["wino_m"] = 36 * batch * 4 * max(s.C, s.P) * elem
+    else:
+        sizes["cols"] = m * 9 * max(s.C, PLANES) * elem  # im2col of the 3x3 convolutions
+    sizes |= {
         "conv": m * max(s.C, s.P) * elem,  # second convolution of a block; policy convolution out
         "out_policy": batch * POLICY_OUT * 4,
         "val_v1": m * s.Vc * elem,

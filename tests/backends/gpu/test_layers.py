@@ -115,6 +115,10 @@ RESIDUAL_CASES = {
     ),
     "res-tiny-attention": dict(preset="res-tiny", policy="attention", policy_embedding=32, policy_dmodel=32),
     "res-20x256-1block": dict(preset="res-20x256", blocks=1),
+    "res-tiny-conv-winograd": dict(preset="res-tiny", winograd=True),
+    "res-tiny-classical-winograd": dict(
+        preset="res-tiny", policy="classical", policy_channels=8, winograd=True
+    ),
 }
 
 
@@ -124,9 +128,11 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
     from lc0py.backends.gpu.layers_residual import GpuResidualModel, ResidualBlock
     from lc0py.backends.gpu.network import GpuNetwork
 
-    net = _net(**RESIDUAL_CASES[case])
+    kw = dict(RESIDUAL_CASES[case])
+    winograd = bool(kw.pop("winograd", False))
+    net = _net(**kw)
     plat = PointerPlatform()
-    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4)
+    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd)
     try:
         assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
         assert len(gpu.model.blocks) == len(net.blocks)

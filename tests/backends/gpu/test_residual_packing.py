@@ -46,8 +46,30 @@ def im2col(x: np.ndarray) -> np.ndarray:
     return np.concatenate(taps, axis=2)
 
 
+BT = np.array([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+               [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]], float)
+AT = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]], float)
+
+
+def winograd_conv(x: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The Winograd kernels' contract: NHWC ``[B, 64, Cin]`` -> ``[B, 64, Cout]`` through 2x2
+    tiles of 4x4 outputs, ``V = Bᵀ d B`` on 6x6 patches (rows 4ty-1..4ty+4), 36 GEMMs with the
+    packed ``U [36, Cout, Cin]``, ``Y = Aᵀ M A``."""
+    b, _, c = x.shape
+    xp = np.zeros((b, 10, 10, c))
+    xp[:, 1:9, 1:9] = x.reshape(b, 8, 8, c)
+    y = np.zeros((b, 8, 8, u.shape[1]))
+    for ty in range(2):
+        for tx in range(2):
+            d = xp[:, 4 * ty : 4 * ty + 6, 4 * tx : 4 * tx + 6]  # [B, 6, 6, Cin]
+            v = np.einsum("ir,brfc,jf->ijbc", BT, d, BT).reshape(36, b, c)
+            m = np.einsum("kbc,koc->kbo", v, u).reshape(6, 6, b, -1)
+            y[:, 4 * ty : 4 * ty + 4, 4 * tx : 4 * tx + 4] = np.einsum("ri,ijbo,fj->brfo", AT, m, AT)
+    return y.reshape(b, 64, -1)
+
+
 def _conv3(x: np.ndarray, w: ConvWeights, act: Activation | None) -> np.ndarray:
-    y = im2col(x) @ w.w.T
+    y = winograd_conv(x, w.w) if w.w.ndim == 3 else im2col(x) @ w.w.T
     return y if act is None else activation(act, y + w.b)
 
 
@@ -58,10 +80,12 @@ def _fc_head(x: np.ndarray, w: FcHeadWeights, act: Activation) -> np.ndarray:
     return h @ w.fc2_w.T + w.fc2_b
 
 
-def emulate_residual(net: Any, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def emulate_residual(
+    net: Any, planes: np.ndarray, winograd: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(policy, wdl, moves_left)`` computed the GPU's way on the packed float64 records."""
-    s = residual_shape(net)
-    w = pack_residual_model(net, np.float64)
+    s = residual_shape(net, winograd)
+    w = pack_residual_model(net, np.float64, winograd)
     act = net.default_act
     bsz = planes.shape[0]
     x = planes.reshape(bsz, 112, 64).transpose(0, 2, 1)  # expand_planes: [B, 64, 112]
@@ -120,13 +144,14 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
+@pytest.mark.parametrize("winograd", [False, True], ids=["im2col", "winograd"])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_packed_residual_weights_reproduce_reference(variant: str) -> None:
+def test_packed_residual_weights_reproduce_reference(variant: str, winograd: bool) -> None:
     net = random_network("res-tiny", 4, **VARIANTS[variant])
     rng = np.random.default_rng(sorted(VARIANTS).index(variant))
     planes = (rng.random((3, 112, 8, 8)) < 0.2).astype(np.float64) * rng.uniform(0.5, 1.5, (3, 112, 1, 1))
     ref = forward(cast_network(net, np.float64), planes, np.float64)
-    policy, wdl, mlh = emulate_residual(net, planes)
+    policy, wdl, mlh = emulate_residual(net, planes, winograd)
     assert np.linalg.norm(ref.policy) > 0 and np.isfinite(policy).all()
     assert _rel(policy, ref.policy) < 1e-10
     assert _rel(wdl, ref.wdl) < 1e-10
@@ -147,6 +172,20 @@ def test_conv_weight_layout_matches_im2col_taps() -> None:
     arrays = arrays_of(w)
     assert all(a.flags["C_CONTIGUOUS"] for a in arrays)
     assert all(a.dtype == (np.int32 if a is w.policy.gather else np.float32) for a in arrays)
+
+
+def test_winograd_filter_layout() -> None:
+    from lc0py.backends.gpu.weights_residual import WINOGRAD_G
+
+    net = random_network("res-tiny", 2)
+    w = pack_residual_model(net, np.float64, winograd=True)
+    g = net.blocks[0].conv1.w
+    u = w.blocks[0].conv1.w
+    assert u.shape == (36, g.shape[0], g.shape[1])
+    np.testing.assert_allclose(u[:, 3, 5].reshape(6, 6), WINOGRAD_G @ g[3, 5] @ WINOGRAD_G.T, rtol=1e-12)
+    sizes = plan_residual_buffers(residual_shape(net, winograd=True), 8, 2)
+    assert "cols" not in sizes
+    assert sizes["wino_v"] == 36 * 32 * 112 * 2 and sizes["wino_m"] == 36 * 32 * 80 * 2
 
 
 def test_buffer_plan_and_shape() -> None:
