@@ -36,3 +36,15 @@ extern "C" __global__ void policy_gather(const T* LC0_RESTRICT lg, const T* LC0_
         out[(long long)b * n_out + k] = val;
     }
 }
+
+// Convolution and classical policy heads of residual nets: out[b, k] = src[b * stride + gather[k]]
+// + bias[k] as fp32. Convolution policy: src = the second policy convolution in NHWC [64, P] per
+// position, gather[k] = square*P + plane of lc0's 73x64 -> 1858 map, bias[k] = that plane's bias;
+// classical: src = the dense output [1858], gather = identity, bias = the dense bias.
+extern "C" __global__ void gather_bias(const T* LC0_RESTRICT src, int stride, const int* LC0_RESTRICT gather,
+                                       const T* LC0_RESTRICT bias, int n_out, float* LC0_RESTRICT out) {
+    const int b = blockIdx.x;
+    const T* sb = src + (long long)b * stride;
+    for (int k = threadIdx.x; k < n_out; k += blockDim.x)
+        out[(long long)b * n_out + k] = to_f32(sb[gather[k]]) + to_f32(bias[k]);
+}

@@ -3,7 +3,9 @@
 
 Loads the ``.pb.gz`` with lc0py's loader (or builds a preset), runs the attention-body forward
 pass in fp16 with ``F.scaled_dot_product_attention`` (smolgen bias as the float ``attn_mask``),
-``torch.compile`` (inductor), and one CUDA graph per batch size. Timed like ``gpu_bench.py``:
+``torch.compile`` (inductor), and one CUDA graph per batch size. Residual (SE-ResNet) nets run
+``TorchResidualNet``: channels-last ``F.conv2d`` (cuDNN, benchmark mode), same compile + graph.
+Timed like ``gpu_bench.py``:
 H2D of the compact masks/values and D2H of policy/WDL/moves-left inside each timed batch,
 median over iterations. Prints one JSON line per size and checks its policy against lc0py's
 numpy reference on a few positions (so the peer is known to compute the same function).
@@ -23,8 +25,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from lc0py.model.tables import attention_policy_gather, pos_encoding_table
+from lc0py.model.tables import attention_policy_gather, conv_policy_gather, pos_encoding_table
 from lc0py.weights.network import Activation, Network
+from lc0py.weights.residual import ClassicalPolicyHead, ConvPolicyHead, ResidualNetwork
 
 
 def act_fn(a: Activation):  # type: ignore[no-untyped-def]
@@ -159,6 +162,90 @@ class TorchNet(torch.nn.Module):
         return policy, wdl, mlh
 
 
+class TorchResidualNet(torch.nn.Module):
+    """A residual (SE-ResNet) net in PyTorch: NCHW tensors in channels-last memory (cuDNN's fast
+    layout for fp16 convolutions), ``F.conv2d`` for every convolution, the SE unit with lc0's
+    layout (fc2 -> sigmoid scale | bias), convolution / classical / attention policy heads."""
+
+    def __init__(self, net: ResidualNetwork, dtype: torch.dtype = torch.float16) -> None:
+        super().__init__()
+        dev = "cuda"
+
+        def t(a, dt=dtype):  # type: ignore[no-untyped-def]
+            return None if a is None else torch.as_tensor(np.ascontiguousarray(a), device=dev).to(dt)
+
+        def conv(c):  # type: ignore[no-untyped-def]
+            return t(c.w).contiguous(memory_format=torch.channels_last), t(c.b)
+
+        self.act, self.dtype, self.C = act_fn(net.default_act), dtype, net.filters
+        self.inp = conv(net.input)
+        self.blocks = [
+            (conv(b.conv1), conv(b.conv2),
+             None if b.se is None else (t(b.se.fc1.w), t(b.se.fc1.b), t(b.se.fc2.w), t(b.se.fc2.b)))
+            for b in net.blocks
+        ]
+        pol = net.policy
+        self.kind = type(pol).__name__
+        if isinstance(pol, ConvPolicyHead):
+            self.pol = (conv(pol.conv1), conv(pol.conv2))
+            self.gather = torch.as_tensor(conv_policy_gather(), device=dev)
+        elif isinstance(pol, ClassicalPolicyHead):
+            self.pol = (conv(pol.conv), (t(pol.fc.w), t(pol.fc.b)))
+        else:
+            if pol.encoders:
+                raise SystemExit("peer_torch: policy encoder layers on a residual body are not modelled")
+            h = pol.head
+            self.pol = ((t(h.embedding.w), t(h.embedding.b)), (t(h.wq.w), t(h.wq.b)), (t(h.wk.w), t(h.wk.b)),
+                        t(h.promotion))
+            self.gather = torch.as_tensor(attention_policy_gather(), device=dev)
+        v, m = net.value, net.moves_left
+        self.wdl = v.wdl
+        self.v = (conv(v.conv), (t(v.fc1.w), t(v.fc1.b)), (t(v.fc2.w), t(v.fc2.b)))
+        self.m = None if m is None else (conv(m.conv), (t(m.fc1.w), t(m.fc1.b)), (t(m.fc2.w), t(m.fc2.b)))
+        self.shifts = torch.arange(64, device=dev, dtype=torch.int64)
+
+    def conv(self, x, wb, act: bool = True):  # type: ignore[no-untyped-def]
+        y = F.conv2d(x, wb[0], wb[1], padding=(wb[0].shape[-1] - 1) // 2)
+        return self.act(y) if act else y
+
+    def fc_head(self, x, h):  # type: ignore[no-untyped-def]
+        z = self.conv(x, h[0]).reshape(x.shape[0], -1)  # channel-major c*64 + s, as lc0
+        return F.linear(self.act(F.linear(z, *h[1])), *h[2]).float()
+
+    def forward(self, masks: torch.Tensor, values: torch.Tensor):  # type: ignore[no-untyped-def]
+        b = masks.shape[0]
+        bits = (masks[:, :, None] >> self.shifts) & 1  # [B, 112, 64]
+        x = (bits.to(self.dtype) * values[:, :, None].to(self.dtype)).view(b, 112, 8, 8)
+        x = self.conv(x.contiguous(memory_format=torch.channels_last), self.inp)
+        for c1, c2, se in self.blocks:
+            y = self.conv(self.conv(x, c1), c2, act=False)
+            if se is not None:
+                z = F.linear(self.act(F.linear(y.mean((2, 3)), se[0], se[1])), se[2], se[3])
+                y = torch.sigmoid(z[:, : self.C])[:, :, None, None] * y + z[:, self.C :, None, None]
+            x = self.act(y + x)
+        if self.kind == "ConvPolicyHead":
+            p = self.conv(self.conv(x, self.pol[0]), self.pol[1], act=False)
+            policy = p.reshape(b, -1)[:, self.gather].float()
+        elif self.kind == "ClassicalPolicyHead":
+            policy = F.linear(self.conv(x, self.pol[0]).reshape(b, -1), *self.pol[1]).float()
+        else:
+            emb, wq, wk, promo = self.pol
+            tok = F.selu(F.linear(x.flatten(2).transpose(1, 2), *emb))
+            qp, kp = F.linear(tok, *wq), F.linear(tok, *wk)
+            lg = (qp @ kp.transpose(1, 2)).float() / math.sqrt(qp.shape[-1])
+            off = (kp[:, 56:64] @ promo.T).float()
+            pr = lg[:, 48:56, 56:64, None] + off[:, None, :, 0:3] + off[:, None, :, 3:4]
+            policy = torch.cat([lg.reshape(b, 4096), pr.reshape(b, 192)], dim=1)[:, self.gather]
+        z = self.fc_head(x, self.v)
+        if self.wdl:
+            wdl = torch.softmax(z, dim=-1)
+        else:
+            q = torch.tanh(z[:, 0])
+            wdl = torch.stack([(1 + q) / 2, torch.zeros_like(q), (1 - q) / 2], dim=1)
+        mlh = F.relu(self.fc_head(x, self.m))[:, 0] if self.m is not None else torch.zeros(b, device=x.device)
+        return policy, wdl, mlh
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", default=None)
@@ -176,7 +263,9 @@ def main() -> int:
 
         net = random_network(args.preset, 1)
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True
-    model = TorchNet(net)
+    residual = isinstance(net, ResidualNetwork)
+    model: torch.nn.Module = TorchResidualNet(net) if residual else TorchNet(net)
+    torch.backends.cudnn.benchmark = True
     fn = model.forward if args.no_compile else torch.compile(model.forward, dynamic=False)
     rng = np.random.default_rng(0)
     fpp = net.flops_per_position()
@@ -231,7 +320,7 @@ def main() -> int:
         print(
             json.dumps(
                 {
-                    "peer": "torch compile+graph+sdpa",
+                    "peer": "torch compile+graph+" + ("cudnn" if residual else "sdpa"),
                     "batch": n,
                     "nps": n / med,
                     "median_ms": med * 1e3,

@@ -2,7 +2,9 @@
 
 For the GPU backends both attention paths are run on the same positions -- the fused flash
 kernel and the GEMM+softmax fallback -- and each layer's attention output ``O`` is compared too,
-so a wrong kernel is located, not just detected. Other backends (numpy, onnx-cpu, ...) are
+so a wrong kernel is located, not just detected. Residual (SE-ResNet) nets have no attention:
+the GPU path runs once ("gpu") and the input convolution's and every residual block's output are
+compared instead. Other backends (numpy, onnx-cpu, ...) are
 compared on their outputs only ("backend vs reference").
 
 Errors per output: max and mean absolute error, and the relative norm error
@@ -13,6 +15,7 @@ Examples::
 
     lc0py verify --weights t82.pb.gz --backend cuda-fp16 --batch 16
     lc0py verify --preset t82-h6 --layers 2 --backend cuda        # generated net, no file
+    lc0py verify --preset res-20x256 --layers 4 --backend cuda    # residual: --layers = blocks
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.tools.arguments import int_value
+from lc0py.weights.residual import ResidualNetwork
 
 RTOL_FP32 = 1e-4
 RTOL_FP16 = 1e-2
@@ -40,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument(
         "--preset", metavar="NAME", help="generate a random net of this preset instead (t82, tiny, ...)"
     )
-    parser.add_argument("--layers", type=int, default=None, metavar="N", help="with --preset: encoder layers")
+    parser.add_argument(
+        "--layers", type=int, default=None, metavar="N",
+        help="with --preset: encoder layers (residual presets: residual blocks)",
+    )
     parser.add_argument("--backend", "-b", default="auto", help="backend to check (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="backend options")
     parser.add_argument("--batch", type=int, default=8, metavar="N", help="positions (default 8)")
@@ -117,9 +124,10 @@ def _load(args: argparse.Namespace) -> Any:
         from lc0py.weights import load_network
 
         return load_network(args.weights)  # names a missing file, directory or FIFO as such
-    from lc0py.weights.presets import random_network
+    from lc0py.weights.presets import PRESETS, ResidualPreset, random_network
 
-    overrides = {"layers": args.layers} if args.layers else {}
+    depth_key = "blocks" if isinstance(PRESETS.get(args.preset), ResidualPreset) else "layers"
+    overrides = {depth_key: args.layers} if args.layers else {}
     return random_network(args.preset, args.seed or 0, **overrides)
 
 
@@ -145,7 +153,15 @@ def run(args: argparse.Namespace) -> int:
         fp16 = bool(getattr(gpu, "fp16", backend.name in FP16_BACKENDS))
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         rows: list[ErrorRow] = []
-        if gpu is not None:
+        if gpu is not None and isinstance(network, ResidualNetwork):
+            out, taps = gpu.evaluate_traced(batch, flash=False)
+            rows += _output_rows("gpu", out, ref, network.has_moves_left)
+            keys = ["input"] + [f"block{i}.output" for i in range(network.num_blocks)]
+            for key in keys:  # reference [B, C, 8, 8] -> the GPU's NHWC [B, 64, C]
+                want = trace[key].reshape(len(batch), network.filters, 64).transpose(0, 2, 1)
+                rows.append(errors("gpu", key, taps[key], want))
+            rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
+        elif gpu is not None:
             paths = [("flash", True), ("fallback", False)] if gpu.uses_flash else [("fallback", False)]
             for label, flash in paths:
                 out, taps = gpu.evaluate_traced(batch, flash=flash)

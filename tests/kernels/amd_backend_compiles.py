@@ -4,7 +4,8 @@ and every ``compile(source, options)`` call it makes is collected.
 
 So the AMD compile test (test_compile_amd.py) compiles exactly the parameter sets the backend
 asks hiprtc for -- head depths 32/64/96/128 (T82 with 24/12/8/6 heads), fp16 and fp32, each
-smolgen LayerNorm width and activation, the fallback softmax where flash does not fit -- and
+smolgen LayerNorm width and activation, the fallback softmax where flash does not fit, the
+residual-body kernels (res-tiny, res-20x256: im2col, SE/skip, the policy gather) -- and
 follows network.py/kernels.py/tuning.py when they change instead of duplicating their logic.
 """
 
@@ -18,7 +19,8 @@ from typing import Any
 
 from lc0py.backends.gpu.platform import DeviceInfo, Event, HostBuffer, Platform
 
-PRESETS = ("t82", "t82-h12", "t82-h8", "t82-h6")  # head depth 32, 64, 96, 128 at D = 768
+# head depth 32, 64, 96, 128 at D = 768; residual (SE-ResNet) bodies: residual.hip + gather_bias
+PRESETS = ("t82", "t82-h12", "t82-h8", "t82-h6", "res-tiny", "res-20x256")
 LDS_BYTES = 64 * 1024  # per workgroup on gfx9 (CDNA) and gfx11/gfx12
 
 
@@ -125,6 +127,8 @@ def backend_compiles(arch: str, warp_size: int) -> list[tuple[str, tuple[str, ..
 def _network(preset: str) -> Any:
     from lc0py.weights.presets import random_network
 
+    if preset.startswith("res-"):
+        return random_network(preset, 0, blocks=1)
     return random_network(preset, 0, layers=1)
 
 

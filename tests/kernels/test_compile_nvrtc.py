@@ -71,6 +71,8 @@ OTHER = [
     ("softmax_bias.hip", {"LC0_SM_PER": 3, "LC0_FP16": 0}),  # + softmax_rows (lc0py.attention naive)
     ("policy_map.hip", {"LC0_FP16": 1}),
     ("policy_map.hip", {"LC0_FP16": 0}),
+    ("residual.hip", {"LC0_FP16": 1}),  # residual (SE-ResNet) bodies: im2col3x3 + se_residual
+    ("residual.hip", {"LC0_FP16": 0}),
 ]
 
 

@@ -27,12 +27,12 @@ from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_pr
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
-from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends.gpu")
 
 KNOWN_OPTIONS = (
     "flash",
+    "winograd",
     "graphs",
     "max_batch",
     "gpu",
@@ -54,15 +54,21 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
-        if isinstance(network, ResidualNetwork):
-            raise UnsupportedNetError(f"--backend '{name}': residual (convolutional) networks are not "
-                                      "supported by the GPU backends yet; use --backend numpy or onnx-cpu")
+        residual = not isinstance(network, Network)  # a ResidualNetwork (SE-ResNet body)
+        if residual:  # what the residual GPU path does not run is refused before any device work
+            from lc0py.backends.gpu.weights_residual import residual_shape
+
+            try:
+                residual_shape(network)
+            except UnsupportedNetError as exc:
+                raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
         flash = options.take("flash", True)
         graphs = options.take("graphs", True)
         max_batch = options.take("max_batch", 256, lo=1, hi=65536)
         device = options.take("gpu", 0, hi=255)
         self._verify = options.take("verify", False)
         use_tuned = options.take("tuned", True)
+        winograd = options.take("winograd", False)  # residual nets: Winograd F(4x4,3x3) convolutions
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)
@@ -72,7 +78,7 @@ class GpuBackend(BackendBase):
         self.network = network
         self.platform = create_platform(vendor, device)
         self.tuned_from: str | None = None
-        if use_tuned and flash:
+        if use_tuned and flash and not residual:
             found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
             if found is not None:
                 tuned, path = found
@@ -87,6 +93,7 @@ class GpuBackend(BackendBase):
                 graphs=graphs,
                 max_batch=max_batch,
                 flash_overrides=overrides,
+                winograd=winograd,
             )
         except BaseException:
             self.platform.close()

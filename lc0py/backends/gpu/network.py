@@ -12,17 +12,36 @@ bucket, asynchronous results). This class only wires them and keeps the backend'
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lc0py.backends.base import NetworkOutput, PlanesBatch
 from lc0py.backends.gpu.compile_cache import KernelCache
-from lc0py.backends.gpu.kernels import AttentionChoice
+from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel
 from lc0py.backends.gpu.layers import GpuModel
+from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
 from lc0py.backends.gpu.platform import Platform
 from lc0py.backends.gpu.runner import GpuRunner, PendingBatch
-from lc0py.backends.gpu.weights import ModelWeights, arrays_of, layout, map_arrays, net_shape, pack_model
+from lc0py.backends.gpu.weights import (
+    ModelWeights,
+    NetShape,
+    arrays_of,
+    layout,
+    map_arrays,
+    net_shape,
+    pack_model,
+)
+from lc0py.backends.gpu.weights_residual import (
+    ResidualModelWeights,
+    ResidualShape,
+    pack_residual_model,
+    residual_shape,
+)
+from lc0py.errors import UnsupportedNetError
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 __all__ = ["GpuNetwork", "PendingBatch"]
 
@@ -33,38 +52,51 @@ class GpuNetwork:
     def __init__(
         self,
         platform: Platform,
-        network: Network,
+        network: Network | ResidualNetwork,
         *,
         fp16: bool = True,
         flash: bool = True,
         graphs: bool = True,
         max_batch: int = 256,
         flash_overrides: dict[str, int] | None = None,
+        winograd: bool = False,
     ) -> None:
         self.p = platform
         self.net = network
-        self.shape = net_shape(network)
         self.fp16 = fp16
         self.np_dtype = np.float16 if fp16 else np.float32
         self._closed = False
         self._w_base = 0
         self.cache = KernelCache(platform)
-        self.ops = GpuOps(platform, self.cache, fp16, GpuModel.SIDE_BRANCHES)
-        self.model_weights = self._upload(pack_model(network, self.np_dtype))
-        self.model = GpuModel(
-            self.ops, self.cache, network, self.model_weights, self.shape, flash, flash_overrides
-        )
-        ml = network.moves_left
+        self.model: GpuModel | GpuResidualModel
+        if isinstance(network, ResidualNetwork):
+            # a classical residual (SE-ResNet) body: convolutions as im2col + GEMM, no attention
+            rshape = residual_shape(network, winograd)
+            self.shape: NetShape | ResidualShape = rshape
+            self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
+            rweights = self._upload(pack_residual_model(network, self.np_dtype, winograd))
+            self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
+            self.model = GpuResidualModel(self.ops, network, rweights, rshape)
+            ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)
+        else:
+            shape = net_shape(network)
+            self.shape = shape
+            self.ops = GpuOps(platform, self.cache, fp16, GpuModel.SIDE_BRANCHES)
+            weights = self._upload(pack_model(network, self.np_dtype))
+            self.model_weights = weights
+            self.model = GpuModel(self.ops, self.cache, network, weights, shape, flash, flash_overrides)
+            ml = network.moves_left
+            ml_relu = ml is not None and ml.fc2.b is not None
         self.runner = GpuRunner(
             self.ops,
             self.model,
             self.shape,
             graphs=graphs,
             max_batch=max_batch,
-            moves_left_relu=ml is not None and ml.fc2.b is not None,
+            moves_left_relu=ml_relu,
         )
 
-    def _upload(self, host: ModelWeights[np.ndarray]) -> ModelWeights[int]:
+    def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with
         device pointers in place of the arrays."""
         arrays = arrays_of(host)
@@ -84,11 +116,13 @@ class GpuNetwork:
     # ---- what the backend, verify and the tuner read ---------------------------------------------
     @property
     def flash_choice(self) -> AttentionChoice:
+        if self.model.attention is None:
+            return AttentionChoice(AttentionKernel.FALLBACK, None, "residual network: no attention body")
         return self.model.attention.choice
 
     @property
     def uses_flash(self) -> bool:
-        return self.model.attention.uses_flash
+        return self.model.attention is not None and self.model.attention.uses_flash
 
     @property
     def buffer_bytes(self) -> int:
@@ -104,6 +138,8 @@ class GpuNetwork:
         upload. Captured graphs hold the old kernel, so they are dropped. Returns the new choice;
         if it is the fallback (invalid parameters, compile or shared-memory failure) its
         ``reason`` says why and the network runs the GEMM+softmax path."""
+        if not isinstance(self.model, GpuModel):
+            raise UnsupportedNetError("flash attention parameters: a residual network has no attention body")
         self.p.synchronize(self.ops.main)
         self.runner.drop_graphs()
         return self.model.attention.rebuild(overrides)
@@ -136,6 +172,8 @@ class GpuNetwork:
     def time_attention(self, bsz: int, flash: bool, iters: int = 50) -> float:
         """Median milliseconds of one layer's attention (flash kernel vs fallback GEMMs+softmax) on
         the current buffers (run a batch first so they hold real activations)."""
+        if not isinstance(self.model, GpuModel):
+            raise UnsupportedNetError("attention timing: a residual network has no attention body")
         self.runner.ensure(bsz)
         stream = self.ops.main
         start, end = self.p.create_event(timing=True), self.p.create_event(timing=True)

@@ -199,6 +199,62 @@ class GpuOps:
             [P(logits), P(keys), I(ld), P(promo), I(pd), P(gather), I(POLICY_OUT), P(out)],
         )
 
+    # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
+    def prepare_residual(self) -> None:
+        """Compile the im2col, SE/residual and gather kernels (at build time, not in a capture)."""
+        self.k_im2col = self.function("residual.hip", "im2col3x3", {})
+        self.k_se = self.function("residual.hip", "se_residual", {})
+        self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
+        self.k_wino_in = self.function("residual.hip", "winograd_input", {})
+        self.k_wino_out = self.function("residual.hip", "winograd_output", {})
+
+    def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
+        """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
+        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        args = [P(x), P(v), I(bsz), I(c)]
+        self.p.launch(self.k_wino_in, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+
+    def winograd_output(self, m: int, bias: int, y: int, bsz: int, c: int, act: int) -> None:
+        """NHWC ``y = act(Aᵀ M A + bias)`` from the 36 GEMM outputs (``bias`` 0: none)."""
+        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        args = [P(m), P(bias), P(y), I(bsz), I(c), I(act)]
+        self.p.launch(self.k_wino_out, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+
+    def im2col3x3(self, x: int, cols: int, rows: int, c: int) -> None:
+        """``cols[r, t*c + k] = x[neighbour(r, t), k]`` (0 off the board): ``[rows, c]`` -> ``[rows, 9c]``."""
+        per = c // self.vec if c % self.vec == 0 else c
+        blocks = max(1, min((rows * 9 * per + 255) // 256, 65535))
+        args = [P(x), P(cols), I(rows), I(c)]
+        self.p.launch(self.k_im2col, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+
+    def se_residual(
+        self, y: int, bias: int, skip: int, out: int, se: tuple[int, int, int, int] | None, c: int, s: int,
+        act: int, bsz: int,
+    ) -> None:
+        """``out = act(SE(y + bias) + skip)`` per position (``se`` = fc1_w, fc1_b, fc2_w, fc2_b, or
+        None for a block without SE: ``act(y + bias + skip)``); ``out`` may be ``skip``."""
+        w1, b1, w2, b2 = se if se is not None else (0, 0, 0, 0)
+        smem = (3 * c + s) * 4 if se is not None else 0
+        self.p.launch(
+            self.k_se,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            smem,
+            self.stream,
+            [P(y), P(bias), P(skip), P(out), P(w1), P(b1), P(w2), P(b2), I(c), I(s), I(act)],
+        )
+
+    def gather_bias(self, src: int, stride: int, gather: int, bias: int, out: int, bsz: int) -> None:
+        """``out[b, k] = src[b*stride + gather[k]] + bias[k]`` as float32 ``[B, 1858]``."""
+        self.p.launch(
+            self.k_gather_bias,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(src), I(stride), P(gather), P(bias), I(POLICY_OUT), P(out)],
+        )
+
     def softmax_kernel(self, seq: int) -> int:
         """The fallback attention's bias + softmax kernel (one warp per row), compiled once."""
         if self._softmax is None:

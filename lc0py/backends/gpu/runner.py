@@ -18,6 +18,7 @@ import numpy as np
 
 from lc0py.backends.base import NetworkOutput, PlanesBatch
 from lc0py.backends.gpu.layers import GpuModel, Tap
+from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
 from lc0py.backends.gpu.platform import Event, HostBuffer, Platform
 from lc0py.backends.gpu.weights import (
@@ -30,6 +31,7 @@ from lc0py.backends.gpu.weights import (
     layout,
     plan_buffers,
 )
+from lc0py.backends.gpu.weights_residual import ResidualShape, plan_residual_buffers
 
 
 class _PinnedPool:
@@ -134,8 +136,8 @@ class GpuRunner:
     def __init__(
         self,
         ops: GpuOps,
-        model: GpuModel,
-        shape: NetShape,
+        model: GpuModel | GpuResidualModel,
+        shape: NetShape | ResidualShape,
         *,
         graphs: bool,
         max_batch: int,
@@ -172,7 +174,11 @@ class GpuRunner:
             self.p.free(self._buf_base)
         self._free_slots()
         # the scores buffer always: the fallback may be chosen per call (verify, flash failure)
-        offsets, total = layout(plan_buffers(self.shape, cap, self.ops.elem, fallback=True))
+        if isinstance(self.shape, ResidualShape):
+            sizes = plan_residual_buffers(self.shape, cap, self.ops.elem)
+        else:
+            sizes = plan_buffers(self.shape, cap, self.ops.elem, fallback=True)
+        offsets, total = layout(sizes)
         self._buf_base = self.p.alloc(total)
         self.buf = Buffers(**{name: self._buf_base + off for name, off in offsets.items()})
         self.buffer_bytes = total

@@ -429,6 +429,11 @@ class Buffers:
     sg_s2: int = 0
     sg_g: int = 0  # smolgen bias [B, H, 64, 64]
     scores: int = 0  # fallback attention scores [B, H, 64, 64]
+    cols: int = 0  # residual nets: im2col columns [B*64, 9C] of a 3x3 convolution
+    conv: int = 0  # residual nets: a convolution's output [B*64, max(C, P)]
+    pol_fc: int = 0  # residual nets, classical policy: dense output [B, 1858]
+    wino_v: int = 0  # residual nets, Winograd: transformed inputs [36, B*4, Cin]
+    wino_m: int = 0  # residual nets, Winograd: GEMM outputs [36, B*4, Cout]
 
 
 def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:

@@ -4,7 +4,8 @@ Every launch and GEMM of a forward pass is recorded with its pointer arguments. 
 uploaded weight array is read by some launch (an upload no layer reads would be dead weight --
 the typed records make such a field visible, this test makes it fail), every pointer lies inside
 an allocation, and the fallback and flash paths both run, for PE_MAP and PE_DENSE embeddings,
-with and without smolgen, gating and the moves-left head.
+with and without smolgen, gating and the moves-left head; and for residual (SE-ResNet) nets
+with every policy head (convolution, classical, attention), with and without SE and moves-left.
 """
 
 from __future__ import annotations
@@ -105,3 +106,46 @@ def test_model_is_a_loop_over_layer_objects() -> None:
             assert len({id(layer.attention) for layer in gpu.model.encoders}) == 1
         finally:
             gpu.close()
+
+
+RESIDUAL_CASES = {
+    "res-tiny-conv": dict(preset="res-tiny"),
+    "res-tiny-classical-noSE-noMLH": dict(
+        preset="res-tiny", policy="classical", policy_channels=8, se=False, moves_left=False, wdl=False
+    ),
+    "res-tiny-attention": dict(preset="res-tiny", policy="attention", policy_embedding=32, policy_dmodel=32),
+    "res-20x256-1block": dict(preset="res-20x256", blocks=1),
+    "res-tiny-conv-winograd": dict(preset="res-tiny", winograd=True),
+    "res-tiny-classical-winograd": dict(
+        preset="res-tiny", policy="classical", policy_channels=8, winograd=True
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIDUAL_CASES))
+@pytest.mark.parametrize("fp16", [True, False])
+def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: bool) -> None:
+    from lc0py.backends.gpu.layers_residual import GpuResidualModel, ResidualBlock
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    kw = dict(RESIDUAL_CASES[case])
+    winograd = bool(kw.pop("winograd", False))
+    net = _net(**kw)
+    plat = PointerPlatform()
+    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd)
+    try:
+        assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
+        assert len(gpu.model.blocks) == len(net.blocks)
+        assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)
+        weights = leaves(gpu.model_weights)
+        assert weights and all(isinstance(p, int) for p in weights)
+        plat.used.clear()
+        masks = np.random.default_rng(1).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+        used = set(plat.used)
+        unread = [p for p in weights if p not in used]
+        assert not unread, f"{len(unread)} uploaded weight arrays are never read by the forward pass"
+        outside = [p for p in used if not plat.inside(p)]
+        assert not outside, f"pointers outside every allocation: {outside[:5]}"
+    finally:
+        gpu.close()

@@ -1,0 +1,164 @@
+// residual.hip -- classical residual (SE-ResNet) bodies on activations in NHWC = [B*64, C] rows
+// (row b*64 + s, s = rank*8 + file), so 1x1 convolutions and dense layers are plain GEMMs.
+//
+//   im2col3x3    a same-padded 3x3 convolution becomes ONE GEMM [B*64, 9C] x [Cout, 9C]^T:
+//                cols[r, t*C + c] = x[neighbour(r, t), c] (0 off the board), t = dr*3 + df,
+//                neighbour = (rank + dr - 1, file + df - 1). The host packs the weights
+//                [Cout, Cin, 3, 3] as [Cout, 3, 3, Cin] to match (weights.py ConvWeights).
+//   se_residual  after a block's second convolution, one block per position:
+//                y += b; [SE: p = mean_s y; h = act(W1 p + b1); z = W2 h + b2;
+//                y = sigmoid(z[:C]) * y + z[C:]]; out = act(y + skip). lc0's SE layout: the
+//                first C outputs of fc2 are the (sigmoid) scale, the second C the bias.
+#include "common.h"
+#include "activations.h"
+
+extern "C" __global__ void im2col3x3(const T* LC0_RESTRICT x, T* LC0_RESTRICT cols, int rows, int c) {
+    const int vec = (c % LC0_VEC == 0) ? LC0_VEC : 1;
+    const unsigned cpt = (unsigned)(c / vec);  // chunks per tap
+    const unsigned per_row = 9u * cpt;
+    const unsigned total = (unsigned)rows * per_row;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const unsigned r = i / per_row, rem = i - r * per_row;
+        const unsigned t = rem / cpt, k = (rem - t * cpt) * (unsigned)vec;
+        const int s = (int)(r & 63u);
+        const int rank = (s >> 3) + (int)(t / 3u) - 1, file = (s & 7) + (int)(t % 3u) - 1;
+        const bool on = rank >= 0 && rank < 8 && file >= 0 && file < 8;
+        T* dst = cols + (size_t)i * vec;
+        const size_t src_row = (size_t)(r - (unsigned)s) + (size_t)(on ? rank * 8 + file : 0);
+        const T* src = x + src_row * (size_t)c + k;
+        if (vec == LC0_VEC) {
+            uint4 v;
+            v.x = v.y = v.z = v.w = 0u;
+            if (on) v = *reinterpret_cast<const uint4*>(src);
+            *reinterpret_cast<uint4*>(dst) = v;
+        } else {
+            store_f32(dst, on ? to_f32(*src) : 0.f);
+        }
+    }
+}
+
+// Dynamic shared memory: (3C + S) floats when w1 != nullptr (pooled[C], hidden[S], gate[2C]).
+// w1 == nullptr: a block without SE, out = act(y + b + skip). out may alias skip (same element).
+extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, const T* skip,
+                                       T* out, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                                       const T* LC0_RESTRICT w2, const T* LC0_RESTRICT b2, int c, int se,
+                                       int act) {
+    extern __shared__ float se_smem[];
+    const int b = blockIdx.x;
+    const size_t base = (size_t)b * 64 * c;
+    const T* yb = y + base;
+    const bool has_se = w1 != nullptr;
+    float* pooled = se_smem;
+    float* hidden = se_smem + c;
+    float* gate = hidden + se;
+    if (has_se) {
+        for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
+            float acc = 0.f;
+            for (int s = 0; s < 64; ++s) acc += to_f32(yb[s * c + ch]);
+            pooled[ch] = acc * (1.f / 64.f) + to_f32(bias[ch]);
+        }
+        __syncthreads();
+        const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+        const int warps = blockDim.x / WARP_SIZE;
+        for (int o = warp; o < se; o += warps) {  // fc1: K = C, one warp per output
+            float acc = 0.f;
+            for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
+            acc = warp_sum(acc);
+            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+        }
+        __syncthreads();
+        for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {  // fc2: K = S, one thread per output
+            float acc = to_f32(b2[o]);
+            for (int k = 0; k < se; ++k) acc += to_f32(w2[(size_t)o * se + k]) * hidden[k];
+            gate[o] = o < c ? activate(acc, LC0_ACT_SIGMOID) : acc;
+        }
+        __syncthreads();
+    }
+    const int vec = (c % LC0_VEC == 0) ? LC0_VEC : 1;
+    const int chunks = 64 * c / vec;
+    for (int i = threadIdx.x; i < chunks; i += blockDim.x) {
+        const int e = i * vec, ch = e % c;
+        float v[LC0_VEC], sk[LC0_VEC];
+        if (vec == LC0_VEC) {
+            load_vec(yb + e, v);
+            load_vec(skip + base + e, sk);
+        } else {
+            v[0] = to_f32(yb[e]);
+            sk[0] = to_f32(skip[base + e]);
+        }
+        for (int j = 0; j < vec; ++j) {
+            float t = v[j] + to_f32(bias[ch + j]);
+            if (has_se) t = gate[ch + j] * t + gate[c + ch + j];
+            v[j] = activate(t + sk[j], act);
+        }
+        if (vec == LC0_VEC) store_vec(out + base + e, v);
+        else store_f32(out + base + e, v[0]);
+    }
+}
+
+// Winograd F(4x4, 3x3) on the 8x8 board (lc0's cuda backend computes its convolutions this way):
+// 2x2 tiles of 4x4 outputs per position, each from a 6x6 input patch (rows 4ty-1 .. 4ty+4, zero
+// off the board). Per channel: V = B^T d B (input), M[k] = sum_c V[k][., c] U[k][o, c] (36 batched
+// GEMMs, U = G g G^T packed on the host), Y = A^T M A (output). Layouts: V [36, B*4, Cin],
+// M [36, B*4, Cout] (k = 6*row + col of the 6x6 transform), tile index b*4 + ty*2 + tx.
+// B^T rows: (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
+// A^T rows: (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
+LC0_DEVICE void wino_bt6(const float* d, int s, float* o, int t) {  // o[i*t] = (B^T d)[i], d stride s
+    const float d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
+    o[0] = 4.f * d0 - 5.f * d2 + d4;
+    o[t] = -4.f * d1 - 4.f * d2 + d3 + d4;
+    o[2 * t] = 4.f * d1 - 4.f * d2 - d3 + d4;
+    o[3 * t] = -2.f * d1 - d2 + 2.f * d3 + d4;
+    o[4 * t] = 2.f * d1 - d2 - 2.f * d3 + d4;
+    o[5 * t] = 4.f * d1 - 5.f * d3 + d5;
+}
+LC0_DEVICE void wino_at6(const float* m, int s, float* o, int t) {  // o[i*t] = (A^T m)[i], 4 outputs
+    const float m0 = m[0], m1 = m[s], m2 = m[2 * s], m3 = m[3 * s], m4 = m[4 * s], m5 = m[5 * s];
+    o[0] = m0 + m1 + m2 + m3 + m4;
+    o[t] = m1 - m2 + 2.f * (m3 - m4);
+    o[2 * t] = m1 + m2 + 4.f * (m3 + m4);
+    o[3 * t] = m1 - m2 + 8.f * (m3 - m4) + m5;
+}
+
+// One thread per (position, tile, channel): channels fastest, so reads and writes coalesce.
+extern "C" __global__ void winograd_input(const T* LC0_RESTRICT x, T* LC0_RESTRICT v, int batch, int c) {
+    const unsigned tiles = (unsigned)batch * 4u;
+    const unsigned total = tiles * (unsigned)c;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const unsigned bt = i / (unsigned)c, ch = i - bt * (unsigned)c;
+        const unsigned b = bt >> 2, ty = (bt >> 1) & 1u, tx = bt & 1u;
+        float d[36], tmp[36], out[36];
+        for (int r = 0; r < 6; ++r) {
+            const int rank = (int)(4 * ty) - 1 + r;
+            for (int f = 0; f < 6; ++f) {
+                const int file = (int)(4 * tx) - 1 + f;
+                const bool on = rank >= 0 && rank < 8 && file >= 0 && file < 8;
+                d[r * 6 + f] = on ? to_f32(x[((size_t)b * 64 + rank * 8 + file) * c + ch]) : 0.f;
+            }
+        }
+        for (int f = 0; f < 6; ++f) wino_bt6(d + f, 6, tmp + f, 6);       // columns: B^T d
+        for (int r = 0; r < 6; ++r) wino_bt6(tmp + r * 6, 1, out + r * 6, 1);  // rows: (B^T d) B
+        for (int k = 0; k < 36; ++k) store_f32(&v[((size_t)k * tiles + bt) * c + ch], out[k]);
+    }
+}
+
+// y = act(A^T M A + bias) into NHWC rows; bias == nullptr: no bias (the SE kernel adds it).
+extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
+                                           T* LC0_RESTRICT y, int batch, int c, int act) {
+    const unsigned tiles = (unsigned)batch * 4u;
+    const unsigned total = tiles * (unsigned)c;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        const unsigned bt = i / (unsigned)c, ch = i - bt * (unsigned)c;
+        const unsigned b = bt >> 2, ty = (bt >> 1) & 1u, tx = bt & 1u;
+        float mm[36], tmp[24], out[16];
+        for (int k = 0; k < 36; ++k) mm[k] = to_f32(m[((size_t)k * tiles + bt) * c + ch]);
+        for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);       // A^T M: [4, 6]
+        for (int r = 0; r < 4; ++r) wino_at6(tmp + r * 6, 1, out + r * 4, 1);  // (A^T M) A: [4, 4]
+        const float bb = bias != nullptr ? to_f32(bias[ch]) : 0.f;
+        for (int r = 0; r < 4; ++r)
+            for (int f = 0; f < 4; ++f) {
+                const unsigned sq = (4 * ty + r) * 8 + 4 * tx + f;
+                store_f32(&y[((size_t)b * 64 + sq) * c + ch], activate(out[r * 4 + f] + bb, act));
+            }
+    }
+}

@@ -1,0 +1,176 @@
+"""The GPU forward pass of a classical residual (SE-ResNet) net, as layer objects.
+
+Activations are NHWC rows ``[B*64, C]`` (docs/gpu-design.md), so every layer is GEMMs plus a few
+small kernels (kernels/residual.hip, policy_map.hip)::
+
+    tokens = expand(planes)                          [B*64, 112], already NHWC
+    x      = act(im2col(tokens)·Winᵀ + b)            input 3x3 conv: im2col kernel, GEMM, bias/act
+    per block:
+      h    = act(im2col(x)·W1ᵀ + b1)                 im2col, GEMM, bias/act
+      y    = im2col(h)·W2ᵀ                           im2col, GEMM
+      x    = act(SE(y + b2) + x)                     one kernel per position (pool, fc1, fc2,
+                                                     sigmoid scale + bias, skip, activation)
+    policy: convolution (3x3 + act, 3x3, gather 73x64 -> 1858 with the bias),
+            classical (1x1 GEMM + act, dense GEMM, gather/bias), or attention (the attention
+            body's head, SELU embedding)
+    value / moves-left: 1x1 conv GEMM + act, fc1 + act, fc2 (the attention body's ``FcHead``)
+
+The value heads run on the side stream while the policy runs on the main one (as in ``GpuModel``);
+they only read ``x``.
+"""
+
+from __future__ import annotations
+
+from lc0py.backends.gpu.layers import ACT_NONE, AttentionPolicyHead, MovesLeftHead, Tap, ValueHead
+from lc0py.backends.gpu.ops import GpuOps
+from lc0py.backends.gpu.weights import (
+    PLANES,
+    POLICY_OUT,
+    SEQ,
+    AttentionPolicyWeights,
+    Buffers,
+    activation_code,
+)
+from lc0py.backends.gpu.weights_residual import (
+    ClassicalPolicyWeights,
+    ConvPolicyWeights,
+    ConvWeights,
+    ResidualBlockWeights,
+    ResidualModelWeights,
+    ResidualShape,
+)
+from lc0py.weights.network import Activation
+from lc0py.weights.residual import ResidualNetwork
+
+#: lc0 hard-codes SELU for the attention-policy embedding on a non-attention body.
+RESIDUAL_ATTENTION_POLICY_ACT = Activation.SELU
+
+
+class Conv3x3:
+    """``out = act(conv3x3(x) + b)`` (``act`` None: no bias, no activation -- left to the caller).
+
+    im2col: ``im2col3x3`` kernel, one GEMM ``[B*64, 9Cin] x [Cout, 9Cin]ᵀ``, bias/act kernel.
+    Winograd F(4x4,3x3): ``winograd_input`` -> ``V [36, B*4, Cin]``, 36 batched GEMMs with
+    ``U [36, Cout, Cin]`` -> ``M``, ``winograd_output`` (inverse transform + bias + act).
+    """
+
+    def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
+        self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
+
+    def forward(self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int) -> None:
+        cin, cout = self.c_in, self.c_out
+        if self.winograd:
+            tiles = bsz * 4
+            ops.winograd_input(x, buf.wino_v, bsz, cin)
+            ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
+                     batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
+            bias, act = (self.w.b, self.act) if self.act is not None else (0, ACT_NONE)
+            ops.winograd_output(buf.wino_m, bias, out, bsz, cout, act)
+            return
+        m = bsz * SEQ
+        ops.im2col3x3(x, buf.cols, m, cin)
+        ops.dense(buf.cols, m, 9 * cin, self.w.w, cout, out)
+        if self.act is not None:
+            ops.bias_act(out, self.w.b, m, cout, self.act)
+
+
+class ResidualBlock:
+    """Two 3x3 convolutions, then SE (optional) + skip + activation in one kernel."""
+
+    def __init__(
+        self, w: ResidualBlockWeights[int], s: ResidualShape, act: int, index: int, se_hidden: int
+    ) -> None:
+        self.w, self.s, self.act, self.index, self.se_hidden = w, s, act, index, se_hidden
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
+        self.conv2 = Conv3x3(w.conv2, s.C, s.C, None, s.winograd)
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
+        se = self.w.se
+        gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b) if se is not None else None
+        ops.se_residual(buf.conv, self.w.conv2.b, buf.x, buf.x, gate, self.s.C, self.se_hidden, self.act, bsz)
+
+
+class ConvPolicyHead:
+    """3x3 conv + act, 3x3 conv to P planes, lc0's 73x64 -> 1858 map (bias added in the gather)."""
+
+    def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int) -> None:
+        self.w, self.s = w, s
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
+        self.conv2 = Conv3x3(ConvWeights(w.conv2_w, 0), s.C, s.P, None, s.winograd)  # bias: in the gather
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        w, s = self.w, self.s
+        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
+        ops.gather_bias(buf.conv, SEQ * s.P, w.gather, w.out_bias, buf.out_policy, bsz)
+
+
+class ClassicalPolicyHead:
+    """1x1 conv + act, dense to 1858 (+ bias in the fp32 gather)."""
+
+    def __init__(self, w: ClassicalPolicyWeights[int], s: ResidualShape, act: int) -> None:
+        self.w, self.s, self.act = w, s, act
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        w, s = self.w, self.s
+        m = bsz * SEQ
+        ops.dense(buf.x, m, s.C, w.conv.w, s.P, buf.conv)
+        ops.bias_act(buf.conv, w.conv.b, m, s.P, self.act)
+        ops.dense(buf.conv, bsz, SEQ * s.P, w.fc_w, POLICY_OUT, buf.pol_fc)
+        ops.gather_bias(buf.pol_fc, POLICY_OUT, w.gather, w.fc_b, buf.out_policy, bsz)
+
+
+class GpuResidualModel:
+    """A residual net as layers, with ``GpuModel``'s ``forward(ops, buf, bsz, flash, tap)``."""
+
+    SIDE_BRANCHES = 1
+    attention = None  # no attention body: flash does not apply
+
+    def __init__(
+        self, ops: GpuOps, net: ResidualNetwork, w: ResidualModelWeights[int], s: ResidualShape
+    ) -> None:
+        self.s = s
+        act = activation_code(net.default_act)
+        ops.prepare_residual()
+        self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
+        self.blocks = [
+            ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0)
+            for i, (bw, b) in enumerate(zip(w.blocks, net.blocks, strict=True))
+        ]
+        pol = w.policy
+        self.policy: ConvPolicyHead | ClassicalPolicyHead | AttentionPolicyHead
+        if isinstance(pol, ConvPolicyWeights):
+            self.policy = ConvPolicyHead(pol, s, act)
+        elif isinstance(pol, ClassicalPolicyWeights):
+            self.policy = ClassicalPolicyHead(pol, s, act)
+        else:
+            assert isinstance(pol, AttentionPolicyWeights)
+            selu = activation_code(RESIDUAL_ATTENTION_POLICY_ACT)
+            self.policy = AttentionPolicyHead(pol, s, selu)  # type: ignore[arg-type]
+        self.value = ValueHead(w.value, s.C, s.Vc, s.Vh, s.v_out, act)
+        self.moves_left = (
+            MovesLeftHead(w.moves_left, s.C, s.Mc, s.Mh, 1, act) if w.moves_left is not None else None
+        )
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None = None) -> None:
+        ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
+        self.input.forward(ops, buf, buf.tokens, buf.x, bsz)
+        if tap is not None:
+            tap("input", buf.x, self.s.C)
+        for block in self.blocks:
+            block.forward(ops, buf, bsz)
+            if tap is not None:
+                tap(f"block{block.index}.output", buf.x, self.s.C)
+        ops.branch(0, lambda: self._value_heads(ops, buf, bsz))
+        self.policy.forward(ops, buf, bsz)
+        ops.join(0)
+
+    def _value_heads(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        self.value.run(ops, buf, bsz)
+        if self.moves_left is not None:
+            self.moves_left.run(ops, buf, bsz)
+
+
+__all__ = ["ClassicalPolicyHead", "Conv3x3", "ConvPolicyHead", "GpuResidualModel", "ResidualBlock"]

@@ -1,0 +1,113 @@
+"""On a GPU: residual (SE-ResNet) nets -- ``GpuNetwork`` vs the numpy float64 reference.
+
+Marked ``gpu`` (skipped without an NVIDIA GPU). Random nets: res-tiny with each policy head,
+with and without SE, WDL and classical value; res-20x256 with two blocks (the real widths); real
+nets maia-1100 / meangirl-8 copied from ``../shared/nets`` or ``.nets/`` into tmp (skipped when absent).
+fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lc0py.model import cast_network, forward
+from lc0py.weights.loader import load_network
+from lc0py.weights.presets import random_network
+from tests.backends.conformance import (
+    RTOL_FP16,
+    RTOL_FP32,
+    check_backend_against_reference,
+    random_batch,
+    relative_error,
+)
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[3]
+# ../shared/nets beside the clone (CI), or .nets/ in it (ignored; carried to a GPU machine)
+NET_DIRS = (ROOT / ".." / "shared" / "nets", ROOT / ".nets")
+
+NETS = {
+    "res-tiny-conv": ("res-tiny", {}),
+    "res-tiny-relu-noSE-tanh": ("res-tiny", dict(default_activation="relu", se=False, wdl=False)),
+    "res-tiny-classical": ("res-tiny", dict(policy="classical", policy_channels=32, moves_left=False)),
+    "res-tiny-attention": ("res-tiny", dict(policy="attention", policy_embedding=32, policy_dmodel=32)),
+    "res-20x256-2blocks": ("res-20x256", dict(blocks=2)),
+    "t78-2blocks": ("t78", dict(blocks=2)),
+}
+
+
+@pytest.fixture(scope="module")
+def cuda_platform():  # type: ignore[no-untyped-def]
+    from lc0py.backends.gpu.cuda_platform import probe
+
+    reason = probe()
+    if reason is not None:
+        pytest.skip(reason)
+    from lc0py.backends.gpu.cuda_platform import CudaPlatform
+
+    p = CudaPlatform(0)
+    yield p
+    p.close()
+
+
+def _check(platform: Any, net: Any, fp16: bool, label: str) -> None:
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=16)
+    try:
+        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+        trace: dict[str, np.ndarray] = {}
+        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        limit = RTOL_FP16 if fp16 else RTOL_FP32
+        out, taps = gpu.evaluate_traced(batch, flash=False)
+        errs = {"policy": relative_error(out.policy, ref.policy), "wdl": relative_error(out.wdl, ref.wdl)}
+        if net.moves_left is not None:
+            errs["moves_left"] = relative_error(out.moves_left, ref.moves_left)
+        last = f"block{len(net.blocks) - 1}.output"
+        for name in ("input", last):  # NCHW reference -> the GPU's NHWC [B, 64, C]
+            want = trace[name].reshape(len(batch), net.filters, 64).transpose(0, 2, 1)
+            errs[name] = relative_error(taps[name], want)
+        assert all(e <= limit for e in errs.values()), f"{label} fp16={fp16}: {errs}"
+        # graphs + async path, odd batch size (padding rows inside a graph bucket)
+        got = gpu.submit(batch).result()
+        assert relative_error(got.policy, ref.policy) <= limit
+        assert relative_error(got.wdl, ref.wdl) <= limit
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("case", sorted(NETS))
+def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+    preset, overrides = NETS[case]
+    _check(cuda_platform, random_network(preset, 7, **overrides), fp16, case)
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
+def test_real_residual_net(cuda_platform, name: str, fp16: bool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    found = [d / f"{name}.pb.gz" for d in NET_DIRS if (d / f"{name}.pb.gz").is_file()]
+    if not found:
+        pytest.skip(f"{name}.pb.gz is in none of {[str(d) for d in NET_DIRS]}")
+    src = found[0]
+    path = tmp_path / src.name
+    shutil.copyfile(src, path)
+    _check(cuda_platform, load_network(path), fp16, name)
+
+
+@pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
+def test_residual_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
+    from lc0py.backends.registry import create_backend
+
+    net = random_network("res-tiny", 3)
+    backend = create_backend(name, net, "max_batch=8")
+    try:
+        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
+    finally:
+        backend.close()
