@@ -203,7 +203,8 @@ def format_row(r: CaseResult) -> str:
 
 
 TABLE_HEAD = (
-    "| position | nodes | MB | lc0 best | lc0py best | same best | identical visits | L1 | root N lc0 / lc0py |\n"
+    "| position | nodes | MB | lc0 best | lc0py best | same best | identical visits | L1 "
+    "| root N lc0 / lc0py |\n"
     "|---|---|---|---|---|---|---|---|---|"
 )
 

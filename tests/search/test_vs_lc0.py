@@ -6,7 +6,8 @@ Both engines search the same LINEAR16 net with Threads=1, SmartPruningFactor=0, 
 best move on >= 97 % of the cases and L1 of the visit shares <= 0.02 on >= 90 %; MinibatchSize 32
 and 256 — same best move on >= 90 % and median L1 <= 0.05.
 
-The default run uses ``QUICK`` (8 positions of every kind × 100 and 400 nodes); the full set
+The default run uses ``QUICK`` (8 positions of every kind × 250 and 400 nodes: at 100 nodes one
+visit moved is already L1 0.02, and lc0 ending at N+1 — rule 4 — costs 0.01 of that); the full set
 (20 positions × 100/400/1600) is ``slow``. The MinibatchSize 32/256 checks are ``xfail`` while
 lc0py's collision handling differs from lc0's (rule 5 in docs/search-vs-lc0.md); flip them when
 the search core follows lc0's ``PickNodesToExtendTask``.
@@ -65,14 +66,17 @@ def _assert_batched(results: list[CaseResult], minibatch: int) -> None:
     assert s.median_l1 <= 0.05, _explain(results, minibatch)
 
 
+QUICK_NODES = (250, 400)
+
+
 def test_minibatch_1_follows_lc0() -> None:
-    _assert_mb1(_run(select(QUICK), (100, 400), 1))
+    _assert_mb1(_run(select(QUICK), QUICK_NODES, 1))
 
 
 @pytest.mark.xfail(strict=False, reason=COLLISIONS)
 @pytest.mark.parametrize("minibatch", [32, 256])
 def test_batched_search_follows_lc0(minibatch: int) -> None:
-    _assert_batched(_run(select(QUICK), (100, 400), minibatch), minibatch)
+    _assert_batched(_run(select(QUICK), QUICK_NODES, minibatch), minibatch)
 
 
 @pytest.mark.slow
