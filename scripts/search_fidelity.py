@@ -10,6 +10,7 @@ net (the default: weights/tiny-seed1.pb.gz).
     python scripts/search_fidelity.py                       # everything (several minutes)
     python scripts/search_fidelity.py --quick --nodes 100   # the CI subset
     python scripts/search_fidelity.py --lc0py-option FastMath=true
+    python scripts/search_fidelity.py --lc0-vs-lc0 --minibatch 32   # lc0's own noise
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def main() -> int:
         help=f"extra setoption for lc0py (default: {LC0PY_MATCHED}; 'none' for lc0py as shipped)",
     )
     ap.add_argument("--backend", default="numpy", help="lc0py backend (default numpy)")
+    ap.add_argument("--lc0-vs-lc0", action="store_true",
+                    help="compare lc0 with a second lc0 process (its own run-to-run noise)")
     args = ap.parse_args()
 
     binary = find_lc0_binary()
@@ -61,13 +64,18 @@ def main() -> int:
             continue
         name, _, value = item.partition("=")
         extra[name] = value
+    weights = Path(args.weights).resolve()
+    shown = weights.relative_to(ROOT) if weights.is_relative_to(ROOT) else weights
     names = args.positions or (QUICK if args.quick else None)
     positions = select(names)
-    print(f"lc0: {binary}; net: {args.weights}; lc0py options: {extra or 'as shipped'}")
+    if args.lc0_vs_lc0:
+        print(f"lc0: {binary}; net: {shown}; second engine: lc0 again (the 'lc0py' columns)")
+    else:
+        print(f"lc0: {binary}; net: {shown}; lc0py options: {extra or 'as shipped'}")
     print(TABLE_HEAD, flush=True)
     results = run_fidelity(
         binary, args.weights, positions, args.nodes, args.minibatch, extra, args.backend,
-        on_case=lambda r: print(format_row(r), flush=True),
+        on_case=lambda r: print(format_row(r), flush=True), lc0_against_itself=args.lc0_vs_lc0,
     )
     print()
     ok = True

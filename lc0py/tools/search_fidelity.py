@@ -172,15 +172,22 @@ def run_fidelity(
     lc0py_options: dict[str, object] | None = None,
     lc0py_backend: str = "numpy",
     on_case: object = None,
+    lc0_against_itself: bool = False,
 ) -> list[CaseResult]:
-    """Every position × node count × minibatch size, one engine process each per minibatch."""
+    """Every position × node count × minibatch size, one engine process each per minibatch.
+
+    ``lc0_against_itself``: the second engine is another lc0 process instead of lc0py (lc0's own
+    run-to-run noise; results then sit in the ``lc0py`` fields)."""
     extra = LC0PY_MATCHED if lc0py_options is None else lc0py_options
     results = []
     for mb in minibatches:
         options = dict(COMMON_OPTIONS, MinibatchSize=mb)
-        with UciSession(lc0_command(lc0_binary, weights), name="lc0") as lc0, UciSession(
-            lc0py_command(weights, lc0py_backend), env=lc0py_env(), name="lc0py"
-        ) as ours:
+        if lc0_against_itself:
+            second = UciSession(lc0_command(lc0_binary, weights), name="lc0 (second)")
+            extra = {}
+        else:
+            second = UciSession(lc0py_command(weights, lc0py_backend), env=lc0py_env(), name="lc0py")
+        with UciSession(lc0_command(lc0_binary, weights), name="lc0") as lc0, second as ours:
             set_options(lc0, options)
             set_options(ours, dict(options, **extra))
             for pos in positions:

@@ -76,7 +76,7 @@ def test_minibatch_1_follows_lc0() -> None:
 @pytest.mark.xfail(strict=False, reason=COLLISIONS)
 @pytest.mark.parametrize("minibatch", [32, 256])
 def test_batched_search_follows_lc0(minibatch: int) -> None:
-    _assert_batched(_run(select(QUICK), QUICK_NODES, minibatch), minibatch)
+    _assert_batched(_run(select(QUICK), (400,), minibatch), minibatch)
 
 
 @pytest.mark.slow
@@ -89,3 +89,13 @@ def test_minibatch_1_follows_lc0_full() -> None:
 @pytest.mark.parametrize("minibatch", [32, 256])
 def test_batched_search_follows_lc0_full(minibatch: int) -> None:
     _assert_batched(_run(select(None), (100, 400, 1600), minibatch), minibatch)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=False, reason="lc0py's default SearchOverlap=true gathers the next minibatch while "
+                   "the backend evaluates, with the tree not yet updated; lc0 has no such overlap on a CPU "
+                   "backend (measured 55/60 same best move, L1 <= 0.02 on 23/60: docs/search-vs-lc0.md)")
+def test_minibatch_1_as_shipped_follows_lc0() -> None:
+    """lc0py given only lc0's own options (SearchOverlap left at its default)."""
+    assert LC0 is not None
+    _assert_mb1(run_fidelity(LC0, NET, select(None), (100, 400, 1600), [1], lc0py_options={}))
