@@ -26,6 +26,7 @@ from lc0py.tools.lc0_binary import (
     lc0_command,
     lc0py_command,
     lc0py_env,
+    option_lines,
     root_search,
     set_options,
 )
@@ -112,6 +113,11 @@ class CaseResult:
         return l1_distance(self.lc0.shares(), self.lc0py.shares())
 
 
+def parse_option_name(line: str) -> str:
+    """The name in an ``option name <name> type …`` line."""
+    return line[len("option name "):].partition(" type ")[0]
+
+
 def l1_distance(a: dict[str, float], b: dict[str, float]) -> float:
     """``sum |a[m] - b[m]|`` over the moves of both (a move missing from one counts as 0)."""
     return sum(abs(a.get(m, 0.0) - b.get(m, 0.0)) for m in set(a) | set(b))
@@ -178,6 +184,7 @@ def run_fidelity(
 
     ``lc0_against_itself``: the second engine is another lc0 process instead of lc0py (lc0's own
     run-to-run noise; results then sit in the ``lc0py`` fields)."""
+    matched_defaults = lc0py_options is None
     extra = LC0PY_MATCHED if lc0py_options is None else lc0py_options
     results = []
     for mb in minibatches:
@@ -189,6 +196,10 @@ def run_fidelity(
             second = UciSession(lc0py_command(weights, lc0py_backend), env=lc0py_env(), name="lc0py")
         with UciSession(lc0_command(lc0_binary, weights), name="lc0") as lc0, second as ours:
             set_options(lc0, options)
+            if matched_defaults and not lc0_against_itself:
+                # A search without overlap has no switch for it: set only what this lc0py offers.
+                offered = {parse_option_name(s).lower() for s in option_lines(ours)}
+                extra = {k: v for k, v in extra.items() if k.lower() in offered}
             set_options(ours, dict(options, **extra))
             for pos in positions:
                 for nodes in node_counts:

@@ -34,7 +34,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NET = ROOT / "weights" / "tiny-seed1.pb.gz"
 LC0 = find_lc0_binary()
 
-pytestmark = pytest.mark.skipif(LC0 is None, reason="lc0's binary not installed (dev extra)")
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.skipif(LC0 is None, reason="lc0's binary not installed (dev extra)"),
+]
 
 COLLISIONS = (
     "rule 5 of docs/search-vs-lc0.md: lc0 piles all visits that collide at a node waiting for "

@@ -36,7 +36,10 @@ NET = ROOT / "weights" / "tiny-seed1.pb.gz"
 DOC = ROOT / "docs" / "uci-options.md"
 LC0 = find_lc0_binary()
 
-pytestmark = pytest.mark.skipif(LC0 is None, reason="lc0's binary not installed (dev extra)")
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.skipif(LC0 is None, reason="lc0's binary not installed (dev extra)"),
+]
 
 
 # --------------------------------------------------------------------------------- options ----
@@ -194,6 +197,15 @@ def test_bestmove_and_ponder_are_legal(engines, engine: str, position: str) -> N
         assert parts[2] == "ponder" and len(parts) == 4, lines[-1]
         board.push(best)
         assert chess.Move.from_uci(parts[3]) in board.legal_moves, lines[-1]
+
+
+@pytest.mark.parametrize("engine", ["lc0", "lc0py"])
+@pytest.mark.parametrize("go", ["go movetime 300", "go wtime 3000 btime 3000 winc 100 binc 100",
+                                "go wtime 2000 btime 2000 movestogo 5", "go depth 2"])
+def test_timed_searches_answer_a_legal_move(engines, engine: str, go: str) -> None:
+    position = "position startpos moves d2d4 g8f6 c2c4"
+    lines = _search(engines[engine], position, go)
+    assert chess.Move.from_uci(lines[-1].split()[1]) in _board(position).legal_moves, lines[-1]
 
 
 def _fields(line: str) -> list[str]:
