@@ -303,14 +303,21 @@ def parse_verbose_block(lines: Sequence[str], board: chess.Board | None = None) 
         if text.startswith("bestmove "):
             parts = text.split()
             best = normalise_move(parts[1], board) if len(parts) > 1 and parts[1] != "(none)" else None
-            if len(parts) > 3 and parts[2] == "ponder" and board is not None and best is not None:
-                after = board.copy(stack=False)
-                after.push_uci(best)
-                ponder = normalise_move(parts[3], after)
-            elif len(parts) > 3:
+            if len(parts) > 3 and parts[2] == "ponder":
                 ponder = parts[3]
+                if board is not None and best is not None and _is_legal(board, best):
+                    after = board.copy(stack=False)
+                    after.push_uci(best)
+                    ponder = normalise_move(ponder, after)
             break
     return RootStats(moves, int(node.group(2)), best, ponder, list(lines[start:]))
+
+
+def _is_legal(board: chess.Board, uci: str) -> bool:
+    try:
+        return board.parse_uci(uci) in board.legal_moves
+    except ValueError:
+        return False
 
 
 def normalise_move(text: str, board: chess.Board | None) -> str:

@@ -137,3 +137,10 @@ def test_compare_options() -> None:
     assert rows["A"].status == "differs" and "default `1` vs `2`" in rows["A"].differences
     assert rows["B"].status == "same" and rows["C"].status == "missing" and rows["Own"].status == "lc0py only"
     assert rows["Backend"].status == "differs" and "Backend" in DELIBERATE
+
+
+def test_bestmove_that_is_not_a_move_is_kept_as_sent() -> None:
+    # lc0 0.32.1 answers a position without legal moves with "bestmove a1a1".
+    block = [*LC0_BLOCK[:-1], "bestmove a1a1 ponder h8h7"]
+    stats = parse_verbose_block(block, chess.Board(CASTLE_FEN))
+    assert (stats.bestmove, stats.ponder) == ("a1a1", "h8h7")
