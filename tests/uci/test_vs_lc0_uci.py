@@ -4,7 +4,7 @@ What GUIs rely on is compared: the option list (types, defaults, ranges, combo v
 is docs/uci-options.md), ``readyok``, the reply to bad commands, ``bestmove``/``ponder`` legality
 and the fields of ``info`` lines. Each probe asserts that lc0py answers as lc0 does; where it does
 not, the probe is ``xfail`` and its reason records what lc0 does, so the difference stays visible
-until it is fixed or declared deliberate.
+until it is fixed or declared deliberate. docs/uci-vs-lc0.md is the written record.
 """
 
 from __future__ import annotations
