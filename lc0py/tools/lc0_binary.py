@@ -82,9 +82,15 @@ def lc0_command(binary: Path | str, weights: Path | str, backend: str = "eigen")
     return [str(binary), f"--backend={backend}", f"--weights={weights}"]
 
 
-def lc0py_command(weights: Path | str, backend: str = "numpy", *extra: str) -> list[str]:
-    """lc0py's UCI engine (this interpreter, this checkout of lc0py) on ``weights``."""
-    return [sys.executable, "-m", "lc0py", "uci", "--weights", str(weights), "--backend", backend, *extra]
+def lc0py_command(weights: Path | str | None, backend: str | None = "numpy", *extra: str) -> list[str]:
+    """lc0py's UCI engine (this interpreter, this checkout of lc0py) on ``weights`` (None: no
+    ``--weights``/``--backend``, lc0py's own defaults)."""
+    command = [sys.executable, "-m", "lc0py", "uci"]
+    if weights is not None:
+        command += ["--weights", str(weights)]
+    if backend is not None:
+        command += ["--backend", backend]
+    return command + list(extra)
 
 
 # BLAS thread pools spin while they wait; on a loaded machine that made a tiny-net search at

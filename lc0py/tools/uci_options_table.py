@@ -92,8 +92,7 @@ def read_options(command: list[str], env: dict[str, str] | None = None) -> tuple
 
 def read_lc0py_options() -> tuple[str, dict[str, UciOption]]:
     # No --weights/--backend: `uci` must not need either (and WeightsFile then shows its default).
-    command = lc0py_command("x")[:4]
-    return read_options(command, lc0py_env())
+    return read_options(lc0py_command(None, None), lc0py_env())
 
 
 def read_lc0_options(binary: Path | str) -> tuple[str, dict[str, UciOption]]:
