@@ -16,6 +16,7 @@ net (the default: weights/tiny-seed1.pb.gz).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def main() -> int:
         help=f"extra setoption for lc0py (default: {LC0PY_MATCHED}; 'none' for lc0py as shipped)",
     )
     ap.add_argument("--backend", default="numpy", help="lc0py backend (default numpy)")
+    ap.add_argument("--json", metavar="FILE", help="also write every case (visits of both engines) as JSON")
     ap.add_argument("--lc0-vs-lc0", action="store_true",
                     help="compare lc0 with a second lc0 process (its own run-to-run noise)")
     args = ap.parse_args()
@@ -77,6 +79,15 @@ def main() -> int:
         binary, args.weights, positions, args.nodes, args.minibatch, extra, args.backend,
         on_case=lambda r: print(format_row(r), flush=True), lc0_against_itself=args.lc0_vs_lc0,
     )
+    if args.json:
+        rows = [
+            {"position": r.position, "nodes": r.nodes, "minibatch": r.minibatch, "same_best": r.same_best,
+             "identical": r.identical, "l1": r.l1,
+             "lc0": {"bestmove": r.lc0.bestmove, "root_n": r.lc0.root_n, "visits": r.lc0.visits},
+             "lc0py": {"bestmove": r.lc0py.bestmove, "root_n": r.lc0py.root_n, "visits": r.lc0py.visits}}
+            for r in results
+        ]
+        Path(args.json).write_text(json.dumps({"lc0py_options": extra, "cases": rows}, indent=1))
     print()
     ok = True
     for mb in args.minibatch:
