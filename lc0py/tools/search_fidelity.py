@@ -212,6 +212,40 @@ def run_fidelity(
     return results
 
 
+def run_game_fidelity(
+    lc0_binary: Path | str,
+    weights: Path | str,
+    plies: int,
+    nodes: int,
+    minibatch: int = 1,
+    lc0py_options: dict[str, object] | None = None,
+    lc0py_backend: str = "numpy",
+) -> list[CaseResult]:
+    """A game from the start position in which both engines keep their trees: each ply is
+    ``position startpos moves …`` + ``go nodes N`` without ``ucinewgame``, and both continue with
+    lc0's move, so the positions stay the same even where the engines disagree."""
+    extra = dict(LC0PY_MATCHED if lc0py_options is None else lc0py_options)
+    options = dict(COMMON_OPTIONS, MinibatchSize=minibatch)
+    results = []
+    with UciSession(lc0_command(lc0_binary, weights), name="lc0") as lc0, UciSession(
+        lc0py_command(weights, lc0py_backend), env=lc0py_env(), name="lc0py"
+    ) as ours:
+        set_options(lc0, options)
+        offered = {parse_option_name(s).lower() for s in option_lines(ours)}
+        set_options(ours, dict(options, **{k: v for k, v in extra.items() if k.lower() in offered}))
+        for session in (lc0, ours):
+            session.send("ucinewgame")
+        game: list[str] = []
+        for ply in range(plies):
+            theirs = root_search(lc0, None, game, nodes, new_game=False)
+            mine = root_search(ours, None, game, nodes, new_game=False)
+            results.append(CaseResult(f"game ply {ply}", nodes, minibatch, theirs, mine))
+            if theirs.bestmove is None:
+                break
+            game.append(theirs.bestmove)
+    return results
+
+
 def format_row(r: CaseResult) -> str:
     return (
         f"| {r.position} | {r.nodes} | {r.minibatch} | {r.lc0.bestmove} | {r.lc0py.bestmove} | "

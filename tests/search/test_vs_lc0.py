@@ -26,6 +26,7 @@ from lc0py.tools.search_fidelity import (
     format_row,
     format_summary,
     run_fidelity,
+    run_game_fidelity,
     select,
     summarise,
 )
@@ -80,6 +81,31 @@ def test_minibatch_1_follows_lc0() -> None:
 @pytest.mark.parametrize("minibatch", [32, 256])
 def test_batched_search_follows_lc0(minibatch: int) -> None:
     _assert_batched(_run(select(QUICK), (400,), minibatch), minibatch)
+
+
+@pytest.fixture(scope="module")
+def game_cases() -> list[CaseResult]:
+    """10 plies of one game at 300 nodes a move, trees kept between moves (both play lc0's move)."""
+    assert LC0 is not None
+    return run_game_fidelity(LC0, NET, plies=10, nodes=300)
+
+
+def test_tree_reuse_in_a_game_keeps_visits_close(game_cases: list[CaseResult]) -> None:
+    s = summarise(game_cases, 1)
+    assert s.cases == 10
+    assert s.l1_small_rate >= 0.90, _explain(game_cases, 1)
+
+
+TIE_AFTER_OVERSHOOT = (
+    "rule 4 of docs/search-vs-lc0.md: at ply 3 lc0 ends at 301 visits and its extra visit breaks a tie "
+    "(a7a6 over b8a6) that lc0py, stopping at 300, breaks the other way"
+)
+
+
+@pytest.mark.xfail(strict=False, reason=TIE_AFTER_OVERSHOOT)
+def test_tree_reuse_in_a_game_same_best_moves(game_cases: list[CaseResult]) -> None:
+    s = summarise(game_cases, 1)
+    assert s.same_best_rate >= 0.97, _explain(game_cases, 1)
 
 
 @pytest.mark.slow
