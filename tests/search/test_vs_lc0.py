@@ -8,7 +8,8 @@ and 256 — same best move on >= 90 % and median L1 <= 0.05.
 
 The default run uses ``QUICK`` (8 positions of every kind × 250 and 400 nodes: at 100 nodes one
 visit moved is already L1 0.02, and lc0 ending at N+1 — rule 4 — costs 0.01 of that); the full set
-(20 positions × 100/400/1600) is ``slow``. The MinibatchSize 32/256 checks are ``xfail`` while
+(20 positions × 100/400/1600) is ``slow``. A 10-ply game with tree reuse checks that visits stay
+close when both engines keep their trees between moves. The MinibatchSize 32/256 checks are ``xfail`` while
 lc0py's collision handling differs from lc0's (rule 5 in docs/search-vs-lc0.md); flip them when
 the search core follows lc0's ``PickNodesToExtendTask``.
 """
