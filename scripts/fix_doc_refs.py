@@ -20,7 +20,7 @@ old                                     new
 ``tools-and-uci.md §7.N``               ``docs/search.md §N``
 ``tools-and-uci.md §7`` / ``§8``        ``docs/search.md``
 ``tools-and-uci.md`` (no section)       ``docs/search.md`` in search code, else ``docs/uci-and-tools.md``
-``search-vs-lc0.md``                    ``docs/search.md §13``
+``search-vs-lc0.md``                    ``docs/search-vs-lc0.md`` (the repo's own, measured)
 bare ``§7.N`` in search code            ``§N`` (meant tools-and-uci.md §7.N; the file cites docs/search.md)
 ======================================  =====================================================
 
@@ -88,8 +88,8 @@ def _replace_named(m: re.Match[str], rel: str) -> str:
         path, sec_out = _tools_and_uci(sec, rel)
     elif name.startswith("chess-encoding"):
         path, sec_out = "docs/input-encoding.md", sec or ""
-    elif name.startswith("search-vs-lc0"):
-        path, sec_out = "docs/search.md", " §13"
+    elif name.startswith("search-vs-lc0"):  # the repo's own measured comparison, numbered rules
+        path, sec_out = "docs/search-vs-lc0.md", sec or ""
     else:
         path, sec_out = "docs/" + name, sec or ""
     return path + ticks + sec_out

@@ -37,7 +37,7 @@ fix = _load()
         ("lc0py/search/x.py", "rule (§7.6, chess-encoding §7)", "rule (§6, docs/input-encoding.md §7)"),
         ("lc0py/search/x.py", "Selection follows §7.3 exactly", "Selection follows §3 exactly"),
         ("lc0py/uci/x.py", "Selection follows §7.3 exactly", "Selection follows §7.3 exactly"),
-        ("lc0py/x.py", "see search-vs-lc0.md", "see docs/search.md §13"),
+        ("lc0py/x.py", "see search-vs-lc0.md", "see docs/search-vs-lc0.md"),
         ("lc0py/x.py", "attention-body nets, chess-encoding", "attention-body nets, chess-encoding"),
     ],
 )

@@ -69,7 +69,7 @@ POSITIONS: tuple[FidelityPosition, ...] = (
 
 # Deliberate difference, not counted: in pawnless positions without castling rights lc0 0.32
 # reads the policy of the wrong moves when the canonical transform has TRANSPOSE (a 180° turn
-# instead of the diagonal reflection its planes use; shared chess-encoding.md §6.2); lc0py uses
+# instead of the diagonal reflection its planes use; docs/input-encoding.md §6.2); lc0py uses
 # the plane-consistent mapping the nets were trained with. Every position above keeps a pawn on
 # the board for the whole search, so no node of either tree is transposed.
 PAWNLESS: tuple[FidelityPosition, ...] = (
