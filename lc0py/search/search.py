@@ -24,14 +24,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import chess
 import numpy as np
 
-from lc0py.backends.base import Backend, NetworkOutput
+from lc0py.backends.base import Backend, NetworkOutput, PlanesBatch
 from lc0py.search.core import arrays as A
-from lc0py.search.core.backup import add_in_flight, backup, cancel_collision
+from lc0py.search.core import board as B
+from lc0py.search.core import gather as G
+from lc0py.search.core import leaves as L
+from lc0py.search.core.encode import fill_code
 from lc0py.search.core.numeric import cpuct as cpuct_formula
 from lc0py.search.core.numeric import fpu_value, m_utility, prior_value, puct_mult
 from lc0py.search.core.pick import (
@@ -56,12 +59,9 @@ from lc0py.search.core.pick import (
     P_MLH,
     P_SIZE,
     node_q,
-    pick_nodes,
 )
-from lc0py.search.core.pyleaves import KIND_CACHE_HIT, KIND_NN, NNRequests, PyLeaves
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
 from lc0py.search.core.tree import NodeTree, NodeView
-from lc0py.search.movegen import pack, to_move
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
@@ -119,24 +119,63 @@ class SearchCallbacks:
     on_verbose: Callable[[Search], None] = lambda search: None  # VerboseMoveStats hook
 
 
-@dataclass
-class _Pick:
-    node: int
-    depth: int
-    multi: int
-    maxv: int
-    coll: bool
-    kind: int = -1  # KIND_* of an extended leaf; -1 not extended (revisited terminal)
-    value: tuple[float, float, float] | None = None  # (v, d, m) from the mover's view
-    ooo: bool = False
+class _Deferred:
+    """A computation run by the first ``result()`` call (the worker, outside the tree lock)."""
+
+    def __init__(self, fn: Callable[[], NetworkOutput]) -> None:
+        self._fn: Callable[[], NetworkOutput] | None = fn
+        self._out: NetworkOutput | None = None
+
+    def result(self) -> NetworkOutput:
+        if self._out is None:
+            assert self._fn is not None
+            self._out = self._fn()
+            self._fn = None
+        return self._out
+
+    def done(self) -> bool:
+        return self._out is not None
 
 
-@dataclass
 class _Batch:
-    picks: list[_Pick] = field(default_factory=list)
-    requests: NNRequests = field(default_factory=NNRequests)
-    ooo: int = 0
-    pending: Future[NetworkOutput] | None = None
+    """One minibatch: its picks (rows of ``pick_nodes``), what extending them gave, and the
+    network requests (planes) of its new leaves."""
+
+    def __init__(self, capacity: int) -> None:
+        self.picks = np.zeros((capacity, 5), np.int32)
+        self.kinds = np.zeros(capacity, np.int8)
+        self.vals = np.zeros((capacity, 3), np.float32)
+        self.count = 0
+        self.ooo = 0  # visits resolved out of order while gathering
+        self.requests = L.make_requests(capacity)
+        self.pending: Future[NetworkOutput] | _Deferred | None = None
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` more picks and network requests."""
+        need = max(self.count, int(self.requests.count[0])) + rows
+        if need <= len(self.picks):
+            return
+        cap = max(need, 2 * len(self.picks))
+        for name in ("picks", "kinds", "vals"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+        req = self.requests
+        grown = L.make_requests(cap)
+        for old_a, new_a in zip(req, grown, strict=True):
+            if old_a.ndim and len(old_a) == len(req.nodes):
+                new_a[: len(old_a)] = old_a
+        grown.count[0] = req.count[0]
+        self.requests = grown
+
+    @property
+    def nn_count(self) -> int:
+        return int(self.requests.count[0])
+
+    def planes(self) -> PlanesBatch:
+        n = self.nn_count
+        return PlanesBatch(self.requests.masks[:n], self.requests.values[:n])
 
 
 def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.ndarray:
@@ -212,11 +251,7 @@ class Search:
         self._bestmove_wanted = not limits.infinite
         self.root_id = tree.root_id
         self.initial_visits = int(tree.arrays.n[self.root_id])
-        self.playouts = 0
-        self.nn_evals = 0
         self.batches = 0
-        self.sum_depth = 0
-        self.max_depth = 0
         self.first_playout_time: float | None = None
         self._first_eval_ms: int | None = None
         self._last_info: tuple[object, int, int] | None = None
@@ -228,18 +263,24 @@ class Search:
         self._has_mlh = bool(backend.info.has_moves_left)
         self.prm = params_array(params, self._root_black, self._has_mlh)
         self._inv_temp = float(np.float32(1.0) / np.float32(params.policy_softmax_temp))
-        self._filter = {pack(m) for m in limits.searchmoves} or None
+        board = tree.history.board
+        self._filter = {B.from_chess_move(m, board) for m in limits.searchmoves} or None
         self._allowed = _EMPTY
         self._hints = Hints()
         self._best_root_edge = -1
-        self._shared_collisions: list[tuple[int, int]] = []
-        self._picks = np.zeros((self.target + 2, 5), np.int32)
-        self._count = np.zeros(1, np.int64)
-        self._reverted = np.zeros(1, np.int64)
-        self._vtp = np.zeros((1024, 256), np.int32)
+        self._shared = np.zeros((256, 2), np.int32)  # shared collisions (node, multivisit)
+        self._n_shared = 0
+        self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
+        self._stats = np.zeros(8, np.int64)  # gather.S_* counters
+        self._vtp = np.zeros((L.MAX_PATH - 76, 256), np.int32)
         self._inflight: list[_Batch] = []
         self._executor: ThreadPoolExecutor | None = None
-        self.leaves = PyLeaves(tree, cache, self.input_format, params.history_fill, params.two_fold_draws)
+        self._fill = fill_code(params.history_fill)
+        self._use_cache = cache.enabled
+        chess960 = board.chess960
+        ply0 = board.root().ply() if board.move_stack else board.ply()
+        game = [B.pos_from_record(r, ply0 + i, chess960) for i, r in enumerate(tree.history.records)]
+        self._positions = L.make_positions(game)
         self._update_root_filter()
 
     # ------------------------------------------------------------------ public control ----
@@ -263,7 +304,7 @@ class Search:
     def stop(self) -> None:
         """Stop now and emit ``bestmove`` (also ends an infinite search / ponder)."""
         self._bestmove_wanted = True
-        self._stop.set()
+        self._set_stop()
         self._finish()
 
     def stop_silently(self) -> None:
@@ -271,8 +312,12 @@ class Search:
         with self._lock:
             self._responded = True
             self._release_tree()
-        self._stop.set()
+        self._set_stop()
         self._done.set()
+
+    def _set_stop(self) -> None:
+        self._stop_flag[0] = 1
+        self._stop.set()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until ``bestmove`` was sent (the tree is then free for the next search)."""
@@ -291,6 +336,22 @@ class Search:
         return int((time.perf_counter() - self.start_time) * 1000)
 
     # ------------------------------------------------------------------ worker ----
+    @property
+    def playouts(self) -> int:
+        return int(self._stats[G.S_PLAYOUTS])
+
+    @property
+    def nn_evals(self) -> int:
+        return int(self._stats[G.S_NN])
+
+    @property
+    def sum_depth(self) -> int:
+        return int(self._stats[G.S_DEPTH_SUM])
+
+    @property
+    def max_depth(self) -> int:
+        return int(self._stats[G.S_MAX_DEPTH])
+
     def _worker(self) -> None:
         try:
             self._work()
@@ -298,7 +359,7 @@ class Search:
             self.error = exc
             self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
             self._bestmove_wanted = True
-            self._stop.set()
+            self._set_stop()
         finally:
             if self._executor is not None:
                 self._executor.shutdown(wait=False)
@@ -306,18 +367,20 @@ class Search:
                 self._finish()
 
     def _work(self) -> None:
+        """``ExecuteOneIteration`` in a loop; with ``overlap`` one more batch is gathered while the
+        backend computes the previous one."""
         overlap = self.params.overlap
         inflight = self._inflight
         with self._lock:
             if self._root_has_no_moves():
-                self._stop.set()
+                self._set_stop()
         while not self._stop.is_set():
             with self._lock:
                 if self._released:
                     break
                 batch = self._gather()
                 self._collect_collisions(batch)
-                if batch.requests:
+                if batch.nn_count:
                     self._submit(batch)
                     inflight.append(batch)
                 else:
@@ -325,23 +388,29 @@ class Search:
                     self._after_batch()
                     if not inflight:
                         continue
-            if inflight and (len(inflight) >= 2 or not overlap or self._stop.is_set() or not batch.requests):
+            if inflight and (len(inflight) >= 2 or not overlap or self._stop.is_set() or not batch.nn_count):
                 self._complete_oldest()
         if not self._bestmove_wanted:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
 
     def _submit(self, batch: _Batch) -> None:
-        planes = batch.requests.planes()
+        """Hand the batch to the backend. With ``overlap`` it runs on the engine's evaluation
+        thread (host backends compute there while this thread gathers; ``evaluate_async`` of a
+        GPU backend returns at once); without, it runs when the worker waits for it (outside the
+        tree lock, so ``stop`` and the watchdog are answered meanwhile)."""
+        planes = batch.planes()
         backend = self.backend
+
+        def evaluate() -> NetworkOutput:
+            return backend.evaluate_async(planes).result()
+
         if self.params.overlap:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
-            batch.pending = self._executor.submit(lambda: backend.evaluate_async(planes).result())
+            batch.pending = self._executor.submit(evaluate)
         else:
-            fut: Future[NetworkOutput] = Future()
-            fut.set_result(backend.evaluate_async(planes).result())
-            batch.pending = fut
+            batch.pending = _Deferred(evaluate)
 
     def _complete_oldest(self) -> bool:
         with self._lock:
@@ -351,8 +420,8 @@ class Search:
         assert batch.pending is not None
         out = batch.pending.result()  # outside the lock: the backend may take long
         with self._lock:
-            if self._released:
-                self.leaves.apply(batch.requests, out, self._inv_temp, abandoned=True)
+            if self._released:  # the search answered meanwhile: keep the evaluations only
+                self._apply(batch, out, to_tree=False)
                 return False
             self._inflight.remove(batch)
             self._complete(batch, out)
@@ -360,142 +429,131 @@ class Search:
         return True
 
     def _release_tree(self) -> None:
-        """(lock held) Give the tree back: visits in flight of unfinished batches are cancelled."""
+        """(lock held) Give the tree back: visits in flight of unfinished batches and the shared
+        collisions are cancelled, so the next search starts on a consistent tree."""
         if self._released:
             return
         self._released = True
         t = self.tree.arrays
         for batch in self._inflight:
-            for p in batch.picks:
-                if not p.coll:
-                    cancel_collision(t, p.node, self.root_id, 1)
-                    t.nif[p.node] -= 1
+            G.cancel_visits(t, self.root_id, batch.picks, batch.count)
+            if batch.pending is not None and batch.pending.done():
+                self._apply(batch, batch.pending.result(), to_tree=False)
         self._inflight.clear()
         self._cancel_shared_collisions()
 
     # ------------------------------------------------------------------ gather ----
     def _gather(self) -> _Batch:
-        """``GatherMinibatch``."""
+        """``GatherMinibatch`` (compiled: ``gather.gather_minibatch``); grows the tree and the
+        batch when a pick round needs more room than they have."""
         params = self.params
         tree = self.tree
         root = self.root_id
-        batch = _Batch()
+        batch = _Batch(self.target + 2)
+        state = np.zeros(8, np.int64)
         cur_n = int(tree.arrays.n[root])
-        left = collisions_left(params, min(cur_n, self._hints.remaining_playouts))
-        mb = 0
-        while mb < self.target and batch.ooo < self.max_ooo:
-            if mb > 0 and len(batch.requests) == 0:
-                return batch
-            limit = min(left, self.target - mb, self.max_ooo - batch.ooo)
-            tree.ensure_capacity(limit + 2, 0)
-            if len(self._picks) < limit + 2:
-                self._picks = np.zeros((limit + 2, 5), np.int32)
-            self._count[0] = 0
-            self._reverted[0] = 0
-            pick_nodes(
+        state[G.G_LEFT] = collisions_left(params, min(cur_n, self._hints.remaining_playouts))
+        state[G.G_OOO_START] = self._stats[G.S_OOO]
+        reverted = int(self._stats[G.S_REVERTED])
+        best_child = self._best_root_child()
+        while True:
+            status = G.gather_minibatch(
                 tree.arrays,
                 root,
-                limit,
                 self.prm,
                 self._allowed,
                 float(self._hints.remaining_playouts),
-                self._best_root_child(),
-                self._picks,
-                self._count,
-                self._reverted,
+                best_child,
+                batch.picks,
+                batch.kinds,
+                batch.vals,
+                batch.requests,
+                self._positions,
+                self.cache.arrays,
+                self._use_cache,
+                params.two_fold_draws,
+                self.input_format,
+                self._fill,
+                params.sticky_endgames,
+                params.out_of_order_eval,
+                self.target,
+                self.max_ooo,
+                state,
+                self._stats,
                 self._vtp,
+                self._stop_flag,
             )
-            self.initial_visits -= int(self._reverted[0])
-            rows = self._picks[: int(self._count[0])].tolist()
-            new = [_Pick(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
-            some_ooo = False
-            for p in new:
-                if p.coll:
-                    continue
-                mb += 1
-                t = tree.arrays
-                if t.term[p.node] == 0:
-                    p.kind = self.leaves.extend(p.node, p.depth, batch.requests)
-                    if p.kind == KIND_CACHE_HIT:
-                        q, d, m = self.leaves.hit
-                        p.value = (-q, d, m)
-                        tree.arrays.v[p.node] = -q
-                    if p.node == root:
-                        self._update_root_filter()
-                t = tree.arrays
-                if params.out_of_order_eval and (p.kind == KIND_CACHE_HIT or t.term[p.node] != 0):
-                    if t.term[p.node] != 0:
-                        p.value = (float(t.wl[p.node]), float(t.d[p.node]), float(t.m[p.node]))
-                    p.ooo = True
-                    some_ooo = True
-            if some_ooo:
-                t = tree.arrays
-                kept = []
-                for p in reversed(new):
-                    if p.coll:
-                        cancel_collision(t, p.node, root, p.multi)
-                    elif p.ooo:
-                        self._backup(p)
-                        mb -= 1
-                        batch.ooo += 1
-                    else:
-                        kept.append(p)
-                new = kept[::-1]
-            batch.picks.extend(new)
-            t = tree.arrays
-            for p in new:
-                if p.coll:
-                    if p.maxv > 0 and left > p.multi:
-                        extra = min(p.maxv, left) - p.multi
-                        p.multi += extra
-                        add_in_flight(t, p.node, root, extra)
-                    left -= p.multi
-                    if left <= 0 or self._stop.is_set():
-                        return batch
+            batch.count = int(state[G.G_COUNT])
+            if status == G.GATHER_DONE:
+                break
+            rows = int(state[G.G_NEED])
+            tree.ensure_capacity(rows, rows * G.EDGES_PER_VISIT)
+            batch.reserve(rows)
+        self.initial_visits -= int(self._stats[G.S_REVERTED]) - reverted
+        batch.ooo = int(self._stats[G.S_OOO] - state[G.G_OOO_START])
+        if self._filter is not None and self._allowed is _EMPTY:
+            self._update_root_filter()
+        if self.first_playout_time is None and self.playouts:
+            self.first_playout_time = time.perf_counter()
         return batch
 
     def _collect_collisions(self, batch: _Batch) -> None:
-        self._shared_collisions.extend((p.node, p.multi) for p in batch.picks if p.coll)
+        need = self._n_shared + batch.count
+        if need > len(self._shared):
+            grown = np.zeros((max(need, 2 * len(self._shared)), 2), np.int32)
+            grown[: self._n_shared] = self._shared[: self._n_shared]
+            self._shared = grown
+        self._n_shared = int(G.collect_collisions(batch.picks, batch.count, self._shared, self._n_shared))
 
     def _cancel_shared_collisions(self) -> None:
-        t = self.tree.arrays
-        for node, multi in self._shared_collisions:
-            cancel_collision(t, node, self.root_id, multi)
-        self._shared_collisions.clear()
+        G.cancel_collisions(self.tree.arrays, self.root_id, self._shared, self._n_shared)
+        self._n_shared = 0
 
     # ------------------------------------------------------------------ backup ----
+    def _apply(self, batch: _Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
+        n = batch.nn_count
+        q = np.ascontiguousarray(out.q[:n], dtype=np.float32)
+        d = np.ascontiguousarray(out.wdl[:n, 1], dtype=np.float32)
+        m = np.ascontiguousarray(out.moves_left[:n], dtype=np.float32)
+        policy = np.ascontiguousarray(out.policy[:n], dtype=np.float32)
+        L.apply_results(
+            self.tree.arrays,
+            batch.requests,
+            policy,
+            q,
+            d,
+            m,
+            self._inv_temp,
+            self.cache.arrays,
+            self._use_cache,
+            to_tree,
+        )
+        return q, d, m
+
     def _complete(self, batch: _Batch, out: NetworkOutput | None) -> None:
         """``FetchMinibatchResults`` + ``DoBackupUpdate``."""
-        values: dict[int, tuple[float, float, float]] = {}
-        if out is not None and batch.requests:
-            q, d, m = self.leaves.apply(batch.requests, out, self._inv_temp)
-            for b, node in enumerate(batch.requests.nodes):
-                values[node] = (-float(q[b]), float(d[b]), float(m[b]))
+        if out is not None and batch.nn_count:
+            q, d, m = self._apply(batch, out, to_tree=True)
+        else:
+            q = d = m = np.zeros(0, np.float32)
         t = self.tree.arrays
-        work_done = batch.ooo > 0
-        for p in batch.picks:
-            if p.coll:
-                continue
-            work_done = True
-            if p.kind == KIND_NN:
-                p.value = values[p.node]
-                self.nn_evals += 1
-            elif p.value is None or t.term[p.node] != 0:
-                p.value = (float(t.wl[p.node]), float(t.d[p.node]), float(t.m[p.node]))
-            self._backup(p)
-        if work_done:
+        work = G.backup_batch(
+            t,
+            self.root_id,
+            batch.picks,
+            batch.kinds,
+            batch.vals,
+            batch.count,
+            q,
+            d,
+            m,
+            self.params.sticky_endgames,
+            self._stats,
+        )
+        if work or batch.ooo:
             self._cancel_shared_collisions()
             self.batches += 1
-
-    def _backup(self, p: _Pick) -> None:
-        assert p.value is not None
-        v, d, m = p.value
-        backup(self.tree.arrays, p.node, self.root_id, v, d, m, p.multi, self.params.sticky_endgames)
-        self.playouts += p.multi
-        self.sum_depth += p.depth * p.multi
-        if p.depth > self.max_depth:
-            self.max_depth = p.depth
-        if self.first_playout_time is None:
+        if self.first_playout_time is None and self.playouts:
             self.first_playout_time = time.perf_counter()
 
     # ------------------------------------------------------------------ stopping ----
@@ -545,7 +603,7 @@ class Search:
         if self._stop.is_set():
             return
         self.stop_reason = reason
-        self._stop.set()
+        self._set_stop()
         if self.limits.infinite and not self._bestmove_wanted:
             self.cb.on_message("WARNING: Search has reached limit and does not make any progress.")
 
@@ -672,21 +730,33 @@ class Search:
         allowed = self._allowed if node == self.root_id else _EMPTY
         return int(best_edge(self.tree.arrays, node, self.draw_score(depth), allowed))
 
-    def _move_of_edge(self, node: int, e: int) -> chess.Move:
+    def _code_of_edge(self, node: int, e: int) -> int:
         t = self.tree.arrays
-        return to_move(int(t.emove[int(t.edge0[node]) + e]))
+        return int(t.emove[int(t.edge0[node]) + e])
 
     def _pv(self, first: int) -> list[chess.Move]:
+        """The line of root child ``first``: best children while they have visits, then the
+        best reply by prior (§5 pv)."""
         t = self.tree.arrays
+        board = self.history.board.copy(stack=False)
+        pv: list[chess.Move] = []
+
+        def push(code: int) -> None:
+            move = B.to_chess_move(code, board)
+            pv.append(move)
+            board.push(move)
+
         parent = int(t.parent[first])
-        pv = [self._move_of_edge(parent, int(t.index[first]))]
+        push(self._code_of_edge(parent, int(t.index[first])))
         node = first
         depth = 1
         while t.n[node] > 0 and t.edge0[node] >= 0 and len(pv) < 256:
             e = self._best_move_of(node, depth)
             if e < 0:
+                if t.nedges[node] > 0 and t.term[node] == 0:
+                    push(self._code_of_edge(node, 0))
                 break
-            pv.append(self._move_of_edge(node, e))
+            push(self._code_of_edge(node, e))
             c = int(A.child_at(t, node, e))
             if c < 0 or t.n[c] == 0:
                 break
@@ -698,24 +768,28 @@ class Search:
         """``bestmove`` and ``ponder`` (§3): the ponder move may be an unvisited reply."""
         t = self.tree.arrays
         root = self.root_id
+        board = self.history.board
         e = self._best_move_of(root, 0)
         if e < 0:
             if t.edge0[root] >= 0 and t.nedges[root] > 0:
                 allowed = [
                     i for i in range(int(t.nedges[root])) if not len(self._allowed) or self._allowed[i]
                 ]
-                return self._move_of_edge(root, allowed[0] if allowed else 0), None
-            moves = list(self.history.board.generate_legal_moves())
+                return B.to_chess_move(self._code_of_edge(root, allowed[0] if allowed else 0), board), None
+            moves = list(board.generate_legal_moves())
             if self._filter:
-                moves = [m for m in moves if pack(m) in self._filter] or moves
+                moves = [m for m in moves if B.from_chess_move(m, board) in self._filter] or moves
             return (moves[0] if moves else None), None
-        best = self._move_of_edge(root, e)
+        best = B.to_chess_move(self._code_of_edge(root, e), board)
         ponder = None
         c = int(A.child_at(t, root, e))
         if c >= 0 and t.n[c] > 0 and t.edge0[c] >= 0 and t.nedges[c] > 0:
             pe = self._best_move_of(c, 1)
-            if pe >= 0:
-                ponder = self._move_of_edge(c, pe)
+            if pe < 0:
+                pe = 0
+            after = board.copy(stack=False)
+            after.push(best)
+            ponder = B.to_chess_move(self._code_of_edge(c, pe), after)
         return best, ponder
 
     def info(self) -> SearchInfo:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import chess
 import pytest
-
 from lc0py.search.node import TERMINAL
+
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 

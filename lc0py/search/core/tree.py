@@ -10,11 +10,10 @@ from collections.abc import Sequence
 import chess
 import numpy as np
 
-from lc0py.chess.encoding import PositionRecord
 from lc0py.chess.history import PositionHistory
 from lc0py.search.core import arrays as A
+from lc0py.search.core import board as B
 from lc0py.search.core.numeric import prior_value
-from lc0py.search.movegen import pack, to_move
 
 TERMINAL = 1  # ``NodeView.terminal`` of a game-over or proven node
 
@@ -32,15 +31,12 @@ class NodeTree:
         self.history: PositionHistory = PositionHistory.from_fen(None)
         self.arrays = A.allocate(_INITIAL_NODES, _INITIAL_NODES * _EDGES_PER_NODE)
         self.root_id = 0
-        # lc0's facts (``PositionRecord``) of expanded nodes, for the leaves' positions
-        self.records: dict[int, PositionRecord] = {}
         self._new_root()
 
     # ------------------------------------------------------------------ storage ----
     def _new_root(self) -> None:
         self.arrays.meta[:] = 0
         self.root_id = int(A.new_node(self.arrays, -1, 0))
-        self.records = {}
 
     def ensure_capacity(self, nodes: int, edges: int) -> None:
         """Room for ``nodes`` more nodes and ``edges`` more edges (arrays grow by doubling)."""
@@ -87,9 +83,10 @@ class NodeTree:
         )
         if same_game:
             node = self.root_id
-            played = history.board.move_stack[len(self.moves) :]
-            for move in played:
-                node = self.child_for(node, move) if node >= 0 else -1
+            board = self.history.board.copy(stack=False)
+            for move in history.board.move_stack[len(self.moves) :]:
+                node = self.child_for(node, move, board) if node >= 0 else -1
+                board.push(move)
             if node < 0:
                 self._new_root()
             elif node != self.root_id or self.num_nodes > 1:
@@ -108,15 +105,9 @@ class NodeTree:
         dst = A.allocate(
             max(_INITIAL_NODES, 2 * int(nodes)), max(_INITIAL_NODES * _EDGES_PER_NODE, 2 * int(edges))
         )
-        old, new = A.copy_subtree(src, node, dst)
-        records = {}
-        for o, n in zip(old.tolist(), new.tolist(), strict=True):
-            rec = self.records.get(o)
-            if rec is not None:
-                records[n] = rec
+        A.copy_subtree(src, node, dst)
         self.arrays = dst
         self.root_id = 0
-        self.records = records
 
     def clear(self) -> None:
         """Forget the tree (``ucinewgame``); the next position starts a new game."""
@@ -125,18 +116,19 @@ class NodeTree:
         self._new_root()
 
     # ------------------------------------------------------------------ lookups ----
-    def edge_index(self, node: int, move: chess.Move) -> int:
+    def edge_index(self, node: int, move: chess.Move, board: chess.Board) -> int:
+        """Edge of ``move`` at ``node`` whose position is ``board`` (−1 if none)."""
         t = self.arrays
         e0 = int(t.edge0[node])
         if e0 < 0:
             return -1
-        code = pack(move)
+        code = B.from_chess_move(move, board)
         moves = t.emove[e0 : e0 + int(t.nedges[node])]
         hits = np.flatnonzero(moves == code)
         return int(hits[0]) if len(hits) else -1
 
-    def child_for(self, node: int, move: chess.Move) -> int:
-        i = self.edge_index(node, move)
+    def child_for(self, node: int, move: chess.Move, board: chess.Board) -> int:
+        i = self.edge_index(node, move, board)
         return int(A.child_at(self.arrays, node, i)) if i >= 0 else -1
 
 
@@ -229,13 +221,34 @@ class NodeView:
     def p(self) -> list[float]:
         return [float(prior_value(c)) for c in self.codes.tolist()]
 
+    def path_codes(self) -> list[int]:
+        """Packed moves from the tree's root to this node."""
+        t = self._t
+        codes = []
+        x = self.id
+        while x != self.tree.root_id and t.parent[x] >= 0:
+            p = int(t.parent[x])
+            codes.append(int(t.emove[int(t.edge0[p]) + int(t.index[x])]))
+            x = p
+        return codes[::-1]
+
+    def board(self) -> chess.Board:
+        """This node's position (python-chess, replayed from the root)."""
+        board = self.tree.history.board.copy(stack=False)
+        for code in self.path_codes():
+            board.push(B.to_chess_move(code, board))
+        return board
+
     @property
     def move(self) -> chess.Move | None:
-        t = self._t
-        parent = int(t.parent[self.id])
-        if parent < 0:
+        """The move into this node (None for the root)."""
+        codes = self.path_codes()
+        if not codes:
             return None
-        return to_move(int(t.emove[int(t.edge0[parent]) + int(t.index[self.id])]))
+        board = self.tree.history.board.copy(stack=False)
+        for code in codes[:-1]:
+            board.push(B.to_chess_move(code, board))
+        return B.to_chess_move(codes[-1], board)
 
     @property
     def children(self) -> list[NodeView | None]:
@@ -248,15 +261,11 @@ class NodeView:
         return out
 
     def child_for(self, move: chess.Move) -> NodeView | None:
-        c = self.tree.child_for(self.id, move)
+        c = self.tree.child_for(self.id, move, self.board())
         return NodeView(self.tree, c) if c >= 0 else None
 
     def edge_index(self, move: chess.Move) -> int:
-        return self.tree.edge_index(self.id, move)
-
-    @property
-    def rec(self) -> PositionRecord | None:
-        return self.tree.records.get(self.id)
+        return self.tree.edge_index(self.id, move, self.board())
 
     def __repr__(self) -> str:
         mv = self.move.uci() if self.move else "root"
