@@ -93,9 +93,7 @@ class BackendOptions:
     def take_choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
         value = self.take(key, default)
         if value not in choices:
-            raise BackendOptionError(
-                f"--backend-opts: {key}='{value}' is not one of {', '.join(choices)}"
-            )
+            raise BackendOptionError(f"--backend-opts: {key}='{value}' is not one of {', '.join(choices)}")
         return str(value)
 
     def finish(self, known: tuple[str, ...] = ()) -> None:

@@ -87,8 +87,9 @@ def activation(name: Activation | str | int, x: np.ndarray) -> np.ndarray:
     act = _as_activation(name)
     fn = ACTIVATIONS.get(act)
     if fn is None:
-        raise ValueError(f"unsupported activation {act.name} (supported: "
-                         f"{', '.join(a.name for a in ACTIVATIONS)})")
+        raise ValueError(
+            f"unsupported activation {act.name} (supported: {', '.join(a.name for a in ACTIVATIONS)})"
+        )
     return fn(x)
 
 

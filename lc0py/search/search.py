@@ -491,8 +491,6 @@ class Search:
             batch.reserve(rows)
         self.initial_visits -= int(self._stats[G.S_REVERTED]) - reverted
         batch.ooo = int(self._stats[G.S_OOO] - state[G.G_OOO_START])
-        if self._filter is not None and self._allowed is _EMPTY:
-            self._update_root_filter()
         if self.first_playout_time is None and self.playouts:
             self.first_playout_time = time.perf_counter()
         return batch
@@ -558,6 +556,8 @@ class Search:
 
     # ------------------------------------------------------------------ stopping ----
     def _after_batch(self) -> None:
+        if self._filter is not None:  # the root's edges are sorted once it is evaluated
+            self._update_root_filter()
         self._best_root_edge = self._best_edge_now()
         self._maybe_trigger_stop()
         self._maybe_send_info()

@@ -56,17 +56,23 @@ INT_FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", metavar="FILE",
-                        help="network file (default: built-in T82-shaped net)")
-    parser.add_argument("--backend", "-b", default="auto",
-                        help="backend name (default: auto = best available)")
+    parser.add_argument(
+        "--weights", "-w", metavar="FILE", help="network file (default: built-in T82-shaped net)"
+    )
+    parser.add_argument(
+        "--backend", "-b", default="auto", help="backend name (default: auto = best available)"
+    )
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
     parser.add_argument("--max-batch-size", default=None, metavar="N", help="last batch size (default 256)")
     parser.add_argument("--batch-step", default=None, metavar="N", help="batch size step (default 1)")
-    parser.add_argument("--batch-sizes", default=None, metavar="LIST",
-                        help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
+    parser.add_argument(
+        "--batch-sizes",
+        default=None,
+        metavar="LIST",
+        help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)",
+    )
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
     parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
     parser.add_argument("--json", action="store_true", help="one JSON object per batch size instead of CSV")
@@ -143,8 +149,9 @@ def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
     float(out.policy[-1, -1]) + float(out.wdl[-1, 0]) + float(out.moves_left[-1])
 
 
-def bench_size(backend: Any, history: Any, input_format: int, size: int, batches: int,
-               progress: _Progress | None = None) -> BatchStats:
+def bench_size(
+    backend: Any, history: Any, input_format: int, size: int, batches: int, progress: _Progress | None = None
+) -> BatchStats:
     """Time ``batches`` batches of ``size`` positions (one thread) and return the statistics."""
     completions = []
     start = time.perf_counter()
@@ -178,10 +185,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         plan, cpu_defaults = make_plan(args, backend_is_cpu(backend))
         if cpu_defaults:
-            print(f"backendbench: CPU backend '{backend.name}' without batch flags: sizes "
-                  f"{','.join(map(str, plan.sizes))}, {plan.batches} batches each, "
-                  f"{plan.warmup} warm-up batch (give --batches/--batch-sizes/... to change)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"backendbench: CPU backend '{backend.name}' without batch flags: sizes "
+                f"{','.join(map(str, plan.sizes))}, {plan.batches} batches each, "
+                f"{plan.warmup} warm-up batch (give --batches/--batch-sizes/... to change)",
+                file=sys.stderr,
+                flush=True,
+            )
         fmt = backend.info.input_format
         progress = _Progress()
         for k in range(plan.warmup):

@@ -31,8 +31,16 @@ class BatchStats:
 
     def csv_row(self) -> str:
         return ROW_FORMAT % (
-            self.size, self.nps, self.mean_ms, self.sdev_ms, self.cv, self.max_nps,
-            self.median_nps, self.min_nps, self.first_max_ms, self.first_mean_ms,
+            self.size,
+            self.nps,
+            self.mean_ms,
+            self.sdev_ms,
+            self.cv,
+            self.max_nps,
+            self.median_nps,
+            self.min_nps,
+            self.first_max_ms,
+            self.first_mean_ms,
         )
 
     def as_dict(self) -> dict[str, float | int]:
@@ -52,9 +60,7 @@ def compute_stats(size: int, start: float, completions: list[list[float]]) -> Ba
     threads = len(completions)
     if threads == 0 or any(not c for c in completions):
         raise ValueError("every thread needs at least one completed batch")
-    samples = [
-        (b - a) / threads for times in completions for a, b in zip(times, times[1:], strict=False)
-    ]
+    samples = [(b - a) / threads for times in completions for a, b in zip(times, times[1:], strict=False)]
     firsts = sorted(times[0] for times in completions)
     if not samples:
         samples = [(firsts[-1] - start) / threads]

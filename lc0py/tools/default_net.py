@@ -103,8 +103,11 @@ def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
     from lc0py.weights.presets import random_network
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    print(f"lc0py: generating the default network ({preset}, seed {seed}) into {path} (once)",
-          file=sys.stderr, flush=True)
+    print(
+        f"lc0py: generating the default network ({preset}, seed {seed}) into {path} (once)",
+        file=sys.stderr,
+        flush=True,
+    )
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.pb.gz")
     start = time.monotonic()
     try:
@@ -122,8 +125,11 @@ def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
         for leftover in (tmp, tmp.with_name(tmp.name + ".sha256")):
             leftover.unlink(missing_ok=True)
     size_mb = path.stat().st_size / 1e6
-    print(f"lc0py: default network ready ({size_mb:.0f} MB, {time.monotonic() - start:.1f} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"lc0py: default network ready ({size_mb:.0f} MB, {time.monotonic() - start:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     return path
 
 

@@ -74,19 +74,31 @@ def describe(net: Any, source: str) -> list[str]:
     lines += _section("Format")
     if fmt.HasField("weights_encoding"):
         lines.append(_key("Weights encoding") + _enum_name(fmt, "weights_encoding"))
-    for label, field in (("Input", "input"), ("Network", "network"), ("Policy", "policy"), ("Value", "value"),
-                         ("MLH", "moves_left"), ("Default activation", "default_activation"),
-                         ("Smolgen activation", "smolgen_activation"), ("FFN activation", "ffn_activation"),
-                         ("Input embedding", "input_embedding")):
+    for label, field in (
+        ("Input", "input"),
+        ("Network", "network"),
+        ("Policy", "policy"),
+        ("Value", "value"),
+        ("MLH", "moves_left"),
+        ("Default activation", "default_activation"),
+        ("Smolgen activation", "smolgen_activation"),
+        ("FFN activation", "ffn_activation"),
+        ("Input embedding", "input_embedding"),
+    ):
         if nf.HasField(field):
             lines.append(_key(label) + _enum_name(nf, field))
 
     if net.HasField("training_params"):
         tp = net.training_params
         lines += _section("Training Parameters")
-        for label, field in (("Training steps", "training_steps"), ("Learning rate", "learning_rate"),
-                             ("MSE loss", "mse_loss"), ("Policy loss", "policy_loss"),
-                             ("Accuracy", "accuracy"), ("Lc0 Params", "lc0_params")):
+        for label, field in (
+            ("Training steps", "training_steps"),
+            ("Learning rate", "learning_rate"),
+            ("MSE loss", "mse_loss"),
+            ("Policy loss", "policy_loss"),
+            ("Accuracy", "accuracy"),
+            ("Lc0 Params", "lc0_params"),
+        ):
             if tp.HasField(field):
                 value = getattr(tp, field)
                 lines.append(_key(label) + (f"{value:g}" if isinstance(value, float) else str(value)))
@@ -100,9 +112,13 @@ def describe(net: Any, source: str) -> list[str]:
         lines += _section("ONNX interface")
         if om.HasField("data_type"):
             lines.append(_key("Data type") + _enum_name(om, "data_type"))
-        for label, field in (("Input planes", "input_planes"), ("Output value", "output_value"),
-                             ("Output WDL", "output_wdl"), ("Output Policy", "output_policy"),
-                             ("Output MLH", "output_mlh")):
+        for label, field in (
+            ("Input planes", "input_planes"),
+            ("Output value", "output_value"),
+            ("Output WDL", "output_wdl"),
+            ("Output Policy", "output_policy"),
+            ("Output MLH", "output_mlh"),
+        ):
             if om.HasField(field):
                 lines.append(_key(label) + getattr(om, field))
     return lines

@@ -64,13 +64,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="network file (.pb.gz)")
     parser.add_argument("--fen", metavar="FEN", help="position (default: the start position; 'startpos' ok)")
     parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves played from --fen")
-    parser.add_argument("--positions", metavar="FILE",
-                        help="one position per line: 'FEN | move move ...' (moves optional)")
+    parser.add_argument(
+        "--positions", metavar="FILE", help="one position per line: 'FEN | move move ...' (moves optional)"
+    )
     parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--top", default=None, metavar="N",
-                        help=f"show the N most likely moves (default: {DEFAULT_TOP}; --json: all)")
+    parser.add_argument(
+        "--top",
+        default=None,
+        metavar="N",
+        help=f"show the N most likely moves (default: {DEFAULT_TOP}; --json: all)",
+    )
 
 
 def collect_positions(args: argparse.Namespace) -> list[PositionSpec]:

@@ -23,31 +23,51 @@ from lc0py.weights.writer import serialize_network, write_atomically
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", default="tiny", metavar="NAME",
-                        help=f"network shape: {', '.join(PRESETS)} (default: tiny)")
-    parser.add_argument("--encoding", default="linear16", metavar="ENC",
-                        help=f"layer encoding: {', '.join(ENCODING_NAMES)} (default: linear16, loads in lc0 "
-                             ">= 0.30; the others need lc0 >= 0.33)")
+    parser.add_argument(
+        "--preset",
+        default="tiny",
+        metavar="NAME",
+        help=f"network shape: {', '.join(PRESETS)} (default: tiny)",
+    )
+    parser.add_argument(
+        "--encoding",
+        default="linear16",
+        metavar="ENC",
+        help=f"layer encoding: {', '.join(ENCODING_NAMES)} (default: linear16, loads in lc0 "
+        ">= 0.30; the others need lc0 >= 0.33)",
+    )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default: 0)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="output file (.pb.gz)")
     shape = parser.add_argument_group("shape overrides (default: the preset's)")
     shape.add_argument("--embedding", metavar="KIND", help=f"input embedding: {', '.join(EMBEDDINGS)}")
-    shape.add_argument("--heads", type=int, metavar="N",
-                       help="attention heads (must divide the embedding size)")
+    shape.add_argument(
+        "--heads", type=int, metavar="N", help="attention heads (must divide the embedding size)"
+    )
     shape.add_argument("--layers", type=int, metavar="N", help="encoder layers")
     shape.add_argument("--embedding-size", type=int, metavar="N", help="embedding size E (= attention width)")
     shape.add_argument("--ffn-size", type=int, metavar="N", help="encoder FFN hidden size")
-    shape.add_argument("--dense-embedding-size", type=int, metavar="N",
-                       help="PE_DENSE per-square size dE (ip_emb_preproc outputs 64*dE)")
+    shape.add_argument(
+        "--dense-embedding-size",
+        type=int,
+        metavar="N",
+        help="PE_DENSE per-square size dE (ip_emb_preproc outputs 64*dE)",
+    )
     shape.add_argument("--embedding-ffn-size", type=int, metavar="N", help="PE_DENSE embedding FFN size Fe")
     shape.add_argument("--no-smolgen", action="store_true", help="no smolgen attention bias")
     shape.add_argument("--no-moves-left", action="store_true", help="no moves-left head")
     shape.add_argument("--no-gating", action="store_true", help="no input gating")
-    shape.add_argument("--multihead", action="store_true",
-                       help="network format 7 with policy heads vanilla+optimistic and value heads winner+q")
+    shape.add_argument(
+        "--multihead",
+        action="store_true",
+        help="network format 7 with policy heads vanilla+optimistic and value heads winner+q",
+    )
     shape.add_argument("--classical-value", action="store_true", help="tanh value head instead of WDL")
-    shape.add_argument("--input-format", type=int, metavar="N",
-                       help="NetworkFormat.input (1, 2, 3, 4, 5, 132, 133; default 4)")
+    shape.add_argument(
+        "--input-format",
+        type=int,
+        metavar="N",
+        help="NetworkFormat.input (1, 2, 3, 4, 5, 132, 133; default 4)",
+    )
     shape.add_argument("--default-activation", metavar="ACT", help="relu or mish")
     shape.add_argument("--ffn-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")
     shape.add_argument("--smolgen-activation", metavar="ACT", help=f"one of {', '.join(ACTIVATIONS)}")

@@ -25,6 +25,15 @@ from lc0py.weights.presets import PRESETS, Preset, preset_config, random_network
 from lc0py.weights.writer import network_to_proto, save_network, serialize_network
 
 __all__ = [
-    "Network", "PRESETS", "Preset", "load_network", "load_proto", "network_from_proto",
-    "network_to_proto", "preset_config", "random_network", "save_network", "serialize_network",
+    "Network",
+    "PRESETS",
+    "Preset",
+    "load_network",
+    "load_proto",
+    "network_from_proto",
+    "network_to_proto",
+    "preset_config",
+    "random_network",
+    "save_network",
+    "serialize_network",
 ]

@@ -78,8 +78,12 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
     return values
 
 
-def encode_layer(layer: Any, values: np.ndarray, encoding: WeightsEncoding = WeightsEncoding.LINEAR16,
-                 dims: tuple[int, ...] | None = None) -> None:
+def encode_layer(
+    layer: Any,
+    values: np.ndarray,
+    encoding: WeightsEncoding = WeightsEncoding.LINEAR16,
+    dims: tuple[int, ...] | None = None,
+) -> None:
     """Fill ``layer`` (a ``Weights.Layer`` message) with ``values`` in ``encoding``.
 
     LINEAR16 follows the training exporter (``fill_layer_v2``): ``min/max`` of the data (a single
@@ -134,6 +138,7 @@ def layer_element_count(layer: Any) -> int:
     An unknown encoding counts as 2-byte elements.
     """
     encoding = int(layer.encoding) if layer.HasField("encoding") else int(WeightsEncoding.LINEAR16)
-    size = _ELEMENT_SIZE.get(WeightsEncoding(encoding) if encoding in _ELEMENT_SIZE.keys() else
-                             WeightsEncoding.LINEAR16, 2)
+    size = _ELEMENT_SIZE.get(
+        WeightsEncoding(encoding) if encoding in _ELEMENT_SIZE.keys() else WeightsEncoding.LINEAR16, 2
+    )
     return len(layer.params) // size

@@ -114,8 +114,11 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
             f"{name}: invalid weight file: lc0 version >= v{v.major}.{v.minor}.{v.patch} required "
             f"(lc0py follows lc0 v{'.'.join(map(str, ENGINE_VERSION))})"
         )
-    if (net.HasField("weights") and net.format.weights_encoding != proto.Format.LINEAR16
-            and net_ver < version_int(0, 33, 0)):
+    if (
+        net.HasField("weights")
+        and net.format.weights_encoding != proto.Format.LINEAR16
+        and net_ver < version_int(0, 33, 0)
+    ):
         raise WeightsFormatError(
             f"{name}: invalid weight file: unsupported encoding (Format.weights_encoding is not LINEAR16 "
             "and min_version is below 0.33.0)"
@@ -123,8 +126,9 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
     return net
 
 
-def load_network(path: str | os.PathLike[str], policy_head: str = "vanilla",
-                 value_head: str = "winner") -> Network:
+def load_network(
+    path: str | os.PathLike[str], policy_head: str = "vanilla", value_head: str = "winner"
+) -> Network:
     """Load ``path`` and return the validated ``Network`` with the chosen heads.
 
     Raises ``WeightsFormatError`` (bad or inconsistent file), ``UnsupportedNetError`` (a valid lc0
@@ -213,22 +217,28 @@ def _check_kind(net: Any, source: str) -> None:
             _unsupported(source, f"NetworkFormat.{fd.name} = {unknown} is not a value lc0 knows")
     kind = int(nf.network)
     if net.HasField("onnx_model") or kind == NetworkKind.ONNX:
-        _unsupported(source, "ONNX networks (NETWORK_ONNX) are not supported; "
-                     "use the original .pb.gz network")
+        _unsupported(
+            source, "ONNX networks (NETWORK_ONNX) are not supported; use the original .pb.gz network"
+        )
     if not net.HasField("weights"):
         raise WeightsFormatError(f"{source}: the network has no weights")
     if len(w.residual) > 0 and len(w.encoder) > 0:
-        _unsupported(source, "hybrid networks (residual convolution tower feeding an attention body) "
-                     "are not supported")
+        _unsupported(
+            source, "hybrid networks (residual convolution tower feeding an attention body) are not supported"
+        )
     if len(w.residual) > 0 or kind in (NetworkKind.CLASSICAL_WITH_HEADFORMAT, NetworkKind.SE_WITH_HEADFORMAT):
         _unsupported(source, "classical residual (convolutional) networks are not supported yet")
-    if kind not in (NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
-                    NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT):
+    if kind not in (
+        NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
+        NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT,
+    ):
         _unsupported(source, f"network format {_enum_name(NetworkKind, kind)} is not supported")
     policy = int(nf.policy)
     if policy in (PolicyFormat.CONVOLUTION, PolicyFormat.CLASSICAL):
-        _unsupported(source, f"{_enum_name(PolicyFormat, policy).lower()} policy is not supported with an "
-                     "attention body")
+        _unsupported(
+            source,
+            f"{_enum_name(PolicyFormat, policy).lower()} policy is not supported with an attention body",
+        )
     if policy != PolicyFormat.ATTENTION:
         _unsupported(source, f"policy format {_enum_name(PolicyFormat, policy)} is not supported")
     value = int(nf.value)
@@ -246,8 +256,11 @@ def _check_kind(net: Any, source: str) -> None:
         raise WeightsFormatError(f"{source}: attention-body network has no encoder layers")
     for i, layer in enumerate(w.encoder):
         if any(layer.mha.HasField(f) for f in ("rpe_q", "rpe_k", "rpe_v")):
-            _unsupported(source, f"encoder[{i}] has RPE (relative position encoding) weights; "
-                         "RPE networks are not supported (by lc0 either)")
+            _unsupported(
+                source,
+                f"encoder[{i}] has RPE (relative position encoding) weights; "
+                "RPE networks are not supported (by lc0 either)",
+            )
 
 
 def _enum_name(enum_cls: Any, value: int) -> str:
@@ -342,8 +355,9 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
     pe = emb.n_out
     wq = r.dense(m, "ip2_pol_w", "ip2_pol_b", pe, p, "the policy d_model Pd")
     pd = wq.n_out
-    wk = Dense(r.array(m.ip3_pol_w, p + "ip3_pol_w", (pd, pe)),
-               r.optional_bias(m.ip3_pol_b, p + "ip3_pol_b", pd))
+    wk = Dense(
+        r.array(m.ip3_pol_w, p + "ip3_pol_w", (pd, pe)), r.optional_bias(m.ip3_pol_b, p + "ip3_pol_b", pd)
+    )
     promo = r.array(m.ip4_pol_w, p + "ip4_pol_w", (4, pd))
     return PolicyHead(emb, wq, wk, promo)
 
@@ -362,8 +376,9 @@ def _build_value(r: _Reader, msg: Any, prefix: str, e: int, wdl: bool, key: str)
     return ValueHead(emb, fc1, Dense(w2, b2))
 
 
-def _build_heads(r: _Reader, sources: dict[str, Any], selected: str,
-                 build: Callable[[Any, str], Any]) -> tuple[Any, dict[str, Any]]:
+def _build_heads(
+    r: _Reader, sources: dict[str, Any], selected: str, build: Callable[[Any, str], Any]
+) -> tuple[Any, dict[str, Any]]:
     """Build the selected head (errors are fatal) and every other one (skipped if unusable)."""
     chosen = build(sources[selected], selected)
     all_heads = {selected: chosen}
@@ -411,8 +426,9 @@ def _build_embedding(r: _Reader, w: Any, kind: InputEmbedding) -> Embedding:
     return emb
 
 
-def _build_encoder(r: _Reader, layer: Any, i: int, e: int, heads: int, d_model: int, eps: float,
-                   gs: int | None) -> EncoderLayer:
+def _build_encoder(
+    r: _Reader, layer: Any, i: int, e: int, heads: int, d_model: int, eps: float, gs: int | None
+) -> EncoderLayer:
     p = f"encoder[{i}]."
     mha, ffn = layer.mha, layer.ffn
     q = r.dense(mha, "q_w", "q_b", e, p + "mha.", "the attention width D")
@@ -421,12 +437,15 @@ def _build_encoder(r: _Reader, layer: Any, i: int, e: int, heads: int, d_model: 
         r.fail(f"{p}mha.q_b has {d} values, expected {d_model} (D of encoder[0])")
     k = Dense(r.array(mha.k_w, p + "mha.k_w", (d, e)), r.optional_bias(mha.k_b, p + "mha.k_b", d))
     v = Dense(r.array(mha.v_w, p + "mha.v_w", (d, e)), r.optional_bias(mha.v_b, p + "mha.v_b", d))
-    out = Dense(r.array(mha.dense_w, p + "mha.dense_w", (e, d)),
-                r.optional_bias(mha.dense_b, p + "mha.dense_b", e))
+    out = Dense(
+        r.array(mha.dense_w, p + "mha.dense_w", (e, d)), r.optional_bias(mha.dense_b, p + "mha.dense_b", e)
+    )
     ln1 = r.layer_norm(layer, "ln1_gammas", "ln1_betas", e, eps, p)
     ffn1 = r.dense(ffn, "dense1_w", "dense1_b", e, p + "ffn.", "the FFN size Fd")
-    ffn2 = Dense(r.array(ffn.dense2_w, p + "ffn.dense2_w", (e, ffn1.n_out)),
-                 r.width(ffn.dense2_b, p + "ffn.dense2_b", "the FFN output width"))
+    ffn2 = Dense(
+        r.array(ffn.dense2_w, p + "ffn.dense2_w", (e, ffn1.n_out)),
+        r.width(ffn.dense2_b, p + "ffn.dense2_b", "the FFN output width"),
+    )
     if ffn2.b is not None and ffn2.b.size != e:
         r.fail(f"{p}ffn.dense2_b has {ffn2.b.size} values, expected {e}")
     ln2 = r.layer_norm(layer, "ln2_gammas", "ln2_betas", e, eps, p)
@@ -453,8 +472,9 @@ def _build_smolgen(r: _Reader, s: Any, p: str, e: int, heads: int, gs: int) -> S
     return Smolgen(compress.reshape(hc, e), dense1, ln1, dense2, ln2)
 
 
-def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str = "winner",
-                       source: str = "<network>") -> Network:
+def network_from_proto(
+    net: Any, policy_head: str = "vanilla", value_head: str = "winner", source: str = "<network>"
+) -> Network:
     """Build the validated ``Network`` from a parsed ``pblczero.Net``.
 
     ``net`` should come from ``load_proto`` (checked and normalised); normalisation is applied
@@ -498,17 +518,20 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     _select("policy", policy_head, policy_sources)
     _select("value", value_head, value_sources)
     wdl = int(nf.value) == ValueFormat.WDL
-    policy, all_policy = _build_heads(r, policy_sources, policy_head,
-                                      lambda src, key: _build_policy(r, src, e, key))
-    value, all_value = _build_heads(r, value_sources, value_head,
-                                    lambda src, key: _build_value(r, src[0], src[1], e, wdl, key))
+    policy, all_policy = _build_heads(
+        r, policy_sources, policy_head, lambda src, key: _build_policy(r, src, e, key)
+    )
+    value, all_value = _build_heads(
+        r, value_sources, value_head, lambda src, key: _build_value(r, src[0], src[1], e, wdl, key)
+    )
 
     moves_left = None
     if int(nf.moves_left) == MovesLeftFormat.V1:
         emb = r.dense(w, "ip_mov_w", "ip_mov_b", e, "", "the moves-left embedding channels")
         fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", 64 * emb.n_out, "", "the moves-left hidden size")
-        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
-                    r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
+        fc2 = Dense(
+            r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)), r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1)
+        )
         moves_left = MovesLeftHead(emb, fc1, fc2)
 
     fmt = NetworkFormat(

@@ -44,7 +44,9 @@ from lc0py.weights.network import (
 )
 
 EMBEDDINGS = {
-    "pe_map": InputEmbedding.PE_MAP, "pe_dense": InputEmbedding.PE_DENSE, "none": InputEmbedding.NONE,
+    "pe_map": InputEmbedding.PE_MAP,
+    "pe_dense": InputEmbedding.PE_DENSE,
+    "none": InputEmbedding.NONE,
 }
 #: Activation names accepted for ``ffn_activation``/``smolgen_activation`` overrides.
 ACTIVATIONS = {a.name.lower(): a for a in Activation if a != Activation.SOFTMAX}
@@ -87,10 +89,23 @@ class Preset:
 
     def validated(self) -> Preset:
         """Return self, or raise ``UsageError`` naming the first inconsistent setting."""
-        positive = ("embedding_size", "layers", "heads", "ffn_size", "policy_embedding", "policy_dmodel",
-                    "value_channels", "value_hidden", "moves_left_channels", "moves_left_hidden",
-                    "smolgen_channels", "smolgen_hidden", "smolgen_gen", "dense_embedding_size",
-                    "embedding_ffn_size")
+        positive = (
+            "embedding_size",
+            "layers",
+            "heads",
+            "ffn_size",
+            "policy_embedding",
+            "policy_dmodel",
+            "value_channels",
+            "value_hidden",
+            "moves_left_channels",
+            "moves_left_hidden",
+            "smolgen_channels",
+            "smolgen_hidden",
+            "smolgen_gen",
+            "dense_embedding_size",
+            "embedding_ffn_size",
+        )
         for name in positive:
             if int(getattr(self, name)) <= 0:
                 raise UsageError(f"{name} must be positive (got {getattr(self, name)})")
@@ -100,11 +115,13 @@ class Preset:
             raise UsageError(f"embedding '{self.embedding}': unknown (available: {', '.join(EMBEDDINGS)})")
         if self.default_activation not in DEFAULT_ACTIVATIONS:
             raise UsageError(
-                f"default activation '{self.default_activation}': unknown (available: relu, mish)")
+                f"default activation '{self.default_activation}': unknown (available: relu, mish)"
+            )
         for what in ("ffn_activation", "smolgen_activation"):
             if getattr(self, what) not in ACTIVATIONS:
                 raise UsageError(
-                    f"{what} '{getattr(self, what)}': unknown (available: {', '.join(ACTIVATIONS)})")
+                    f"{what} '{getattr(self, what)}': unknown (available: {', '.join(ACTIVATIONS)})"
+                )
         try:
             InputFormat(self.input_format)
         except ValueError:
@@ -118,9 +135,11 @@ class Preset:
             bad = [h for h in self.policy_heads if h not in POLICY_HEAD_NAMES]
             bad += [h for h in self.value_heads if h not in VALUE_HEAD_NAMES]
             if bad:
-                raise UsageError(f"unknown head name(s) {', '.join(bad)} "
-                                 f"(policy: {', '.join(POLICY_HEAD_NAMES)}; "
-                                 f"value: {', '.join(VALUE_HEAD_NAMES)})")
+                raise UsageError(
+                    f"unknown head name(s) {', '.join(bad)} "
+                    f"(policy: {', '.join(POLICY_HEAD_NAMES)}; "
+                    f"value: {', '.join(VALUE_HEAD_NAMES)})"
+                )
         return self
 
 
@@ -132,10 +151,21 @@ PRESETS: dict[str, Preset] = {
     "t82-h8": dataclasses.replace(_T82, heads=8),
     "t82-h6": dataclasses.replace(_T82, heads=6),
     "tiny": Preset(
-        embedding_size=64, layers=2, heads=4, ffn_size=96,
-        smolgen_channels=4, smolgen_hidden=16, smolgen_gen=16,
-        policy_embedding=32, policy_dmodel=32, value_channels=8, value_hidden=32,
-        moves_left_channels=4, moves_left_hidden=16, dense_embedding_size=4, embedding_ffn_size=64,
+        embedding_size=64,
+        layers=2,
+        heads=4,
+        ffn_size=96,
+        smolgen_channels=4,
+        smolgen_hidden=16,
+        smolgen_gen=16,
+        policy_embedding=32,
+        policy_dmodel=32,
+        value_channels=8,
+        value_hidden=32,
+        moves_left_channels=4,
+        moves_left_hidden=16,
+        dense_embedding_size=4,
+        embedding_ffn_size=64,
     ),
 }
 
@@ -148,8 +178,9 @@ def preset_config(preset: str = "tiny", **overrides: Any) -> Preset:
         raise UsageError(f"preset '{preset}': unknown (available: {', '.join(PRESETS)})")
     unknown = sorted(set(overrides) - set(_OVERRIDE_TYPES))
     if unknown:
-        raise UsageError(f"unknown network setting(s): {', '.join(unknown)} "
-                         f"(available: {', '.join(_OVERRIDE_TYPES)})")
+        raise UsageError(
+            f"unknown network setting(s): {', '.join(unknown)} (available: {', '.join(_OVERRIDE_TYPES)})"
+        )
     clean = {k: v for k, v in overrides.items() if v is not None}
     for key in ("embedding", "default_activation", "ffn_activation", "smolgen_activation"):
         if key in clean:
@@ -174,8 +205,9 @@ class _Gen:
             x += np.float32(mean)
         return x
 
-    def dense(self, n_out: int, n_in: int, gain: float = 1.0, bias: bool = True,
-              bias_std: float = 0.05) -> Dense:
+    def dense(
+        self, n_out: int, n_in: int, gain: float = 1.0, bias: bool = True, bias_std: float = 0.05
+    ) -> Dense:
         w = self.normal((n_out, n_in), gain / np.sqrt(n_in))
         return Dense(w, self.normal((n_out,), bias_std) if bias else None)
 
@@ -276,7 +308,8 @@ def random_network(preset: str = "tiny", seed: int = 0, **overrides: Any) -> Net
     fmt = NetworkFormat(
         input=InputFormat(c.input_format),
         output=OutputFormat.WDL if c.wdl else OutputFormat.CLASSICAL,
-        network=NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT if c.multihead
+        network=NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT
+        if c.multihead
         else NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
         policy=PolicyFormat.ATTENTION,
         value=ValueFormat.WDL if c.wdl else ValueFormat.CLASSICAL,

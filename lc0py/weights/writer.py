@@ -126,8 +126,11 @@ def network_to_proto(network: Network, encoding: str | WeightsEncoding = "linear
     nf = net.format.network_format
     nf.input = int(f.input)
     nf.output = int(f.output)
-    nf.network = int(NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT if multihead
-                     else NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT)
+    nf.network = int(
+        NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT
+        if multihead
+        else NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT
+    )
     nf.policy = int(f.policy)
     nf.value = int(f.value)
     nf.moves_left = int(MovesLeftFormat.V1 if network.moves_left is not None else MovesLeftFormat.NONE)
@@ -194,8 +197,12 @@ def _heads(network: Network, key: str, selected: str, head: Any) -> dict[str, An
 STORE_ABOVE_BYTES = 32 * 1024 * 1024
 
 
-def serialize_network(network: Network, encoding: str | WeightsEncoding = "linear16",
-                      gzip_output: bool = True, compresslevel: int | None = None) -> bytes:
+def serialize_network(
+    network: Network,
+    encoding: str | WeightsEncoding = "linear16",
+    gzip_output: bool = True,
+    compresslevel: int | None = None,
+) -> bytes:
     """The file bytes: serialised ``Net``, gzip-compressed with mtime 0 and no name (deterministic).
 
     ``compresslevel=None`` picks 6, or 0 (stored, still a valid gzip stream) for payloads above
@@ -208,8 +215,13 @@ def serialize_network(network: Network, encoding: str | WeightsEncoding = "linea
     return data
 
 
-def save_network(network: Network, path: str | os.PathLike[str], encoding: str | WeightsEncoding = "linear16",
-                 gzip: bool = True, compresslevel: int | None = None) -> int:
+def save_network(
+    network: Network,
+    path: str | os.PathLike[str],
+    encoding: str | WeightsEncoding = "linear16",
+    gzip: bool = True,
+    compresslevel: int | None = None,
+) -> int:
     """Write ``network`` to ``path`` atomically; return the number of bytes written.
 
     ``gzip=False`` writes the plain protobuf (lc0 loads both); ``compresslevel`` as in

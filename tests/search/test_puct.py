@@ -16,7 +16,8 @@ F = np.float32
 
 
 def _puct_reference(parent, params: SearchParams) -> int:
-    """lc0's choice over all edges written out in numpy float32 (no prefix shortcut), first max."""
+    """lc0's choice written out in numpy float32, first max; like lc0 the scan ends one edge
+    after the first edge without visits (started or done): edges are sorted by prior."""
     n = parent.n
     cp = F(params.cpuct) + F(params.cpuct_factor) * F(
         fast_log(F(F(n) + F(params.cpuct_base)) / F(params.cpuct_base))
@@ -29,6 +30,7 @@ def _puct_reference(parent, params: SearchParams) -> int:
             visited += F(parent.p[i])
     fpu = -F(parent.wl) - F(params.fpu_value) * np.sqrt(visited)
     best, bi = -math.inf, -1
+    exit_next = False
     for i, p in enumerate(parent.p):
         c = kids[i]
         cn = c.n if c else 0
@@ -37,6 +39,10 @@ def _puct_reference(parent, params: SearchParams) -> int:
         s = F(p) * mult / F(1 + cn + nif) + q
         if s > best:
             best, bi = s, i
+        if exit_next:
+            break
+        if cn + nif == 0:
+            exit_next = True
     return bi
 
 
@@ -104,7 +110,8 @@ def test_matches_reference_on_many_trees(hand_node) -> None:
         # sends a second visit there, the reference would; keep such children out
         stats = [(n, nif if n else 0, wl) for n, nif, wl in stats]
         parent = hand_node(priors, stats, wl=rng.uniform(-1, 1))
-        assert select_edge(parent, params) == _puct_reference(parent, params)
+        want = _puct_reference(parent, params)  # before picking changes visits in flight
+        assert select_edge(parent, params) == want
 
 
 def test_collision_budget_scaling() -> None:

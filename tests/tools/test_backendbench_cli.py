@@ -20,8 +20,21 @@ def tiny_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_csv_rows(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "3",
-            "--start-batch-size", "1", "--max-batch-size", "5", "--batch-step", "2"]
+    argv = [
+        "backendbench",
+        "-w",
+        str(tiny_path),
+        "-b",
+        "numpy",
+        "--batches",
+        "3",
+        "--start-batch-size",
+        "1",
+        "--max-batch-size",
+        "5",
+        "--batch-step",
+        "2",
+    ]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == HEADER
@@ -32,8 +45,20 @@ def test_csv_rows(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_batch_sizes_json(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "2",
-            "--batch-sizes", "2,4", "--json", "--fen", "8/P1k5/8/8/8/8/5K2/8 w - - 0 1"]
+    argv = [
+        "backendbench",
+        "-w",
+        str(tiny_path),
+        "-b",
+        "numpy",
+        "--batches",
+        "2",
+        "--batch-sizes",
+        "2,4",
+        "--json",
+        "--fen",
+        "8/P1k5/8/8/8/8/5K2/8 w - - 0 1",
+    ]
     assert main(argv) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["size"] for r in rows] == [2, 4] and all(r["backend"] == "numpy" for r in rows)
@@ -48,13 +73,25 @@ def test_cpu_defaults(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert lines[0] == HEADER and len(lines) == 4
 
 
-def test_header_repeats_every_32_sizes(tiny_path: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_header_repeats_every_32_sizes(
+    tiny_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lc0py.tools import backendbench
 
     monkeypatch.setattr(backendbench, "run_batch", lambda *args: None)  # only the layout matters here
-    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "1",
-            "--start-batch-size", "1", "--max-batch-size", "33"]
+    argv = [
+        "backendbench",
+        "-w",
+        str(tiny_path),
+        "-b",
+        "numpy",
+        "--batches",
+        "1",
+        "--start-batch-size",
+        "1",
+        "--max-batch-size",
+        "33",
+    ]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines.count(HEADER) == 2 and lines[33] == HEADER
@@ -77,8 +114,9 @@ def test_header_repeats_every_32_sizes(tiny_path: Path, capsys: pytest.CaptureFi
         (["-b", "numpy", "-o", "bogus"], "key=value"),
     ],
 )
-def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
-                       message: str) -> None:
+def test_bad_arguments(
+    tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     assert main(["backendbench", "-w", str(tiny_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lc0py: ") and message in err

@@ -45,8 +45,9 @@ def test_generated_once_then_reused(tiny_default: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.parametrize("damage", ["truncate", "delete_sidecar", "delete"])
-def test_regenerated_when_corrupt(tiny_default: Path, capsys: pytest.CaptureFixture[str],
-                                  damage: str) -> None:
+def test_regenerated_when_corrupt(
+    tiny_default: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
     path = default_net.default_weights_path()
     good = path.read_bytes()
     default_net._verified.clear()

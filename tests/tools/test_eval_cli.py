@@ -31,8 +31,9 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:  # t
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_startpos_policy_is_legal_and_sums_to_one(tiny_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_startpos_policy_is_legal_and_sums_to_one(
+    tiny_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (obj,) = run_json(capsys, "-w", str(tiny_path))
     legal = {m.uci() for m in chess.Board().legal_moves}
     assert set(obj["policy"]) == legal
@@ -61,8 +62,9 @@ def test_castling_uci_and_moves(tiny_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_positions_file(tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "pos.txt"
-    f.write_text("startpos | e2e4\n\n# comment\n8/P7/8/8/8/8/8/k6K w - - 0 1\n"
-                 "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1 |\n")
+    f.write_text(
+        "startpos | e2e4\n\n# comment\n8/P7/8/8/8/8/8/k6K w - - 0 1\n7k/5Q2/6K1/8/8/8/8/8 b - - 0 1 |\n"
+    )
     objs = run_json(capsys, "-w", str(tiny_path), "--positions", str(f))
     assert [o["moves"] for o in objs] == [["e2e4"], [], []]
     assert "a7a8q" in objs[1]["policy"] and "a7a8n" in objs[1]["policy"]
@@ -82,8 +84,17 @@ def test_matches_reference(tiny_path: Path, capsys: pytest.CaptureFixture[str]) 
     from lc0py.model import forward
     from lc0py.weights import load_network
 
-    (obj,) = run_json(capsys, "-w", str(tiny_path), "--moves", "d2d4", "--backend", "numpy",
-                      "--backend-opts", "precision=fp64")
+    (obj,) = run_json(
+        capsys,
+        "-w",
+        str(tiny_path),
+        "--moves",
+        "d2d4",
+        "--backend",
+        "numpy",
+        "--backend-opts",
+        "precision=fp64",
+    )
     net = load_network(tiny_path)
     hist = PositionHistory.from_fen(None, ["d2d4"])
     enc = hist.encode(net.format.input)
@@ -105,8 +116,9 @@ BAD_LINES = [
 
 
 @pytest.mark.parametrize("text,message", BAD_LINES)
-def test_bad_positions_file(tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                            text: str, message: str) -> None:
+def test_bad_positions_file(
+    tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
     f = tmp_path / "pos.txt"
     f.write_text(text)
     assert main(["eval", "-w", str(tiny_path), "--positions", str(f)]) == 2
@@ -129,8 +141,9 @@ def test_bad_positions_file(tiny_path: Path, tmp_path: Path, capsys: pytest.Capt
         (["--backend", "numpy", "--backend-opts", "precision=fp16"], "precision"),
     ],
 )
-def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
-                       message: str) -> None:
+def test_bad_arguments(
+    tiny_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     assert main(["eval", "-w", str(tiny_path), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lc0py: ") and message in err

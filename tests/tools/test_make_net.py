@@ -55,8 +55,19 @@ def test_writes_a_loadable_net(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 def test_pe_dense_sizes(tmp_path: Path) -> None:
     out = tmp_path / "d.pb.gz"
-    argv = ["make-net", "--layers", "1", "--embedding", "pe_dense", "--dense-embedding-size", "6",
-            "--embedding-ffn-size", "40", "-o", str(out)]
+    argv = [
+        "make-net",
+        "--layers",
+        "1",
+        "--embedding",
+        "pe_dense",
+        "--dense-embedding-size",
+        "6",
+        "--embedding-ffn-size",
+        "40",
+        "-o",
+        str(out),
+    ]
     assert main(argv) == 0
     emb = load_network(out).embedding
     assert emb.preproc is not None and emb.preproc.w.shape == (64 * 6, 768)
