@@ -281,6 +281,7 @@ class Search:
         ply0 = board.root().ply() if board.move_stack else board.ply()
         game = [B.pos_from_record(r, ply0 + i, chess960) for i, r in enumerate(tree.history.records)]
         self._positions = L.make_positions(game)
+        tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - cache.nbytes())
         self._update_root_filter()
 
     # ------------------------------------------------------------------ public control ----
@@ -581,8 +582,10 @@ class Search:
             losing_edges=int(out[4]),
             may_resign=bool(out[5]),
             mate_depth=int(out[6]) or None,
-            tree_bytes=self.tree.capacity_bytes(),
+            memory_bytes=self.tree.bytes_used() + self.cache.nbytes(),
             tree_nodes=self.tree.num_nodes,
+            node_bytes=self.bytes_per_node(),
+            batch_visits=self.target,
         )
 
     def _maybe_trigger_stop(self) -> None:

@@ -8,6 +8,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from lc0py.search.core.arrays import EDGE_BYTES, NODE_BYTES
+from lc0py.search.core.gather import EDGES_PER_VISIT
 from lc0py.search.params import SearchParams
 
 SMART_PRUNING_TOLERANCE_MS = 200
@@ -31,8 +33,10 @@ class IterationStats:
     losing_edges: int
     may_resign: bool
     mate_depth: int | None
-    tree_bytes: int = 0
+    memory_bytes: int = 0  # tree storage allocated + NN cache
     tree_nodes: int = 0
+    node_bytes: float = 0.0  # tree storage in use per node
+    batch_visits: int = 0  # most visits one batch adds
 
 
 @dataclass
@@ -53,16 +57,18 @@ def should_stop(
 ) -> str:
     """The reason to stop now ("" to go on); fills ``hints`` as lc0's chained stopper does."""
     smart = limits.smart_pruning and not limits.infinite and params.smart_pruning_factor > 0
-    # RAM limit (MemoryWatchingStopper): the tree's storage counts, the cache is bounded apart.
+    # RAM limit (lc0's MemoryWatchingStopper): tree + NN cache; stops while one more batch still
+    # fits (NodeTree.ensure_capacity keeps the arrays' growth under the limit).
     if limits.ram_limit_mb > 0:
         limit_bytes = limits.ram_limit_mb * 1_000_000
-        if stats.tree_bytes >= limit_bytes:
+        per_node = max(stats.node_bytes, 1.0)
+        # the next batch reserves room for a node and 218 edges per visit
+        reserve = 2 * stats.batch_visits * (NODE_BYTES + EDGES_PER_VISIT * EDGE_BYTES)
+        if stats.memory_bytes + reserve >= limit_bytes:
             return "ram limit"
-        if smart and stats.tree_nodes > 0:
-            per_node = stats.tree_bytes / stats.tree_nodes
-            hints.remaining_playouts = min(
-                hints.remaining_playouts, (limit_bytes - stats.tree_bytes) / per_node
-            )
+        if smart:
+            left = (limit_bytes - stats.memory_bytes - reserve) / per_node
+            hints.remaining_playouts = min(hints.remaining_playouts, left)
     node_limit = limits.nodes if limits.nodes is not None else NODE_LIMIT
     if smart:
         hints.remaining_playouts = min(hints.remaining_playouts, node_limit - stats.total_nodes)

@@ -224,6 +224,7 @@ class UciEngine:
             depth=go.depth,
             mate=go.mate,
             infinite=go.infinite or pondering,
+            ram_limit_mb=int(self.options["RamLimitMb"]),
         )
         deadlines = []
         if go.movetime is not None and not limits.infinite and go.mate is None:

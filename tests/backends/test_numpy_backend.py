@@ -68,7 +68,7 @@ def test_batch_equals_single(tiny) -> None:  # type: ignore[no-untyped-def]
     for i in range(5):
         from lc0py.backends.base import PlanesBatch
 
-        one = backend.evaluate(PlanesBatch(batch.masks[i:i + 1], batch.values[i:i + 1]))
+        one = backend.evaluate(PlanesBatch(batch.masks[i : i + 1], batch.values[i : i + 1]))
         assert relative_error(one.policy[0], full.policy[i]) < 1e-6
 
 

@@ -80,8 +80,9 @@ def build_network(
     dense_kind = embedding == InputEmbedding.PE_DENSE
     eps = 1e-3 if dense_kind else 1e-6
     cin = 112 + de if dense_kind else 176
-    emb = Embedding(kind=InputEmbedding.PE_DENSE if dense_kind else InputEmbedding.PE_MAP,
-                    dense=g.dense(e, cin))
+    emb = Embedding(
+        kind=InputEmbedding.PE_DENSE if dense_kind else InputEmbedding.PE_MAP, dense=g.dense(e, cin)
+    )
     if gating:
         emb.mult_gate = g.array(e, 64, scale=0.2, offset=1.0)
         emb.add_gate = g.array(e, 64, scale=0.2)
@@ -104,17 +105,24 @@ def build_network(
             )
         encs.append(
             EncoderLayer(
-                q=g.dense(e, e), k=g.dense(e, e), v=g.dense(e, e), out=g.dense(e, e),
-                ln1=g.ln(e, eps), ffn1=g.dense(dff, e), ffn2=g.dense(e, dff), ln2=g.ln(e, eps),
+                q=g.dense(e, e),
+                k=g.dense(e, e),
+                v=g.dense(e, e),
+                out=g.dense(e, e),
+                ln1=g.ln(e, eps),
+                ffn1=g.dense(dff, e),
+                ffn2=g.dense(e, dff),
+                ln2=g.ln(e, eps),
                 smolgen=sg,
             )
         )
     policy = PolicyHead(
-        embedding=g.dense(pe, e), wq=g.dense(pd, pe), wk=g.dense(pd, pe),
+        embedding=g.dense(pe, e),
+        wq=g.dense(pd, pe),
+        wk=g.dense(pd, pe),
         promotion=g.array(4, pd, scale=1 / np.sqrt(pd)),
     )
-    value = ValueHead(embedding=g.dense(8, e), fc1=g.dense(32, 64 * 8),
-                      fc2=g.dense(3 if wdl else 1, 32))
+    value = ValueHead(embedding=g.dense(8, e), fc1=g.dense(32, 64 * 8), fc2=g.dense(3 if wdl else 1, 32))
     mlh = None
     if moves_left:
         mlh = MovesLeftHead(embedding=g.dense(4, e), fc1=g.dense(16, 64 * 4), fc2=g.dense(1, 16))
@@ -126,18 +134,27 @@ def build_network(
         policy=PolicyFormat.ATTENTION,
         value=ValueFormat.WDL if wdl else ValueFormat.CLASSICAL,
         moves_left=MovesLeftFormat.V1 if moves_left else MovesLeftFormat.NONE,
-        default_activation=(DefaultActivation.MISH if default_act == Activation.MISH
-                            else DefaultActivation.RELU),
+        default_activation=(
+            DefaultActivation.MISH if default_act == Activation.MISH else DefaultActivation.RELU
+        ),
         smolgen_activation=smolgen_act,
         ffn_activation=ffn_act,
         input_embedding=emb.kind,
     )
     return Network(
-        format=fmt, embedding=emb, encoders=encs, heads=heads,
+        format=fmt,
+        embedding=emb,
+        encoders=encs,
+        heads=heads,
         smolgen_w=g.array(4096, gs, scale=1 / np.sqrt(gs)) if smolgen else None,
-        policy=policy, value=value, moves_left=mlh,
-        default_act=default_act, ffn_act=ffn_act, smolgen_act=smolgen_act,
-        alpha=(2 * layers) ** -0.25, encoder_eps=eps,
+        policy=policy,
+        value=value,
+        moves_left=mlh,
+        default_act=default_act,
+        ffn_act=ffn_act,
+        smolgen_act=smolgen_act,
+        alpha=(2 * layers) ** -0.25,
+        encoder_eps=eps,
     )
 
 

@@ -60,7 +60,7 @@ def test_batch_equals_one_by_one() -> None:
     planes = random_planes(np.random.default_rng(8), 6)
     full = forward(net, planes, np.float64)
     for i in range(len(planes)):
-        one = forward(net, planes[i:i + 1], np.float64)
+        one = forward(net, planes[i : i + 1], np.float64)
         np.testing.assert_allclose(one.policy[0], full.policy[i], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(one.wdl[0], full.wdl[i], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(one.moves_left[0], full.moves_left[i], rtol=1e-12, atol=1e-12)
@@ -169,8 +169,9 @@ def test_moves_left_relu_skipped_without_bias() -> None:
 def test_gating_needs_both_gates() -> None:
     net = build_network(seed=17)
     planes = random_planes(np.random.default_rng(18), 2)
-    ungated = dataclasses.replace(net, embedding=dataclasses.replace(net.embedding, mult_gate=None,
-                                                                     add_gate=None))
+    ungated = dataclasses.replace(
+        net, embedding=dataclasses.replace(net.embedding, mult_gate=None, add_gate=None)
+    )
     half = dataclasses.replace(net, embedding=dataclasses.replace(net.embedding, add_gate=None))
     a = forward(ungated, planes, np.float64).policy
     np.testing.assert_array_equal(forward(half, planes, np.float64).policy, a)
@@ -202,7 +203,7 @@ def test_promotion_logits() -> None:
     v = trace["policy.logits4288"][0]
     for i, j in ((0, 0), (3, 4), (7, 6)):
         base = v[(48 + i) * 64 + 56 + j]
-        q, r, b = v[4096 + i * 24 + j * 3: 4096 + i * 24 + j * 3 + 3]
+        q, r, b = v[4096 + i * 24 + j * 3 : 4096 + i * 24 + j * 3 + 3]
         assert len({q - base, r - base, b - base}) == 3  # three different offsets
         # the offset depends on the to-file only
         other_i = (i + 1) % 8

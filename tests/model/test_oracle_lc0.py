@@ -62,8 +62,13 @@ class NetCase:
 
     @property
     def id(self) -> str:
-        parts = [self.embedding, "f7" if self.multihead else "f6", f"in{self.input_format}",
-                 "sg" if self.smolgen else "nosg", "mlh" if self.moves_left else "nomlh"]
+        parts = [
+            self.embedding,
+            "f7" if self.multihead else "f6",
+            f"in{self.input_format}",
+            "sg" if self.smolgen else "nosg",
+            "mlh" if self.moves_left else "nomlh",
+        ]
         if not self.wdl:
             parts.append("classical")
         if not self.gating:
@@ -72,10 +77,18 @@ class NetCase:
         return "-".join(parts)
 
     def overrides(self) -> dict[str, Any]:
-        return dict(embedding=self.embedding, multihead=self.multihead, smolgen=self.smolgen,
-                    moves_left=self.moves_left, input_format=self.input_format, wdl=self.wdl,
-                    default_activation=self.default_activation, ffn_activation=self.ffn_activation,
-                    smolgen_activation=self.smolgen_activation, gating=self.gating)
+        return dict(
+            embedding=self.embedding,
+            multihead=self.multihead,
+            smolgen=self.smolgen,
+            moves_left=self.moves_left,
+            input_format=self.input_format,
+            wdl=self.wdl,
+            default_activation=self.default_activation,
+            ffn_activation=self.ffn_activation,
+            smolgen_activation=self.smolgen_activation,
+            gating=self.gating,
+        )
 
 
 # CI subset: every embedding x both formats, smolgen and MLH on/off, all input formats, both value
@@ -87,10 +100,28 @@ CI_NETS = [
     NetCase("pe_map", True, False, True, 4, default_activation="relu", ffn_activation="mish", seed=4),
     NetCase("pe_dense", True, True, True, 5, smolgen_activation="selu", seed=5),
     NetCase("none", False, False, True, 132, ffn_activation="swish", seed=6),
-    NetCase("pe_map", False, True, False, 133, wdl=False, ffn_activation="tanh",
-            smolgen_activation="sigmoid", seed=7),
-    NetCase("pe_dense", False, False, False, 4, gating=False, ffn_activation="relu",
-            smolgen_activation="mish", seed=8),
+    NetCase(
+        "pe_map",
+        False,
+        True,
+        False,
+        133,
+        wdl=False,
+        ffn_activation="tanh",
+        smolgen_activation="sigmoid",
+        seed=7,
+    ),
+    NetCase(
+        "pe_dense",
+        False,
+        False,
+        False,
+        4,
+        gating=False,
+        ffn_activation="relu",
+        smolgen_activation="mish",
+        seed=8,
+    ),
 ]
 CI_POSITIONS = 48
 SLOW_POSITIONS = 300
@@ -111,13 +142,17 @@ def _lc0_eval(backend: Any, inputs: list[Any]) -> tuple[np.ndarray, np.ndarray, 
     all_idx = list(range(1858))
     logits, q, d, m = [], [], [], []
     for start in range(0, len(inputs), LC0_MAX_BATCH):
-        for out in backend.evaluate(*inputs[start:start + LC0_MAX_BATCH]):
+        for out in backend.evaluate(*inputs[start : start + LC0_MAX_BATCH]):
             logits.append(out.p_raw(*all_idx))
             q.append(out.q())
             d.append(out.d())
             m.append(out.m())
-    return (np.asarray(logits, np.float64), np.asarray(q, np.float64), np.asarray(d, np.float64),
-            np.asarray(m, np.float64))
+    return (
+        np.asarray(logits, np.float64),
+        np.asarray(q, np.float64),
+        np.asarray(d, np.float64),
+        np.asarray(m, np.float64),
+    )
 
 
 def _lc0_input(masks: np.ndarray, values: np.ndarray) -> Any:
@@ -133,8 +168,9 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return z / z.sum()
 
 
-def _compare_outputs(ref: Any, lc0: tuple[np.ndarray, ...], has_mlh: bool,
-                     legal: list[np.ndarray] | None = None) -> dict[str, float]:
+def _compare_outputs(
+    ref: Any, lc0: tuple[np.ndarray, ...], has_mlh: bool, legal: list[np.ndarray] | None = None
+) -> dict[str, float]:
     """Max errors; ``legal[i]``: policy indices of position i's legal moves (None: all logits)."""
     logits, q, d, m = lc0
     w = (1 + q - d) / 2
@@ -153,8 +189,11 @@ def _compare_outputs(ref: Any, lc0: tuple[np.ndarray, ...], has_mlh: bool,
         errs["logit_rel"] = float((np.abs(ref.policy - logits) / scale).max())
         probs = [(_softmax(ref.policy[i]), _softmax(logits[i])) for i in range(len(logits))]
     else:
-        probs = [(_softmax(ref.policy[i, idx]), _softmax(logits[i, idx]))
-                 for i, idx in enumerate(legal) if len(idx)]
+        probs = [
+            (_softmax(ref.policy[i, idx]), _softmax(logits[i, idx]))
+            for i, idx in enumerate(legal)
+            if len(idx)
+        ]
     errs["policy"] = max(float(np.abs(a - b).max()) for a, b in probs)
     return errs
 
@@ -204,8 +243,10 @@ def check_position_level(path: Path, network: Any, cases: list[OracleCase]) -> d
         ours = [int(x) for x in batch.masks[i]]
         assert lc0_masks == ours, f"planes differ from lc0 for {cases[i].id} (format {fmt})"
     ref = forward(network, batch.dense(np.float64), np.float64)
-    legal = [legal_moves_with_indices(h.board, e.transform, lc0_032_transpose_compat=True)[1]
-             for h, e in zip(histories, encoded, strict=True)]
+    legal = [
+        legal_moves_with_indices(h.board, e.transform, lc0_032_transpose_compat=True)[1]
+        for h, e in zip(histories, encoded, strict=True)
+    ]
     return _compare_outputs(ref, _lc0_eval(backend, lc0_inputs), network.moves_left is not None, legal)
 
 
@@ -215,12 +256,11 @@ def ci_positions() -> list[OracleCase]:
 
 
 @pytest.mark.parametrize("case", CI_NETS, ids=lambda c: c.id)
-def test_reference_matches_lc0(case: NetCase, tmp_path: Path,
-                               ci_positions: list[OracleCase]) -> None:
+def test_reference_matches_lc0(case: NetCase, tmp_path: Path, ci_positions: list[OracleCase]) -> None:
     path, network = _write_and_load(tmp_path, case)
     _assert_within(check_network_level(path, network, seed=case.seed), f"{case.id} random planes")
     i = CI_NETS.index(case)
-    cases = ci_positions[:12] + ci_positions[12 + i * CI_POSITIONS: 12 + (i + 1) * CI_POSITIONS]
+    cases = ci_positions[:12] + ci_positions[12 + i * CI_POSITIONS : 12 + (i + 1) * CI_POSITIONS]
     _assert_within(check_position_level(path, network, cases), f"{case.id} positions")
 
 
@@ -228,9 +268,16 @@ def test_selected_heads_match_lc0(tmp_path: Path, ci_positions: list[OracleCase]
     """Non-default heads of a multi-head net, selected the way lc0's backend options do."""
     case = NetCase("pe_dense", True, True, True, 1, seed=21)
     path = tmp_path / "mh.pb.gz"
-    save_network(random_network("tiny", seed=case.seed, **case.overrides(),
-                                policy_heads=("vanilla", "optimistic", "soft"),
-                                value_heads=("winner", "q", "st")), path)
+    save_network(
+        random_network(
+            "tiny",
+            seed=case.seed,
+            **case.overrides(),
+            policy_heads=("vanilla", "optimistic", "soft"),
+            value_heads=("winner", "q", "st"),
+        ),
+        path,
+    )
     network = load_network(path, policy_head="optimistic", value_head="q")
     backend = _lc0_backend(path, "policy_head=optimistic,value_head=q")
     cases = ci_positions[:24]
@@ -260,8 +307,9 @@ def test_p_softmax_is_fastexp(tmp_path: Path) -> None:
     "embedding,multihead,smolgen,moves_left",
     list(itertools.product(("pe_map", "pe_dense", "none"), (False, True), (False, True), (False, True))),
 )
-def test_reference_matches_lc0_sweep(embedding: str, multihead: bool, smolgen: bool, moves_left: bool,
-                                     tmp_path: Path) -> None:
+def test_reference_matches_lc0_sweep(
+    embedding: str, multihead: bool, smolgen: bool, moves_left: bool, tmp_path: Path
+) -> None:
     """Every structure x every input format, on ~300 positions each."""
     positions = oracle_positions(seed=5, count=SLOW_POSITIONS)
     for fmt in ALL_INPUT_FORMATS:

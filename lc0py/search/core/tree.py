@@ -31,6 +31,7 @@ class NodeTree:
         self.history: PositionHistory = PositionHistory.from_fen(None)
         self.arrays = A.allocate(_INITIAL_NODES, _INITIAL_NODES * _EDGES_PER_NODE)
         self.root_id = 0
+        self.max_bytes = 0  # tree storage the arrays should not outgrow (0: no limit; RamLimitMb)
         self._new_root()
 
     # ------------------------------------------------------------------ storage ----
@@ -50,6 +51,13 @@ class NodeTree:
             cap_n *= 2
         while cap_e < need_e:
             cap_e *= 2
+        if self.max_bytes and cap_n * A.NODE_BYTES + cap_e * A.EDGE_BYTES > self.max_bytes:
+            # near RamLimitMb: grow to what is needed plus at most an eighth, within the limit
+            cap_n, cap_e = max(len(t.n), need_n), max(len(t.emove), need_e)
+            spare = self.max_bytes - cap_n * A.NODE_BYTES - cap_e * A.EDGE_BYTES
+            if spare > 0:
+                cap_n += min(need_n // 8, spare // (2 * A.NODE_BYTES))
+                cap_e += min(need_e // 8, spare // (2 * A.EDGE_BYTES))
         self.arrays = A.grow(t, cap_n, cap_e)
 
     @property
