@@ -116,7 +116,8 @@ def main() -> None:
             l1 = sum(abs(va.get(m, 0) - vb.get(m, 0)) for m in set(va) | set(vb)) / total
             print(
                 f"{n:5d} {'same' if ba == bb else 'DIFF'} best {ba}/{bb} "
-                f"{'identical' if va == vb else f'L1 {l1:.3f}'} N {sum(va.values())}/{sum(vb.values())}  {pos[:50]}"
+                f"{'identical' if va == vb else f'L1 {l1:.3f}'} "
+                f"N {sum(va.values())}/{sum(vb.values())}  {pos[:50]}"
             )
     print(f"same best move {same_best}/{k}, identical root visits {identical}/{k}")
 
