@@ -23,18 +23,15 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import chess
 import numpy as np
 
-from lc0py.backends.base import Backend, NetworkOutput, PlanesBatch
+from lc0py.backends.base import Backend
 from lc0py.search.core import arrays as A
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
-from lc0py.search.core import leaves as L
-from lc0py.search.core.encode import fill_code
 from lc0py.search.core.numeric import cpuct as cpuct_formula
 from lc0py.search.core.numeric import fpu_value, m_utility, prior_value, puct_mult
 from lc0py.search.core.pick import (
@@ -56,8 +53,6 @@ from lc0py.search.core.pick import (
     P_ML_CAP,
     P_ML_SLOPE,
     P_ML_THR,
-    P_MLH,
-    P_SIZE,
     node_q,
 )
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
@@ -65,6 +60,7 @@ from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
+from lc0py.search.worker import Batch, SearchWorker, params_array
 
 _EMPTY = np.zeros(0, np.uint8)
 
@@ -119,105 +115,6 @@ class SearchCallbacks:
     on_verbose: Callable[[Search], None] = lambda search: None  # VerboseMoveStats hook
 
 
-class _Deferred:
-    """A computation run by the first ``result()`` call (the worker, outside the tree lock)."""
-
-    def __init__(self, fn: Callable[[], NetworkOutput]) -> None:
-        self._fn: Callable[[], NetworkOutput] | None = fn
-        self._out: NetworkOutput | None = None
-
-    def result(self) -> NetworkOutput:
-        if self._out is None:
-            assert self._fn is not None
-            self._out = self._fn()
-            self._fn = None
-        return self._out
-
-    def done(self) -> bool:
-        return self._out is not None
-
-
-class _Batch:
-    """One minibatch: its picks (rows of ``pick_nodes``), what extending them gave, and the
-    network requests (planes) of its new leaves."""
-
-    def __init__(self, capacity: int) -> None:
-        self.picks = np.zeros((capacity, 5), np.int32)
-        self.kinds = np.zeros(capacity, np.int8)
-        self.vals = np.zeros((capacity, 3), np.float32)
-        self.count = 0
-        self.ooo = 0  # visits resolved out of order while gathering
-        self.requests = L.make_requests(capacity)
-        self.pending: Future[NetworkOutput] | _Deferred | None = None
-
-    def reserve(self, rows: int) -> None:
-        """Room for ``rows`` more picks and network requests."""
-        need = max(self.count, int(self.requests.count[0])) + rows
-        if need <= len(self.picks):
-            return
-        cap = max(need, 2 * len(self.picks))
-        for name in ("picks", "kinds", "vals"):
-            old = getattr(self, name)
-            new = np.zeros((cap, *old.shape[1:]), old.dtype)
-            new[: len(old)] = old
-            setattr(self, name, new)
-        req = self.requests
-        grown = L.make_requests(cap)
-        for old_a, new_a in zip(req, grown, strict=True):
-            if old_a.ndim and len(old_a) == len(req.nodes):
-                new_a[: len(old_a)] = old_a
-        grown.count[0] = req.count[0]
-        self.requests = grown
-
-    @property
-    def nn_count(self) -> int:
-        return int(self.requests.count[0])
-
-    def planes(self) -> PlanesBatch:
-        n = self.nn_count
-        return PlanesBatch(self.requests.masks[:n], self.requests.values[:n])
-
-
-def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.ndarray:
-    """``SearchParams`` as the float64 vector compiled code reads (``pick.P_*``)."""
-    p = np.zeros(P_SIZE, np.float64)
-    p[P_CPUCT], p[P_BASE], p[P_FACTOR] = params.cpuct, params.cpuct_base, params.cpuct_factor
-    if params.root_has_own_cpuct_params:
-        p[P_CPUCT_ROOT], p[P_BASE_ROOT] = params.cpuct_at_root, params.cpuct_base_at_root
-        p[P_FACTOR_ROOT] = params.cpuct_factor_at_root
-    else:
-        p[P_CPUCT_ROOT], p[P_BASE_ROOT], p[P_FACTOR_ROOT] = p[P_CPUCT], p[P_BASE], p[P_FACTOR]
-    p[P_FPU_ABS], p[P_FPU] = float(params.fpu_absolute), params.fpu_value
-    if params.fpu_strategy_at_root == "same":
-        p[P_FPU_ABS_ROOT], p[P_FPU_ROOT] = p[P_FPU_ABS], p[P_FPU]
-    else:
-        p[P_FPU_ABS_ROOT] = float(params.fpu_strategy_at_root == "absolute")
-        p[P_FPU_ROOT] = params.fpu_value_at_root
-    # lc0's GetDrawScore(is_odd_depth): +DrawScore when is_odd_depth == black to move at the root.
-    ds = params.draw_score
-    p[P_DRAW_EVEN] = ds if root_black is False else -ds
-    p[P_DRAW_ODD] = ds if root_black is True else -ds
-    p[P_MLH] = float(has_mlh)
-    p[P_ML_SLOPE], p[P_ML_CAP] = params.moves_left_slope, params.moves_left_max_effect
-    p[P_ML_A0], p[P_ML_A1] = params.moves_left_constant_factor, params.moves_left_scaled_factor
-    p[P_ML_A2], p[P_ML_THR] = params.moves_left_quadratic_factor, params.moves_left_threshold
-    return p
-
-
-def collisions_left(params: SearchParams, nodes: float) -> int:
-    """lc0's ``CalculateCollisionsLeft`` (float32 pow and mix, rounded half away from zero)."""
-    start, end = params.max_collision_visits_scaling_start, params.max_collision_visits_scaling_end
-    high = params.max_collision_visits
-    if nodes >= end:
-        return high
-    if nodes <= start:
-        return 1
-    f = np.float32
-    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(params.max_collision_visits_scaling_power)
-    x = f(1) + f(high - 1) * f(ratio)
-    return int(math.floor(float(x) + 0.5))
-
-
 class Search:
     """One search of ``tree``'s root. ``start()`` runs it in threads, ``run()`` blocks until done."""
 
@@ -241,8 +138,6 @@ class Search:
         self.cb = callbacks or SearchCallbacks()
         self.start_time = time.perf_counter() if start_time is None else start_time
         self.input_format = backend.info.input_format if input_format is None else input_format
-        self.target = max(1, params.minibatch_size or backend.info.recommended_batch or 256)
-        self.max_ooo = max(1, int(params.max_out_of_order_evals_factor * self.target))
         self._lock = tree.lock
         self._stop = threading.Event()
         self._done = threading.Event()
@@ -251,7 +146,6 @@ class Search:
         self._bestmove_wanted = not limits.infinite
         self.root_id = tree.root_id
         self.initial_visits = int(tree.arrays.n[self.root_id])
-        self.batches = 0
         self.first_playout_time: float | None = None
         self._first_eval_ms: int | None = None
         self._last_info: tuple[object, int, int] | None = None
@@ -262,25 +156,15 @@ class Search:
         self._root_black = tree.history.board.turn == chess.BLACK
         self._has_mlh = bool(backend.info.has_moves_left)
         self.prm = params_array(params, self._root_black, self._has_mlh)
-        self._inv_temp = float(np.float32(1.0) / np.float32(params.policy_softmax_temp))
         board = tree.history.board
         self._filter = {B.from_chess_move(m, board) for m in limits.searchmoves} or None
         self._allowed = _EMPTY
         self._hints = Hints()
         self._best_root_edge = -1
-        self._shared = np.zeros((256, 2), np.int32)  # shared collisions (node, multivisit)
-        self._n_shared = 0
         self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
-        self._stats = np.zeros(8, np.int64)  # gather.S_* counters
-        self._vtp = np.zeros((L.MAX_PATH - 76, 256), np.int32)
-        self._inflight: list[_Batch] = []
-        self._executor: ThreadPoolExecutor | None = None
-        self._fill = fill_code(params.history_fill)
-        self._use_cache = cache.enabled
-        chess960 = board.chess960
-        ply0 = board.root().ply() if board.move_stack else board.ply()
-        game = [B.pos_from_record(r, ply0 + i, chess960) for i, r in enumerate(tree.history.records)]
-        self._positions = L.make_positions(game)
+        self._inflight: list[Batch] = []
+        self.worker = SearchWorker(tree, backend, params, cache, self.input_format, self.prm, self._stop_flag)
+        self.target = self.worker.target
         tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - cache.nbytes())
         self._update_root_filter()
 
@@ -339,19 +223,23 @@ class Search:
     # ------------------------------------------------------------------ worker ----
     @property
     def playouts(self) -> int:
-        return int(self._stats[G.S_PLAYOUTS])
+        return int(self.worker.stats[G.S_PLAYOUTS])
 
     @property
     def nn_evals(self) -> int:
-        return int(self._stats[G.S_NN])
+        return int(self.worker.stats[G.S_NN])
 
     @property
     def sum_depth(self) -> int:
-        return int(self._stats[G.S_DEPTH_SUM])
+        return int(self.worker.stats[G.S_DEPTH_SUM])
 
     @property
     def max_depth(self) -> int:
-        return int(self._stats[G.S_MAX_DEPTH])
+        return int(self.worker.stats[G.S_MAX_DEPTH])
+
+    @property
+    def batches(self) -> int:
+        return self.worker.batches
 
     def _worker(self) -> None:
         try:
@@ -362,16 +250,17 @@ class Search:
             self._bestmove_wanted = True
             self._set_stop()
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False)
+            self.worker.close()
             if self._stop.is_set() and self._bestmove_wanted:
                 self._finish()
 
     def _work(self) -> None:
-        """``ExecuteOneIteration`` in a loop; with ``overlap`` one more batch is gathered while the
-        backend computes the previous one."""
+        """lc0's ``ExecuteOneIteration`` in a loop (the worker's gather → evaluate → backup, then
+        this controller's stoppers and info); with ``overlap`` one more batch is gathered while
+        the backend computes the previous one."""
         overlap = self.params.overlap
         inflight = self._inflight
+        worker = self.worker
         with self._lock:
             if self._root_has_no_moves():
                 self._set_stop()
@@ -379,13 +268,15 @@ class Search:
             with self._lock:
                 if self._released:
                     break
-                batch = self._gather()
-                self._collect_collisions(batch)
+                batch = worker.gather(self._hints.remaining_playouts, self._allowed, self._best_root_child())
+                self.initial_visits -= batch.reverted
+                self._note_first_playout()
+                worker.collect_collisions(batch)
                 if batch.nn_count:
-                    self._submit(batch)
+                    worker.submit(batch)
                     inflight.append(batch)
                 else:
-                    self._complete(batch, None)
+                    worker.complete(batch, None)
                     self._after_batch()
                     if not inflight:
                         continue
@@ -394,24 +285,6 @@ class Search:
         if not self._bestmove_wanted:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
-
-    def _submit(self, batch: _Batch) -> None:
-        """Hand the batch to the backend. With ``overlap`` it runs on the engine's evaluation
-        thread (host backends compute there while this thread gathers; ``evaluate_async`` of a
-        GPU backend returns at once); without, it runs when the worker waits for it (outside the
-        tree lock, so ``stop`` and the watchdog are answered meanwhile)."""
-        planes = batch.planes()
-        backend = self.backend
-
-        def evaluate() -> NetworkOutput:
-            return backend.evaluate_async(planes).result()
-
-        if self.params.overlap:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
-            batch.pending = self._executor.submit(evaluate)
-        else:
-            batch.pending = _Deferred(evaluate)
 
     def _complete_oldest(self) -> bool:
         with self._lock:
@@ -422,10 +295,10 @@ class Search:
         out = batch.pending.result()  # outside the lock: the backend may take long
         with self._lock:
             if self._released:  # the search answered meanwhile: keep the evaluations only
-                self._apply(batch, out, to_tree=False)
+                self.worker.apply(batch, out, to_tree=False)
                 return False
             self._inflight.remove(batch)
-            self._complete(batch, out)
+            self.worker.complete(batch, out)
             self._after_batch()
         return True
 
@@ -435,128 +308,20 @@ class Search:
         if self._released:
             return
         self._released = True
-        t = self.tree.arrays
         for batch in self._inflight:
-            G.cancel_visits(t, self.root_id, batch.picks, batch.count)
+            self.worker.cancel_visits(batch)
             if batch.pending is not None and batch.pending.done():
-                self._apply(batch, batch.pending.result(), to_tree=False)
+                self.worker.apply(batch, batch.pending.result(), to_tree=False)
         self._inflight.clear()
-        self._cancel_shared_collisions()
-
-    # ------------------------------------------------------------------ gather ----
-    def _gather(self) -> _Batch:
-        """``GatherMinibatch`` (compiled: ``gather.gather_minibatch``); grows the tree and the
-        batch when a pick round needs more room than they have."""
-        params = self.params
-        tree = self.tree
-        root = self.root_id
-        batch = _Batch(self.target + 2)
-        state = np.zeros(8, np.int64)
-        cur_n = int(tree.arrays.n[root])
-        state[G.G_LEFT] = collisions_left(params, min(cur_n, self._hints.remaining_playouts))
-        state[G.G_OOO_START] = self._stats[G.S_OOO]
-        reverted = int(self._stats[G.S_REVERTED])
-        best_child = self._best_root_child()
-        while True:
-            status = G.gather_minibatch(
-                tree.arrays,
-                root,
-                self.prm,
-                self._allowed,
-                float(self._hints.remaining_playouts),
-                best_child,
-                batch.picks,
-                batch.kinds,
-                batch.vals,
-                batch.requests,
-                self._positions,
-                self.cache.arrays,
-                self._use_cache,
-                params.two_fold_draws,
-                self.input_format,
-                self._fill,
-                params.sticky_endgames,
-                params.out_of_order_eval,
-                self.target,
-                self.max_ooo,
-                state,
-                self._stats,
-                self._vtp,
-                self._stop_flag,
-            )
-            batch.count = int(state[G.G_COUNT])
-            if status == G.GATHER_DONE:
-                break
-            rows = int(state[G.G_NEED])
-            tree.ensure_capacity(rows, rows * G.EDGES_PER_VISIT)
-            batch.reserve(rows)
-        self.initial_visits -= int(self._stats[G.S_REVERTED]) - reverted
-        batch.ooo = int(self._stats[G.S_OOO] - state[G.G_OOO_START])
-        if self.first_playout_time is None and self.playouts:
-            self.first_playout_time = time.perf_counter()
-        return batch
-
-    def _collect_collisions(self, batch: _Batch) -> None:
-        need = self._n_shared + batch.count
-        if need > len(self._shared):
-            grown = np.zeros((max(need, 2 * len(self._shared)), 2), np.int32)
-            grown[: self._n_shared] = self._shared[: self._n_shared]
-            self._shared = grown
-        self._n_shared = int(G.collect_collisions(batch.picks, batch.count, self._shared, self._n_shared))
-
-    def _cancel_shared_collisions(self) -> None:
-        G.cancel_collisions(self.tree.arrays, self.root_id, self._shared, self._n_shared)
-        self._n_shared = 0
-
-    # ------------------------------------------------------------------ backup ----
-    def _apply(self, batch: _Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
-        n = batch.nn_count
-        q = np.ascontiguousarray(out.q[:n], dtype=np.float32)
-        d = np.ascontiguousarray(out.wdl[:n, 1], dtype=np.float32)
-        m = np.ascontiguousarray(out.moves_left[:n], dtype=np.float32)
-        policy = np.ascontiguousarray(out.policy[:n], dtype=np.float32)
-        L.apply_results(
-            self.tree.arrays,
-            batch.requests,
-            policy,
-            q,
-            d,
-            m,
-            self._inv_temp,
-            self.cache.arrays,
-            self._use_cache,
-            to_tree,
-        )
-        return q, d, m
-
-    def _complete(self, batch: _Batch, out: NetworkOutput | None) -> None:
-        """``FetchMinibatchResults`` + ``DoBackupUpdate``."""
-        if out is not None and batch.nn_count:
-            q, d, m = self._apply(batch, out, to_tree=True)
-        else:
-            q = d = m = np.zeros(0, np.float32)
-        t = self.tree.arrays
-        work = G.backup_batch(
-            t,
-            self.root_id,
-            batch.picks,
-            batch.kinds,
-            batch.vals,
-            batch.count,
-            q,
-            d,
-            m,
-            self.params.sticky_endgames,
-            self._stats,
-        )
-        if work or batch.ooo:
-            self._cancel_shared_collisions()
-            self.batches += 1
-        if self.first_playout_time is None and self.playouts:
-            self.first_playout_time = time.perf_counter()
+        self.worker.cancel_shared_collisions()
 
     # ------------------------------------------------------------------ stopping ----
+    def _note_first_playout(self) -> None:
+        if self.first_playout_time is None and self.playouts:
+            self.first_playout_time = time.perf_counter()
+
     def _after_batch(self) -> None:
+        self._note_first_playout()
         if self._filter is not None:  # the root's edges are sorted once it is evaluated
             self._update_root_filter()
         self._best_root_edge = self._best_edge_now()

@@ -13,8 +13,9 @@ from lc0py.search.core.numeric import prior_code
 from lc0py.search.core.pick import pick_nodes
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
-from lc0py.search.search import Search, SearchCallbacks, SearchLimits, params_array
+from lc0py.search.search import Search, SearchCallbacks, SearchLimits
 from lc0py.search.tree import NodeTree, NodeView
+from lc0py.search.worker import params_array
 
 
 def make_search(

@@ -9,7 +9,7 @@ import numpy as np
 
 from lc0py.search.core.numeric import cpuct, fast_log, prior_code, prior_value
 from lc0py.search.params import SearchParams
-from lc0py.search.search import collisions_left
+from lc0py.search.worker import collisions_left
 from tests.search.conftest import select_edge
 
 F = np.float32
