@@ -121,3 +121,22 @@ def test_collision_budget_scaling() -> None:
     mid = collisions_left(p, 10000)
     assert 1 < mid < 80000
     assert abs(mid - round(1 + 79999 * ((10000 - 28) / (145000 - 28)) ** 1.25)) <= 1
+
+
+def test_edges_sort_by_prior_like_lc0s_std_sort() -> None:
+    from lc0py.search.core.leaves import lc0_sort
+
+    rng = np.random.default_rng(7)
+    for n in [1, 2, 5, 16, 17, 30, 64, 218]:
+        for _ in range(20):
+            codes = rng.integers(0, 6, n).astype(np.uint16)  # many ties
+            moves = np.arange(n, dtype=np.uint16)
+            c, m = codes.copy(), moves.copy()
+            lc0_sort(m, c, n)
+            assert (np.diff(c.astype(np.int32)) <= 0).all()  # descending
+            assert sorted(zip(m.tolist(), c.tolist(), strict=True)) == sorted(
+                zip(moves.tolist(), codes.tolist(), strict=True)
+            )
+            if n <= 16:  # libstdc++ sorts short ranges by insertion: stable
+                order = np.argsort(-codes.astype(np.int32), kind="stable")
+                assert m.tolist() == moves[order].tolist()

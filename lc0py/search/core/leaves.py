@@ -93,20 +93,109 @@ def make_requests(cap: int) -> Requests:
 
 
 @njit
+def _swap(mv: np.ndarray, cd: np.ndarray, i: int, j: int) -> None:
+    mv[i], mv[j] = mv[j], mv[i]
+    cd[i], cd[j] = cd[j], cd[i]
+
+
+@njit
+def _linear_insert(mv: np.ndarray, cd: np.ndarray, i: int) -> None:
+    """libstdc++ ``__unguarded_linear_insert`` (comparison: higher prior code first)."""
+    vm, vc = mv[i], cd[i]
+    j = i - 1
+    while vc > cd[j]:
+        mv[j + 1], cd[j + 1] = mv[j], cd[j]
+        j -= 1
+    mv[j + 1], cd[j + 1] = vm, vc
+
+
+@njit
+def _insertion_sort(mv: np.ndarray, cd: np.ndarray, lo: int, hi: int) -> None:
+    """libstdc++ ``__insertion_sort`` on ``[lo, hi)``."""
+    for i in range(lo + 1, hi):
+        if cd[i] > cd[lo]:
+            vm, vc = mv[i], cd[i]
+            for k in range(i, lo, -1):
+                mv[k], cd[k] = mv[k - 1], cd[k - 1]
+            mv[lo], cd[lo] = vm, vc
+        else:
+            _linear_insert(mv, cd, i)
+
+
+@njit
+def _median_to_first(mv: np.ndarray, cd: np.ndarray, r: int, a: int, b: int, c: int) -> None:
+    if cd[a] > cd[b]:
+        if cd[b] > cd[c]:
+            _swap(mv, cd, r, b)
+        elif cd[a] > cd[c]:
+            _swap(mv, cd, r, c)
+        else:
+            _swap(mv, cd, r, a)
+    elif cd[a] > cd[c]:
+        _swap(mv, cd, r, a)
+    elif cd[b] > cd[c]:
+        _swap(mv, cd, r, c)
+    else:
+        _swap(mv, cd, r, b)
+
+
+@njit
+def lc0_sort(mv: np.ndarray, cd: np.ndarray, n: int) -> None:
+    """``std::sort`` of libstdc++ (introsort, median-of-three, final insertion sort) by descending
+    prior code, so edges with equal priors end in the order lc0's ``Node::SortEdges`` leaves them
+    (from lc0's move-generation order). The heap-sort fallback for a too-deep recursion, never
+    reached for a few hundred edges, is replaced by the insertion sort."""
+    stack_lo = np.empty(64, np.int64)
+    stack_hi = np.empty(64, np.int64)
+    stack_d = np.empty(64, np.int64)
+    depth = 0
+    k = n
+    while k > 1:
+        depth += 1
+        k >>= 1
+    top = 0
+    stack_lo[0], stack_hi[0], stack_d[0] = 0, n, 2 * depth
+    top = 1
+    while top > 0:
+        top -= 1
+        lo, hi, d = stack_lo[top], stack_hi[top], stack_d[top]
+        while hi - lo > 16:
+            if d == 0:
+                _insertion_sort(mv, cd, lo, hi)
+                hi = lo
+                break
+            d -= 1
+            mid = lo + (hi - lo) // 2
+            _median_to_first(mv, cd, lo, lo + 1, mid, hi - 1)
+            first, last = lo + 1, hi
+            while True:
+                while cd[first] > cd[lo]:
+                    first += 1
+                last -= 1
+                while cd[lo] > cd[last]:
+                    last -= 1
+                if not first < last:
+                    break
+                _swap(mv, cd, first, last)
+                first += 1
+            # recurse on the right part, loop on the left (as libstdc++)
+            stack_lo[top], stack_hi[top], stack_d[top] = first, hi, d
+            top += 1
+            hi = first
+    if n > 16:
+        _insertion_sort(mv, cd, 0, 16)
+        for i in range(16, n):
+            _linear_insert(mv, cd, i)
+    else:
+        _insertion_sort(mv, cd, 0, n)
+
+
+@njit
 def sort_edges(t: TreeArrays, node: int) -> None:
-    """``Node::SortEdges``: by prior code, descending (stable from generation order)."""
+    """``Node::SortEdges``: by prior code, descending, as lc0's ``std::sort`` orders them."""
     e0 = t.edge0[node]
     n = np.int32(t.nedges[node])
-    for i in range(1, n):
-        mv = t.emove[e0 + i]
-        cd = t.ep[e0 + i]
-        j = i - 1
-        while j >= 0 and t.ep[e0 + j] < cd:
-            t.emove[e0 + j + 1] = t.emove[e0 + j]
-            t.ep[e0 + j + 1] = t.ep[e0 + j]
-            j -= 1
-        t.emove[e0 + j + 1] = mv
-        t.ep[e0 + j + 1] = cd
+    lc0_sort(t.emove[e0 : e0 + n], t.ep[e0 : e0 + n], n)
 
 
 @njit
