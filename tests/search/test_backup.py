@@ -141,3 +141,55 @@ def test_cache_never_mixes_positions_with_colliding_int_hashes(make_search) -> N
     )
     s.run()
     assert s.error is None and s.root.n >= 6000
+
+
+def _check_tree(tree: NodeTree) -> None:
+    """No visit left in flight; every expanded, non-terminal node has N = 1 + its children's N."""
+    t = tree.arrays
+    n = tree.num_nodes
+    assert (t.nif[:n] == 0).all()
+    stack = [tree.root_id]
+    while stack:
+        x = stack.pop()
+        kids = []
+        c = int(t.child[x])
+        while c >= 0:
+            kids.append(c)
+            c = int(t.sibling[c])
+        if t.n[x] > 0 and t.term[x] == 0 and t.edge0[x] >= 0:
+            assert t.n[x] == 1 + sum(int(t.n[k]) for k in kids)
+        stack.extend(kids)
+
+
+def test_trees_stay_consistent_through_stops_reuse_and_overlap() -> None:
+    import random
+    import time
+
+    from lc0py.search.search import Search
+
+    rng = random.Random(1)
+    backend = RandomBackend(delay_ms=0.5)  # batches really are in flight while gathering
+    cache = NNCache(50000)
+    for _game in range(2):
+        tree = NodeTree()
+        board = chess.Board()
+        moves: list[str] = []
+        for _ply in range(8):
+            tree.reset_to_position(None, moves)
+            params = SearchParams(overlap=rng.random() < 0.5, minibatch_size=rng.choice([1, 7, 32, 256]))
+            s = Search(
+                tree, backend, params, SearchLimits(nodes=rng.choice([50, 400]), smart_pruning=False), cache
+            )
+            if rng.random() < 0.4:  # stopped at a random moment
+                s.start()
+                time.sleep(rng.random() * 0.03)
+                s.stop()
+                assert s.wait(120.0)
+            else:
+                s.run()
+            s.join(120.0)
+            assert s.error is None
+            _check_tree(tree)
+            best, _ = s.best_move()
+            board.push(best)
+            moves.append(best.uci())

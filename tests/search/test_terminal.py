@@ -143,3 +143,30 @@ def test_without_sticky_endgames_no_interior_node_is_proven(make_search) -> None
         params=SearchParams(sticky_endgames=False, overlap=False),
     )
     assert all(c.moves is None for c in s._root_children() if c.terminal == TERMINAL)
+
+
+def test_reused_two_fold_above_the_new_root_is_reverted(make_search) -> None:
+    from lc0py.search.core.backup import backup
+    from lc0py.search.core.pick import revert_two_fold
+
+    tree, node = _extend_path(make_search, [], ["g1f3", "g8f6", "f3g1", "f6g8"], True)
+    t = tree.arrays
+    assert t.term[node] == A.TWO_FOLD and t.m[node] == 4.0
+    # three visits of the draw, backed up to the root (as the search does)
+    path = []
+    x = node
+    while x >= 0:
+        path.append(x)
+        x = int(t.parent[x])
+    for _ in range(3):
+        for y in path:
+            t.nif[y] += 1
+        backup(t, node, tree.root_id, 0.0, 1.0, 4.0, 1, True)
+    assert t.n[node] == 3 and t.n[tree.root_id] == 3
+    assert revert_two_fold(t, node, 4) == 0  # 4 plies below the root: the cycle fits, a draw
+    # After two moves of the game the node is 2 plies below the new root (path[2]): the cycle
+    # reaches above it, so it is not a draw: its visits go from it and its ancestors up to the
+    # new root, the nodes above are left alone (lc0's EnsureNodeTwoFoldCorrectForDepth).
+    assert revert_two_fold(t, node, 2) == 3
+    assert t.term[node] == 0 and t.n[node] == 0
+    assert [int(t.n[y]) for y in path] == [0, 0, 0, 3, 3]
