@@ -1,7 +1,8 @@
 """lc0's fast float approximations (``src/utils/fastmath.h``, docs/search.md §7).
 
-Only needed where lc0py wants bit-exact agreement with lc0 (policy priors with ``fast_math``,
-the WDL_mu score rewrite). Scalar versions use float32 via numpy; array versions vectorise.
+Only needed where lc0py wants bit-exact agreement with lc0 in numpy code (the WDL_mu score
+rewrite; the search core has its own compiled versions in ``core/numeric.py``). Scalar versions
+use float32 via numpy; array versions vectorise.
 """
 
 from __future__ import annotations

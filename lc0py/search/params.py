@@ -26,7 +26,7 @@ class SearchParams:
     fpu_value_at_root: float = 1.0
     policy_softmax_temp: float = 1.359
     minibatch_size: int = 0  # 0: the backend's recommended batch
-    max_prefetch: int = 32  # listed for compatibility; lc0py does not prefetch
+    max_prefetch: int = 32  # lc0's MaxPrefetch: not implemented (lc0 only prefetches when a batch is short)
     max_collision_visits: int = 80000
     max_collision_visits_scaling_start: int = 28
     max_collision_visits_scaling_end: int = 145000
@@ -46,16 +46,5 @@ class SearchParams:
     moves_left_quadratic_factor: float = -0.6521
     history_fill: str = "fen_only"
     nncache_size: int = 2000000
-    fast_math: bool = False  # lc0's FastExp for the policy softmax (bit-exact priors)
     overlap: bool = True  # gather the next minibatch while the backend evaluates (lc0py only)
     verbose_move_stats: bool = False
-
-    def collision_budget(self, visits: float) -> int:
-        """Collisions allowed in one gather when ``visits`` playouts are known (§5)."""
-        start, end = self.max_collision_visits_scaling_start, self.max_collision_visits_scaling_end
-        if visits <= start:
-            return 1
-        if visits >= end:
-            return self.max_collision_visits
-        frac = ((visits - start) / (end - start)) ** self.max_collision_visits_scaling_power
-        return int(round(1 + (self.max_collision_visits - 1) * frac))

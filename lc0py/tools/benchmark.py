@@ -29,6 +29,7 @@ from lc0py.errors import UsageError
 from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tree import NodeTree
+from lc0py.search.warmup import warm_up
 from lc0py.uci.options import Options
 
 # lc0's src/tools/benchmark.h (a string may carry "moves ...", applied first).
@@ -118,8 +119,11 @@ def run(args: argparse.Namespace) -> int:
         tree.reset_to_position(fen, moves)
         trees.append(tree)
 
+    warm_up()  # load the compiled search core before the clock runs
     total_ms = 0
     total_playouts = 0
+    total_nodes = 0
+    total_bytes = 0
     out = sys.stdout
     try:
         for k, (text, tree) in enumerate(zip(positions, trees, strict=True), 1):
@@ -159,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
             search.join()  # an abandoned batch still in the backend belongs to this position's time
             total_ms += int((time.perf_counter() - start) * 1000)
             total_playouts += search.playouts
+            total_nodes += tree.num_nodes
+            total_bytes += tree.bytes_used()
             best = result[0]
             out.write(f"bestmove {king_takes_rook_uci(board, best) if best is not None else '(none)'}\n")
             out.flush()
@@ -170,5 +176,6 @@ def run(args: argparse.Namespace) -> int:
     out.write(f"Total time (ms) : {total_ms}\n")
     out.write(f"Nodes searched  : {total_playouts}\n")
     out.write(f"Nodes/second    : {round(1000 * total_playouts / (total_ms + 1))}\n")
+    out.write(f"Bytes/node      : {total_bytes / max(1, total_nodes):.1f}\n")
     out.flush()
     return 0

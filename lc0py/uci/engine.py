@@ -25,6 +25,7 @@ from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.timemgr import LegacyTimeManager
 from lc0py.search.tree import NodeTree
+from lc0py.search.warmup import warm_up
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
 from lc0py.uci.options import Options
 from lc0py.uci.protocol import GoParams, UciError, parse_go, parse_position, parse_setoption
@@ -206,6 +207,7 @@ class UciEngine:
         except Exception as exc:
             self._backend_error = str(exc) or type(exc).__name__
             self.out.send(f"error {self._backend_error}")
+        warm_up()  # the compiled search core, loaded here rather than in the first timed go
         return self.backend
 
     # ------------------------------------------------------------------ search ----
@@ -225,6 +227,7 @@ class UciEngine:
             depth=go.depth,
             mate=go.mate,
             infinite=go.infinite or pondering,
+            ram_limit_mb=int(self.options["RamLimitMb"]),
         )
         deadlines = []
         if go.movetime is not None and not limits.infinite and go.mate is None:

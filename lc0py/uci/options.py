@@ -172,9 +172,10 @@ def build_table() -> list[OptionSpec]:
             0,
             "--threads",
             0,
-            128,
+            1,
             group=B,
-            help="accepted for compatibility; lc0py searches with one worker + overlap",
+            help="search threads: 0 (auto) or 1; lc0py runs one search worker (plus the backend's "
+            "evaluation thread with SearchOverlap), more are refused",
         ),
         OptionSpec(
             "NNCacheSize",
@@ -324,13 +325,14 @@ def build_table() -> list[OptionSpec]:
             help="lc0py: gather the next minibatch while the backend evaluates",
         ),
         OptionSpec(
-            "FastMath",
-            "check",
-            False,
-            "--fast-math",
-            hidden=True,
-            param="fast_math",
-            help="lc0py: lc0's FastExp in the policy softmax (bit-exact priors)",
+            "RamLimitMb",
+            "spin",
+            0,
+            "--ramlimit-mb",
+            0,
+            100000000,
+            group=U,
+            help="stop the search before the tree and NN cache take more than this many MB (0: no limit)",
         ),
     ]
 

@@ -1,17 +1,21 @@
-"""Shared helpers: a search over the random backend and hand-made trees."""
+"""Shared helpers: a search over the random backend and hand-made trees on the flat arrays."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from lc0py.backends.random_backend import RandomBackend
+from lc0py.search.core import arrays as A
+from lc0py.search.core.numeric import prior_code
+from lc0py.search.core.pick import pick_nodes
 from lc0py.search.nncache import NNCache
-from lc0py.search.node import Node
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchCallbacks, SearchLimits
-from lc0py.search.tree import NodeTree
+from lc0py.search.tree import NodeTree, NodeView
+from lc0py.search.worker import params_array
 
 
 def make_search(
@@ -37,24 +41,51 @@ def make_search(
     )
 
 
-def hand_node(priors: Sequence[float], stats: Sequence[tuple[int, int, float]], wl: float = 0.0) -> Node:
-    """A parent with edges of ``priors`` (descending) and children ``(n, nif, wl)`` for a prefix.
-
-    Parent ``n`` = 1 + sum of child visits (its own first visit); moves are placeholders.
-    """
-
-    parent = Node()
-    parent.expand([i | (i + 8) << 6 for i in range(len(priors))], list(priors))  # packed moves
+def hand_node(priors: Sequence[float], stats: Sequence[tuple[int, int, float]], wl: float = 0.0) -> NodeView:
+    """A root with edges of ``priors`` (descending, stored as lc0's 16-bit codes) and children
+    ``(n, nif, wl)`` for a prefix. Root ``n`` = 1 + sum of child visits; moves are placeholders."""
+    tree = NodeTree()
+    t = tree.arrays
+    root = tree.root_id
+    e0 = int(A.reserve_edges(t, len(priors)))
+    t.edge0[root] = e0
+    t.nedges[root] = len(priors)
+    for i, p in enumerate(priors):
+        t.emove[e0 + i] = i | (i + 8) << 6
+        t.ep[e0 + i] = prior_code(p)
     total = 1
     for i, (n, nif, cwl) in enumerate(stats):
-        child = parent.ensure_child(i)
-        child.n, child.nif, child.wl = n, nif, cwl
+        c = int(A.spawn_child(t, root, i))
+        t.n[c], t.nif[c], t.wl[c] = n, nif, cwl
         total += n
-        if n > 0:
-            parent.visited_p += priors[i]
-    parent.n = total
-    parent.wl = wl
-    return parent
+    t.n[root] = total
+    t.wl[root] = wl
+    return tree.root
+
+
+def select_edge(node: NodeView, params: SearchParams) -> int:
+    """The edge lc0's picking sends a single visit to from ``node`` (``pick_nodes`` with a
+    collision limit of 1: the child whose visits in flight went up)."""
+    t = node.tree.arrays
+    before = {c.index: c.nif for c in node.children if c is not None}
+    picks = np.zeros((4, 5), np.int32)
+    count = np.zeros(1, np.int64)
+    pick_nodes(
+        t,
+        node.id,
+        1,
+        params_array(params, False, False),
+        np.zeros(0, np.uint8),
+        float("inf"),
+        -1,
+        picks,
+        count,
+        np.zeros(1, np.int64),
+        np.zeros((64, 256), np.int32),
+    )
+    chosen = [c.index for c in node.children if c is not None and c.nif != before.get(c.index, 0)]
+    assert len(chosen) == 1
+    return chosen[0]
 
 
 @pytest.fixture

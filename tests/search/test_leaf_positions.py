@@ -1,14 +1,12 @@
-"""Leaves get their position from the parent's record (``Node.rec``) on a scratch board instead
-of replaying the path on the game history: every node's record, input planes and legal moves
-must equal those of ``PositionHistory`` with the path played out."""
+"""Leaves get their position by replaying the path from the root with the compiled ``play``
+(rows shared between consecutive leaves): every expanded node's edges must be the legal moves
+of its position as python-chess computes it from the game, and game-over nodes must be over."""
 
 from __future__ import annotations
 
 import pytest
 
-from lc0py.chess.encoding import encode_history
-from lc0py.chess.history import PositionHistory, load_board
-from lc0py.search.movegen import legal_moves_indexed
+from lc0py.search.core import board as B
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 
@@ -22,32 +20,27 @@ POSITIONS = [
 ]
 
 
-@pytest.mark.parametrize("input_format", [1, 3, 5])
+@pytest.mark.parametrize("minibatch", [1, 64])
 @pytest.mark.parametrize(("fen", "moves"), POSITIONS)
-def test_node_records_match_the_replayed_history(make_search, fen, moves, input_format) -> None:
+def test_node_edges_are_the_legal_moves_of_the_replayed_game(make_search, fen, moves, minibatch) -> None:
     limits = SearchLimits(nodes=400, smart_pruning=False)
-    s = make_search(fen, moves, params=SearchParams(overlap=False), limits=limits)
-    s.input_format = input_format
+    s = make_search(fen, moves, params=SearchParams(overlap=False, minibatch_size=minibatch), limits=limits)
     s.run()
+    assert s.error is None
     checked = 0
-    stack = [(s.root, [])]
-    scratch = s.history.board.copy(stack=False)
+    stack = [(s.root, s.history.board.copy(stack=False))]
     while stack:
-        node, path = stack.pop()
-        if node.rec is not None:
-            history = PositionHistory.from_fen(fen, [*moves, *(m.uci() for m in path)])
-            want = history.records[-1]
-            got = node.rec
-            assert (got.key, got.repetitions, got.rule50) == (want.key, want.repetitions, want.rule50)
-            rebuilt = [*history.records[:-1], got]
-            a = encode_history(rebuilt, input_format, "fen_only")
-            b = history.encode(input_format, "fen_only")
-            assert (a.masks == b.masks).all() and (a.values == b.values).all() and a.transform == b.transform
-            load_board(scratch, got)
-            t = b.transform
-            assert legal_moves_indexed(scratch, t) == legal_moves_indexed(history.board, t)
+        node, board = stack.pop()
+        if node.expanded:
+            want = sorted(B.from_chess_move(m, board) for m in board.legal_moves)
+            assert sorted(node.moves) == want
             checked += 1
+        elif node.terminal:
+            outcome = board.outcome(claim_draw=True)
+            assert outcome is not None or board.halfmove_clock >= 100 or node.terminal_kind == 3
         for child in node.children:
             if child is not None:
-                stack.append((child, [*path, child.move]))
+                after = board.copy(stack=True)
+                after.push(child.move if False else B.to_chess_move(node.moves[child.index], board))
+                stack.append((child, after))
     assert checked > 50

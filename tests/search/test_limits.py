@@ -78,3 +78,22 @@ def test_piggy_bank_carries_unused_time() -> None:
     tm.search_finished(d1 // 2)  # stopped early (smart pruning)
     d2 = tm.deadline_ms(ply=22, time_ms=30000 - d1 // 2, inc_ms=0)
     assert d2 > d1  # the saved half comes back on top
+
+
+def test_ram_limit_stops_before_the_limit(make_search) -> None:
+    from lc0py.search.nncache import NNCache
+
+    cache = NNCache(1000)
+    limit_mb = 3
+    s = make_search(limits=SearchLimits(ram_limit_mb=limit_mb, smart_pruning=False), cache=cache)
+    s.run()
+    assert s.error is None and s.stop_reason == "ram limit"
+    assert s.tree.capacity_bytes() + cache.nbytes() <= limit_mb * 1_000_000
+    assert s.playouts > 5000  # it did use most of the room
+
+
+def test_tree_bytes_per_node(make_search) -> None:
+    s = make_search(limits=SearchLimits(nodes=5000, smart_pruning=False))
+    s.run()
+    # 49 bytes a node + 4 bytes an edge (lc0: ~80 + 4): the target is <= 250
+    assert 49 < s.bytes_per_node() <= 250

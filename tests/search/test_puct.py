@@ -1,75 +1,102 @@
-"""PUCT selection on hand-made trees (docs/search.md §3, §4)."""
+"""PUCT selection on hand-made trees (docs/search.md §3, §4; lc0's float32 formulas)."""
 
 from __future__ import annotations
 
 import math
+import random
 
+import numpy as np
+
+from lc0py.search.core.numeric import cpuct, fast_log, prior_code, prior_value
 from lc0py.search.params import SearchParams
-from lc0py.search.search import Search
+from lc0py.search.worker import collisions_left
+from tests.search.conftest import select_edge
+
+F = np.float32
 
 
 def _puct_reference(parent, params: SearchParams) -> int:
-    """Straightforward §3 over all edges (no prefix shortcut), first max wins."""
+    """lc0's choice written out in numpy float32, first max; like lc0 the scan ends one edge
+    after the first edge without visits (started or done): edges are sorted by prior."""
     n = parent.n
-    cpuct = params.cpuct + params.cpuct_factor * math.log((n + params.cpuct_base) / params.cpuct_base)
-    fpu = -parent.wl - params.fpu_value * math.sqrt(parent.visited_p)
+    cp = F(params.cpuct) + F(params.cpuct_factor) * F(
+        fast_log(F(F(n) + F(params.cpuct_base)) / F(params.cpuct_base))
+    )
+    mult = F(float(cp) * math.sqrt(max(n - 1, 1)))
+    kids = parent.children
+    visited = F(0)
+    for i, c in enumerate(kids):
+        if c is not None and c.n > 0:
+            visited += F(parent.p[i])
+    fpu = -F(parent.wl) - F(params.fpu_value) * np.sqrt(visited)
     best, bi = -math.inf, -1
+    exit_next = False
     for i, p in enumerate(parent.p):
-        c = parent.children[i]
+        c = kids[i]
         cn = c.n if c else 0
         nif = c.nif if c else 0
-        q = c.wl if (c and cn) else fpu
-        s = q + cpuct * math.sqrt(max(n - 1, 1)) * p / (1 + cn + nif)
+        q = F(c.wl) if (c and cn) else fpu
+        s = F(p) * mult / F(1 + cn + nif) + q
         if s > best:
             best, bi = s, i
+        if exit_next:
+            break
+        if cn + nif == 0:
+            exit_next = True
     return bi
 
 
-def test_unvisited_highest_prior_first(search: Search, hand_node) -> None:
+def test_unvisited_highest_prior_first(hand_node) -> None:
     parent = hand_node([0.5, 0.3, 0.2], [])
-    parent.n = 1
-    assert search._select(parent, search.params, 0.0).index == 0
+    assert select_edge(parent, SearchParams()) == 0
 
 
-def test_fpu_reduction_follows_parent_value(search: Search, hand_node) -> None:
+def test_fpu_reduction_follows_parent_value(hand_node) -> None:
     # Edge 1 is unvisited: its Q is the parent's value minus 0.33*sqrt(visited policy).
-    # child 0: 0.8 + U0 ≈ 1.018; edge 1: FPU + U1 ≈ FPU + 1.234.
     parent = hand_node([0.9, 0.1], [(50, 0, 0.8)], wl=0.0)  # FPU = 0 - 0.313
-    assert search._select(parent, search.params, 0.0).index == 0
+    assert select_edge(parent, SearchParams()) == 0
     parent = hand_node([0.9, 0.1], [(50, 0, 0.8)], wl=-0.2)  # parent better: FPU = 0.2 - 0.313
-    assert search._select(parent, search.params, 0.0).index == 1
+    assert select_edge(parent, SearchParams()) == 1
 
 
-def test_fpu_absolute(make_search, hand_node) -> None:
-    params = SearchParams(fpu_absolute=True, fpu_value=-1.0, overlap=False)
-    s = make_search(params=params)
+def test_fpu_absolute(hand_node) -> None:
+    params = SearchParams(fpu_absolute=True, fpu_value=-1.0)
     parent = hand_node([0.5, 0.3, 0.2], [(3, 0, -0.2)], wl=0.0)
     # Unvisited edges are worth -1: the visited child stays best.
-    assert s._select(parent, params, 0.0).index == 0
+    assert select_edge(parent, params) == 0
 
 
-def test_visits_in_flight_divert_selection(search: Search, hand_node) -> None:
+def test_visits_in_flight_divert_selection(hand_node) -> None:
     # Equal children; in-flight visits only enlarge the denominator of U (no Q penalty).
-    parent = hand_node([0.4, 0.4, 0.01], [(5, 0, 0.0), (5, 0, 0.0)])
-    assert search._select(parent, search.params, 0.0).index == 0
-    parent.children[0].nif = 3
-    assert search._select(parent, search.params, 0.0).index == 1
+    assert select_edge(hand_node([0.4, 0.4, 0.01], [(5, 0, 0.0), (5, 0, 0.0)]), SearchParams()) == 0
+    assert select_edge(hand_node([0.4, 0.4, 0.01], [(5, 3, 0.0), (5, 0, 0.0)]), SearchParams()) == 1
 
 
-def test_cpuct_grows_with_visits(make_search, hand_node) -> None:
+def test_cpuct_grows_with_visits() -> None:
     p = SearchParams()
-    s = make_search(params=p)
-    small = s._cpuct_scaled(hand_node([1.0], [(1, 0, 0.0)]), False) / math.sqrt(1)
-    parent = hand_node([1.0], [(200000, 0, 0.0)])
-    big = s._cpuct_scaled(parent, False) / math.sqrt(parent.n - 1)
-    assert math.isclose(small, p.cpuct + p.cpuct_factor * math.log((2 + p.cpuct_base) / p.cpuct_base))
+    small = cpuct(p.cpuct, p.cpuct_factor, p.cpuct_base, 2)
+    big = cpuct(p.cpuct, p.cpuct_factor, p.cpuct_base, 200001)
+    assert math.isclose(
+        small, p.cpuct + p.cpuct_factor * math.log((2 + p.cpuct_base) / p.cpuct_base), rel_tol=1e-3
+    )
     assert big > small + 3.0  # 1.745 + 3.894*ln(1 + 200001/38739) ≈ 8.8
 
 
-def test_matches_reference_on_many_trees(search: Search, hand_node) -> None:
-    import random
+def test_prior_codes_are_lc0s_16_bit_rounding() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        p = rng.random()
+        bits = int(np.array([p], dtype=np.float32).view(np.int32)[0]) + (1 << 11) - (3 << 28)
+        code = 0 if bits < 0 else (bits >> 12) & 0xFFFF
+        assert prior_code(p) == code
+        decoded = np.array([(code << 12) | (3 << 28)], dtype=np.int32).view(np.float32)[0]
+        assert prior_value(code) == decoded
+    assert prior_code(1e-12) == 0
 
+
+def test_matches_reference_on_many_trees(hand_node) -> None:
     rng = random.Random(5)
+    params = SearchParams()
     for _ in range(300):
         k = rng.randint(1, 30)
         raw = sorted((rng.random() for _ in range(k)), reverse=True)
@@ -79,14 +106,37 @@ def test_matches_reference_on_many_trees(search: Search, hand_node) -> None:
             (rng.choice([0, 0, 1, 3, 20, 500]), rng.choice([0, 0, 1, 4]), rng.uniform(-1, 1))
             for _ in range(touched)
         ]
+        # a child with visits in flight but no visit yet is a leaf being evaluated: lc0 never
+        # sends a second visit there, the reference would; keep such children out
+        stats = [(n, nif if n else 0, wl) for n, nif, wl in stats]
         parent = hand_node(priors, stats, wl=rng.uniform(-1, 1))
-        assert search._select(parent, search.params, 0.0).index == _puct_reference(parent, search.params)
+        want = _puct_reference(parent, params)  # before picking changes visits in flight
+        assert select_edge(parent, params) == want
 
 
 def test_collision_budget_scaling() -> None:
     p = SearchParams()
-    assert p.collision_budget(0) == 1 and p.collision_budget(28) == 1
-    assert p.collision_budget(145000) == 80000
-    mid = p.collision_budget(10000)
+    assert collisions_left(p, 0) == 1 and collisions_left(p, 28) == 1
+    assert collisions_left(p, 145000) == 80000
+    mid = collisions_left(p, 10000)
     assert 1 < mid < 80000
-    assert mid == round(1 + 79999 * ((10000 - 28) / (145000 - 28)) ** 1.25)
+    assert abs(mid - round(1 + 79999 * ((10000 - 28) / (145000 - 28)) ** 1.25)) <= 1
+
+
+def test_edges_sort_by_prior_like_lc0s_std_sort() -> None:
+    from lc0py.search.core.leaves import lc0_sort
+
+    rng = np.random.default_rng(7)
+    for n in [1, 2, 5, 16, 17, 30, 64, 218]:
+        for _ in range(20):
+            codes = rng.integers(0, 6, n).astype(np.uint16)  # many ties
+            moves = np.arange(n, dtype=np.uint16)
+            c, m = codes.copy(), moves.copy()
+            lc0_sort(m, c, n)
+            assert (np.diff(c.astype(np.int32)) <= 0).all()  # descending
+            assert sorted(zip(m.tolist(), c.tolist(), strict=True)) == sorted(
+                zip(moves.tolist(), codes.tolist(), strict=True)
+            )
+            if n <= 16:  # libstdc++ sorts short ranges by insertion: stable
+                order = np.argsort(-codes.astype(np.int32), kind="stable")
+                assert m.tolist() == moves[order].tolist()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import chess
 import pytest
 
-from lc0py.search.node import TERMINAL
+from lc0py.search.core import arrays as A
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
+from lc0py.search.tree import TERMINAL
 
 
 def _child(search, uci: str):
@@ -64,20 +65,65 @@ def test_insufficient_material(make_search) -> None:
     assert node.terminal == TERMINAL and node.d == 1.0
 
 
+def _extend_path(make_search, moves_before, path, two_fold):
+    """Extend the nodes along ``path`` below the root (compiled ExtendNode) and return the last."""
+    import numpy as np
+
+    from lc0py.search.core import gather as G
+    from lc0py.search.core import leaves as L
+
+    params = SearchParams(two_fold_draws=two_fold, overlap=False)
+    s = make_search(None, moves_before, params=params)
+    tree = s.tree
+    node = tree.root_id
+    board = tree.history.board.copy(stack=False)
+    for k, uci in enumerate([None, *path]):
+        if uci is not None:
+            move = chess.Move.from_uci(uci)
+            e = tree.edge_index(node, move, board)
+            node = int(A.spawn_child(tree.arrays, node, e))
+            board.push(move)
+        picks = np.array([[node, k + 1, 1, 0, 0]], np.int32)
+        kinds = np.zeros(1, np.int8)
+        vals = np.zeros((1, 3), np.float32)
+        tree.ensure_capacity(4, 512)
+        L.extend_picks(
+            tree.arrays,
+            tree.root_id,
+            picks,
+            0,
+            1,
+            s.worker._positions,
+            s.cache.arrays,
+            False,
+            two_fold,
+            s.input_format,
+            s.worker._fill,
+            kinds,
+            vals,
+            L.make_requests(2),
+        )
+        assert G is not None
+    return tree, node
+
+
 @pytest.mark.parametrize("two_fold", [True, False])
 def test_two_fold_inside_the_tree(make_search, two_fold: bool) -> None:
-    s = make_search(params=SearchParams(two_fold_draws=two_fold, overlap=False))
-    for uci in ["g1f3", "g8f6", "f3g1", "f6g8"]:
-        s.history.push(chess.Move.from_uci(uci))
     # 4 plies below the root, the root position again: a draw with M = cycle length (4).
-    assert s._draw_by_rule(depth=5) == (4.0 if two_fold else None)
+    tree, node = _extend_path(make_search, [], ["g1f3", "g8f6", "f3g1", "f6g8"], two_fold)
+    t = tree.arrays
+    if two_fold:
+        assert t.term[node] == A.TWO_FOLD and t.m[node] == 4.0 and t.d[node] == 1.0
+    else:
+        assert t.term[node] == 0
     # Too shallow (the cycle would reach above the root): not a draw.
-    assert s._draw_by_rule(depth=3) is None
+    tree, node = _extend_path(make_search, ["g1f3", "g8f6"], ["f3g1", "f6g8"], two_fold)
+    assert tree.arrays.term[node] == 0
 
 
 def test_root_is_never_a_draw_by_rule(make_search) -> None:
     s = _run(make_search, "k7/8/8/8/8/8/8/K6R w - - 100 80", nodes=50)
-    assert s.root.terminal != TERMINAL and s.root.n == 50
+    assert s.root.terminal != TERMINAL and s.root.n >= 50
 
 
 def test_sticky_endgames_prove_a_mate_in_two(make_search) -> None:
@@ -97,3 +143,30 @@ def test_without_sticky_endgames_no_interior_node_is_proven(make_search) -> None
         params=SearchParams(sticky_endgames=False, overlap=False),
     )
     assert all(c.moves is None for c in s._root_children() if c.terminal == TERMINAL)
+
+
+def test_reused_two_fold_above_the_new_root_is_reverted(make_search) -> None:
+    from lc0py.search.core.backup import backup
+    from lc0py.search.core.pick import revert_two_fold
+
+    tree, node = _extend_path(make_search, [], ["g1f3", "g8f6", "f3g1", "f6g8"], True)
+    t = tree.arrays
+    assert t.term[node] == A.TWO_FOLD and t.m[node] == 4.0
+    # three visits of the draw, backed up to the root (as the search does)
+    path = []
+    x = node
+    while x >= 0:
+        path.append(x)
+        x = int(t.parent[x])
+    for _ in range(3):
+        for y in path:
+            t.nif[y] += 1
+        backup(t, node, tree.root_id, 0.0, 1.0, 4.0, 1, True)
+    assert t.n[node] == 3 and t.n[tree.root_id] == 3
+    assert revert_two_fold(t, node, 4) == 0  # 4 plies below the root: the cycle fits, a draw
+    # After two moves of the game the node is 2 plies below the new root (path[2]): the cycle
+    # reaches above it, so it is not a draw: its visits go from it and its ancestors up to the
+    # new root, the nodes above are left alone (lc0's EnsureNodeTwoFoldCorrectForDepth).
+    assert revert_two_fold(t, node, 2) == 3
+    assert t.term[node] == 0 and t.n[node] == 0
+    assert [int(t.n[y]) for y in path] == [0, 0, 0, 3, 3]

@@ -42,10 +42,13 @@ def test_output_shape_random_backend() -> None:
         for s in bench
     )
     assert sum(s.startswith("bestmove ") for s in out) == 3
-    assert out[-4:-3] == ["==========================="]
-    assert out[-2] == "Nodes searched  : 600"
-    total = int(out[-3].split(":")[1])
-    assert out[-1] == f"Nodes/second    : {round(1000 * 600 / (total + 1))}"
+    assert out[-5:-4] == ["==========================="]
+    # lc0 checks the node limit after each batch: each search may end a little past 200
+    searched = int(out[-3].split(":")[1])
+    assert out[-3].startswith("Nodes searched  : ") and 600 <= searched < 600 + 3 * 256
+    total = int(out[-4].split(":")[1])
+    assert out[-2] == f"Nodes/second    : {round(1000 * searched / (total + 1))}"
+    assert re.fullmatch(r"Bytes/node      : \d+\.\d", out[-1]) and 40 < float(out[-1].split(":")[1]) < 1000
 
 
 def test_tiny_net_and_fen(tmp_path) -> None:

@@ -1,0 +1,253 @@
+"""Per-round bookkeeping of ``GatherMinibatch`` and the batch's backup, compiled.
+
+``picks`` rows: (node, depth, multivisit, maxvisit, is_collision) as ``pick.pick_nodes`` writes
+them; ``kinds``/``vals`` as ``leaves.extend_picks`` fills them. ``stats``: int64 counters
+[playouts, sum of depths, max depth, out-of-order visits, network evaluations, visits of
+two-fold draws reverted after tree reuse].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lc0py.search.core.arrays import TreeArrays
+from lc0py.search.core.backup import add_in_flight, backup, cancel_collision
+from lc0py.search.core.jit import njit
+from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Requests, extend_picks
+from lc0py.search.core.nncache import CacheArrays
+from lc0py.search.core.pick import pick_nodes
+
+S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
+
+
+@njit
+def _visit_backup(
+    t: TreeArrays,
+    root: int,
+    picks: np.ndarray,
+    i: int,
+    v: float,
+    d: float,
+    m: float,
+    sticky: bool,
+    stats: np.ndarray,
+) -> None:
+    multi = picks[i, 2]
+    backup(t, picks[i, 0], root, v, d, m, multi, sticky)
+    stats[S_PLAYOUTS] += multi
+    stats[S_DEPTH_SUM] += picks[i, 1] * multi
+    if picks[i, 1] > stats[S_MAX_DEPTH]:
+        stats[S_MAX_DEPTH] = picks[i, 1]
+
+
+@njit
+def resolve_out_of_order(
+    t: TreeArrays,
+    root: int,
+    picks: np.ndarray,
+    kinds: np.ndarray,
+    vals: np.ndarray,
+    start: int,
+    end: int,
+    enabled: bool,
+    sticky: bool,
+    stats: np.ndarray,
+) -> int:
+    """Cache hits and terminals of this round are backed up now (out of order); if there were
+    any, this round's collisions are cancelled (lc0 cannot tell which ones they blocked).
+    Returns the new end of the rows (the resolved ones removed, order kept)."""
+    if not enabled:
+        return end
+    some = False
+    for i in range(start, end):
+        if picks[i, 4] == 0 and (kinds[i] == KIND_CACHE_HIT or t.term[picks[i, 0]] != 0):
+            some = True
+            break
+    if not some:
+        return end
+    remove = np.zeros(end - start, np.bool_)
+    for i in range(end - 1, start - 1, -1):
+        node = picks[i, 0]
+        if picks[i, 4] != 0:
+            cancel_collision(t, node, root, picks[i, 2])
+            remove[i - start] = True
+        elif kinds[i] == KIND_CACHE_HIT:
+            _visit_backup(t, root, picks, i, -vals[i, 0], vals[i, 1], vals[i, 2], sticky, stats)
+            stats[S_OOO] += 1
+            remove[i - start] = True
+        elif t.term[node] != 0:
+            _visit_backup(t, root, picks, i, t.wl[node], t.d[node], t.m[node], sticky, stats)
+            stats[S_OOO] += 1
+            remove[i - start] = True
+    k = start
+    for i in range(start, end):
+        if not remove[i - start]:
+            if k != i:
+                for c in range(5):
+                    picks[k, c] = picks[i, c]
+                kinds[k] = kinds[i]
+                vals[k, 0] = vals[i, 0]
+                vals[k, 1] = vals[i, 1]
+                vals[k, 2] = vals[i, 2]
+            k += 1
+    return k
+
+
+@njit
+def settle_collisions(t: TreeArrays, root: int, picks: np.ndarray, start: int, end: int, left: int) -> int:
+    """Enlarge a collision that took a whole walk to the remaining collision budget (it ends
+    the gather sooner) and spend the budget; returns what is left (<= 0: the gather ends)."""
+    for i in range(start, end):
+        if picks[i, 4] == 0:
+            continue
+        multi = picks[i, 2]
+        maxv = picks[i, 3]
+        if maxv > 0 and left > multi:
+            extra = (maxv if maxv < left else left) - multi
+            picks[i, 2] = multi + extra
+            add_in_flight(t, picks[i, 0], root, extra)
+        left -= picks[i, 2]
+        if left <= 0:
+            return left
+    return left
+
+
+@njit
+def backup_batch(
+    t: TreeArrays,
+    root: int,
+    picks: np.ndarray,
+    kinds: np.ndarray,
+    vals: np.ndarray,
+    count: int,
+    q: np.ndarray,
+    d: np.ndarray,
+    m: np.ndarray,
+    sticky: bool,
+    stats: np.ndarray,
+) -> bool:
+    """``DoBackupUpdate`` of the batch's visits in order (the k-th network leaf is row k of the
+    results); returns whether any visit was backed up."""
+    work = False
+    b = 0
+    for i in range(count):
+        if picks[i, 4] != 0:
+            continue
+        work = True
+        node = picks[i, 0]
+        if kinds[i] == KIND_NN:
+            _visit_backup(t, root, picks, i, -np.float32(q[b]), d[b], m[b], sticky, stats)
+            b += 1
+            stats[S_NN] += 1
+        elif t.term[node] != 0:
+            _visit_backup(t, root, picks, i, t.wl[node], t.d[node], t.m[node], sticky, stats)
+        else:  # cache hit kept in order (out-of-order evaluation off)
+            _visit_backup(t, root, picks, i, -vals[i, 0], vals[i, 1], vals[i, 2], sticky, stats)
+    return work
+
+
+@njit
+def cancel_visits(t: TreeArrays, root: int, picks: np.ndarray, count: int) -> None:
+    """Undo the visits in flight of an abandoned batch (collisions are shared, undone apart)."""
+    for i in range(count):
+        if picks[i, 4] == 0:
+            cancel_collision(t, picks[i, 0], root, 1)
+            t.nif[picks[i, 0]] -= 1
+
+
+# state slots of ``gather_minibatch`` (kept between calls when the arrays had to grow)
+G_MB, G_LEFT, G_OOO_START, G_COUNT, G_NEED = 0, 1, 2, 3, 4
+GATHER_DONE = 0
+GATHER_NEEDS_SPACE = 1
+EDGES_PER_VISIT = 218  # most legal moves of a chess position
+
+
+@njit
+def gather_minibatch(
+    t: TreeArrays,
+    root: int,
+    prm: np.ndarray,
+    allowed: np.ndarray,
+    remaining_playouts: float,
+    best_root_child: int,
+    picks: np.ndarray,
+    kinds: np.ndarray,
+    vals: np.ndarray,
+    req: Requests,
+    pos: Positions,
+    cache: CacheArrays,
+    use_cache: bool,
+    two_fold: bool,
+    input_format: int,
+    fill: int,
+    sticky: bool,
+    out_of_order: bool,
+    target: int,
+    max_ooo: int,
+    state: np.ndarray,
+    stats: np.ndarray,
+    vtp: np.ndarray,
+    stop: np.ndarray,
+) -> int:
+    """lc0's ``GatherMinibatch`` loop (one search thread): pick rounds until the batch holds
+    ``target`` visits, the collision budget ``state[G_LEFT]`` is spent, too many visits were
+    resolved out of order, or a round gave only cache hits / terminals. Returns
+    GATHER_NEEDS_SPACE (``state[G_NEED]`` more rows/nodes wanted; call again after growing the
+    arrays) or GATHER_DONE (``state[G_COUNT]`` rows in ``picks``)."""
+    counter = np.zeros(1, np.int64)
+    reverted = np.zeros(1, np.int64)
+    while state[G_MB] < target and stats[S_OOO] - state[G_OOO_START] < max_ooo:
+        if state[G_MB] > 0 and req.count[0] == 0:
+            return GATHER_DONE
+        ooo = stats[S_OOO] - state[G_OOO_START]
+        limit = min(state[G_LEFT], target - state[G_MB], max_ooo - ooo)
+        rows = limit + 2
+        start = state[G_COUNT]
+        if (
+            len(t.n) - t.meta[0] < rows
+            or len(t.emove) - t.meta[1] < rows * EDGES_PER_VISIT
+            or start + rows > len(picks)
+            or req.count[0] + rows > len(req.nodes)
+        ):
+            state[G_NEED] = rows
+            return GATHER_NEEDS_SPACE
+        counter[0] = start
+        reverted[0] = 0
+        pick_nodes(
+            t, root, limit, prm, allowed, remaining_playouts, best_root_child, picks, counter, reverted, vtp
+        )
+        stats[S_REVERTED] += reverted[0]
+        end = counter[0]
+        extend_picks(
+            t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req
+        )
+        for i in range(start, end):
+            if picks[i, 4] == 0:
+                state[G_MB] += 1
+        before = stats[S_OOO]
+        end = resolve_out_of_order(t, root, picks, kinds, vals, start, end, out_of_order, sticky, stats)
+        state[G_MB] -= stats[S_OOO] - before
+        state[G_COUNT] = end
+        state[G_LEFT] = settle_collisions(t, root, picks, start, end, state[G_LEFT])
+        if state[G_LEFT] <= 0 or stop[0] != 0:
+            return GATHER_DONE
+    return GATHER_DONE
+
+
+@njit
+def cancel_collisions(t: TreeArrays, root: int, rows: np.ndarray, count: int) -> None:
+    """``CancelSharedCollisions``: rows (node, multivisit)."""
+    for i in range(count):
+        cancel_collision(t, rows[i, 0], root, rows[i, 1])
+
+
+@njit
+def collect_collisions(picks: np.ndarray, count: int, rows: np.ndarray, n: int) -> int:
+    """Append the batch's collisions (node, multivisit) to ``rows[n:]``; returns the new n
+    (the caller made room for ``count`` more)."""
+    for i in range(count):
+        if picks[i, 4] != 0:
+            rows[n, 0] = picks[i, 0]
+            rows[n, 1] = picks[i, 2]
+            n += 1
+    return n

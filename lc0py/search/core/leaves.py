@@ -1,0 +1,340 @@
+"""New leaves, compiled: lc0's ``ExtendNode`` (legal moves, game-over and draw rules) and
+``AddInput`` (NN-cache lookup, else the 112 input planes and policy indices into the batch),
+then ``FetchSingleNodeResult`` for network results (lc0's softmax, 16-bit priors, sort).
+
+Positions are replayed from the root with ``board.play`` along the path of each leaf; the rows
+of the path stay in ``hist`` and consecutive leaves (picked depth-first) share their prefix, so
+a leaf costs about one ``play`` on average. Rows ``[0, game_len)`` of ``hist`` are the game up to
+the root (for repetitions and the history planes), the root is row ``game_len − 1``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from lc0py.search.core import board as B
+from lc0py.search.core import nncache as C
+from lc0py.search.core.arrays import END_OF_GAME, TWO_FOLD, TreeArrays, reserve_edges
+from lc0py.search.core.backup import make_terminal
+from lc0py.search.core.encode import encode, policy_indices
+from lc0py.search.core.jit import njit
+from lc0py.search.core.numeric import softmax_codes
+
+KIND_NONE = -1  # collision, or a terminal revisited (nothing to extend)
+KIND_TERMINAL = 0
+KIND_CACHE_HIT = 1
+KIND_NN = 2
+
+MAX_PATH = 1100
+
+
+class Positions(NamedTuple):
+    """The game plus the current path, as the compiled code reads them."""
+
+    hist: np.ndarray  # uint64 [game + MAX_PATH, POS_WORDS]
+    keys: np.ndarray  # uint64 [rows]
+    r50: np.ndarray  # int32 [rows]
+    reps: np.ndarray  # int32 [rows]
+    cycle: np.ndarray  # int32 [rows]: plies since the previous repetition
+    path: np.ndarray  # int32 [MAX_PATH]: node at each depth of the rows after the root
+    meta: np.ndarray  # int64 [4]: game_len, path_len
+
+
+class Requests(NamedTuple):
+    """Leaves waiting for the network (row ``b`` of the batch)."""
+
+    nodes: np.ndarray  # int32 [cap]
+    keys: np.ndarray  # uint64 [cap]
+    nmoves: np.ndarray  # int32 [cap]
+    idx: np.ndarray  # int16 [cap, 256]
+    masks: np.ndarray  # uint64 [cap, 112]
+    values: np.ndarray  # float32 [cap, 112]
+    count: np.ndarray  # int64 [1]
+
+
+def make_positions(game: list[np.ndarray]) -> Positions:
+    """``game``: core positions from the game's start to the root."""
+    g = len(game)
+    rows = g + MAX_PATH
+    hist = np.zeros((rows, B.POS_WORDS), np.uint64)
+    hist[:g] = np.stack(game)
+    keys = np.zeros(rows, np.uint64)
+    r50 = np.zeros(rows, np.int32)
+    reps = np.zeros(rows, np.int32)
+    cycle = np.zeros(rows, np.int32)
+    fill_game_rows(hist, keys, r50, reps, cycle, g)
+    meta = np.zeros(4, np.int64)
+    meta[0] = g
+    meta[1] = 1
+    path = np.full(MAX_PATH, -1, np.int32)
+    return Positions(hist, keys, r50, reps, cycle, path, meta)
+
+
+@njit
+def fill_game_rows(hist, keys, r50, reps, cycle, g):  # type: ignore[no-untyped-def]
+    for i in range(g):
+        keys[i] = B.key(hist[i])
+        r50[i] = B.rule50(hist[i])
+        reps[i], cycle[i] = B.repetitions(keys, r50, i + 1)
+
+
+def make_requests(cap: int) -> Requests:
+    return Requests(
+        np.zeros(cap, np.int32),
+        np.zeros(cap, np.uint64),
+        np.zeros(cap, np.int32),
+        np.zeros((cap, 256), np.int16),
+        np.zeros((cap, 112), np.uint64),
+        np.ones((cap, 112), np.float32),
+        np.zeros(1, np.int64),
+    )
+
+
+@njit
+def _swap(mv: np.ndarray, cd: np.ndarray, i: int, j: int) -> None:
+    mv[i], mv[j] = mv[j], mv[i]
+    cd[i], cd[j] = cd[j], cd[i]
+
+
+@njit
+def _linear_insert(mv: np.ndarray, cd: np.ndarray, i: int) -> None:
+    """libstdc++ ``__unguarded_linear_insert`` (comparison: higher prior code first)."""
+    vm, vc = mv[i], cd[i]
+    j = i - 1
+    while vc > cd[j]:
+        mv[j + 1], cd[j + 1] = mv[j], cd[j]
+        j -= 1
+    mv[j + 1], cd[j + 1] = vm, vc
+
+
+@njit
+def _insertion_sort(mv: np.ndarray, cd: np.ndarray, lo: int, hi: int) -> None:
+    """libstdc++ ``__insertion_sort`` on ``[lo, hi)``."""
+    for i in range(lo + 1, hi):
+        if cd[i] > cd[lo]:
+            vm, vc = mv[i], cd[i]
+            for k in range(i, lo, -1):
+                mv[k], cd[k] = mv[k - 1], cd[k - 1]
+            mv[lo], cd[lo] = vm, vc
+        else:
+            _linear_insert(mv, cd, i)
+
+
+@njit
+def _median_to_first(mv: np.ndarray, cd: np.ndarray, r: int, a: int, b: int, c: int) -> None:
+    if cd[a] > cd[b]:
+        if cd[b] > cd[c]:
+            _swap(mv, cd, r, b)
+        elif cd[a] > cd[c]:
+            _swap(mv, cd, r, c)
+        else:
+            _swap(mv, cd, r, a)
+    elif cd[a] > cd[c]:
+        _swap(mv, cd, r, a)
+    elif cd[b] > cd[c]:
+        _swap(mv, cd, r, c)
+    else:
+        _swap(mv, cd, r, b)
+
+
+@njit
+def lc0_sort(mv: np.ndarray, cd: np.ndarray, n: int) -> None:
+    """``std::sort`` of libstdc++ (introsort, median-of-three, final insertion sort) by descending
+    prior code, so edges with equal priors end in the order lc0's ``Node::SortEdges`` leaves them
+    (from lc0's move-generation order). The heap-sort fallback for a too-deep recursion, never
+    reached for a few hundred edges, is replaced by the insertion sort."""
+    stack_lo = np.empty(64, np.int64)
+    stack_hi = np.empty(64, np.int64)
+    stack_d = np.empty(64, np.int64)
+    depth = 0
+    k = n
+    while k > 1:
+        depth += 1
+        k >>= 1
+    top = 0
+    stack_lo[0], stack_hi[0], stack_d[0] = 0, n, 2 * depth
+    top = 1
+    while top > 0:
+        top -= 1
+        lo, hi, d = stack_lo[top], stack_hi[top], stack_d[top]
+        while hi - lo > 16:
+            if d == 0:
+                _insertion_sort(mv, cd, lo, hi)
+                hi = lo
+                break
+            d -= 1
+            mid = lo + (hi - lo) // 2
+            _median_to_first(mv, cd, lo, lo + 1, mid, hi - 1)
+            first, last = lo + 1, hi
+            while True:
+                while cd[first] > cd[lo]:
+                    first += 1
+                last -= 1
+                while cd[lo] > cd[last]:
+                    last -= 1
+                if not first < last:
+                    break
+                _swap(mv, cd, first, last)
+                first += 1
+            # recurse on the right part, loop on the left (as libstdc++)
+            stack_lo[top], stack_hi[top], stack_d[top] = first, hi, d
+            top += 1
+            hi = first
+    if n > 16:
+        _insertion_sort(mv, cd, 0, 16)
+        for i in range(16, n):
+            _linear_insert(mv, cd, i)
+    else:
+        _insertion_sort(mv, cd, 0, n)
+
+
+@njit
+def sort_edges(t: TreeArrays, node: int) -> None:
+    """``Node::SortEdges``: by prior code, descending, as lc0's ``std::sort`` orders them."""
+    e0 = t.edge0[node]
+    n = np.int32(t.nedges[node])
+    lc0_sort(t.emove[e0 : e0 + n], t.ep[e0 : e0 + n], n)
+
+
+@njit
+def _position_row(t: TreeArrays, root: int, node: int, pos: Positions, chain: np.ndarray) -> int:
+    """Bring the rows of ``node``'s path into ``pos`` (replaying only what differs from the
+    previous path); returns the row of ``node``."""
+    g = pos.meta[0]
+    depth = 0
+    x = node
+    while x != root:
+        chain[depth] = x
+        depth += 1
+        x = t.parent[x]
+    # chain[depth-1] is at depth 1, chain[0] at depth `depth`
+    same = 1
+    plen = pos.meta[1]
+    while same <= depth and same < plen and pos.path[same] == chain[depth - same]:
+        same += 1
+    for d in range(same, depth + 1):
+        y = chain[depth - d]
+        p = t.parent[y]
+        move = t.emove[t.edge0[p] + t.index[y]]
+        row = g - 1 + d
+        B.play(pos.hist[row - 1], move, pos.hist[row])
+        pos.keys[row] = B.key(pos.hist[row])
+        pos.r50[row] = B.rule50(pos.hist[row])
+        r, cyc = B.repetitions(pos.keys, pos.r50, row + 1)
+        pos.reps[row] = r
+        pos.cycle[row] = cyc
+        pos.path[d] = y
+    pos.meta[1] = depth + 1
+    return g - 1 + depth
+
+
+@njit
+def extend_picks(
+    t: TreeArrays,
+    root: int,
+    picks: np.ndarray,
+    start: int,
+    end: int,
+    pos: Positions,
+    cache: C.CacheArrays,
+    use_cache: bool,
+    two_fold: bool,
+    input_format: int,
+    fill: int,
+    kinds: np.ndarray,
+    vals: np.ndarray,
+    req: Requests,
+) -> None:
+    """Extend the new leaves among ``picks[start:end]`` (visits to non-terminal nodes):
+    ``kinds[i]`` gets KIND_*, ``vals[i]`` the (q, d, m) of a cache hit (side to move). The caller
+    reserved 218 edges per row and room for every row in ``req``."""
+    moves = np.empty(B.MAX_MOVES, np.uint16)
+    codes = np.empty(B.MAX_MOVES, np.uint16)
+    chain = np.empty(MAX_PATH, np.int32)
+    for i in range(start, end):
+        kinds[i] = KIND_NONE
+        if picks[i, 4] != 0:
+            continue
+        node = picks[i, 0]
+        if t.term[node] != 0:
+            continue
+        depth = picks[i, 1]
+        row = _position_row(t, root, node, pos, chain)
+        p = pos.hist[row]
+        n = B.gen_legal(p, moves)
+        if n == 0:
+            make_terminal(t, node, 1 if B.in_check(p) else 0, 0.0, END_OF_GAME)
+            kinds[i] = KIND_TERMINAL
+            continue
+        if node != root:
+            reps = pos.reps[row]
+            if B.insufficient_material(p) or pos.r50[row] >= 100 or reps >= 2:
+                make_terminal(t, node, 0, 0.0, END_OF_GAME)
+                kinds[i] = KIND_TERMINAL
+                continue
+            if reps == 1 and depth - 1 >= 4 and two_fold and depth - 1 >= pos.cycle[row]:
+                make_terminal(t, node, 0, np.float32(pos.cycle[row]), TWO_FOLD)
+                kinds[i] = KIND_TERMINAL
+                continue
+        e0 = reserve_edges(t, n)
+        t.edge0[node] = e0
+        t.nedges[node] = n
+        for j in range(n):
+            t.emove[e0 + j] = moves[j]
+            t.ep[e0 + j] = 0
+        h = C.position_hash(pos.keys[row], pos.reps[row])
+        if use_cache:
+            s = C.lookup(cache, h, n)
+            if s >= 0:
+                C.read_codes(cache, s, codes)
+                for j in range(n):
+                    t.ep[e0 + j] = codes[j]
+                sort_edges(t, node)
+                vals[i, 0] = cache.qdm[s, 0]
+                vals[i, 1] = cache.qdm[s, 1]
+                vals[i, 2] = cache.qdm[s, 2]
+                t.v[node] = -cache.qdm[s, 0]
+                kinds[i] = KIND_CACHE_HIT
+                continue
+        b = req.count[0]
+        req.count[0] = b + 1
+        transform = encode(pos.hist, pos.reps, row + 1, input_format, fill, req.masks[b], req.values[b])
+        policy_indices(p, moves, n, transform, req.idx[b])
+        req.nodes[b] = node
+        req.keys[b] = h
+        req.nmoves[b] = n
+        kinds[i] = KIND_NN
+
+
+@njit
+def apply_results(
+    t: TreeArrays,
+    req: Requests,
+    policy: np.ndarray,
+    q: np.ndarray,
+    d: np.ndarray,
+    m: np.ndarray,
+    inv_temperature: float,
+    cache: C.CacheArrays,
+    use_cache: bool,
+    to_tree: bool,
+) -> None:
+    """Network results of ``req`` into the cache and (``to_tree``) the leaves' edges."""
+    logits = np.empty(B.MAX_MOVES, np.float32)
+    codes = np.empty(B.MAX_MOVES, np.uint16)
+    for b in range(req.count[0]):
+        n = req.nmoves[b]
+        for j in range(n):
+            logits[j] = policy[b, req.idx[b, j]]
+        softmax_codes(logits, n, inv_temperature, codes)
+        if use_cache:
+            C.insert(cache, req.keys[b], q[b], d[b], m[b], codes, n)
+        if to_tree:
+            node = req.nodes[b]
+            e0 = t.edge0[node]
+            for j in range(n):
+                t.ep[e0 + j] = codes[j]
+            sort_edges(t, node)
+            t.v[node] = -q[b]

@@ -1,0 +1,316 @@
+"""The search worker (lc0's ``SearchWorker``): gather a minibatch, hand it to the backend, fetch
+the results and back them up. The per-node work is compiled (``core/gather.py``, ``core/leaves.py``);
+this class owns the batch buffers, the shared collisions, the counters and the evaluation thread,
+and grows the tree's arrays when the compiled gather asks for room."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+
+from lc0py.backends.base import Backend, NetworkOutput, PlanesBatch
+from lc0py.search.core import board as B
+from lc0py.search.core import gather as G
+from lc0py.search.core import leaves as L
+from lc0py.search.core.encode import fill_code
+from lc0py.search.core.pick import (
+    P_BASE,
+    P_BASE_ROOT,
+    P_CPUCT,
+    P_CPUCT_ROOT,
+    P_DRAW_EVEN,
+    P_DRAW_ODD,
+    P_FACTOR,
+    P_FACTOR_ROOT,
+    P_FPU,
+    P_FPU_ABS,
+    P_FPU_ABS_ROOT,
+    P_FPU_ROOT,
+    P_ML_A0,
+    P_ML_A1,
+    P_ML_A2,
+    P_ML_CAP,
+    P_ML_SLOPE,
+    P_ML_THR,
+    P_MLH,
+    P_SIZE,
+)
+from lc0py.search.core.tree import NodeTree
+from lc0py.search.nncache import NNCache
+from lc0py.search.params import SearchParams
+
+
+class Deferred:
+    """A computation run by the first ``result()`` call (the worker, outside the tree lock)."""
+
+    def __init__(self, fn: Callable[[], NetworkOutput]) -> None:
+        self._fn: Callable[[], NetworkOutput] | None = fn
+        self._out: NetworkOutput | None = None
+
+    def result(self) -> NetworkOutput:
+        if self._out is None:
+            assert self._fn is not None
+            self._out = self._fn()
+            self._fn = None
+        return self._out
+
+    def done(self) -> bool:
+        return self._out is not None
+
+
+class Batch:
+    """One minibatch: its picks (rows of ``pick_nodes``), what extending them gave, and the
+    network requests (planes) of its new leaves."""
+
+    def __init__(self, capacity: int) -> None:
+        self.picks = np.zeros((capacity, 5), np.int32)
+        self.kinds = np.zeros(capacity, np.int8)
+        self.vals = np.zeros((capacity, 3), np.float32)
+        self.count = 0
+        self.ooo = 0  # visits resolved out of order while gathering
+        self.reverted = 0  # visits of reused two-fold draws undone while gathering
+        self.requests = L.make_requests(capacity)
+        self.pending: Future[NetworkOutput] | Deferred | None = None
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` more picks and network requests."""
+        need = max(self.count, int(self.requests.count[0])) + rows
+        if need <= len(self.picks):
+            return
+        cap = max(need, 2 * len(self.picks))
+        for name in ("picks", "kinds", "vals"):
+            old = getattr(self, name)
+            new = np.zeros((cap, *old.shape[1:]), old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+        req = self.requests
+        grown = L.make_requests(cap)
+        for old_a, new_a in zip(req, grown, strict=True):
+            if old_a.ndim and len(old_a) == len(req.nodes):
+                new_a[: len(old_a)] = old_a
+        grown.count[0] = req.count[0]
+        self.requests = grown
+
+    @property
+    def nn_count(self) -> int:
+        return int(self.requests.count[0])
+
+    def planes(self) -> PlanesBatch:
+        n = self.nn_count
+        return PlanesBatch(self.requests.masks[:n], self.requests.values[:n])
+
+
+def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.ndarray:
+    """``SearchParams`` as the float64 vector compiled code reads (``pick.P_*``)."""
+    p = np.zeros(P_SIZE, np.float64)
+    p[P_CPUCT], p[P_BASE], p[P_FACTOR] = params.cpuct, params.cpuct_base, params.cpuct_factor
+    if params.root_has_own_cpuct_params:
+        p[P_CPUCT_ROOT], p[P_BASE_ROOT] = params.cpuct_at_root, params.cpuct_base_at_root
+        p[P_FACTOR_ROOT] = params.cpuct_factor_at_root
+    else:
+        p[P_CPUCT_ROOT], p[P_BASE_ROOT], p[P_FACTOR_ROOT] = p[P_CPUCT], p[P_BASE], p[P_FACTOR]
+    p[P_FPU_ABS], p[P_FPU] = float(params.fpu_absolute), params.fpu_value
+    if params.fpu_strategy_at_root == "same":
+        p[P_FPU_ABS_ROOT], p[P_FPU_ROOT] = p[P_FPU_ABS], p[P_FPU]
+    else:
+        p[P_FPU_ABS_ROOT] = float(params.fpu_strategy_at_root == "absolute")
+        p[P_FPU_ROOT] = params.fpu_value_at_root
+    # lc0's GetDrawScore(is_odd_depth): +DrawScore when is_odd_depth == black to move at the root.
+    ds = params.draw_score
+    p[P_DRAW_EVEN] = ds if root_black is False else -ds
+    p[P_DRAW_ODD] = ds if root_black is True else -ds
+    p[P_MLH] = float(has_mlh)
+    p[P_ML_SLOPE], p[P_ML_CAP] = params.moves_left_slope, params.moves_left_max_effect
+    p[P_ML_A0], p[P_ML_A1] = params.moves_left_constant_factor, params.moves_left_scaled_factor
+    p[P_ML_A2], p[P_ML_THR] = params.moves_left_quadratic_factor, params.moves_left_threshold
+    return p
+
+
+def collisions_left(params: SearchParams, nodes: float) -> int:
+    """lc0's ``CalculateCollisionsLeft`` (float32 pow and mix, rounded half away from zero)."""
+    start, end = params.max_collision_visits_scaling_start, params.max_collision_visits_scaling_end
+    high = params.max_collision_visits
+    if nodes >= end:
+        return high
+    if nodes <= start:
+        return 1
+    f = np.float32
+    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(params.max_collision_visits_scaling_power)
+    x = f(1) + f(high - 1) * f(ratio)
+    return int(math.floor(float(x) + 0.5))
+
+
+class SearchWorker:
+    """One search thread's worth of work on ``tree`` (the caller holds the tree lock, except
+    while it waits for ``Batch.pending``)."""
+
+    def __init__(
+        self,
+        tree: NodeTree,
+        backend: Backend,
+        params: SearchParams,
+        cache: NNCache,
+        input_format: int,
+        prm: np.ndarray,
+        stop_flag: np.ndarray,
+    ) -> None:
+        self.tree = tree
+        self.root_id = tree.root_id
+        self.backend = backend
+        self.params = params
+        self.cache = cache
+        self.input_format = input_format
+        self.prm = prm
+        self._stop_flag = stop_flag
+        self.target = max(1, params.minibatch_size or backend.info.recommended_batch or 256)
+        self.max_ooo = max(1, int(params.max_out_of_order_evals_factor * self.target))
+        self._inv_temp = float(np.float32(1.0) / np.float32(params.policy_softmax_temp))
+        self.stats = np.zeros(8, np.int64)  # gather.S_* counters
+        self.batches = 0
+        self._shared = np.zeros((256, 2), np.int32)  # shared collisions (node, multivisit)
+        self._n_shared = 0
+        self._vtp = np.zeros((L.MAX_PATH - 76, 256), np.int32)
+        self._executor: ThreadPoolExecutor | None = None
+        self._fill = fill_code(params.history_fill)
+        self._use_cache = cache.enabled
+        board = tree.history.board
+        chess960 = board.chess960
+        ply0 = board.root().ply() if board.move_stack else board.ply()
+        game = [B.pos_from_record(r, ply0 + i, chess960) for i, r in enumerate(tree.history.records)]
+        self._positions = L.make_positions(game)
+
+    def close(self) -> None:
+        """End the evaluation thread (a batch still in the backend finishes on its own)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def submit(self, batch: Batch) -> None:
+        """Hand the batch to the backend. With ``overlap`` it runs on the engine's evaluation
+        thread (host backends compute there while this thread gathers; ``evaluate_async`` of a
+        GPU backend returns at once); without, it runs when the worker waits for it (outside the
+        tree lock, so ``stop`` and the watchdog are answered meanwhile)."""
+        planes = batch.planes()
+        backend = self.backend
+
+        def evaluate() -> NetworkOutput:
+            return backend.evaluate_async(planes).result()
+
+        if self.params.overlap:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
+            batch.pending = self._executor.submit(evaluate)
+        else:
+            batch.pending = Deferred(evaluate)
+
+    def gather(self, remaining_playouts: float, allowed: np.ndarray, best_root_child: int) -> Batch:
+        """``GatherMinibatch`` (compiled: ``gather.gather_minibatch``); grows the tree and the
+        batch when a pick round needs more room than they have."""
+        params = self.params
+        tree = self.tree
+        root = self.root_id
+        batch = Batch(self.target + 2)
+        state = np.zeros(8, np.int64)
+        cur_n = int(tree.arrays.n[root])
+        state[G.G_LEFT] = collisions_left(params, min(cur_n, remaining_playouts))
+        state[G.G_OOO_START] = self.stats[G.S_OOO]
+        reverted = int(self.stats[G.S_REVERTED])
+        while True:
+            status = G.gather_minibatch(
+                tree.arrays,
+                root,
+                self.prm,
+                allowed,
+                float(remaining_playouts),
+                best_root_child,
+                batch.picks,
+                batch.kinds,
+                batch.vals,
+                batch.requests,
+                self._positions,
+                self.cache.arrays,
+                self._use_cache,
+                params.two_fold_draws,
+                self.input_format,
+                self._fill,
+                params.sticky_endgames,
+                params.out_of_order_eval,
+                self.target,
+                self.max_ooo,
+                state,
+                self.stats,
+                self._vtp,
+                self._stop_flag,
+            )
+            batch.count = int(state[G.G_COUNT])
+            if status == G.GATHER_DONE:
+                break
+            rows = int(state[G.G_NEED])
+            tree.ensure_capacity(rows, rows * G.EDGES_PER_VISIT)
+            batch.reserve(rows)
+        batch.reverted = int(self.stats[G.S_REVERTED]) - reverted
+        batch.ooo = int(self.stats[G.S_OOO] - state[G.G_OOO_START])
+        return batch
+
+    def collect_collisions(self, batch: Batch) -> None:
+        need = self._n_shared + batch.count
+        if need > len(self._shared):
+            grown = np.zeros((max(need, 2 * len(self._shared)), 2), np.int32)
+            grown[: self._n_shared] = self._shared[: self._n_shared]
+            self._shared = grown
+        self._n_shared = int(G.collect_collisions(batch.picks, batch.count, self._shared, self._n_shared))
+
+    def cancel_shared_collisions(self) -> None:
+        G.cancel_collisions(self.tree.arrays, self.root_id, self._shared, self._n_shared)
+        self._n_shared = 0
+
+    def apply(self, batch: Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
+        n = batch.nn_count
+        q = np.ascontiguousarray(out.q[:n], dtype=np.float32)
+        d = np.ascontiguousarray(out.wdl[:n, 1], dtype=np.float32)
+        m = np.ascontiguousarray(out.moves_left[:n], dtype=np.float32)
+        policy = np.ascontiguousarray(out.policy[:n], dtype=np.float32)
+        L.apply_results(
+            self.tree.arrays,
+            batch.requests,
+            policy,
+            q,
+            d,
+            m,
+            self._inv_temp,
+            self.cache.arrays,
+            self._use_cache,
+            to_tree,
+        )
+        return q, d, m
+
+    def complete(self, batch: Batch, out: NetworkOutput | None) -> None:
+        """``FetchMinibatchResults`` + ``DoBackupUpdate``."""
+        if out is not None and batch.nn_count:
+            q, d, m = self.apply(batch, out, to_tree=True)
+        else:
+            q = d = m = np.zeros(0, np.float32)
+        t = self.tree.arrays
+        work = G.backup_batch(
+            t,
+            self.root_id,
+            batch.picks,
+            batch.kinds,
+            batch.vals,
+            batch.count,
+            q,
+            d,
+            m,
+            self.params.sticky_endgames,
+            self.stats,
+        )
+        if work or batch.ooo:
+            self.cancel_shared_collisions()
+            self.batches += 1
+
+    def cancel_visits(self, batch: Batch) -> None:
+        """Undo the visits in flight of a batch that will not be backed up."""
+        G.cancel_visits(self.tree.arrays, self.root_id, batch.picks, batch.count)
