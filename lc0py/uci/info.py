@@ -100,22 +100,31 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
 
 
 def uci_move(move: chess.Move, board: chess.Board | None = None, chess960: bool = False) -> str:
-    """UCI text; castling as king-takes-rook with ``chess960`` (needs the board)."""
-    if chess960 and board is not None and board.is_castling(move):
-        if not board.chess960 and chess.square_distance(move.from_square, move.to_square) == 2:
-            rook_file = 7 if move.to_square > move.from_square else 0
-            to = chess.square(rook_file, chess.square_rank(move.from_square))
-            return chess.Move(move.from_square, to).uci()
-    return move.uci()
+    """UCI text of ``move`` in ``board``, castling as lc0 writes it (``Move::ToString``): with
+    ``chess960`` (UCI_Chess960) king-takes-rook (``e1h1``, ``g1h1``), else the king's file
+    followed by g or c (``e1g1``) — on Chess960 boards as well."""
+    if board is None or not board.is_castling(move):
+        return move.uci()
+    frm, to = move.from_square, move.to_square
+    rank = chess.square_rank(frm)
+    if board.chess960 or chess.square_distance(frm, to) != 2:  # stored as king takes rook
+        rook = to
+        king_to = chess.square(6 if chess.square_file(to) > chess.square_file(frm) else 2, rank)
+    else:
+        king_to = to
+        rook = chess.square(7 if to > frm else 0, rank)
+    if chess960:
+        return chess.square_name(frm) + chess.square_name(rook)
+    return chess.square_name(frm) + chess.square_name(king_to)
 
 
 def pv_text(moves: list[chess.Move], board: chess.Board | None, chess960: bool) -> str:
-    if not chess960 or board is None:
+    if board is None:
         return " ".join(m.uci() for m in moves)
     b = board.copy(stack=False)
     out = []
     for m in moves:
-        out.append(uci_move(m, b, True))
+        out.append(uci_move(m, b, chess960))
         b.push(m)
     return " ".join(out)
 

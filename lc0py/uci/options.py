@@ -19,6 +19,16 @@ from typing import Any
 from lc0py.errors import UsageError
 from lc0py.search.params import SearchParams
 
+# lc0's one-letter flags (``-w net.pb.gz``)
+SHORT_FLAGS = {
+    "WeightsFile": "-w",
+    "Backend": "-b",
+    "BackendOptions": "-o",
+    "Threads": "-t",
+    "ConfigFile": "-c",
+    "LogFile": "-l",
+    "SyzygyPath": "-s",
+}
 _TRUE = {"true", "1", "on", "yes"}
 _FALSE = {"false", "0", "off", "no"}
 
@@ -127,7 +137,12 @@ def build_table() -> list[OptionSpec]:
     B, U = "backend", "uci"
     return [
         OptionSpec(
-            "WeightsFile", "string", "<autodiscover>", "--weights", group=B, help="network file (.pb.gz)"
+            "WeightsFile",
+            "string",
+            "<autodiscover>",
+            "--weights",
+            group=B,
+            help="network file (.pb.gz); <autodiscover>: search lc0's folders; <random>: built-in random net",
         ),
         OptionSpec(
             "Backend",
@@ -147,7 +162,7 @@ def build_table() -> list[OptionSpec]:
             0,
             128,
             group=B,
-            help="accepted for compatibility; lc0py searches with one worker + overlap",
+            help="1: one search thread (no overlap); 0 or more: gather while the backend evaluates",
         ),
         OptionSpec(
             "NNCacheSize",
@@ -289,6 +304,9 @@ def build_table() -> list[OptionSpec]:
         OptionSpec("SyzygyPath", "string", "", "--syzygy-paths", group=B, help="accepted; not used yet"),
         OptionSpec("LogFile", "string", "", "--logfile", group=U),
         OptionSpec(
+            "ConfigFile", "string", "lc0.config", "--config", group=U, help="flags file read at start-up"
+        ),
+        OptionSpec(
             "SearchOverlap",
             "check",
             True,
@@ -342,6 +360,8 @@ class Options:
             if s.param:
                 setattr(params, s.param, self.values[s.name])
         params.fpu_absolute = self.values.get("FpuStrategy", "reduction") == "absolute"
+        if self.values.get("Threads") == 1:  # one search thread: no gathering while evaluating
+            params.overlap = False
         return params
 
     # --- command line ---------------------------------------------------------------------
@@ -361,13 +381,17 @@ class Options:
             if s.kind == "check":
                 kwargs.update(nargs="?", const="true")
             flags = [s.flag]
-            if s.name == "WeightsFile":
-                flags.append("-w")
-            elif s.name == "Backend":
-                flags.append("-b")
-            elif s.name == "BackendOptions":
-                flags.append("-o")
+            if s.name in SHORT_FLAGS:
+                flags.insert(0, SHORT_FLAGS[s.name])
             parser.add_argument(*flags, **kwargs)
+            if s.kind == "check":  # lc0's --[no-]flag
+                parser.add_argument(
+                    "--no-" + s.flag[2:],
+                    dest="opt_" + s.name,
+                    action="store_const",
+                    const="false",
+                    help=argparse.SUPPRESS,
+                )
 
     def apply_args(self, args: argparse.Namespace) -> None:
         """Take the values given on the command line (``UsageError`` on a bad one)."""
