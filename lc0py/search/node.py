@@ -23,6 +23,7 @@ from lc0py.search.movegen import pack, to_move
 # Terminal kinds.
 NOT_TERMINAL = 0
 TERMINAL = 1  # game over (mate, stalemate, draw by rule) or proven by StickyEndgames
+TB_TERMINAL = 2  # result from a tablebase probe (lc0's Terminal::Tablebase): fixed, never a mate
 
 
 class Node:
@@ -102,6 +103,12 @@ class Node:
         parent = self.parent
         if wl < 0 and parent is not None and parent.p:
             parent.p[self.index] = 4.656612873077393e-10  # code 0 decodes to 2^-31
+
+    def make_tablebase(self, wl: float, d: float, m: float) -> None:
+        """A position whose result a tablebase gave: fixed values like :meth:`make_terminal`, but
+        marked so that it is never shown or ranked as a mate (lc0's ``Terminal::Tablebase``)."""
+        self.make_terminal(wl, d, m)
+        self.terminal = TB_TERMINAL
 
     def make_proven(self, wl: float, d: float, m: float) -> None:
         """An interior node whose result is known from its children (StickyEndgames): it keeps

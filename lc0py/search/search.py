@@ -38,6 +38,7 @@ from lc0py.search.nncache import CacheEntry, NNCache, position_key
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.params import SearchParams
 from lc0py.search.priors import segment_priors
+from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.tree import NodeTree
 
 _NEG_INF = float("-inf")
@@ -56,6 +57,8 @@ class SearchLimits:
     infinite: bool = False  # bestmove only after stop()
     searchmoves: Sequence[chess.Move] = ()
     smart_pruning: bool = True  # only with a time or node budget (UCI), never in benchmark
+    # The root moves were ranked by DTZ (lc0's ``root_is_in_dtz_``): no in-tree tablebase probes.
+    tablebase_root_dtz: bool = False
 
 
 @dataclass
@@ -83,6 +86,7 @@ class SearchInfo:
     nn_evals: int
     lines: list[PvLine]
     cache_fill_permille: int = 0
+    tb_hits: int = 0  # successful tablebase probes of this search (root filter included)
 
 
 @dataclass
@@ -170,8 +174,15 @@ class Search:
         callbacks: SearchCallbacks | None = None,
         start_time: float | None = None,
         input_format: int | None = None,
+        tablebase: TablebaseProbe | None = None,
     ) -> None:
         self.tree = tree
+        # --- tablebase (issue 12): hits are counted on it; in-tree WDL probes unless the root was
+        # ranked by DTZ (lc0py/search/tablebase.py says when a leaf is probed).
+        self.tablebase = tablebase
+        self._tb_in_tree = (
+            tablebase is not None and tablebase.max_pieces > 0 and not limits.tablebase_root_dtz
+        )
         self.root = tree.root
         self.history = tree.history
         self.backend = backend
@@ -772,6 +783,9 @@ class Search:
                 self._set_bounds(leaf)
                 self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
                 return True
+            if self._tb_in_tree and self._probe_tablebase(leaf, board):
+                self._backup(leaf, leaf.wl, leaf.d, leaf.m, depth)
+                return True
         # An exact key, not ``history.key()``: Python's int hash is modulo 2^61-1, so bitboards
         # with a piece on h8 and on c1 hash alike (1<<63 ≡ 4) and positions would be mixed up.
         last = recs[-1]
@@ -819,6 +833,32 @@ class Search:
                 else:
                     parent.make_proven(0.0, 1.0, min(c.m for c in kids if c.wl == 0) + 1.0)
             node = parent
+
+    def _probe_tablebase(self, leaf: Node, board: chess.Board) -> bool:
+        """lc0's in-tree probe: right after a zeroing move, no castling rights, few enough pieces;
+        the leaf becomes a tablebase terminal (cursed wins and blessed losses are draws, ``M`` the
+        parent's minus one). False when it does not apply or the probe failed."""
+        tb = self.tablebase
+        assert tb is not None
+        if (
+            board.halfmove_clock != 0
+            or board.castling_rights
+            or chess.popcount(board.occupied) > tb.max_pieces
+        ):
+            return False
+        wdl = tb.probe_wdl(board)
+        if wdl is None:
+            return False
+        tb.hit()
+        parent = leaf.parent
+        m = max(0.0, parent.m - 1.0) if parent is not None else 0.0
+        if wdl == 2:  # the side to move at the leaf wins: a loss for the player who moved in
+            leaf.make_tablebase(-1.0, 0.0, m)
+        elif wdl == -2:
+            leaf.make_tablebase(1.0, 0.0, m)
+        else:
+            leaf.make_tablebase(0.0, 1.0, m)
+        return True
 
     @staticmethod
     def _mate_or_stalemate(leaf: Node, board: chess.Board) -> None:
@@ -1060,6 +1100,7 @@ class Search:
             nn_evals=self.nn_evals,
             lines=lines,
             cache_fill_permille=self.cache.fill_permille(),
+            tb_hits=getattr(self.tablebase, "hits", 0),
         )
 
     def _maybe_send_info(self) -> None:

@@ -23,6 +23,7 @@ import argparse
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TextIO
 
@@ -30,10 +31,12 @@ import chess
 
 from lc0py import __version__
 from lc0py.backends.base import Backend
+from lc0py.chess.encoding import PositionRecord
 from lc0py.chess.history import PositionHistory
 from lc0py.errors import BackendUnavailable, Lc0pyError
 from lc0py.search.nncache import NNCache
 from lc0py.search.search import PvLine, Search, SearchCallbacks, SearchInfo, SearchLimits
+from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
 from lc0py.search.tree import NodeTree
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
@@ -83,6 +86,7 @@ class UciEngine:
         self._position_error: str | None = None
         self.clock_start = time.perf_counter()  # lc0's StartClock: position, go, ponderhit
         self._ponder_go: GoParams | None = None
+        self.tablebase: SyzygyTablebase | None = None
 
     # ------------------------------------------------------------------ loop ----
     def handle(self, line: str) -> bool:
@@ -273,6 +277,25 @@ class UciEngine:
             self.out.send("info string random weights: the built-in random-weight net plays (<random>)")
         return self.backend
 
+    def _ensure_tablebase(self) -> SyzygyTablebase | None:
+        """The tables of ``SyzygyPath`` (opened again when it changed); None without any."""
+        paths = str(self.options["SyzygyPath"]).strip()
+        if self.tablebase is not None and self.tablebase.paths == paths:
+            return self.tablebase
+        if self.tablebase is not None:
+            self.tablebase.close()
+            self.tablebase = None
+        if not paths:
+            return None
+        tb = SyzygyTablebase(paths)
+        print(
+            f"Found {tb.wdl_files} WDL and {tb.dtz_files} DTZ tablebase files "
+            f"(up to {tb.max_pieces} pieces).",
+            file=sys.stderr,
+        )
+        self.tablebase = tb
+        return tb
+
     # ------------------------------------------------------------------ search ----
     def _stop_search(self, wait: bool, silently: bool | None = None) -> None:
         """Stop the running search; a ponder search (by default) without its ``bestmove``."""
@@ -338,8 +361,17 @@ class UciEngine:
             self._answer_game_over(board)
             return
         limits = self._limits(go, board, pondering)
+        tablebase = self._ensure_tablebase()
         if root_moves:
             limits.searchmoves = root_moves
+        elif tablebase is not None:  # lc0's MakeRootMoveFilter: searchmoves override the tables
+            tablebase.hits = 0
+            moves, limits.tablebase_root_dtz = tablebase.root_moves(
+                board,
+                _repeated_since_zeroing(self.tree.history.records),
+                bool(self.options["SyzygyFastPlay"]),
+            )
+            limits.searchmoves = moves
         backend = self.backend
         assert backend is not None
         fmt = InfoFormat(
@@ -394,7 +426,9 @@ class UciEngine:
             on_verbose=on_verbose,
         )
         params = self.options.search_params()
-        search = Search(self.tree, backend, params, limits, self.cache, callbacks, start_time=start)
+        search = Search(
+            self.tree, backend, params, limits, self.cache, callbacks, start_time=start, tablebase=tablebase
+        )
         self.search = search
         search.start()
 
@@ -446,6 +480,16 @@ def ponder_view(info: SearchInfo, ponder_move: chess.Move) -> SearchInfo:
         seldepth=info.seldepth - 1 if info.seldepth > 1 else info.seldepth,
         lines=[line],
     )
+
+
+def _repeated_since_zeroing(records: Sequence[PositionRecord]) -> bool:
+    """lc0's ``DidRepeatSinceLastZeroingMove``."""
+    for rec in reversed(records):
+        if rec.repetitions > 0:
+            return True
+        if rec.rule50 == 0:
+            return False
+    return False
 
 
 def _needs_weights(backend: str) -> bool:

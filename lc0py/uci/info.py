@@ -161,7 +161,7 @@ def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = No
             parts.append(f"hashfull {info.cache_fill_permille}")
         if info.nps is not None:
             parts.append(f"nps {info.nps}")
-        parts.append("tbhits 0")
+        parts.append(f"tbhits {info.tb_hits}")
         if multi:
             parts.append(f"multipv {k}")
         if line.moves:

@@ -301,7 +301,21 @@ def build_table() -> list[OptionSpec]:
         OptionSpec("MoveOverheadMs", "spin", 200, "--move-overhead", 0, 100000000, group=U),
         OptionSpec("TimeManager", "string", "legacy", "--time-manager", group=U),
         OptionSpec("Ponder", "check", False, "--ponder", group=U),
-        OptionSpec("SyzygyPath", "string", "", "--syzygy-paths", group=B, help="accepted; not used yet"),
+        OptionSpec(
+            "SyzygyPath",
+            "string",
+            "",
+            "--syzygy-paths",
+            group=B,
+            help="Syzygy tablebase folders, separated by ':' (';' on Windows)",
+        ),
+        OptionSpec(
+            "SyzygyFastPlay",
+            "check",
+            False,
+            "--syzygy-fast-play",
+            help="with DTZ tables, only the winning moves with the shortest DTZ",
+        ),
         OptionSpec("LogFile", "string", "", "--logfile", group=U),
         OptionSpec(
             "ConfigFile", "string", "lc0.config", "--config", group=U, help="flags file read at start-up"
