@@ -40,6 +40,7 @@ from lc0py.search.params import SearchParams
 from lc0py.search.priors import segment_priors
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.tree import NodeTree
+from lc0py.search.wdl_rescale import wdl_rescale
 
 _NEG_INF = float("-inf")
 _INF = float("inf")
@@ -183,6 +184,8 @@ class Search:
         self._tb_in_tree = (
             tablebase is not None and tablebase.max_pieces > 0 and not limits.tablebase_root_dtz
         )
+        # --- WDL rescaling (contempt, issue 12): applied to each NN evaluation before backup.
+        self._rescaling = params.wdl_rescale_ratio != 1.0 or params.wdl_rescale_diff != 0.0
         self.root = tree.root
         self.history = tree.history
         self.backend = backend
@@ -794,8 +797,11 @@ class Search:
         if entry is not None:
             q, d, m = entry[0], entry[1], entry[2]
             leaf.expand(CacheEntry.moves(entry), CacheEntry.priors(entry))
-            leaf.v = -q
-            self._backup(leaf, -q, d, m, depth)
+            v = -q
+            if self._rescaling:
+                v, d = self._rescaled(v, d, depth)
+            leaf.v = v
+            self._backup(leaf, v, d, m, depth)
             return True
         fill = self.params.history_fill
         blocks, aux, rule50, transform = encode_history_parts(recs, self.input_format, fill)
@@ -833,6 +839,14 @@ class Search:
                 else:
                     parent.make_proven(0.0, 1.0, min(c.m for c in kids if c.wl == 0) + 1.0)
             node = parent
+
+    def _rescaled(self, v: float, d: float, depth: int) -> tuple[float, float]:
+        """lc0's WDLRescale of an NN value ``v`` (the mover's view) at ``depth`` (root = 1): the
+        contempt adds for the side it favours (sign +1) and subtracts for the other."""
+        p = self.params
+        sign = 1.0 if (depth % 2 == 0) == p.contempt_root_side else -1.0
+        _, v, d = wdl_rescale(v, d, p.wdl_rescale_ratio, p.wdl_rescale_diff, sign, False, p.wdl_max_s)
+        return v, d
 
     def _probe_tablebase(self, leaf: Node, board: chess.Board) -> bool:
         """lc0's in-tree probe: right after a zeroing move, no castling rights, few enough pieces;
@@ -957,8 +971,11 @@ class Search:
             if not cache_only:
                 node = leaf.node
                 node.expand(moves_sorted[start:end], p_sorted[start:end])
-                node.v = -q[b]
-                self._backup(node, -q[b], d[b], m[b], leaf.depth)
+                v, dd = -q[b], d[b]
+                if self._rescaling:
+                    v, dd = self._rescaled(v, dd, leaf.depth)
+                node.v = v
+                self._backup(node, v, dd, m[b], leaf.depth)
             start = end
         if not cache_only:
             self.nn_evals += len(leaves)

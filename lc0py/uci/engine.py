@@ -35,10 +35,12 @@ from lc0py.chess.encoding import PositionRecord
 from lc0py.chess.history import PositionHistory
 from lc0py.errors import BackendUnavailable, Lc0pyError
 from lc0py.search.nncache import NNCache
+from lc0py.search.params import SearchParams
 from lc0py.search.search import PvLine, Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
 from lc0py.search.tree import NodeTree
+from lc0py.uci.contempt import contempt_side, rescale_params
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
 from lc0py.uci.options import Options
 from lc0py.uci.protocol import GoParams, UciError, parse_go, parse_position, parse_setoption
@@ -374,6 +376,8 @@ class UciEngine:
             limits.searchmoves = moves
         backend = self.backend
         assert backend is not None
+        params = self.options.search_params()
+        rescale = self._apply_contempt(params, board.turn, go.infinite, pondering)
         fmt = InfoFormat(
             score_type=self.options["ScoreType"],
             show_wdl=bool(self.options["UCI_ShowWDL"]),
@@ -382,6 +386,7 @@ class UciEngine:
             has_moves_left=backend.info.has_moves_left,
             draw_score=float(self.options["DrawScore"]),
             chess960=chess960,
+            rescale=rescale,
         )
         root_board = board.copy(stack=False)
         out = self.out
@@ -425,12 +430,35 @@ class UciEngine:
             on_message=lambda text: out.send("info string " + text),
             on_verbose=on_verbose,
         )
-        params = self.options.search_params()
         search = Search(
             self.tree, backend, params, limits, self.cache, callbacks, start_time=start, tablebase=tablebase
         )
         self.search = search
         search.start()
+
+    def _apply_contempt(
+        self, params: SearchParams, root_turn: chess.Color, infinite: bool, pondering: bool
+    ) -> tuple[float, float, float, float] | None:
+        """Fill ``params``' WDL rescaling from the contempt options (lc0's params.cc / Search
+        constructor) and return what ``info`` needs to report it (see ``compute_score``)."""
+        ratio, diff = rescale_params(self.options)
+        mode = str(self.options["ContemptMode"])
+        side = contempt_side(mode, root_turn, infinite, pondering)
+        if side is None:
+            if mode == "play" and diff != 0.0:
+                self.out.send(
+                    "info string WARNING: Contempt mode set to 'disable' as 'play' not supported "
+                    "for infinite search."
+                )
+            diff = 0.0
+        params.wdl_rescale_ratio = ratio
+        params.wdl_rescale_diff = diff
+        params.contempt_root_side = side is None or side == root_turn
+        contempt_active = diff != 0.0
+        if self.options["ScoreType"] != "WDL_mu" and not contempt_active:
+            return None
+        sign = 1.0 if params.contempt_root_side else -1.0
+        return ratio, diff * float(self.options["WDLEvalObjectivity"]), sign, float(self.options["WDLMaxS"])
 
     def _answer_game_over(self, board: chess.Board) -> None:
         """A root without legal moves: mated (``score mate 0``, all loss) or stalemated (a draw),

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from lc0py.search.fastmath import fast_log, fast_logistic
 from lc0py.search.search import PvLine, SearchInfo
+from lc0py.search.wdl_rescale import wdl_rescale
 
 _F = np.float32
 
@@ -31,19 +31,7 @@ class Score:
 
 def wdl_mu(wl: float, d: float) -> tuple[float, float, float]:
     """``(mu, wl', d')``: lc0's WDL_mu with its fast-math rewrite (§5.1); ``mu = 0`` if undefined."""
-    w = (1.0 + wl - d) / 2.0
-    lo = (1.0 - wl - d) / 2.0
-    if not all(0.0001 < x < 0.9999 for x in (w, d, lo)):
-        return 0.0, wl, d
-    a = fast_log(float(_F(1.0) / _F(lo) - _F(1.0)))
-    b = fast_log(float(_F(1.0) / _F(w) - _F(1.0)))
-    if a + b == 0.0:
-        return 0.0, wl, d
-    mu = float(_F(a - b) / _F(a + b))
-    s = float(_F(2.0) / _F(a + b))
-    w2 = fast_logistic(float(_F(-1.0 + mu) / _F(s)))
-    l2 = fast_logistic(float(_F(-1.0 - mu) / _F(s)))
-    return mu, float(_F(w2) - _F(l2)), max(0.0, float(_F(1.0) - _F(w2) - _F(l2)))
+    return wdl_rescale(wl, d, invert=True)
 
 
 def _trunc(x: float) -> int:
@@ -53,14 +41,23 @@ def _trunc(x: float) -> int:
 
 
 def compute_score(
-    line: PvLine, score_type: str = "WDL_mu", has_wdl: bool = True, draw_score: float = 0.0
+    line: PvLine,
+    score_type: str = "WDL_mu",
+    has_wdl: bool = True,
+    draw_score: float = 0.0,
+    rescale: tuple[float, float, float, float] | None = None,
 ) -> Score:
-    """The ``score`` of one PV line (values from the root side to move)."""
+    """The ``score`` of one PV line (values from the root side to move). ``rescale``: (ratio,
+    diff, sign, max_s) of the search's WDL rescaling, undone for the report as lc0 does
+    (``diff`` already times ``WDLEvalObjectivity``); None: no rescaling."""
     wl, d = line.wl, line.d
     if line.mate is not None:
         return Score("mate", line.mate, wl, d)
+    mu = 0.0
+    if score_type == "WDL_mu" or rescale is not None:
+        ratio, diff, sign, max_s = rescale if rescale is not None else (1.0, 0.0, 1.0, 1.4)
+        mu, wl, d = wdl_rescale(wl, d, ratio, diff, sign, True, max_s)
     if score_type == "WDL_mu":
-        mu, wl, d = wdl_mu(wl, d)
         cp = 45.0 * math.tan(1.56728071628 * wl)
         if has_wdl and mu != 0.0 and abs(wl) + d < 0.996 and (abs(mu) < 1 or abs(cp) < abs(100 * mu)):
             return Score("cp", _trunc(100 * mu), wl, d)
@@ -141,6 +138,7 @@ class InfoFormat:
     draw_score: float = 0.0
     chess960: bool = False
     show_hashfull: bool = False
+    rescale: tuple[float, float, float, float] | None = None  # see compute_score
 
 
 def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = None) -> list[str]:
@@ -149,8 +147,8 @@ def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = No
     lines = info.lines or [PvLine([], 0.0, 0.0, 0.0, 0)]
     multi = len(lines) > 1
     for k, line in enumerate(lines, 1):
-        parts = [f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
-        score = compute_score(line, fmt.score_type, fmt.has_wdl, fmt.draw_score)
+        parts = [f"info depth {max(info.depth, 1)} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
+        score = compute_score(line, fmt.score_type, fmt.has_wdl, fmt.draw_score, fmt.rescale)
         parts.append(f"score {score.kind} {score.value}")
         if fmt.show_wdl:
             w, d, lo = wdl_permille(score.wl, score.d)
