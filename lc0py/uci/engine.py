@@ -387,6 +387,7 @@ class UciEngine:
             draw_score=float(self.options["DrawScore"]),
             chess960=chess960,
             rescale=rescale,
+            per_pv_counters=bool(self.options["PerPVCounters"]),
         )
         root_board = board.copy(stack=False)
         out = self.out

@@ -139,6 +139,7 @@ class InfoFormat:
     chess960: bool = False
     show_hashfull: bool = False
     rescale: tuple[float, float, float, float] | None = None  # see compute_score
+    per_pv_counters: bool = False  # PerPVCounters: each line's nodes are its own move's visits
 
 
 def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = None) -> list[str]:
@@ -147,7 +148,10 @@ def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = No
     lines = info.lines or [PvLine([], 0.0, 0.0, 0.0, 0)]
     multi = len(lines) > 1
     for k, line in enumerate(lines, 1):
-        parts = [f"info depth {max(info.depth, 1)} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
+        nodes = line.n if fmt.per_pv_counters else info.nodes
+        parts = [
+            f"info depth {max(info.depth, 1)} seldepth {info.seldepth} time {info.time_ms} nodes {nodes}"
+        ]
         score = compute_score(line, fmt.score_type, fmt.has_wdl, fmt.draw_score, fmt.rescale)
         parts.append(f"score {score.kind} {score.value}")
         if fmt.show_wdl:

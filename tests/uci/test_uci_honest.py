@@ -149,3 +149,25 @@ def test_no_network_needed_for_the_random_backend(no_lc0_folders: Path) -> None:
     s = Session(("Backend", "random"))
     s.send("position startpos")
     assert s.send("go nodes 5")[-1].startswith("bestmove ")
+
+
+def test_per_pv_counters() -> None:
+    s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("MultiPV", "3"), ("PerPVCounters", "true"))
+    s.send("position startpos")
+    out = s.send("go nodes 60")
+    last = [x for x in out if x.startswith("info depth")][-3:]
+    nodes = [int(x.split(" nodes ")[1].split()[0]) for x in last]
+    assert all(" multipv " in x for x in last) and sum(nodes) < 60 and nodes[0] >= nodes[1] >= nodes[2]
+
+
+def test_no_answer_before_the_root_is_evaluated() -> None:
+    """A deadline already past (time 0 on the clock) still waits for the root's evaluation: the
+    answer is the net's move with a real score and a pv, not the first legal move."""
+    s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("MoveOverheadMs", "0"))
+    s.send("position startpos moves e2e4")
+    out = s.send("go wtime 1 btime 1")
+    search = s.engine.search
+    assert search is not None and search.limits.deadline_ms == 0 and search.root.n >= 1
+    info = [x for x in out if x.startswith("info depth")][-1]
+    assert " pv " in info and " nodes 0 " not in info
+    assert out[-1].split()[1] == info.split(" pv ")[1].split()[0]
