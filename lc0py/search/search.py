@@ -372,10 +372,6 @@ class Search:
     def _check_time_limits(self) -> None:
         lim = self.limits
         if lim.deadline_ms is not None and not lim.infinite:
-            if self.root.n == 0:
-                # Issue 12: never answer from an unevaluated root (that would be the first legal
-                # move with an invented score); the time limit waits for the root's first value.
-                return
             if (time.perf_counter() - self.start_time) * 1000 >= lim.deadline_ms:
                 self._limit_reached("time")
 

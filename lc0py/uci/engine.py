@@ -409,6 +409,10 @@ class UciEngine:
 
         def on_bestmove(best: chess.Move | None, ponder: chess.Move | None) -> None:
             tm_used = search.elapsed_ms()
+            if search.root.n == 0 and best is not None:  # said, never silent
+                out.send(
+                    "info string WARNING: no evaluation finished before the deadline; move not searched"
+                )
             if limits.deadline_ms is not None:
                 self.tm.search_finished(tm_used)
             if best is None:
@@ -466,27 +470,25 @@ class UciEngine:
         then ``bestmove (none)``. (lc0 0.32.1 prints no info and ``bestmove a1a1`` there, which
         is not a move; the UCI convention is used instead.)"""
         mated = board.is_check()
-        line = PvLine([], -1.0 if mated else 0.0, 0.0 if mated else 1.0, 0.0, 0, mate=0 if mated else None)
-        info = SearchInfo(
-            depth=0, seldepth=0, time_ms=0, nodes=0, nps=None, playouts=0, nn_evals=0, lines=[line]
-        )
-        fmt = InfoFormat(show_wdl=bool(self.options["UCI_ShowWDL"]))
-        for text in info_lines(info, fmt, board):
-            self.out.send(text)
+        text = "info depth 1 seldepth 0 time 0 nodes 0 score " + ("mate 0" if mated else "cp 0")
+        if self.options["UCI_ShowWDL"]:
+            text += " wdl 0 0 1000" if mated else " wdl 0 1000 0"
+        self.out.send(text + " tbhits 0")
         self.out.send("bestmove (none)")
 
 
 def with_pv(info: SearchInfo, search: Search) -> SearchInfo:
     """``pv`` always present: a line without moves (e.g. a single legal move, root not expanded
     yet) gets the move the search would play (and its reply)."""
-    if not info.lines or info.lines[0].moves:
+    if info.lines and info.lines[0].moves:
         return info
     best, ponder = search.best_move()
     if best is None:
         return info
-    first = info.lines[0]
     moves = [best] + ([ponder] if ponder is not None else [])
-    return replace(info, lines=[replace(first, moves=moves), *info.lines[1:]])
+    if not info.lines:  # the root not evaluated yet: the move without a score (info_lines)
+        return replace(info, lines=[PvLine(moves, 0.0, 0.0, 0.0, 0)])
+    return replace(info, lines=[replace(info.lines[0], moves=moves), *info.lines[1:]])
 
 
 def ponder_view(info: SearchInfo, ponder_move: chess.Move) -> SearchInfo:

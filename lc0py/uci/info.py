@@ -145,6 +145,10 @@ class InfoFormat:
 def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = None) -> list[str]:
     """One ``info`` line per PV (MultiPV), fields in lc0's order."""
     out = []
+    if info.nodes == 0:  # nothing evaluated yet (deadline before the root's value): no score
+        head = f"info depth 1 seldepth {info.seldepth} time {info.time_ms} nodes 0"
+        moves = info.lines[0].moves if info.lines else []
+        return [head + (" pv " + pv_text(moves, board, fmt.chess960) if moves else "")]
     lines = info.lines or [PvLine([], 0.0, 0.0, 0.0, 0)]
     multi = len(lines) > 1
     for k, line in enumerate(lines, 1):

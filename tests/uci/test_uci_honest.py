@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import threading
 from pathlib import Path
 
 import chess
@@ -160,14 +161,27 @@ def test_per_pv_counters() -> None:
     assert all(" multipv " in x for x in last) and sum(nodes) < 60 and nodes[0] >= nodes[1] >= nodes[2]
 
 
-def test_no_answer_before_the_root_is_evaluated() -> None:
-    """A deadline already past (time 0 on the clock) still waits for the root's evaluation: the
-    answer is the net's move with a real score and a pv, not the first legal move."""
+def test_an_unevaluated_answer_is_said_not_scored() -> None:
+    """A deadline passed before the root's first evaluation (time 0 on the clock, a backend that
+    answers late): the move comes at the deadline, but without an invented score, with a pv and
+    a warning."""
     s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("MoveOverheadMs", "0"))
-    s.send("position startpos moves e2e4")
-    out = s.send("go wtime 1 btime 1")
-    search = s.engine.search
-    assert search is not None and search.limits.deadline_ms == 0 and search.root.n >= 1
+    backend = s.engine._ensure_backend()
+    assert backend is not None
+    gate = threading.Event()
+    slow = backend.evaluate_async
+
+    def gated(planes):  # type: ignore[no-untyped-def]
+        gate.wait(120)
+        return slow(planes)
+
+    backend.evaluate_async = gated  # type: ignore[method-assign]
+    try:
+        s.send("position startpos moves e2e4")
+        out = s.send("go wtime 1 btime 1")
+    finally:
+        gate.set()
     info = [x for x in out if x.startswith("info depth")][-1]
-    assert " pv " in info and " nodes 0 " not in info
+    assert " nodes 0 " in info and " score " not in info and " pv " in info
+    assert any("WARNING: no evaluation" in x for x in out)
     assert out[-1].split()[1] == info.split(" pv ")[1].split()[0]
