@@ -88,6 +88,7 @@ class UciEngine:
         self._position_error: str | None = None
         self.clock_start = time.perf_counter()  # lc0's StartClock: position, go, ponderhit
         self._ponder_go: GoParams | None = None
+        self._ponder_enabled = bool(options["Ponder"])
         self.tablebase: SyzygyTablebase | None = None
 
     # ------------------------------------------------------------------ loop ----
@@ -163,7 +164,9 @@ class UciEngine:
     def _accept_position(self, fen: str | None, moves: list[str]) -> None:
         self.position = (fen, list(moves))
         self._position_error = None
-        if not self.options["Ponder"]:  # with Ponder the tree is set at go (lc0)
+        # lc0 reads Ponder here: with it on, the tree is set at go (plain or one move back)
+        self._ponder_enabled = bool(self.options["Ponder"])
+        if not self._ponder_enabled:
             self._set_search_position(for_ponder=False)
 
     def _set_search_position(self, for_ponder: bool) -> None:
@@ -181,7 +184,7 @@ class UciEngine:
 
     def cmd_go(self, args: list[str]) -> None:
         go = parse_go(args)
-        if go.ponder and not self.options["Ponder"]:
+        if go.ponder and not self._ponder_enabled:
             raise UciError("Ponder is not enabled, but the ponder search is requested.")
         self._stop_search(wait=True)
         if go.wtime is None and go.btime is None:
@@ -196,7 +199,7 @@ class UciEngine:
             self.cmd_ucinewgame([])
         if self._ensure_backend() is None:
             return  # lc0: the error line, no bestmove
-        if self.options["Ponder"]:
+        if self._ponder_enabled:
             self._set_search_position(for_ponder=go.ponder)
         self._ponder_go = go if go.ponder else None
         self._start(go, self.clock_start, pondering=go.ponder)
@@ -238,7 +241,7 @@ class UciEngine:
         self.backend = None
         self.cache.clear()
         self.tree.clear()
-        if self.position is not None and not self.options["Ponder"]:
+        if self.position is not None and not self._ponder_enabled:
             self._set_search_position(for_ponder=False)
 
     def _weights(self) -> str | None:
