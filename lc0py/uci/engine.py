@@ -538,6 +538,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Options().add_arguments(parser)
     parser.add_argument("--show-hidden", action="store_true", help="list hidden options at 'uci'")
     parser.add_argument("--preload", action="store_true", help="create the backend before reading stdin")
+    parser.add_argument("--no-preload", dest="preload", action="store_false", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
