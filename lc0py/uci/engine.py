@@ -90,6 +90,7 @@ class UciEngine:
         self._ponder_go: GoParams | None = None
         self._ponder_enabled = bool(options["Ponder"])
         self.tablebase: SyzygyTablebase | None = None
+        self._tb_failed = ""  # a SyzygyPath that could not be opened (reported once)
 
     # ------------------------------------------------------------------ loop ----
     def handle(self, line: str) -> bool:
@@ -290,9 +291,14 @@ class UciEngine:
         if self.tablebase is not None:
             self.tablebase.close()
             self.tablebase = None
-        if not paths:
+        if not paths or paths == self._tb_failed:
             return None
-        tb = SyzygyTablebase(paths)
+        try:
+            tb = SyzygyTablebase(paths)
+        except (Lc0pyError, OSError) as exc:  # lc0: "Failed to load Syzygy tablebases!", play on
+            self._tb_failed = paths
+            self.out.send(f"error Failed to load Syzygy tablebases: {exc}")
+            return None
         print(
             f"Found {tb.wdl_files} WDL and {tb.dtz_files} DTZ tablebase files "
             f"(up to {tb.max_pieces} pieces).",

@@ -56,3 +56,12 @@ def test_without_tables_no_hits() -> None:
     s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"))
     s.send("position fen k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
     assert _tbhits(s.send("go nodes 20")) == 0
+
+
+def test_a_bad_syzygy_path_is_reported_and_play_goes_on(tmp_path: Path) -> None:
+    s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("SyzygyPath", str(tmp_path / "nope")))
+    s.send("position startpos")
+    out = s.send("go nodes 5")
+    assert out[0].startswith("error Failed to load Syzygy tablebases") and "nope" in out[0]
+    assert out[-1].startswith("bestmove ")
+    assert not any(x.startswith("error") for x in s.send("go nodes 5"))  # said once
