@@ -797,10 +797,9 @@ class Search:
         if entry is not None:
             q, d, m = entry[0], entry[1], entry[2]
             leaf.expand(CacheEntry.moves(entry), CacheEntry.priors(entry))
-            v = -q
+            v = leaf.v = -q  # V: the network's own value (VerboseMoveStats), never rescaled
             if self._rescaling:
                 v, d = self._rescaled(v, d, depth)
-            leaf.v = v
             self._backup(leaf, v, d, m, depth)
             return True
         fill = self.params.history_fill
@@ -972,9 +971,9 @@ class Search:
                 node = leaf.node
                 node.expand(moves_sorted[start:end], p_sorted[start:end])
                 v, dd = -q[b], d[b]
+                node.v = v  # the network's own value (VerboseMoveStats' V), never rescaled
                 if self._rescaling:
                     v, dd = self._rescaled(v, dd, leaf.depth)
-                node.v = v
                 self._backup(node, v, dd, m[b], leaf.depth)
             start = end
         if not cache_only:

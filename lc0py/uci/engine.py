@@ -435,7 +435,7 @@ class UciEngine:
             out.send(text)
 
         def on_verbose(s: Search) -> None:
-            for text in verbose_stats(s):
+            for text in verbose_stats(s, fmt.rescale):
                 out.send("info string " + text)
 
         callbacks = SearchCallbacks(

@@ -6,15 +6,21 @@ from lc0py.chess.policy import king_takes_rook_uci, move_to_index
 from lc0py.search.movegen import to_move
 from lc0py.search.node import TERMINAL, Node
 from lc0py.search.search import Search
-from lc0py.uci.info import wdl_mu
+from lc0py.search.wdl_rescale import wdl_rescale
 
 
 def _pct(p: float) -> str:
     return f"{100 * p:5.1f}" if 100 * p >= 99.995 else f"{100 * p:5.2f}"
 
 
-def verbose_stats(search: Search) -> list[str]:
-    """The lines (without the ``info string`` prefix), most visited move last."""
+def verbose_stats(search: Search, rescale: tuple[float, float, float, float] | None = None) -> list[str]:
+    """The lines (without the ``info string`` prefix), most visited move last. ``rescale``: the
+    search's WDL rescaling to undo in the WL/D columns, as ``info`` does (``compute_score``)."""
+    ratio, diff, sign, max_s = rescale if rescale is not None else (1.0, 0.0, 1.0, 1.4)
+
+    def wdl_mu(wl: float, d: float) -> tuple[float, float, float]:
+        return wdl_rescale(wl, d, ratio, diff, sign, True, max_s)
+
     root = search.root
     board = search.history.board
     if root.moves is None:
