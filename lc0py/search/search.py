@@ -35,7 +35,7 @@ from lc0py.chess.encoding import PositionRecord, encode_history_parts, parts_bat
 from lc0py.chess.history import load_board, push_record, record_after
 from lc0py.search.movegen import legal_moves_indexed, pack, to_move
 from lc0py.search.nncache import CacheEntry, NNCache, position_key
-from lc0py.search.node import TERMINAL, Node
+from lc0py.search.node import TB_TERMINAL, TERMINAL, Node
 from lc0py.search.params import SearchParams
 from lc0py.search.priors import segment_priors
 from lc0py.search.tablebase import TablebaseProbe
@@ -1037,6 +1037,8 @@ class Search:
                 return (2.0, -c.m, 0.0, 0.0)
             if c.wl < 0:
                 return (0.0, c.m, 0.0, 0.0)
+        if c.terminal == TB_TERMINAL and c.n > 0 and c.wl:  # lc0: between mates and the rest
+            return (1.5, -c.m, 0.0, 0.0) if c.wl > 0 else (0.5, c.m, 0.0, 0.0)
         q = c.wl + (self._draw_score_at(c.parent) * c.d if self.params.draw_score and c.parent else 0.0)
         return (1.0, float(c.n), q if c.n else -2.0, prior)
 
@@ -1100,8 +1102,9 @@ class Search:
             else:
                 wl, d, m = -root.wl, root.d, root.m + 1  # unvisited: the root's values
             mate = None
-            if child.terminal == TERMINAL and child.n > 0 and child.wl != 0:
-                mate = int(round(child.m)) // 2 + 1
+            if child.terminal and child.n > 0 and child.wl != 0:
+                # lc0: round(M)/2 + 1, tablebase results + 101 (a "TB win" shown as a long mate)
+                mate = int(round(child.m) / 2 + (101 if child.terminal == TB_TERMINAL else 1))
                 mate = mate if child.wl > 0 else -mate
             lines.append(PvLine(self._pv(child), wl, d, m, child.n, mate))
         if not lines and root.n > 0:

@@ -65,3 +65,14 @@ def test_a_bad_syzygy_path_is_reported_and_play_goes_on(tmp_path: Path) -> None:
     assert out[0].startswith("error Failed to load Syzygy tablebases") and "nope" in out[0]
     assert out[-1].startswith("bestmove ")
     assert not any(x.startswith("error") for x in s.send("go nodes 5"))  # said once
+
+
+def test_a_capture_into_a_won_table_is_played_and_shown_as_lc0_does(tables: Path) -> None:
+    s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("SyzygyPath", str(tables)))
+    s.send("position fen 7k/8/8/3n4/8/8/8/R2QK3 w - - 0 1")  # Qxd5 leaves KQR v K: a table win
+    s.send("setoption name SmartPruningFactor value 0")  # the tiny random net barely looks at Qxd5
+    out = s.send("go nodes 200 searchmoves a1a6 d1d5")
+    assert out[-1].split()[1] == "d1d5"
+    last = [x for x in out if x.startswith("info depth")][-1]
+    mate = int(last.split(" score mate ")[1].split()[0])
+    assert 101 <= mate < 120  # lc0 shows a tablebase win as mate + 100
