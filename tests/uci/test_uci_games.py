@@ -108,13 +108,11 @@ def test_pondering_game_against_stockfish(tiny_weights: Path) -> None:
     try:
         sf.configure({"Skill Level": 0, "Threads": 1, "Hash": 16})
         board = chess.Board()
-        clock = CLOCK * 2
         pondered = 0
         while not board.is_game_over(claim_draw=True) and board.ply() < 30:
-            limit = chess.engine.Limit(white_clock=clock, black_clock=CLOCK, white_inc=INC, black_inc=INC)
-            t = time.perf_counter()
-            result = ours.play(board, limit, ponder=True)
-            clock = max(clock - (time.perf_counter() - t), MIN_CLOCK) + INC
+            # A node limit, not a clock: on a loaded machine a clocked search may find no reply
+            # to ponder on; the clock side of pondering is checked in test_uci_ponder.py.
+            result = ours.play(board, chess.engine.Limit(nodes=30), ponder=True)
             assert result.move in board.legal_moves
             pondered += result.ponder is not None
             board.push(result.move)
