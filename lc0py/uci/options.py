@@ -386,7 +386,11 @@ class Options:
     def set(self, name: str, text: str) -> str:
         """``setoption``: validate and store; returns the canonical name."""
         s = self.spec(name)
-        self.values[s.name] = s.convert(text)
+        value = s.convert(text)
+        if s.name == "TimeManager" and not str(value).strip().lower().startswith("legacy"):
+            # lc0 has more managers; lc0py has lc0's default only, so say so rather than ignore it
+            raise UsageError(f"Option TimeManager: '{text}' is not available (lc0py implements 'legacy')")
+        self.values[s.name] = value
         self.changed.add(s.name)
         return s.name
 

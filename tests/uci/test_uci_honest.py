@@ -185,3 +185,11 @@ def test_an_unevaluated_answer_is_said_not_scored() -> None:
     assert " nodes 0 " in info and " score " not in info and " pv " in info
     assert any("WARNING: no evaluation" in x for x in out)
     assert out[-1].split()[1] == info.split(" pv ")[1].split()[0]
+
+
+def test_time_managers_other_than_legacy_are_refused() -> None:
+    s = Session()
+    assert s.send("setoption name TimeManager value smooth") == [
+        "error Option TimeManager: 'smooth' is not available (lc0py implements 'legacy')"
+    ]
+    assert s.send("setoption name TimeManager value legacy") == []
