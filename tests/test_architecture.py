@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "weights": set(),
     "chess": {"backends.base"},
     "model": {"weights", "chess"},
-    # registry.create_backend(weights=None) loads the built-in net (lazily, like uci does)
+    # registry.create_backend(weights=None) loads the built-in net (lazily; uci: --weights=<random>)
     "backends": {"weights", "model", "chess", "backends", "tools.default_net"},
     # the general attention operator runs on the GPU backend's platform, kernels and reference
     "attention": {"backends", "model"},

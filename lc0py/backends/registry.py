@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,12 @@ def create_backend(
             from lc0py.tools.default_net import default_weights_path
 
             weights = default_weights_path()
+            # Never silent: the built-in net plays and evaluates like noise.
+            print(
+                f"lc0py: random weights: using the built-in random-weight net {weights} "
+                "(not a trained network)",
+                file=sys.stderr,
+            )
         network = load_network(weights, policy_head=policy_head, value_head=value_head)
 
     if name != AUTO:

@@ -171,20 +171,26 @@ class PositionHistory:
     # --- construction -------------------------------------------------------------------------
     @classmethod
     def from_fen(
-        cls, fen: str | None = None, moves: Sequence[str] = (), *, chess960: bool = False
+        cls, fen: str | None = None, moves: Sequence[str] = (), *, chess960: bool | None = None
     ) -> PositionHistory:
         """Start from ``fen`` (default: standard start position) and play ``moves`` (UCI strings).
 
-        Moves follow lc0's UCI input rules: ``e1g1``/``e1h1`` castle, a 4-character pawn move onto
-        the last rank is a knight promotion. ``chess960``: read ``KQkq`` as the outermost rooks and
-        allow any castling rook (lc0 accepts both in every FEN). Raises :class:`PositionError` on a
-        bad FEN or an illegal move.
+        Moves follow lc0's UCI input rules: king-takes-rook (``e1h1``) always castles, ``e1g1``
+        castles when the king is on e1, a 4-character pawn move onto the last rank is a knight
+        promotion. Castling rights may be given as ``KQkq`` (X-FEN: the outermost rooks) or as
+        rook files (Shredder-FEN ``HFhf``): lc0 accepts both in every FEN, whatever UCI_Chess960
+        says. ``chess960``: True reads the FEN as Chess960; False as standard chess; None (the
+        default) as standard chess unless its castling rights need Chess960 (a castling rook or
+        king off its standard square). Raises :class:`PositionError` on a bad FEN or an illegal
+        move.
         """
         if fen is None:
-            board = chess.Board(chess960=chess960)
+            board = chess.Board(chess960=bool(chess960))
         else:
             try:
-                board = chess.Board(fen, chess960=chess960)
+                board = chess.Board(fen, chess960=bool(chess960))
+                if chess960 is None and board.status() & chess.STATUS_BAD_CASTLING_RIGHTS:
+                    board = chess.Board(fen, chess960=True)
             except ValueError as exc:
                 raise PositionError(f"bad FEN {fen!r}: {exc}") from None
         history = cls._from_root(board, fen or board.fen())
@@ -219,8 +225,12 @@ class PositionHistory:
             and chess.square_rank(move.to_square) in (0, 7)
         ):
             move = chess.Move(move.from_square, move.to_square, chess.KNIGHT)
+        if move and board.kings & (1 << move.from_square):
+            # Castling in either notation, as python-chess stores it on this board (e1g1 on a
+            # standard board, king-takes-rook on a Chess960 one), so tree reuse finds the child.
+            move = board._to_chess960(move)
+            move = board._from_chess960(board.chess960, move.from_square, move.to_square)
         if not board.is_legal(move):
-            # python-chess also accepts king-takes-rook castling on standard boards via is_legal.
             raise PositionError(f"illegal move {text!r} in position {board.fen()}")
         return move
 

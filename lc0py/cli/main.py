@@ -3,6 +3,10 @@
 Each sub-command lives in its own module exposing ``add_arguments(parser)`` and
 ``run(args) -> int``; this file only wires them up and turns ``Lc0pyError`` into one line on
 stderr with exit status 2 (argparse's own usage errors also exit 2).
+
+Launched as lc0 is: no command, or only flags (``lc0py --weights=x.pb.gz``), runs the UCI engine,
+with the flags of an ``lc0.config`` file (``-c``/``--config``, lc0's folders) in front of the
+command line's; ``--version`` prints the version.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import sys
 from typing import NoReturn
 
+from lc0py import __version__
 from lc0py.errors import Lc0pyError
 
 # command -> (module, one-line help)
@@ -52,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lc0py", description="Python inference engine for lc0 attention-body networks."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
+    parser.add_argument("--version", action="version", version=f"lc0py v{__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         module = _load(module_name)
@@ -63,8 +69,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TOP_FLAGS = ("-v", "--verbose")
+
+
+def with_default_command(argv: list[str]) -> list[str]:
+    """lc0's launch rule: without a command (nothing, or only flags) the UCI engine runs; the
+    flags of the configuration file go in front of the UCI engine's own (the command line wins)."""
+    i = 0
+    while i < len(argv) and argv[i] in _TOP_FLAGS:
+        i += 1
+    if i < len(argv) and argv[i] in ("-h", "--help", "--version"):
+        return argv
+    if i == len(argv) or argv[i] not in COMMANDS:
+        argv = [*argv[:i], "uci", *argv[i:]]
+    if argv[i] == "uci":
+        from lc0py.uci.config import config_arguments
+
+        argv = [*argv[: i + 1], *config_arguments(argv[i + 1 :]), *argv[i + 1 :]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    try:
+        argv = with_default_command(list(sys.argv[1:] if argv is None else argv))
+    except Lc0pyError as exc:
+        print(f"lc0py: {exc}", file=sys.stderr)
+        return exc.exit_code
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

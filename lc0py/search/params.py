@@ -48,3 +48,9 @@ class SearchParams:
     nncache_size: int = 2000000
     overlap: bool = True  # gather the next minibatch while the backend evaluates (lc0py only)
     verbose_move_stats: bool = False
+    # lc0's WDL rescaling of every NN evaluation (contempt, draw-rate sharpening; issue 12): the
+    # search applies lc0py.search.wdl_rescale with these; the UCI layer computes them.
+    wdl_rescale_ratio: float = 1.0
+    wdl_rescale_diff: float = 0.0  # 0 when the contempt is disabled
+    wdl_max_s: float = 1.4
+    contempt_root_side: bool = True  # the contempt favours the root's side to move (else the other)

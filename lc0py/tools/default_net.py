@@ -1,8 +1,10 @@
 """The built-in default network: a T82-shaped random net generated once into the user cache.
 
-lc0py downloads nothing at run time, so commands that need *a* network when none is given
-(``backendbench``, ``uci``) use a deterministic random net with T82's shape (preset ``t82``: 15
-layers, 768 embedding, 24 heads, smolgen, PE_MAP) stored LINEAR16 as lc0 would store it. It is
+lc0py downloads nothing at run time, so commands that measure or check *a* network when none is
+given (``backendbench``, ``verify``…) use a deterministic random net with T82's shape (preset
+``t82``: 15 layers, 768 embedding, 24 heads, smolgen, PE_MAP) stored LINEAR16 as lc0 would store
+it, and say "random weights" on stderr whenever it is loaded. The UCI engine plays with it only
+when asked for with ``--weights=<random>`` (otherwise it looks for a net as lc0 does). It is
 generated on first use into the lc0py cache root (``lc0py.storage.cache.cache_root``:
 ``$LC0PY_CACHE_DIR``, else the platform's user cache folder, ``~/.cache/lc0py`` on Linux).
 

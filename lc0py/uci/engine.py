@@ -4,7 +4,17 @@ The loop reads stdin in the main thread; a search runs in its own threads (``Sea
 ``stop``/``quit`` are answered at once. The backend is created lazily (first ``isready``,
 ``position``, ``ucinewgame`` or ``go``), never at ``uci``, so ``uciok`` comes back immediately.
 Each command runs inside one exception boundary: a malformed command prints ``error <message>``
-and the engine goes on; a backend failure is reported and a legal ``bestmove`` is still sent.
+and the engine goes on. As lc0: a backend that cannot be created gives its error line at each
+command that needs it and ``go`` then sends no ``bestmove`` (nothing is invented); no network found
+by ``<autodiscover>`` is lc0's error, and the built-in random-weight net plays only when asked for
+with ``WeightsFile=<random>``. Every ``go`` that was accepted ends with a ``bestmove`` (``(none)``
+after a refused position, for impossible ``searchmoves`` and in mate/stalemate).
+
+Pondering follows lc0 (``src/engine.cc``): with ``Ponder`` on, ``go ponder`` searches the position
+before the ponder move (the last move of ``position``), reporting from the side after it;
+``ponderhit`` starts the clock and searches the full position, keeping the subtree and the time
+manager; a ponder miss (``stop``, then the real position) continues the same game, so the time
+manager is kept there too.
 """
 
 from __future__ import annotations
@@ -13,25 +23,33 @@ import argparse
 import sys
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TextIO
 
 import chess
 
 from lc0py import __version__
 from lc0py.backends.base import Backend
-from lc0py.chess.history import check_side_not_to_move
-from lc0py.errors import Lc0pyError, UsageError
+from lc0py.chess.encoding import PositionRecord
+from lc0py.chess.history import PositionHistory, check_side_not_to_move
+from lc0py.errors import BackendUnavailable, Lc0pyError, UsageError
 from lc0py.search.nncache import NNCache
-from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
+from lc0py.search.params import SearchParams
+from lc0py.search.search import PvLine, Search, SearchCallbacks, SearchInfo, SearchLimits
+from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
 from lc0py.search.tree import NodeTree
 from lc0py.search.warmup import warm_up
+from lc0py.uci.contempt import contempt_side, rescale_params
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
 from lc0py.uci.options import Options
 from lc0py.uci.protocol import GoParams, UciError, parse_go, parse_position, parse_setoption
 from lc0py.uci.verbose import verbose_stats
+from lc0py.weights.discover import AUTODISCOVER, discover_weights_file
 
 _BACKEND_OPTIONS = ("WeightsFile", "Backend", "BackendOptions")
+RANDOM_WEIGHTS = "<random>"  # WeightsFile value: the built-in random-weight net, asked for explicitly
 
 
 class Output:
@@ -62,14 +80,18 @@ class UciEngine:
         self.out = out
         self.show_hidden = show_hidden
         self.backend: Backend | None = None
-        self._backend_error: str | None = None
         self.cache = NNCache(int(options["NNCacheSize"]))
         self.tree = NodeTree()
         self.tm = LegacyTimeManager(int(options["MoveOverheadMs"]))
         self.search: Search | None = None
-        self._position_set = False
-        self._position_time = time.perf_counter()
+        # The last accepted ``position`` (start FEN or None, moves); None after a refused one.
+        self.position: tuple[str | None, list[str]] | None = None
+        self._position_error: str | None = None
+        self.clock_start = time.perf_counter()  # lc0's StartClock: position, go, ponderhit
         self._ponder_go: GoParams | None = None
+        self._ponder_enabled = bool(options["Ponder"])
+        self.tablebase: SyzygyTablebase | None = None
+        self._tb_failed = ""  # a SyzygyPath that could not be opened (reported once)
 
     # ------------------------------------------------------------------ loop ----
     def handle(self, line: str) -> bool:
@@ -123,47 +145,81 @@ class UciEngine:
         self.cache.clear()
         self.tree.clear()
         self.tm = LegacyTimeManager(int(self.options["MoveOverheadMs"]))
-        self.tree.reset_to_position(None, [])
-        self._position_set = True
+        self._accept_position(None, [])
 
     def cmd_position(self, args: list[str]) -> None:
-        fen, moves = parse_position(args)
-        if fen is not None:
-            check_side_not_to_move(fen)
-        self._position_time = time.perf_counter()
+        """Stop any search, start the clock, check the position; a refused one leaves no position
+        (the next ``go`` answers ``bestmove (none)``, never a search of the previous one)."""
         self._stop_search(wait=True)
+        self.clock_start = time.perf_counter()
+        self.position = None
+        self._ponder_go = None
+        try:
+            fen, moves = parse_position(args)
+            if fen is not None:
+                check_side_not_to_move(fen)  # else the side to move could capture the king
+            PositionHistory.from_fen(fen, moves)  # refuse a bad FEN or move now
+        except Lc0pyError as exc:
+            self._position_error = str(exc)
+            raise
         self._ensure_backend()
-        continued = self.tree.reset_to_position(fen, moves)
-        if not continued:
+        self._accept_position(fen, moves)
+
+    def _accept_position(self, fen: str | None, moves: list[str]) -> None:
+        self.position = (fen, list(moves))
+        self._position_error = None
+        # lc0 reads Ponder here: with it on, the tree is set at go (plain or one move back)
+        self._ponder_enabled = bool(self.options["Ponder"])
+        if not self._ponder_enabled:
+            self._set_search_position(for_ponder=False)
+
+    def _set_search_position(self, for_ponder: bool) -> None:
+        """The tree to the last position, or (ponder) to the one before its last move; a new
+        time manager only when the game does not continue (lc0's ``ClassicSearch::SetPosition``),
+        so a ponder miss keeps it."""
+        assert self.position is not None
+        fen, moves = self.position
+        if for_ponder:
+            if not moves:
+                raise UciError("Ponder search requires at least one move.")
+            moves = moves[:-1]
+        if not self.tree.reset_to_position(fen, moves):
             self.tm = LegacyTimeManager(int(self.options["MoveOverheadMs"]))
-        self._position_set = True
 
     def cmd_go(self, args: list[str]) -> None:
         go = parse_go(args)
-        go_time = time.perf_counter()
-        if go.ponder and not self.options["Ponder"]:
+        if go.ponder and not self._ponder_enabled:
             raise UciError("Ponder is not enabled, but the ponder search is requested.")
         self._stop_search(wait=True)
-        if not self._position_set:
+        if go.wtime is None and go.btime is None:
+            self.clock_start = time.perf_counter()
+        if self.position is None:
+            if self._position_error is not None:
+                self.out.send(
+                    f"error No position to search: the last position was refused ({self._position_error})"
+                )
+                self.out.send("bestmove (none)")
+                return
             self.cmd_ucinewgame([])
-        self._ensure_backend()
-        if go.ponder:
-            self._ponder_go = go
-            self._start(go, go_time, pondering=True)
-        else:
-            self._ponder_go = None
-            self._start(go, go_time, pondering=False)
+        if self._ensure_backend() is None:
+            return  # lc0: the error line, no bestmove
+        if self._ponder_enabled:
+            self._set_search_position(for_ponder=go.ponder)
+        self._ponder_go = go if go.ponder else None
+        self._start(go, self.clock_start, pondering=go.ponder)
 
     def cmd_ponderhit(self, args: list[str]) -> None:
+        """lc0's ``PonderHit``: stop the ponder search, start the clock now, search the full
+        position (the ponder move's subtree is kept) with the same ``go`` limits."""
         go = self._ponder_go
-        search = self.search
-        if go is None or search is None:
-            return
+        if go is None:
+            raise UciError("ponderhit while not pondering")
         self._ponder_go = None
-        search.stop_silently()
-        search.wait(None)
+        self._stop_search(wait=True, silently=True)
+        self.clock_start = time.perf_counter()
         go.ponder = False
-        self._start(go, time.perf_counter(), pondering=False)
+        self._set_search_position(for_ponder=False)
+        self._start(go, self.clock_start, pondering=False)
 
     def cmd_stop(self, args: list[str]) -> None:
         self._ponder_go = None
@@ -187,38 +243,105 @@ class UciEngine:
             except Exception:
                 pass
         self.backend = None
-        self._backend_error = None
         self.cache.clear()
         self.tree.clear()
-        self._position_set = False
+        if self.position is not None and not self._ponder_enabled:
+            self._set_search_position(for_ponder=False)
+
+    def _weights(self) -> str | None:
+        """The network to load: a path, or None for the built-in random-weight net (asked for
+        explicitly with ``<random>``). ``<autodiscover>`` (or empty) looks where lc0 looks; nothing
+        found raises lc0's error (unless the backend needs no network)."""
+        weights = str(self.options["WeightsFile"]).strip()
+        if weights == RANDOM_WEIGHTS:
+            return None
+        if weights in ("", AUTODISCOVER):
+            found = discover_weights_file()
+            if found is not None:
+                return found
+            backend = str(self.options["Backend"])
+            if not _needs_weights(backend):
+                return None
+            raise BackendUnavailable(f"The {backend} backend requires a network file.")
+        return weights
 
     def _ensure_backend(self) -> Backend | None:
-        """Create the backend once; on failure report it (one line) and keep going."""
-        if self.backend is not None or self._backend_error is not None:
+        """Create the backend if there is none; on failure print lc0's error line and return None
+        (lc0 tries again at the next command that needs it)."""
+        if self.backend is not None:
             return self.backend
         from lc0py.backends.registry import create_backend
 
-        weights = self.options["WeightsFile"]
-        weights = None if weights in ("", "<autodiscover>") else weights
         try:
+            weights = self._weights()
+            if weights is not None:
+                print(f"Loading weights file from: {weights}", file=sys.stderr)
             self.backend = create_backend(
                 self.options["Backend"], weights, self.options["BackendOptions"] or None
             )
         except Exception as exc:
-            self._backend_error = str(exc) or type(exc).__name__
-            self.out.send(f"error {self._backend_error}")
+            self.out.send(f"error {str(exc) or type(exc).__name__}")
+            return None
+        if weights is None and _needs_weights(str(self.options["Backend"])):
+            self.out.send("info string random weights: the built-in random-weight net plays (<random>)")
         warm_up()  # the compiled search core, loaded here rather than in the first timed go
         return self.backend
 
+    def _ensure_tablebase(self) -> SyzygyTablebase | None:
+        """The tables of ``SyzygyPath`` (opened again when it changed); None without any."""
+        paths = str(self.options["SyzygyPath"]).strip()
+        if self.tablebase is not None and self.tablebase.paths == paths:
+            return self.tablebase
+        if self.tablebase is not None:
+            self.tablebase.close()
+            self.tablebase = None
+        if not paths or paths == self._tb_failed:
+            return None
+        try:
+            tb = SyzygyTablebase(paths)
+        except (Lc0pyError, OSError) as exc:  # lc0: "Failed to load Syzygy tablebases!", play on
+            self._tb_failed = paths
+            self.out.send(f"error Failed to load Syzygy tablebases: {exc}")
+            return None
+        print(
+            f"Found {tb.wdl_files} WDL and {tb.dtz_files} DTZ tablebase files "
+            f"(up to {tb.max_pieces} pieces).",
+            file=sys.stderr,
+        )
+        self.tablebase = tb
+        return tb
+
     # ------------------------------------------------------------------ search ----
-    def _stop_search(self, wait: bool) -> None:
+    def _stop_search(self, wait: bool, silently: bool | None = None) -> None:
+        """Stop the running search; a ponder search (by default) without its ``bestmove``."""
         search = self.search
         if search is None:
             return
+        if silently is None:
+            silently = self._ponder_go is not None
         if not search.done:
-            search.stop_silently() if self._ponder_go is not None else search.stop()
+            search.stop_silently() if silently else search.stop()
         if wait:
             search.wait(None)
+
+    def _root_moves(self, go: GoParams, board: chess.Board) -> list[chess.Move] | None:
+        """``searchmoves`` as moves of ``board``, in either castling notation (lc0 drops the
+        illegal ones); None without searchmoves. Raises ``UciError`` when none is legal."""
+        if not go.searchmoves:
+            return None
+        moves = []
+        for text in go.searchmoves:
+            try:
+                move = chess.Move.from_uci(text)
+            except ValueError:
+                raise UciError(f"Invalid move in searchmoves: {text}") from None
+            move = board._to_chess960(move)
+            move = board._from_chess960(board.chess960, move.from_square, move.to_square, move.promotion)
+            if board.is_legal(move) and move not in moves:
+                moves.append(move)
+        if not moves:
+            raise UciError("No legal searchmoves.")
+        return moves
 
     def _limits(self, go: GoParams, board: chess.Board, pondering: bool) -> SearchLimits:
         overhead = int(self.options["MoveOverheadMs"])
@@ -239,43 +362,71 @@ class UciEngine:
             deadlines.append(self.tm.deadline_ms(ply, our_time, our_inc or 0, go.movestogo))
         limits.deadline_ms = min(deadlines) if deadlines else None
         limits.smart_pruning = not limits.infinite and go.mate is None
-        if go.searchmoves:
-            moves = []
-            for text in go.searchmoves:
-                try:
-                    mv = board.parse_uci(text)
-                except ValueError:
-                    raise UciError(f"Invalid move in searchmoves: {text}") from None
-                moves.append(mv)
-            limits.searchmoves = moves
         return limits
 
-    def _start(self, go: GoParams, go_time: float, pondering: bool) -> None:
+    def _start(self, go: GoParams, start: float, pondering: bool) -> None:
         board = self.tree.history.board
-        limits = self._limits(go, board, pondering)
-        has_clock = (go.wtime if board.turn == chess.WHITE else go.btime) is not None
-        start = self._position_time if has_clock and not pondering else go_time
-        if self.backend is None:
-            self._answer_without_backend(board)
+        try:
+            root_moves = self._root_moves(go, board)
+        except UciError as exc:  # the go was accepted: it still ends with a bestmove
+            self.out.send(f"error {exc}")
+            self.out.send("bestmove (none)")
             return
+        chess960 = bool(self.options["UCI_Chess960"])
+        if not any(board.generate_legal_moves()):
+            self._answer_game_over(board)
+            return
+        limits = self._limits(go, board, pondering)
+        tablebase = self._ensure_tablebase()
+        if root_moves:
+            limits.searchmoves = root_moves
+        elif tablebase is not None:  # lc0's MakeRootMoveFilter: searchmoves override the tables
+            tablebase.hits = 0
+            moves, limits.tablebase_root_dtz = tablebase.root_moves(
+                board,
+                _repeated_since_zeroing(self.tree.history.records),
+                bool(self.options["SyzygyFastPlay"]),
+            )
+            limits.searchmoves = moves
+        backend = self.backend
+        assert backend is not None
+        params = self.options.search_params()
+        rescale = self._apply_contempt(params, board.turn, go.infinite, pondering)
         fmt = InfoFormat(
             score_type=self.options["ScoreType"],
             show_wdl=bool(self.options["UCI_ShowWDL"]),
             show_movesleft=bool(self.options["UCI_ShowMovesLeft"]),
-            has_wdl=self.backend.info.has_wdl,
-            has_moves_left=self.backend.info.has_moves_left,
+            has_wdl=backend.info.has_wdl,
+            has_moves_left=backend.info.has_moves_left,
             draw_score=float(self.options["DrawScore"]),
-            chess960=bool(self.options["UCI_Chess960"]),
+            chess960=chess960,
+            rescale=rescale,
+            per_pv_counters=bool(self.options["PerPVCounters"]),
         )
         root_board = board.copy(stack=False)
         out = self.out
+        ponder_move: chess.Move | None = None
+        info_board = root_board
+        if pondering:
+            ponder_move = self.tree.history.board.parse_uci(self.position[1][-1]) if self.position else None
+            info_board = root_board.copy(stack=False)
+            if ponder_move is not None:
+                info_board.push(ponder_move)
 
         def on_info(info: SearchInfo) -> None:
-            for text in info_lines(info, fmt, root_board):
+            if ponder_move is not None:
+                info = ponder_view(info, ponder_move)
+            else:
+                info = with_pv(info, search)
+            for text in info_lines(info, fmt, info_board):
                 out.send(text)
 
         def on_bestmove(best: chess.Move | None, ponder: chess.Move | None) -> None:
             tm_used = search.elapsed_ms()
+            if search.root.n == 0 and best is not None:  # said, never silent
+                out.send(
+                    "info string WARNING: no evaluation finished before the deadline; move not searched"
+                )
             if limits.deadline_ms is not None:
                 self.tm.search_finished(tm_used)
             if best is None:
@@ -289,7 +440,7 @@ class UciEngine:
             out.send(text)
 
         def on_verbose(s: Search) -> None:
-            for text in verbose_stats(s):
+            for text in verbose_stats(s, fmt.rescale):
                 out.send("info string " + text)
 
         callbacks = SearchCallbacks(
@@ -298,17 +449,99 @@ class UciEngine:
             on_message=lambda text: out.send("info string " + text),
             on_verbose=on_verbose,
         )
-        params = self.options.search_params()
-        search = Search(self.tree, self.backend, params, limits, self.cache, callbacks, start_time=start)
+        search = Search(
+            self.tree, backend, params, limits, self.cache, callbacks, start_time=start, tablebase=tablebase
+        )
         self.search = search
         search.start()
 
-    def _answer_without_backend(self, board: chess.Board) -> None:
-        """No network: still answer with a score line and a legal move."""
-        self.out.send(f"info string no backend: {self._backend_error}")
-        moves = list(board.legal_moves)
-        self.out.send("info depth 1 seldepth 1 time 0 nodes 0 score cp 0 tbhits 0")
-        self.out.send("bestmove " + (moves[0].uci() if moves else "(none)"))
+    def _apply_contempt(
+        self, params: SearchParams, root_turn: chess.Color, infinite: bool, pondering: bool
+    ) -> tuple[float, float, float, float] | None:
+        """Fill ``params``' WDL rescaling from the contempt options (lc0's params.cc / Search
+        constructor) and return what ``info`` needs to report it (see ``compute_score``)."""
+        ratio, diff = rescale_params(self.options)
+        mode = str(self.options["ContemptMode"])
+        side = contempt_side(mode, root_turn, infinite, pondering)
+        if side is None:
+            if mode == "play" and diff != 0.0:
+                self.out.send(
+                    "info string WARNING: Contempt mode set to 'disable' as 'play' not supported "
+                    "for infinite search."
+                )
+            diff = 0.0
+        params.wdl_rescale_ratio = ratio
+        params.wdl_rescale_diff = diff
+        params.contempt_root_side = side is None or side == root_turn
+        contempt_active = diff != 0.0
+        if self.options["ScoreType"] != "WDL_mu" and not contempt_active:
+            return None
+        sign = 1.0 if params.contempt_root_side else -1.0
+        return ratio, diff * float(self.options["WDLEvalObjectivity"]), sign, float(self.options["WDLMaxS"])
+
+    def _answer_game_over(self, board: chess.Board) -> None:
+        """A root without legal moves: mated (``score mate 0``, all loss) or stalemated (a draw),
+        then ``bestmove (none)``. (lc0 0.32.1 prints no info and ``bestmove a1a1`` there, which
+        is not a move; the UCI convention is used instead.)"""
+        mated = board.is_check()
+        text = "info depth 1 seldepth 0 time 0 nodes 0 score " + ("mate 0" if mated else "cp 0")
+        if self.options["UCI_ShowWDL"]:
+            text += " wdl 0 0 1000" if mated else " wdl 0 1000 0"
+        self.out.send(text + " tbhits 0")
+        self.out.send("bestmove (none)")
+
+
+def with_pv(info: SearchInfo, search: Search) -> SearchInfo:
+    """``pv`` always present: a line without moves (e.g. a single legal move, root not expanded
+    yet) gets the move the search would play (and its reply)."""
+    if info.lines and info.lines[0].moves:
+        return info
+    best, ponder = search.best_move()
+    if best is None:
+        return info
+    moves = [best] + ([ponder] if ponder is not None else [])
+    if not info.lines:  # the root not evaluated yet: the move without a score (info_lines)
+        return replace(info, lines=[PvLine(moves, 0.0, 0.0, 0.0, 0)])
+    return replace(info, lines=[replace(info.lines[0], moves=moves), *info.lines[1:]])
+
+
+def ponder_view(info: SearchInfo, ponder_move: chess.Move) -> SearchInfo:
+    """lc0's ``UciPonderForwarder``: while pondering on the position before ``ponder_move``,
+    report the best line's numbers from the side to move after it (score and WDL negated,
+    depth and seldepth one less) with the PV after the ponder move (if a line starts with it)."""
+    if not info.lines:
+        return info
+    best = info.lines[0]
+    pv: list[chess.Move] = []
+    for line in info.lines:
+        if line.moves and line.moves[0] == ponder_move:
+            pv = list(line.moves[1:])
+            break
+    mate = -best.mate if best.mate is not None else None
+    line = PvLine(pv, -best.wl, best.d, best.m, best.n, mate)
+    return replace(
+        info,
+        depth=info.depth - 1 if info.depth > 1 else info.depth,
+        seldepth=info.seldepth - 1 if info.seldepth > 1 else info.seldepth,
+        lines=[line],
+    )
+
+
+def _repeated_since_zeroing(records: Sequence[PositionRecord]) -> bool:
+    """lc0's ``DidRepeatSinceLastZeroingMove``."""
+    for rec in reversed(records):
+        if rec.repetitions > 0:
+            return True
+        if rec.rule50 == 0:
+            return False
+    return False
+
+
+def _needs_weights(backend: str) -> bool:
+    from lc0py.backends.registry import _REGISTRY
+
+    entry = _REGISTRY.get(backend.strip().lower())
+    return entry is None or entry.needs_weights
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -316,6 +549,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Options().add_arguments(parser)
     parser.add_argument("--show-hidden", action="store_true", help="list hidden options at 'uci'")
     parser.add_argument("--preload", action="store_true", help="create the backend before reading stdin")
+    parser.add_argument("--no-preload", dest="preload", action="store_false", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from lc0py.search.fastmath import fast_log, fast_logistic
 from lc0py.search.search import PvLine, SearchInfo
+from lc0py.search.wdl_rescale import wdl_rescale
 
 _F = np.float32
 
@@ -31,19 +31,7 @@ class Score:
 
 def wdl_mu(wl: float, d: float) -> tuple[float, float, float]:
     """``(mu, wl', d')``: lc0's WDL_mu with its fast-math rewrite (§5.1); ``mu = 0`` if undefined."""
-    w = (1.0 + wl - d) / 2.0
-    lo = (1.0 - wl - d) / 2.0
-    if not all(0.0001 < x < 0.9999 for x in (w, d, lo)):
-        return 0.0, wl, d
-    a = fast_log(float(_F(1.0) / _F(lo) - _F(1.0)))
-    b = fast_log(float(_F(1.0) / _F(w) - _F(1.0)))
-    if a + b == 0.0:
-        return 0.0, wl, d
-    mu = float(_F(a - b) / _F(a + b))
-    s = float(_F(2.0) / _F(a + b))
-    w2 = fast_logistic(float(_F(-1.0 + mu) / _F(s)))
-    l2 = fast_logistic(float(_F(-1.0 - mu) / _F(s)))
-    return mu, float(_F(w2) - _F(l2)), max(0.0, float(_F(1.0) - _F(w2) - _F(l2)))
+    return wdl_rescale(wl, d, invert=True)
 
 
 def _trunc(x: float) -> int:
@@ -53,14 +41,23 @@ def _trunc(x: float) -> int:
 
 
 def compute_score(
-    line: PvLine, score_type: str = "WDL_mu", has_wdl: bool = True, draw_score: float = 0.0
+    line: PvLine,
+    score_type: str = "WDL_mu",
+    has_wdl: bool = True,
+    draw_score: float = 0.0,
+    rescale: tuple[float, float, float, float] | None = None,
 ) -> Score:
-    """The ``score`` of one PV line (values from the root side to move)."""
+    """The ``score`` of one PV line (values from the root side to move). ``rescale``: (ratio,
+    diff, sign, max_s) of the search's WDL rescaling, undone for the report as lc0 does
+    (``diff`` already times ``WDLEvalObjectivity``); None: no rescaling."""
     wl, d = line.wl, line.d
     if line.mate is not None:
         return Score("mate", line.mate, wl, d)
+    mu = 0.0
+    if score_type == "WDL_mu" or rescale is not None:
+        ratio, diff, sign, max_s = rescale if rescale is not None else (1.0, 0.0, 1.0, 1.4)
+        mu, wl, d = wdl_rescale(wl, d, ratio, diff, sign, True, max_s)
     if score_type == "WDL_mu":
-        mu, wl, d = wdl_mu(wl, d)
         cp = 45.0 * math.tan(1.56728071628 * wl)
         if has_wdl and mu != 0.0 and abs(wl) + d < 0.996 and (abs(mu) < 1 or abs(cp) < abs(100 * mu)):
             return Score("cp", _trunc(100 * mu), wl, d)
@@ -100,22 +97,31 @@ def wdl_permille(wl: float, d: float) -> tuple[int, int, int]:
 
 
 def uci_move(move: chess.Move, board: chess.Board | None = None, chess960: bool = False) -> str:
-    """UCI text; castling as king-takes-rook with ``chess960`` (needs the board)."""
-    if chess960 and board is not None and board.is_castling(move):
-        if not board.chess960 and chess.square_distance(move.from_square, move.to_square) == 2:
-            rook_file = 7 if move.to_square > move.from_square else 0
-            to = chess.square(rook_file, chess.square_rank(move.from_square))
-            return chess.Move(move.from_square, to).uci()
-    return move.uci()
+    """UCI text of ``move`` in ``board``, castling as lc0 writes it (``Move::ToString``): with
+    ``chess960`` (UCI_Chess960) king-takes-rook (``e1h1``, ``g1h1``), else the king's file
+    followed by g or c (``e1g1``) — on Chess960 boards as well."""
+    if board is None or not board.is_castling(move):
+        return move.uci()
+    frm, to = move.from_square, move.to_square
+    rank = chess.square_rank(frm)
+    if board.chess960 or chess.square_distance(frm, to) != 2:  # stored as king takes rook
+        rook = to
+        king_to = chess.square(6 if chess.square_file(to) > chess.square_file(frm) else 2, rank)
+    else:
+        king_to = to
+        rook = chess.square(7 if to > frm else 0, rank)
+    if chess960:
+        return chess.square_name(frm) + chess.square_name(rook)
+    return chess.square_name(frm) + chess.square_name(king_to)
 
 
 def pv_text(moves: list[chess.Move], board: chess.Board | None, chess960: bool) -> str:
-    if not chess960 or board is None:
+    if board is None:
         return " ".join(m.uci() for m in moves)
     b = board.copy(stack=False)
     out = []
     for m in moves:
-        out.append(uci_move(m, b, True))
+        out.append(uci_move(m, b, chess960))
         b.push(m)
     return " ".join(out)
 
@@ -132,16 +138,25 @@ class InfoFormat:
     draw_score: float = 0.0
     chess960: bool = False
     show_hashfull: bool = False
+    rescale: tuple[float, float, float, float] | None = None  # see compute_score
+    per_pv_counters: bool = False  # PerPVCounters: each line's nodes are its own move's visits
 
 
 def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = None) -> list[str]:
     """One ``info`` line per PV (MultiPV), fields in lc0's order."""
     out = []
+    if info.nodes == 0:  # nothing evaluated yet (deadline before the root's value): no score
+        head = f"info depth 1 seldepth {info.seldepth} time {info.time_ms} nodes 0"
+        moves = info.lines[0].moves if info.lines else []
+        return [head + (" pv " + pv_text(moves, board, fmt.chess960) if moves else "")]
     lines = info.lines or [PvLine([], 0.0, 0.0, 0.0, 0)]
     multi = len(lines) > 1
     for k, line in enumerate(lines, 1):
-        parts = [f"info depth {info.depth} seldepth {info.seldepth} time {info.time_ms} nodes {info.nodes}"]
-        score = compute_score(line, fmt.score_type, fmt.has_wdl, fmt.draw_score)
+        nodes = line.n if fmt.per_pv_counters else info.nodes
+        parts = [
+            f"info depth {max(info.depth, 1)} seldepth {info.seldepth} time {info.time_ms} nodes {nodes}"
+        ]
+        score = compute_score(line, fmt.score_type, fmt.has_wdl, fmt.draw_score, fmt.rescale)
         parts.append(f"score {score.kind} {score.value}")
         if fmt.show_wdl:
             w, d, lo = wdl_permille(score.wl, score.d)
@@ -152,7 +167,7 @@ def info_lines(info: SearchInfo, fmt: InfoFormat, board: chess.Board | None = No
             parts.append(f"hashfull {info.cache_fill_permille}")
         if info.nps is not None:
             parts.append(f"nps {info.nps}")
-        parts.append("tbhits 0")
+        parts.append(f"tbhits {info.tb_hits}")
         if multi:
             parts.append(f"multipv {k}")
         if line.moves:

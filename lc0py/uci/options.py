@@ -21,6 +21,16 @@ from typing import Any
 from lc0py.errors import UsageError
 from lc0py.search.params import SearchParams
 
+# lc0's one-letter flags (``-w net.pb.gz``)
+SHORT_FLAGS = {
+    "WeightsFile": "-w",
+    "Backend": "-b",
+    "BackendOptions": "-o",
+    "Threads": "-t",
+    "ConfigFile": "-c",
+    "LogFile": "-l",
+    "SyzygyPath": "-s",
+}
 _TRUE = {"true", "1", "on", "yes"}
 _FALSE = {"false", "0", "off", "no"}
 
@@ -154,7 +164,12 @@ def build_table() -> list[OptionSpec]:
     B, U = "backend", "uci"
     return [
         OptionSpec(
-            "WeightsFile", "string", "<autodiscover>", "--weights", group=B, help="network file (.pb.gz)"
+            "WeightsFile",
+            "string",
+            "<autodiscover>",
+            "--weights",
+            group=B,
+            help="network file (.pb.gz); <autodiscover>: search lc0's folders; <random>: built-in random net",
         ),
         OptionSpec(
             "Backend",
@@ -310,12 +325,57 @@ def build_table() -> list[OptionSpec]:
             "moves_left_quadratic_factor",
         ),
         _f("DrawScore", 0.0, -1, 1, "--draw-score", "draw_score"),
+        # Opponent-aware play (lc0 0.32's contempt; lc0py/uci/contempt.py), same order as lc0.
+        OptionSpec(
+            "ContemptMode",
+            "combo",
+            "play",
+            "--contempt-mode",
+            choices=("play", "white_side_analysis", "black_side_analysis", "disable"),
+            help="which side the contempt favours: play (the engine's), white/black (analysis), disable",
+        ),
+        OptionSpec(
+            "Contempt",
+            "string",
+            "",
+            "--contempt",
+            help="simulated Elo advantage: 'N' and/or 'name=N' entries matched against UCI_Opponent",
+        ),
+        _f("ContemptMaxValue", 420.0, 0, 10000, "--contempt-max-value", hidden=True),
+        _f("WDLCalibrationElo", 0.0, 0, 10000, "--wdl-calibration-elo"),
+        _f("WDLContemptAttenuation", 1.0, -10, 10, "--wdl-contempt-attenuation", hidden=True),
+        _f("WDLMaxS", 1.4, 0, 10, "--wdl-max-s", "wdl_max_s", hidden=True),
+        _f("WDLEvalObjectivity", 1.0, 0, 1, "--wdl-eval-objectivity"),
+        _f("WDLDrawRateTarget", 0.0, 0, 0.999, "--wdl-draw-rate-target", hidden=True),
+        _f("WDLDrawRateReference", 0.5, 0.001, 0.999, "--wdl-draw-rate-reference"),
+        _f("WDLBookExitBias", 0.65, -2, 2, "--wdl-book-exit-bias", hidden=True),
+        OptionSpec(
+            "UCI_Opponent", "string", "", None, help="the GUI's 'title elo type name' of the opponent"
+        ),
+        _f("UCI_RatingAdv", 0.0, -10000, 10000, None),
         _f("SmartPruningFactor", 1.33, 0, 10, "--smart-pruning-factor", "smart_pruning_factor", group=U),
         OptionSpec("MoveOverheadMs", "spin", 200, "--move-overhead", 0, 100000000, group=U),
         OptionSpec("TimeManager", "string", "legacy", "--time-manager", group=U),
         OptionSpec("Ponder", "check", False, "--ponder", group=U),
-        OptionSpec("SyzygyPath", "string", "", "--syzygy-paths", group=B, help="accepted; not used yet"),
+        OptionSpec(
+            "SyzygyPath",
+            "string",
+            "",
+            "--syzygy-paths",
+            group=B,
+            help="Syzygy tablebase folders, separated by ':' (';' on Windows)",
+        ),
+        OptionSpec(
+            "SyzygyFastPlay",
+            "check",
+            False,
+            "--syzygy-fast-play",
+            help="with DTZ tables, only the winning moves with the shortest DTZ",
+        ),
         OptionSpec("LogFile", "string", "", "--logfile", group=U, check=_writable_log),
+        OptionSpec(
+            "ConfigFile", "string", "lc0.config", "--config", group=U, help="flags file read at start-up"
+        ),
         OptionSpec(
             "SearchOverlap",
             "check",
@@ -355,7 +415,11 @@ class Options:
     def set(self, name: str, text: str) -> str:
         """``setoption``: validate and store; returns the canonical name."""
         s = self.spec(name)
-        self.values[s.name] = s.convert(text)
+        value = s.convert(text)
+        if s.name == "TimeManager" and not str(value).strip().lower().startswith("legacy"):
+            # lc0 has more managers; lc0py has lc0's default only, so say so rather than ignore it
+            raise UsageError(f"Option TimeManager: '{text}' is not available (lc0py implements 'legacy')")
+        self.values[s.name] = value
         self.changed.add(s.name)
         return s.name
 
@@ -371,6 +435,8 @@ class Options:
             if s.param:
                 setattr(params, s.param, self.values[s.name])
         params.fpu_absolute = self.values.get("FpuStrategy", "reduction") == "absolute"
+        if self.values.get("Threads") == 1:  # one search thread: no gathering while evaluating
+            params.overlap = False
         return params
 
     # --- command line ---------------------------------------------------------------------
@@ -390,13 +456,17 @@ class Options:
             if s.kind == "check":
                 kwargs.update(nargs="?", const="true")
             flags = [s.flag]
-            if s.name == "WeightsFile":
-                flags.append("-w")
-            elif s.name == "Backend":
-                flags.append("-b")
-            elif s.name == "BackendOptions":
-                flags.append("-o")
+            if s.name in SHORT_FLAGS:
+                flags.insert(0, SHORT_FLAGS[s.name])
             parser.add_argument(*flags, **kwargs)
+            if s.kind == "check":  # lc0's --[no-]flag
+                parser.add_argument(
+                    "--no-" + s.flag[2:],
+                    dest="opt_" + s.name,
+                    action="store_const",
+                    const="false",
+                    help=argparse.SUPPRESS,
+                )
 
     def apply_args(self, args: argparse.Namespace) -> None:
         """Take the values given on the command line (``UsageError`` on a bad one)."""

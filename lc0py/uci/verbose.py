@@ -6,7 +6,7 @@ from lc0py.chess.policy import king_takes_rook_uci, move_to_index
 from lc0py.search.core.board import to_chess_move
 from lc0py.search.search import Search
 from lc0py.search.tree import NodeView
-from lc0py.uci.info import wdl_mu
+from lc0py.search.wdl_rescale import wdl_rescale
 
 
 def _pct(p: float) -> str:
@@ -26,8 +26,14 @@ def _bounds_mark(node: NodeView, flip: bool) -> str:
     return ""
 
 
-def verbose_stats(search: Search) -> list[str]:
-    """The lines (without the ``info string`` prefix), most visited move last."""
+def verbose_stats(search: Search, rescale: tuple[float, float, float, float] | None = None) -> list[str]:
+    """The lines (without the ``info string`` prefix), most visited move last. ``rescale``: the
+    search's WDL rescaling to undo in the WL/D columns, as ``info`` does (``compute_score``)."""
+    ratio, diff, sign, max_s = rescale if rescale is not None else (1.0, 0.0, 1.0, 1.4)
+
+    def wdl_mu(wl: float, d: float) -> tuple[float, float, float]:
+        return wdl_rescale(wl, d, ratio, diff, sign, True, max_s)
+
     root = search.root
     board = search.history.board
     codes = root.moves

@@ -95,3 +95,31 @@ def test_against_stockfish(tiny_weights: Path) -> None:
     finally:
         ours.quit()
         sf.quit()
+
+
+def test_pondering_game_against_stockfish(tiny_weights: Path) -> None:
+    """python-chess with ponder=True: go ponder after each move, then ponderhit or stop + the real
+    position; every move legal, no hang (the mechanism is checked in test_uci_ponder.py)."""
+    path = _stockfish()
+    if path is None:
+        pytest.skip("stockfish not installed (apt-get install stockfish)")
+    ours = _lc0py(tiny_weights, "--minibatch-size=16")
+    sf = chess.engine.SimpleEngine.popen_uci(path)
+    try:
+        sf.configure({"Skill Level": 0, "Threads": 1, "Hash": 16})
+        board = chess.Board()
+        pondered = 0
+        while not board.is_game_over(claim_draw=True) and board.ply() < 30:
+            # A node limit, not a clock: on a loaded machine a clocked search may find no reply
+            # to ponder on; the clock side of pondering is checked in test_uci_ponder.py.
+            result = ours.play(board, chess.engine.Limit(nodes=30), ponder=True)
+            assert result.move in board.legal_moves
+            pondered += result.ponder is not None
+            board.push(result.move)
+            if board.is_game_over():
+                break
+            board.push(sf.play(board, chess.engine.Limit(time=0.05)).move)
+        assert board.ply() >= 10 and pondered > 0
+    finally:
+        ours.quit()
+        sf.quit()

@@ -81,15 +81,17 @@ def test_uciok_does_not_wait_for_weights(engine_factory, tmp_path) -> None:
     lines = e.expect(lambda s: s == "uciok")
     # `uci` does not load the net: the bad file is not mentioned until something needs it.
     assert not any(s.startswith("error ") for s in lines)
-    # The bad file is reported when the net is needed; the engine still answers go.
+    # The bad file is reported when the net is needed, at every command that needs it (as lc0),
+    # and go invents nothing: no score, no bestmove.
     e.send("isready")
     lines = e.expect(lambda s: s == "readyok")
     assert any(s.startswith("error ") for s in lines)
     e.send("position startpos")
     e.send("go nodes 10")
-    got = e.expect(_is_bestmove)
-    assert any(" score " in s for s in got)
-    assert chess.Move.from_uci(got[-1].split()[1]) in chess.Board().legal_moves
+    e.send("isready")
+    got = e.expect(lambda s: s == "readyok")
+    assert sum(s.startswith("error ") and "missing.pb.gz" in s for s in got) >= 2, got
+    assert not any(s.startswith(("bestmove", "info")) for s in got), got
 
 
 def test_quit_during_search_is_prompt(engine_factory) -> None:
