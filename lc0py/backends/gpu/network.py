@@ -12,6 +12,7 @@ bucket, asynchronous results). This class only wires them and keeps the backend'
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,11 @@ class GpuNetwork:
         self.np_dtype = np.float16 if fp16 else np.float32
         self._closed = False
         self._w_base = 0
+        # One thread at a time enqueues on the streams: a graph capture is per stream, and a launch
+        # from another thread while it runs fails (CUDA: "operation not permitted when stream is
+        # capturing") -- e.g. a finished search's evaluation thread still submitting its last batch
+        # while the next search submits its first. Waiting for results needs no lock.
+        self._enqueue = threading.Lock()
         self.cache = KernelCache(platform)
         self.model: GpuModel | GpuResidualModel
         if isinstance(network, ResidualNetwork):
@@ -140,9 +146,10 @@ class GpuNetwork:
         ``reason`` says why and the network runs the GEMM+softmax path."""
         if not isinstance(self.model, GpuModel):
             raise UnsupportedNetError("flash attention parameters: a residual network has no attention body")
-        self.p.synchronize(self.ops.main)
-        self.runner.drop_graphs()
-        return self.model.attention.rebuild(overrides)
+        with self._enqueue:
+            self.p.synchronize(self.ops.main)
+            self.runner.drop_graphs()
+            return self.model.attention.rebuild(overrides)
 
     # ---- evaluation -----------------------------------------------------------------------------
     def submit(
@@ -151,7 +158,8 @@ class GpuNetwork:
         """Start evaluating ``batch``; returns before the device finishes."""
         flash = self.uses_flash if flash is None else (flash and self.uses_flash)
         use_graph = self.runner.graphs_enabled if use_graph is None else use_graph
-        return self.runner.submit(batch, flash, use_graph)
+        with self._enqueue:
+            return self.runner.submit(batch, flash, use_graph)
 
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
         return self.submit(batch, **kw).result()
@@ -161,12 +169,14 @@ class GpuNetwork:
     ) -> tuple[NetworkOutput, dict[str, np.ndarray]]:
         """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
         ``[B, 64, width]``), for ``lc0py verify``; no graphs, synchronises after each tap."""
-        return self.runner.evaluate_traced(batch, flash and self.uses_flash)
+        with self._enqueue:
+            return self.runner.evaluate_traced(batch, flash and self.uses_flash)
 
     def run_forward(self, bsz: int, flash: bool) -> None:
         """Enqueue one forward pass on the current buffers (benchmarks time the kernels alone)."""
-        self.runner.ensure(bsz)
-        self.runner.forward(bsz, flash and self.uses_flash)
+        with self._enqueue:
+            self.runner.ensure(bsz)
+            self.runner.forward(bsz, flash and self.uses_flash)
 
     # ---- timing helpers (benchmarks) ------------------------------------------------------------
     def time_attention(self, bsz: int, flash: bool, iters: int = 50) -> float:

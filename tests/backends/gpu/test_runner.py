@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from lc0py.backends.gpu.runner import wait_without_gil
 
@@ -36,3 +37,67 @@ def test_wait_polls_until_done_and_lets_other_threads_run() -> None:
     wait_without_gil(ev)  # type: ignore[arg-type]
     t.join(120)
     assert len(progress) == 200 and ev.done.is_set() and ev.polls >= 1
+
+
+def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
+    """A capture is per stream; another thread's launch on that stream while it runs is an error
+    on CUDA (a finished search's evaluation thread can still be submitting when the next search
+    submits). The platform below fails the same way; GpuNetwork must serialise enqueuing."""
+    import numpy as np
+
+    from lc0py.backends.base import PlanesBatch
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.platform import GpuError
+    from lc0py.weights.presets import random_network
+    from tests.backends.gpu.test_layers import PointerPlatform
+
+    class CapturingPlatform(PointerPlatform):
+        def __init__(self) -> None:
+            super().__init__()
+            self.capturing: int | None = None
+            self.errors: list[str] = []
+
+        def begin_capture(self, stream: int) -> None:
+            self.capturing = threading.get_ident()
+            time.sleep(0.005)  # a capture takes a while: let the other thread run meanwhile
+
+        def end_capture(self, stream: int) -> int:
+            self.capturing = None
+            return super().end_capture(stream)
+
+        def _check_capture(self, what: str) -> None:
+            if self.capturing is not None and self.capturing != threading.get_ident():
+                self.errors.append(what)
+                raise GpuError(f"{what} failed (operation not permitted when stream is capturing)")
+
+        def launch(self, *a, **k):  # type: ignore[no-untyped-def]
+            self._check_capture("launch")
+            return super().launch(*a, **k)
+
+        def launch_graph(self, graph: int, stream: int) -> None:
+            self._check_capture("cuGraphLaunch")
+
+        def gemm(self, *a, **k):  # type: ignore[no-untyped-def]
+            self._check_capture("gemm")
+            return super().gemm(*a, **k)
+
+    plat = CapturingPlatform()
+    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=64)
+    rng = np.random.default_rng(5)
+    failures: list[BaseException] = []
+
+    def submitter(sizes: list[int]) -> None:
+        try:
+            for n in sizes:  # every size a new graph bucket: captures interleave with launches
+                masks = rng.integers(1, 2**62, size=(n, 112), dtype=np.uint64)
+                gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32))).result()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=submitter, args=(list(range(k, 64, 2)),)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    gpu.close()
+    assert not failures and not plat.errors, (failures[:1], plat.errors[:3])
