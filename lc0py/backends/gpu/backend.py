@@ -27,6 +27,7 @@ from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_pr
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends.gpu")
 
@@ -54,7 +55,7 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
-        residual = not isinstance(network, Network)  # a ResidualNetwork (SE-ResNet body)
+        residual = isinstance(network, ResidualNetwork)  # a classical residual (SE-ResNet) body
         if residual:  # what the residual GPU path does not run is refused before any device work
             from lc0py.backends.gpu.weights_residual import residual_shape
 
