@@ -97,3 +97,21 @@ def test_tree_bytes_per_node(make_search) -> None:
     s.run()
     # 49 bytes a node + 4 bytes an edge (lc0: ~80 + 4): the issue's target is <= 250
     assert 49 < s.bytes_per_node() <= 250
+
+
+def test_position_after_clear_is_not_played_on_the_old_game() -> None:
+    """``ucinewgame`` (or a new net) clears the tree; the same moves sent again must give the same
+    position, not those moves replayed on top of the previous game's last position (the UCI fuzz
+    found ``push() expects move to be pseudo-legal``)."""
+    from lc0py.search.tree import NodeTree
+
+    moves = "f2f4 d7d6 b2b3 c8e6".split()
+    tree = NodeTree()
+    tree.reset_to_position(None, moves)
+    want = tree.history.board.fen()
+    tree.clear()
+    tree.reset_to_position(None, moves)
+    assert tree.history.board.fen() == want
+    tree.clear()
+    tree.reset_to_position(None, moves[:2])
+    assert len(tree.history.board.move_stack) == 2

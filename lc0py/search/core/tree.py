@@ -118,10 +118,14 @@ class NodeTree:
         self.root_id = 0
 
     def clear(self) -> None:
-        """Forget the tree (``ucinewgame``); the next position starts a new game."""
-        self.start_fen = None
-        self.moves = []
-        self._new_root()
+        """Forget the tree (``ucinewgame``); the next position starts a new game. The history goes
+        back to the start position with the moves, or the next position would be played on top of
+        the old game's last one."""
+        with self.lock:
+            self.start_fen = None
+            self.moves = []
+            self.history = PositionHistory.from_fen(None)
+            self._new_root()
 
     # ------------------------------------------------------------------ lookups ----
     def edge_index(self, node: int, move: chess.Move, board: chess.Board) -> int:
