@@ -60,6 +60,7 @@ from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
+from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.worker import Batch, SearchWorker, params_array
 
 _EMPTY = np.zeros(0, np.uint8)
@@ -77,6 +78,9 @@ class SearchLimits:
     searchmoves: Sequence[chess.Move] = ()
     smart_pruning: bool = True  # only with a time or node budget (UCI), never in benchmark
     ram_limit_mb: int = 0  # RamLimitMb: stop before the tree grows past it (0: no limit)
+    # The root moves were ranked by DTZ (lc0's ``root_is_in_dtz_``; the UCI layer filters them into
+    # ``searchmoves``): then lc0 makes no in-tree tablebase probes.
+    tablebase_root_dtz: bool = False
 
 
 @dataclass
@@ -105,6 +109,7 @@ class SearchInfo:
     lines: list[PvLine]
     cache_fill_permille: int = 0
     tree_bytes: int = 0
+    tb_hits: int = 0  # successful tablebase probes (the root filter's; in-tree probes: not yet)
 
 
 @dataclass
@@ -128,7 +133,11 @@ class Search:
         callbacks: SearchCallbacks | None = None,
         start_time: float | None = None,
         input_format: int | None = None,
+        tablebase: TablebaseProbe | None = None,
     ) -> None:
+        # Syzygy tables (issue 12): the UCI layer filters the root moves with them; their hits
+        # are reported here. The compiled core does not probe inside the tree yet.
+        self.tablebase = tablebase
         self.tree = tree
         self.history = tree.history
         self.backend = backend
@@ -593,6 +602,7 @@ class Search:
             lines=lines,
             cache_fill_permille=self.cache.fill_permille(),
             tree_bytes=self.tree.bytes_used(),
+            tb_hits=int(getattr(self.tablebase, "hits", 0)),
         )
 
     def bytes_per_node(self) -> float:
