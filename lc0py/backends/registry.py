@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,39 @@ def entry(name: str) -> BackendEntry:
     return _REGISTRY[name]
 
 
+def check_name(name: str | None) -> str:
+    """``name`` normalised (``None`` -> "auto"); ``BackendUnavailable`` if no backend has that name.
+
+    Called before anything is loaded, so that a typo costs nothing (not the default net's 16 s).
+    """
+    name = (name or AUTO).strip().lower()
+    if name != AUTO:
+        entry(name)
+    return name
+
+
+def needs_weights(name: str) -> bool:
+    """False for backends that run without a network (``random``)."""
+    return name not in _REGISTRY or _REGISTRY[name].needs_weights
+
+
+RANDOM_DEFAULT_NOTICE = (
+    "lc0py: no weights given: using the built-in default net, T82-shaped with RANDOM weights "
+    "(its moves and evaluations mean nothing; fine for speed measurements; give --weights FILE "
+    "for a real net)"
+)
+
+
+def default_weights() -> Path:
+    """Path of the built-in default net (generated on first use), announced on stderr every time:
+    its weights are random, which nothing else at run time would tell the user."""
+    from lc0py.tools.default_net import default_weights_path
+
+    path = default_weights_path()
+    print(RANDOM_DEFAULT_NOTICE, file=sys.stderr, flush=True)
+    return path
+
+
 def unavailable_reason(name: str) -> str | None:
     """``None`` if backend ``name`` can probably run here, else why not (one line)."""
     e = entry(name)
@@ -92,11 +126,12 @@ def create_backend(
 ) -> Backend:
     """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
 
-    ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net.
+    ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net
+    (random weights, announced on stderr). An unknown ``name`` is refused before anything loads.
     """
     from lc0py.weights.network import Network as _Network
 
-    name = (name or AUTO).strip().lower()
+    name = check_name(name)
     opts = BackendOptions.parse(options, backend=name)
     policy_head = opts.take("policy_head", "vanilla")
     value_head = opts.take("value_head", "winner")
@@ -112,9 +147,7 @@ def create_backend(
         from lc0py.weights import load_network
 
         if weights is None:
-            from lc0py.tools.default_net import default_weights_path
-
-            weights = default_weights_path()
+            weights = default_weights()
         network = load_network(weights, policy_head=policy_head, value_head=value_head)
 
     if name != AUTO:

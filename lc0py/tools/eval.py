@@ -18,42 +18,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from lc0py.api.evaluation import Evaluation
 from lc0py.errors import UsageError
+from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
 DEFAULT_TOP = 10
 
 
-@dataclass
-class Evaluation:
-    """One evaluated position: legal-move policy (probability, descending), WDL, Q, moves-left."""
-
-    fen: str
-    moves: list[str]
-    policy: list[tuple[str, float]]
-    wdl: tuple[float, float, float]
-    mlh: float | None
-
-    @property
-    def q(self) -> float:
-        return self.wdl[0] - self.wdl[2]
-
-    def to_json(self, top: int | None = None) -> dict[str, Any]:
-        items = self.policy if top is None else self.policy[:top]
-        return {
-            "fen": self.fen,
-            "moves": self.moves,
-            "policy": {m: _round(p) for m, p in items},
-            "wdl": [_round(x) for x in self.wdl],
-            "q": _round(self.q),
-            "mlh": None if self.mlh is None else _round(self.mlh),
-        }
+def to_json(spec: PositionSpec, ev: Evaluation, top: int | None = None) -> dict[str, Any]:
+    """The ``--json`` object of one position (``policy`` as UCI strings, most likely first)."""
+    items = ev.top(top) if top is not None else list(ev.policy.items())
+    return {
+        "fen": spec.fen,
+        "moves": list(spec.moves),
+        "policy": {m.uci(): _round(p) for m, p in items},
+        "wdl": [_round(x) for x in ev.wdl],
+        "q": _round(ev.q),
+        "mlh": None if ev.moves_left is None else _round(ev.moves_left),
+    }
 
 
 def _round(x: float) -> float:
@@ -69,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--svg", metavar="FILE",
+                        help="also draw the board with the top moves as arrows and a WDL bar "
+                             "(several positions: FILE-1.svg, FILE-2.svg, ...)")
     parser.add_argument("--top", default=None, metavar="N",
                         help=f"show the N most likely moves (default: {DEFAULT_TOP}; --json: all)")
 
@@ -83,51 +72,25 @@ def collect_positions(args: argparse.Namespace) -> list[PositionSpec]:
     return [PositionSpec(fen, list(args.moves), "--fen/--moves")]
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits.astype(np.float64) - logits.max())
-    return z / z.sum()
-
-
-def evaluate_positions(backend: Any, specs: list[PositionSpec]) -> list[Evaluation]:
-    """Encode ``specs`` for ``backend``'s input format, evaluate them in one batch, summarise."""
-    from lc0py.chess import encode_batch, legal_moves_with_indices
-
-    histories = [spec.history() for spec in specs]
-    encoded = [h.encode(backend.info.input_format) for h in histories]
-    out = backend.evaluate(encode_batch(encoded))
-    results = []
-    for i, (spec, hist, enc) in enumerate(zip(specs, histories, encoded, strict=True)):
-        moves, indices = legal_moves_with_indices(hist.board, enc.transform)
-        policy: list[tuple[str, float]] = []
-        if moves:
-            probs = _softmax(out.policy[i, indices])
-            order = np.argsort(-probs, kind="stable")
-            policy = [(moves[j].uci(), float(probs[j])) for j in order]
-        wdl = tuple(float(x) for x in out.wdl[i])
-        mlh = float(out.moves_left[i]) if backend.info.has_moves_left else None
-        results.append(Evaluation(spec.fen, list(spec.moves), policy, wdl, mlh))  # type: ignore[arg-type]
-    return results
-
-
-def format_table(ev: Evaluation, number: int, top: int) -> str:
+def format_table(spec: PositionSpec, ev: Evaluation, number: int, top: int) -> str:
     """Human-readable block for one position."""
-    lines = [f"Position {number}: {ev.fen}" + (f"  moves: {' '.join(ev.moves)}" if ev.moves else "")]
+    lines = [f"Position {number}: {spec.fen}" + (f"  moves: {' '.join(spec.moves)}" if spec.moves else "")]
     w, d, l = ev.wdl
-    mlh = f"{ev.mlh:.1f}" if ev.mlh is not None else "-"
+    mlh = f"{ev.moves_left:.1f}" if ev.moves_left is not None else "-"
     lines.append(f"  W {w:6.2%}  D {d:6.2%}  L {l:6.2%}   Q {ev.q:+.4f}   MLH {mlh}")
     if not ev.policy:
         lines.append("  no legal moves")
     else:
         lines.append("  move     policy")
-        for move, p in ev.policy[:top]:
-            lines.append(f"  {move:<7} {p:7.2%}")
+        for move, p in ev.top(top):
+            lines.append(f"  {move.uci():<7} {p:7.2%}")
         rest = len(ev.policy) - min(top, len(ev.policy))
         lines.append(f"  ({len(ev.policy)} legal moves" + (f", {rest} not shown)" if rest else ")"))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import create_backend
+    from lc0py.api import load
 
     if args.top is not None:
         try:
@@ -137,21 +100,48 @@ def run(args: argparse.Namespace) -> int:
         if args.top < 1:
             raise UsageError(f"--top {args.top}: must be at least 1")
     specs = collect_positions(args)
-    for spec in specs:  # validate every position before loading the network
-        spec.history()
+    histories = [spec.history() for spec in specs]  # every position validated before the net loads
     weights = Path(args.weights)
     if not weights.is_file():
         raise UsageError(f"--weights {weights}: no such file")
-    backend = create_backend(args.backend, weights, args.backend_opts)
-    try:
-        results = evaluate_positions(backend, specs)
-    finally:
-        backend.close()
+    svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
+    with load(weights, args.backend, args.backend_opts) as net:
+        results = net.evaluate_many(histories)
     out = sys.stdout
-    for n, ev in enumerate(results, start=1):
+    for n, (spec, ev) in enumerate(zip(specs, results, strict=True), start=1):
         if args.json:
-            out.write(json.dumps(ev.to_json(args.top)) + "\n")
+            out.write(json.dumps(to_json(spec, ev, args.top)) + "\n")
         else:
-            out.write(format_table(ev, n, args.top or DEFAULT_TOP) + ("\n\n" if n < len(results) else "\n"))
+            block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
+            out.write(block + ("\n\n" if n < len(results) else "\n"))
     out.flush()
+    for path, history, ev in zip(svg_paths, histories, results, strict=False):
+        write_text_atomically(path, evaluation_svg(history.board, ev))
+        print(f"eval: picture written to {path}", file=sys.stderr)
     return 0
+
+
+def svg_targets(name: str, count: int) -> list[Path]:
+    """``--svg FILE``: FILE for one position; ``FILE-1.svg``, ``FILE-2.svg``, ... for several."""
+    path = Path(name)
+    if not path.parent.is_dir():
+        raise UsageError(f"--svg {name}: directory {path.parent} does not exist")
+    if count == 1:
+        return [path]
+    stem = path.name[:-4] if path.name.lower().endswith(".svg") else path.name
+    return [path.with_name(f"{stem}-{k}.svg") for k in range(1, count + 1)]
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a failure leaves no half file."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UsageError(f"--svg {path}: cannot write: {exc}") from None
