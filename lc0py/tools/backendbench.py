@@ -7,9 +7,12 @@ is evaluated ``size`` times per batch, ``--batches`` batches per size, sizes fro
 the backend call and reading the outputs back (host <-> device traffic), as lc0 does. Warm-up:
 2 batches of the largest size. Rows: see ``lc0py.tools.bench_stats``.
 
-CPU backends are slow on T82-sized nets, so when the chosen backend runs on the CPU and no batch
-flag was given, a small plan is used (sizes 1, 8, 32, 5 batches each, 1 warm-up batch) and said
-on stderr. Backends declare this with an ``is_cpu`` attribute; the known CPU names are below.
+CPU backends are slow on T82-sized nets (about 1-3 positions a second with numpy), so on a CPU
+backend the parts of the plan no flag sets come from a small CPU plan (sizes 1, 4, 16, 3 batches
+each, 1 warm-up batch of size 4: ~70 positions, well under a minute) instead of lc0's (sizes
+1..256, 100 batches), and the plan is said on stderr. ``--batches 10`` alone keeps the CPU sizes;
+``--batch-sizes 1,2`` alone keeps the CPU batch count. Whether a backend runs on the CPU comes from
+``lc0py.backends.registry.is_cpu_backend``.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ from lc0py.tools.arguments import int_list, int_value
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
-CPU_BACKENDS = frozenset({"numpy", "onnx-cpu", "random"})
-CPU_DEFAULT_SIZES = (1, 8, 32)
-CPU_DEFAULT_BATCHES = 5
+CPU_DEFAULT_SIZES = (1, 4, 16)
+CPU_DEFAULT_BATCHES = 3
 CPU_DEFAULT_WARMUP = 1
+CPU_WARMUP_SIZE = 4
 WARMUP_BATCHES = 2
 PROGRESS_AFTER_S = 2.0
 
@@ -39,11 +42,17 @@ _BATCH_FLAGS = ("batches", "start_batch_size", "max_batch_size", "batch_step", "
 
 @dataclass
 class Plan:
-    """What to run: batch sizes, batches per size, warm-up batches (of the largest size)."""
+    """What to run: batch sizes, batches per size, warm-up batches of ``warmup_size`` positions."""
 
     sizes: list[int]
     batches: int
     warmup: int
+    warmup_size: int = 0  # 0: the largest size
+
+    def describe(self) -> str:
+        size = self.warmup_size or max(self.sizes)
+        return (f"sizes {','.join(map(str, self.sizes))}, {self.batches} batches each, "
+                f"{self.warmup} warm-up batch{'es' if self.warmup != 1 else ''} of {size}")
 
 
 # flag -> (attribute, lc0's range)
@@ -78,13 +87,15 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
-    """The plan from the flags; ``(plan, used_cpu_defaults)``."""
-    if is_cpu and all(getattr(args, f) is None for f in _BATCH_FLAGS):
-        return Plan(list(CPU_DEFAULT_SIZES), CPU_DEFAULT_BATCHES, CPU_DEFAULT_WARMUP), True
+    """The plan from the flags; ``(plan, used_cpu_defaults)``: on a CPU backend every part no
+    flag sets (the sizes, the batch count) comes from the small CPU plan."""
+    size_flags = ("start_batch_size", "max_batch_size", "batch_step")
     if args.batch_sizes is not None:
-        if any(getattr(args, f) is not None for f in ("start_batch_size", "max_batch_size", "batch_step")):
+        if any(getattr(args, f) is not None for f in size_flags):
             raise UsageError("--batch-sizes cannot be combined with --start/--max-batch-size/--batch-step")
         sizes = parse_sizes(args.batch_sizes)
+    elif is_cpu and all(getattr(args, f) is None for f in size_flags):
+        sizes = list(CPU_DEFAULT_SIZES)
     else:
         start = args.start_batch_size if args.start_batch_size is not None else 1
         stop = args.max_batch_size if args.max_batch_size is not None else 256
@@ -92,15 +103,14 @@ def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
         if start > stop:
             raise UsageError(f"--start-batch-size {start} is larger than --max-batch-size {stop}")
         sizes = list(range(start, stop + 1, step))
+    if is_cpu:
+        sizes_given = args.batch_sizes is not None or any(getattr(args, f) is not None for f in size_flags)
+        cpu_defaults = not sizes_given or args.batches is None
+        batches = args.batches if args.batches is not None else CPU_DEFAULT_BATCHES
+        warmup_size = min(CPU_WARMUP_SIZE, max(sizes))
+        return Plan(sizes, batches, CPU_DEFAULT_WARMUP, warmup_size), cpu_defaults
     batches = args.batches if args.batches is not None else 100
     return Plan(sizes, batches, WARMUP_BATCHES), False
-
-
-def backend_is_cpu(backend: Any) -> bool:
-    flag = getattr(backend, "is_cpu", None)
-    if isinstance(flag, bool):
-        return flag
-    return str(getattr(backend, "name", "")) in CPU_BACKENDS
 
 
 class _Progress:
@@ -157,7 +167,7 @@ def bench_size(backend: Any, history: Any, input_format: int, size: int, batches
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import create_backend
+    from lc0py.backends.registry import create_backend, is_cpu_backend
     from lc0py.chess import PositionHistory
 
     for flag, (attr, lo, hi) in INT_FLAGS.items():
@@ -172,20 +182,18 @@ def run(args: argparse.Namespace) -> int:
         weights = Path(args.weights)
         if not weights.is_file():
             raise UsageError(f"--weights {weights}: no such file")
-    if args.batch_sizes is not None:
-        parse_sizes(args.batch_sizes)
+    make_plan(args, is_cpu=False)  # every flag checked before anything loads
     backend = create_backend(args.backend, weights, args.backend_opts)
     try:
-        plan, cpu_defaults = make_plan(args, backend_is_cpu(backend))
+        plan, cpu_defaults = make_plan(args, is_cpu_backend(backend))
         if cpu_defaults:
-            print(f"backendbench: CPU backend '{backend.name}' without batch flags: sizes "
-                  f"{','.join(map(str, plan.sizes))}, {plan.batches} batches each, "
-                  f"{plan.warmup} warm-up batch (give --batches/--batch-sizes/... to change)",
-                  file=sys.stderr, flush=True)
+            print(f"backendbench: CPU backend '{backend.name}': small CPU plan: {plan.describe()} "
+                  f"(lc0's plan, sizes 1..256 x 100 batches, is for GPUs; --batches/--batch-sizes/... "
+                  f"change it)", file=sys.stderr, flush=True)
         fmt = backend.info.input_format
         progress = _Progress()
         for k in range(plan.warmup):
-            run_batch(backend, history, fmt, max(plan.sizes))
+            run_batch(backend, history, fmt, plan.warmup_size or max(plan.sizes))
             progress.update(f"warm-up {k + 1}/{plan.warmup}")
         for index, size in enumerate(plan.sizes):
             stats = bench_size(backend, history, fmt, size, plan.batches, progress)

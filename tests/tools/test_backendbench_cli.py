@@ -43,7 +43,7 @@ def test_batch_sizes_json(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_cpu_defaults(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backendbench", "-w", str(tiny_path), "--header-only-once"]) == 0
     captured = capsys.readouterr()
-    assert "sizes 1,8,32" in captured.err
+    assert "small CPU plan: sizes 1,4,16, 3 batches each" in captured.err
     lines = captured.out.splitlines()
     assert lines[0] == HEADER and len(lines) == 4
 
@@ -88,3 +88,38 @@ def test_missing_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["backendbench", "-w", str(tmp_path / "nope.pb.gz")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+@pytest.mark.parametrize(
+    "flags,sizes,batches",
+    [
+        ([], [1, 4, 16], 3),
+        (["--batches", "2"], [1, 4, 16], 2),  # one batch flag keeps the CPU sizes
+        (["--batch-sizes", "2,3"], [2, 3], 3),  # ... and the CPU batch count
+        (["--max-batch-size", "2"], [1, 2], 3),
+    ],
+)
+def test_cpu_plan_kept_for_unset_parts(tiny_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch, flags: list[str],
+                                       sizes: list[int], batches: int) -> None:
+    from lc0py.tools import backendbench
+
+    calls: list[int] = []
+    monkeypatch.setattr(backendbench, "run_batch", lambda backend, history, fmt, size: calls.append(size))
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy", "--json", *flags]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["size"] for r in rows] == sizes
+    warmup = min(4, max(sizes))
+    assert calls == [warmup] + [s for s in sizes for _ in range(batches)]
+
+
+def test_gpu_backends_keep_lc0s_plan() -> None:
+    import argparse
+
+    from lc0py.tools.backendbench import make_plan
+
+    args = argparse.Namespace(batches="7", start_batch_size=None, max_batch_size=None, batch_step=None,
+                              batch_sizes=None)
+    args.batches = 7
+    plan, cpu = make_plan(args, is_cpu=False)
+    assert plan.sizes == list(range(1, 257)) and plan.batches == 7 and not cpu
