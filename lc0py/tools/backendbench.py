@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lc0py.errors import PositionError, UsageError
-from lc0py.tools.arguments import int_list, int_value
+from lc0py.tools.arguments import JsonTarget, add_json_arguments, int_list, int_value, json_target
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
     parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
-    parser.add_argument("--json", action="store_true", help="one JSON object per batch size instead of CSV")
+    add_json_arguments(parser, "one object per batch size (JSON lines) instead of CSV")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -183,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         if not weights.is_file():
             raise UsageError(f"--weights {weights}: no such file")
     make_plan(args, is_cpu=False)  # every flag checked before anything loads
+    target = json_target(args, "backendbench")
+    rows: list[dict[str, Any]] = []
     backend = create_backend(args.backend, weights, args.backend_opts)
     try:
         plan, cpu_defaults = make_plan(args, is_cpu_backend(backend))
@@ -198,8 +200,9 @@ def run(args: argparse.Namespace) -> int:
         for index, size in enumerate(plan.sizes):
             stats = bench_size(backend, history, fmt, size, plan.batches, progress)
             progress.clear()
-            if args.json:
-                row = {"backend": backend.name, **stats.as_dict()}
+            row = {"backend": backend.name, **stats.as_dict()}
+            rows.append(row)
+            if target.stdout:
                 sys.stdout.write(json.dumps(row) + "\n")
             else:
                 if header_due(index, args.header_only_once):
@@ -208,4 +211,6 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.flush()
     finally:
         backend.close()
+    if target.file is not None:
+        JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
     return 0

@@ -23,6 +23,7 @@ from typing import Any
 
 from lc0py.api.evaluation import Evaluation
 from lc0py.errors import UsageError
+from lc0py.tools.arguments import JsonTarget, add_json_arguments, json_target
 from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one position per line: 'FEN | move move ...' (moves optional)")
     parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json_arguments(parser, "one object per position (JSON lines)")
     parser.add_argument("--svg", metavar="FILE",
                         help="also draw the board with the top moves as arrows and a WDL bar "
                              "(several positions: FILE-1.svg, FILE-2.svg, ...)")
@@ -105,16 +106,20 @@ def run(args: argparse.Namespace) -> int:
     if not weights.is_file():
         raise UsageError(f"--weights {weights}: no such file")
     svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
+    target = json_target(args, "eval")
     with load(weights, args.backend, args.backend_opts) as net:
         results = net.evaluate_many(histories)
     out = sys.stdout
+    lines = [json.dumps(to_json(spec, ev, args.top)) for spec, ev in zip(specs, results, strict=True)]
     for n, (spec, ev) in enumerate(zip(specs, results, strict=True), start=1):
-        if args.json:
-            out.write(json.dumps(to_json(spec, ev, args.top)) + "\n")
+        if target.stdout:
+            out.write(lines[n - 1] + "\n")
         else:
             block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
             out.write(block + ("\n\n" if n < len(results) else "\n"))
     out.flush()
+    if target.file is not None:
+        JsonTarget(False, target.file).write("\n".join(lines))
     for path, history, ev in zip(svg_paths, histories, results, strict=False):
         write_text_atomically(path, evaluation_svg(history.board, ev))
         print(f"eval: picture written to {path}", file=sys.stderr)

@@ -24,12 +24,13 @@ default stays and nothing is saved.
 Examples::
 
     lc0py tune --preset t82 --quick                   # 24 heads x 32, ~5 candidates
-    lc0py tune -w net.pb.gz --batch-sizes 64,256,1024 --json tune.json
+    lc0py tune -w net.pb.gz --batch-sizes 64,256,1024 --json-out tune.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -42,6 +43,7 @@ from typing import Any
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
+from lc0py.tools.arguments import JsonTarget, add_json_arguments, json_target
 
 STABLE_CV = 0.05  # a winner's stddev must be < 5 % of its mean nps (at every batch size)
 SEQ = 64
@@ -238,7 +240,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", type=int, default=10, metavar="N", help="batches per run (default 10)")
     parser.add_argument("--repeats", type=int, default=5, metavar="N", help="runs per batch size (default 5)")
     parser.add_argument("--quick", action="store_true", help="~5 candidates instead of the full sweep")
-    parser.add_argument("--json", metavar="FILE", help="write every result and the winner as JSON")
+    add_json_arguments(parser, "every result and the winner", legacy_file=True)
     parser.add_argument("--no-save", action="store_true", help="do not save the winner for the backend")
 
 
@@ -294,6 +296,13 @@ def table(results: Sequence[Result], default: FlashParams, winner: Result | None
 
 
 def run(args: argparse.Namespace) -> int:
+    """``--json``: the JSON document is the only thing on stdout (the progress text goes to stderr)."""
+    target = json_target(args, "tune")  # keeps the real stdout for the JSON
+    with contextlib.redirect_stdout(sys.stderr) if target.stdout else contextlib.nullcontext():
+        return _run(args, target)
+
+
+def _run(args: argparse.Namespace, target: JsonTarget) -> int:
     from lc0py.backends.gpu.backend import GpuBackend
     from lc0py.backends.gpu.kernels import AttentionKernel
     from lc0py.backends.registry import create_backend
@@ -388,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
             print(f"saved to {saved} (the backend uses it unless tuned=off)")
-    if args.json:
+    if target.stdout or target.file:
         doc = {
             "key": asdict(key),
             "mode": "quick" if args.quick else "full",
@@ -412,7 +421,7 @@ def run(args: argparse.Namespace) -> int:
             ],
             "filtered": [{"params": overrides_of(p, fp16), "reason": why} for p, why in filtered],
         }
-        Path(args.json).write_text(json.dumps(doc, indent=1))
+        target.write(json.dumps(doc, indent=1))
     return 0
 
 

@@ -123,3 +123,14 @@ def test_gpu_backends_keep_lc0s_plan() -> None:
     args.batches = 7
     plan, cpu = make_plan(args, is_cpu=False)
     assert plan.sizes == list(range(1, 257)) and plan.batches == 7 and not cpu
+
+
+def test_json_out_writes_the_rows(tiny_path: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rows.jsonl"
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "1", "--batch-sizes", "1,2",
+            "--json-out", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == HEADER  # CSV still on stdout
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["size"] for r in rows] == [1, 2]
