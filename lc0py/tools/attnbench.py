@@ -321,13 +321,12 @@ def table(rows: list[dict[str, Any]]) -> str:
 def plot(rows: list[dict[str, Any]], path: str) -> str:
     """Time vs sequence length (log-log), one line per (impl, depth, causal) at the first heads /
     batch of the sweep; returns what happened, as one line."""
-    try:
-        import matplotlib
+    from lc0py.tools.plotting import INSTALL_HINT, pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "attnbench: matplotlib is not installed: no plot (pip install matplotlib)"
+    try:
+        plt = pyplot()
+    except UsageError:
+        return f"attnbench: matplotlib is not installed: no plot ({INSTALL_HINT})"
     if not rows:
         return "attnbench: nothing to plot"
     h0, b0 = rows[0]["heads"], rows[0]["batch"]

@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", metavar="FILE",
                         help="network file (default: built-in T82-shaped net)")
     parser.add_argument("--backend", "-b", default="auto",
-                        help="backend name (default: auto = best available)")
+                        help="backend name, or several: cuda,cuda-fp16 (default: auto = best available)")
     parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
@@ -78,6 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
     parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="draw nps against batch size, one line per backend (needs matplotlib)")
     add_json_arguments(parser, "one object per batch size (JSON lines) instead of CSV")
 
 
@@ -166,8 +168,18 @@ def bench_size(backend: Any, history: Any, input_format: int, size: int, batches
     return compute_stats(size, start, [completions])
 
 
+def backend_list(text: str) -> list[str]:
+    """``--backend cuda,cuda-fp16`` -> the names, each checked before anything loads."""
+    from lc0py.backends.registry import check_name
+
+    names = [check_name(n) for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--backend: no backend given")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import create_backend, is_cpu_backend
+    from lc0py.backends.registry import default_weights, needs_weights
     from lc0py.chess import PositionHistory
 
     for flag, (attr, lo, hi) in INT_FLAGS.items():
@@ -182,10 +194,34 @@ def run(args: argparse.Namespace) -> int:
         weights = Path(args.weights)
         if not weights.is_file():
             raise UsageError(f"--weights {weights}: no such file")
+    names = backend_list(args.backend)
     make_plan(args, is_cpu=False)  # every flag checked before anything loads
     target = json_target(args, "backendbench")
+    if args.plot is not None:
+        from lc0py.tools.plotting import pyplot
+
+        pyplot()  # matplotlib missing: say so now, not after the measurements
+    if weights is None and any(needs_weights(n) for n in names):
+        weights = default_weights()  # generated (and announced) once for every backend
     rows: list[dict[str, Any]] = []
-    backend = create_backend(args.backend, weights, args.backend_opts)
+    for index, name in enumerate(names):
+        rows += bench_backend(args, name, weights, history, target, index == 0, len(names) > 1)
+    if target.file is not None:
+        JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
+    if args.plot is not None:
+        plot(rows, args.plot, args.backend_opts)
+        print(f"backendbench: plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def bench_backend(args: argparse.Namespace, name: str, weights: Path | None, history: Any,
+                  target: JsonTarget, first: bool = True, several: bool = False) -> list[dict[str, Any]]:
+    """Run the plan on backend ``name``; print its rows (CSV or JSON lines) and return them.
+    With ``several`` backends, a ``# backend NAME`` line precedes each one's CSV rows."""
+    from lc0py.backends.registry import create_backend, is_cpu_backend
+
+    rows: list[dict[str, Any]] = []
+    backend = create_backend(name, weights, args.backend_opts)
     try:
         plan, cpu_defaults = make_plan(args, is_cpu_backend(backend))
         if cpu_defaults:
@@ -205,12 +241,26 @@ def run(args: argparse.Namespace) -> int:
             if target.stdout:
                 sys.stdout.write(json.dumps(row) + "\n")
             else:
-                if header_due(index, args.header_only_once):
+                if index == 0 and several:  # which backend the following rows belong to
+                    sys.stdout.write(f"# backend {backend.name}\n")
+                if header_due(index, args.header_only_once) and (first or not args.header_only_once):
                     sys.stdout.write(HEADER + "\n")
                 sys.stdout.write(stats.csv_row() + "\n")
             sys.stdout.flush()
     finally:
         backend.close()
-    if target.file is not None:
-        JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
-    return 0
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: str, backend_opts: str = "") -> None:
+    """Nodes per second against batch size, one line per backend (log-log when sizes span 8x)."""
+    from lc0py.tools.plotting import line_plot
+
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        series.setdefault(row["backend"], []).append((row["size"], row["nps"]))
+    sizes = [row["size"] for row in rows]
+    wide = bool(sizes) and max(sizes) >= 8 * min(sizes)
+    opts = f" ({backend_opts})" if backend_opts else ""
+    line_plot(series, path, xlabel="batch size", ylabel="nodes per second (mean)",
+              title=f"lc0py backendbench{opts}", log_x=wide, log_y=wide)

@@ -134,3 +134,53 @@ def test_json_out_writes_the_rows(tiny_path: Path, tmp_path: Path,
     assert capsys.readouterr().out.splitlines()[0] == HEADER  # CSV still on stdout
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["size"] for r in rows] == [1, 2]
+
+
+def test_several_backends_and_plot(tiny_path: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "nps.png"
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy,random", "--batches", "2",
+            "--batch-sizes", "1,2,8", "--plot", str(png)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == "# backend numpy" and lines[1] == HEADER and "# backend random" in lines
+    assert len([line for line in lines if line[:4].strip().isdigit()]) == 6
+    assert "plot written" in captured.err
+    import matplotlib.image
+
+    image = matplotlib.image.imread(str(png))  # a real PNG: decodes, has pixels, not blank
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert float(image[..., :3].std()) > 0.01
+
+
+def test_plot_data_one_line_per_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.tools import backendbench, plotting
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(plotting, "line_plot", lambda series, path, **kw: seen.update(series=series, **kw))
+    rows = [{"backend": b, "size": s, "nps": n} for b, s, n in
+            [("cuda", 1, 10.0), ("cuda", 64, 500.0), ("cuda-fp16", 1, 12.0), ("cuda-fp16", 64, 900.0)]]
+    backendbench.plot(rows, "x.png")
+    assert seen["series"] == {"cuda": [(1, 10.0), (64, 500.0)], "cuda-fp16": [(1, 12.0), (64, 900.0)]}
+    assert seen["log_x"] is True and seen["xlabel"] == "batch size"
+
+
+def test_plot_without_matplotlib_is_one_line_before_measuring(
+    tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy", "--plot", str(tmp_path / "x.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "matplotlib is not installed" in captured.err
+    assert captured.out == ""  # nothing was measured
