@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from lc0py.backends.accuracy import relative_error
 from lc0py.errors import UsageError
 from lc0py.tools.arguments import add_json_arguments, int_list, json_target
 
@@ -258,8 +259,7 @@ def run(args: argparse.Namespace) -> int:
                     x.free()
             row: dict[str, Any] = {**asdict(s), "results": {i: t.summary() for i, t in timings.items()}}
             if "flash" in outs and "naive" in outs:
-                a, b = outs["flash"].astype(np.float64), outs["naive"].astype(np.float64)
-                row["flash_vs_naive_rel_err"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+                row["flash_vs_naive_rel_err"] = relative_error(outs["flash"], outs["naive"])
             rows.append(row)
             print(
                 f"attnbench {n + 1}/{len(shapes)} {s.label()}: "
