@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -99,27 +98,11 @@ def random_planes_batch(n: int, seed: int) -> PlanesBatch:
 
 
 def random_games_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
-    """``n`` positions reached by random legal playouts (python-chess) from the start position."""
-    import chess
+    """``n`` positions reached by random legal playouts (``lc0py.chess.testing.random_games``)."""
+    from lc0py.chess import encode_batch
+    from lc0py.chess.testing import random_games
 
-    from lc0py.chess import PositionHistory, encode_batch
-
-    rng = random.Random(seed)
-    histories = []
-    while len(histories) < n:
-        board = chess.Board()
-        moves = []
-        for _ in range(rng.randrange(0, 100)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            mv = rng.choice(legal)
-            moves.append(mv.uci())
-            board.push(mv)
-        if board.is_game_over(claim_draw=False):
-            continue
-        histories.append(PositionHistory.from_fen(None, moves))
-    return encode_batch([h.encode(input_format) for h in histories])
+    return encode_batch([h.encode(input_format) for h in random_games(n, seed, max_plies=100)])
 
 
 def _load(args: argparse.Namespace) -> Any:
