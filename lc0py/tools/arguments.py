@@ -12,7 +12,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from lc0py.errors import UsageError
 
@@ -99,3 +99,41 @@ def json_target(args: argparse.Namespace, tool: str) -> JsonTarget:
     if path is not None and not path.parent.is_dir():
         raise UsageError(f"--json-out {out}: directory {path.parent} does not exist")
     return JsonTarget(stdout, path, sys.stdout)
+
+
+# --- the network flags, from the UCI option table ----------------------------------------------
+# ``--weights/-w``, ``--backend/-b``, ``--backend-opts/-o`` are UCI options (WeightsFile, Backend,
+# BackendOptions); their long flag and help text come from that table (lc0py.uci.options), the
+# tools only say what differs (required, default, a sentence about their own use).
+
+_NETWORK_OPTIONS = {"weights": ("WeightsFile", "-w"), "backend": ("Backend", "-b"),
+                    "backend_opts": ("BackendOptions", "-o")}
+
+
+def _spec(dest: str) -> tuple[str, str, str]:
+    """``(long flag, short flag, help)`` of the UCI option behind ``dest``."""
+    from lc0py.uci.options import build_table
+
+    name, short = _NETWORK_OPTIONS[dest]
+    for spec in build_table():
+        if spec.name == name and spec.flag:
+            return spec.flag, short, spec.help or f"UCI option {name}"
+    raise KeyError(name)  # pragma: no cover - the table always has them
+
+
+def add_weights_argument(parser: Any, required: bool = False, note: str = "") -> None:
+    """``--weights/-w FILE`` (``parser`` may be a mutually exclusive group)."""
+    flag, short, text = _spec("weights")
+    parser.add_argument(flag, short, dest="weights", required=required, metavar="FILE",
+                        help=f"{text}{'; ' + note if note else ''}")
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser, default: str = "auto", note: str = "",
+                          opts_note: str = "e.g. precision=fp64") -> None:
+    """``--backend/-b NAME`` and ``--backend-opts/-o OPTS``."""
+    flag, short, text = _spec("backend")
+    parser.add_argument(flag, short, dest="backend", default=default, metavar="NAME",
+                        help=f"{text}{'; ' + note if note else ''} (default: {default})")
+    flag, short, text = _spec("backend_opts")
+    parser.add_argument(flag, short, dest="backend_opts", default="", metavar="OPTS",
+                        help=f"backend options, {text} ({opts_note})")

@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from lc0py.errors import PositionError, UsageError
-from lc0py.tools.arguments import JsonTarget, add_json_arguments, int_list, int_value, json_target
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    int_list,
+    int_value,
+    json_target,
+)
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
@@ -65,11 +73,8 @@ INT_FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", metavar="FILE",
-                        help="network file (default: built-in T82-shaped net)")
-    parser.add_argument("--backend", "-b", default="auto",
-                        help="backend name, or several: cuda,cuda-fp16 (default: auto = best available)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
+    add_weights_argument(parser, note="default: the built-in T82-shaped net (random weights)")
+    add_backend_arguments(parser, note="or several: cuda,cuda-fp16")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
     parser.add_argument("--max-batch-size", default=None, metavar="N", help="last batch size (default 256)")

@@ -23,7 +23,13 @@ from typing import Any
 
 from lc0py.api.evaluation import Evaluation
 from lc0py.errors import UsageError
-from lc0py.tools.arguments import JsonTarget, add_json_arguments, json_target
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    json_target,
+)
 from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
@@ -48,13 +54,12 @@ def _round(x: float) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="network file (.pb.gz)")
+    add_weights_argument(parser, required=True)
     parser.add_argument("--fen", metavar="FEN", help="position (default: the start position; 'startpos' ok)")
     parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves played from --fen")
     parser.add_argument("--positions", metavar="FILE",
                         help="one position per line: 'FEN | move move ...' (moves optional)")
-    parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
+    add_backend_arguments(parser)
     add_json_arguments(parser, "one object per position (JSON lines)")
     parser.add_argument("--svg", metavar="FILE",
                         help="also draw the board with the top moves as arrows and a WDL bar "

@@ -43,7 +43,13 @@ from typing import Any
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
-from lc0py.tools.arguments import JsonTarget, add_json_arguments, json_target
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    json_target,
+)
 
 STABLE_CV = 0.05  # a winner's stddev must be < 5 % of its mean nps (at every batch size)
 SEQ = 64
@@ -230,12 +236,12 @@ def pick_winner(results: Sequence[Result]) -> Result | None:
 # ---- the command --------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--weights", "-w", metavar="FILE", help="network file (default: --preset t82)")
+    add_weights_argument(src, note="default: --preset t82")
     src.add_argument(
         "--preset", metavar="NAME", help="random net of this preset (t82, t82-h12, t82-h8, t82-h6)"
     )
-    parser.add_argument("--backend", "-b", default="cuda-fp16", help="GPU backend (default cuda-fp16)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="other backend options")
+    add_backend_arguments(parser, default="cuda-fp16", note="a GPU backend",
+                          opts_note="other backend options")
     parser.add_argument("--batch-sizes", default="256,1024", metavar="LIST", help="default 256,1024")
     parser.add_argument("--batches", type=int, default=10, metavar="N", help="batches per run (default 10)")
     parser.add_argument("--repeats", type=int, default=5, metavar="N", help="runs per batch size (default 5)")
@@ -312,6 +318,9 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
     sizes = parse_sizes(args.batch_sizes)
     if not 1 <= args.batches <= 100000 or not 2 <= args.repeats <= 1000:
         raise UsageError("--batches must be >= 1 and --repeats >= 2 (a stddev needs two runs)")
+    from lc0py.backends.registry import check_name
+
+    check_name(args.backend)  # a typo costs nothing: checked before the net is built
     network = _load(args)
     opts = ",".join(x for x in (args.backend_opts, f"max_batch={max(sizes)}", "tuned=off") if x)
     backend = create_backend(args.backend, network, opts)

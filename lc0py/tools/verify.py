@@ -30,19 +30,19 @@ import numpy as np
 from lc0py.backends.accuracy import error_stats, flash_tolerance, tolerance
 from lc0py.backends.base import PlanesBatch
 from lc0py.errors import UsageError
+from lc0py.tools.arguments import add_backend_arguments, add_weights_argument
 
 FP16_BACKENDS = {"cuda-fp16", "rocm-fp16", "gpu"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--weights", "-w", metavar="FILE", help="network file (.pb.gz)")
+    add_weights_argument(src)
     src.add_argument(
         "--preset", metavar="NAME", help="generate a random net of this preset instead (t82, tiny, ...)"
     )
     parser.add_argument("--layers", type=int, default=None, metavar="N", help="with --preset: encoder layers")
-    parser.add_argument("--backend", "-b", default="auto", help="backend to check (default: auto)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="backend options")
+    add_backend_arguments(parser, note="the backend to check")
     parser.add_argument("--batch", type=int, default=8, metavar="N", help="positions (default 8)")
     parser.add_argument("--seed", type=int, default=None, metavar="S", help="random seed (default: fresh)")
     parser.add_argument(
@@ -125,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise UsageError(f"--batch {args.batch}: must be >= 1")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    from lc0py.backends.registry import check_name
+
+    check_name(args.backend)  # a typo costs nothing: checked before the net is built
     network = _load(args)
     backend = create_backend(args.backend, network, args.backend_opts)
     try:
