@@ -160,6 +160,7 @@ def oracle_positions(seed: int = 0, count: int = 300) -> list[OracleCase]:
             None, ("e2e4", "e7e5", "e1e2", "e8e7", "e2e1", "e7e8", "e1e2", "e8e7"), "rep-castling-lost"
         ),
     ]
+    fen: str | None
     for fen, label in SPECIAL_FENS:
         cases.append(OracleCase(fen, (), label))
     for fen, label in CHESS960_FENS:

@@ -147,10 +147,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _bench_gpu(
-    eng: Any, impl: str, s: BenchShape, dev: tuple[Any, Any, Any], iters: int, warmup: int
+    eng: Any, impl: str, s: BenchShape, dev: tuple[Any, ...] | None, iters: int, warmup: int
 ) -> tuple[Timing, np.ndarray]:
     from lc0py.attention import attention
 
+    assert dev is not None  # the GPU rows run only with an engine and device copies
     q, k, v = dev
     eng.release_workspace()
     eng.reset_peak()
