@@ -2,7 +2,9 @@
 
 For every position the raw policy logits of the legal moves only are turned into probabilities
 with a softmax at temperature 1 (lc0's search uses ``PolicyTemperature`` instead; this shows the
-network itself). All positions go to the backend in one batch.
+network itself). The work is done by the public API (``lc0py.load(...).evaluate_many``), which
+sends the positions to the backend in batches of its recommended size. ``--svg FILE`` also draws
+each position (``lc0py.tools.board_svg``).
 
 Output: a table per position, or with ``--json`` one object per line::
 
