@@ -12,7 +12,7 @@ options are those of the CLI (``--backend``, ``--weights``, ``--backend-opts``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -68,26 +68,37 @@ class Net:
         self, boards: Iterable[Position], *, temperature: float = 1.0, batch_size: int | None = None
     ) -> list[Evaluation]:
         """Evaluate ``boards`` in batches of at most ``batch_size`` (default: the backend's
-        recommended size), in order. Bounded memory: one batch is in flight at a time."""
+        recommended size), in order (see :meth:`iter_evaluate` to stream them)."""
+        return list(self.iter_evaluate(boards, temperature=temperature, batch_size=batch_size))
+
+    def iter_evaluate(
+        self, boards: Iterable[Position], *, temperature: float = 1.0, batch_size: int | None = None
+    ) -> Iterator[Evaluation]:
+        """Yield one :class:`Evaluation` per board, in order, one batch of at most ``batch_size``
+        positions in flight at a time (bounded memory for any number of boards)."""
         t = check_temperature(temperature)
         size = int(batch_size or self.backend.info.recommended_batch or 256)
         if size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        histories = [_history(b) for b in boards]  # every position checked before any work
         fmt = self.backend.info.input_format
-        results: list[Evaluation] = []
-        for start in range(0, len(histories), size):
-            chunk = histories[start : start + size]
-            encoded = [h.encode(fmt) for h in chunk]
-            out = self.backend.evaluate(encode_batch(encoded))
-            for i, (history, enc) in enumerate(zip(chunk, encoded, strict=True)):
-                results.append(
-                    summarise(
-                        history.board, enc.transform, out.policy[i], out.wdl[i],
-                        float(out.moves_left[i]) if self.backend.info.has_moves_left else None, t,
-                    )
-                )
-        return results
+        chunk: list[PositionHistory] = []
+        for board in boards:
+            chunk.append(_history(board))
+            if len(chunk) == size:
+                yield from self._evaluate_chunk(chunk, fmt, t)
+                chunk = []
+        if chunk:
+            yield from self._evaluate_chunk(chunk, fmt, t)
+
+    def _evaluate_chunk(self, chunk: list[PositionHistory], fmt: int, temperature: float) -> list[Evaluation]:
+        encoded = [h.encode(fmt) for h in chunk]
+        out = self.backend.evaluate(encode_batch(encoded))
+        mlh = self.backend.info.has_moves_left
+        return [
+            summarise(history.board, enc.transform, out.policy[i], out.wdl[i],
+                      float(out.moves_left[i]) if mlh else None, temperature)
+            for i, (history, enc) in enumerate(zip(chunk, encoded, strict=True))
+        ]
 
     def trace(self, board: Position, *, temperature: float = 1.0) -> Trace:
         """Per-layer activations and per-head attention probabilities for ``board``.

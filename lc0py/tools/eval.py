@@ -2,8 +2,9 @@
 
 For every position the raw policy logits of the legal moves only are turned into probabilities
 with a softmax at temperature 1 (lc0's search uses ``PolicyTemperature`` instead; this shows the
-network itself). The work is done by the public API (``lc0py.load(...).evaluate_many``), which
-sends the positions to the backend in batches of its recommended size. ``--svg FILE`` also draws
+network itself). The work is done by the public API (``lc0py.load(...).iter_evaluate``), which
+sends the positions to the backend in batches of its recommended size; each result is printed as
+soon as its batch is back (bounded memory for long ``--positions`` files). ``--svg FILE`` also draws
 each position (``lc0py.tools.board_svg``).
 
 Output: a table per position, or with ``--json`` one object per line::
@@ -114,22 +115,26 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--weights {weights}: no such file")
     svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
     target = json_target(args, "eval")
-    with load(weights, args.backend, args.backend_opts) as net:
-        results = net.evaluate_many(histories)
     out = sys.stdout
-    lines = [json.dumps(to_json(spec, ev, args.top)) for spec, ev in zip(specs, results, strict=True)]
-    for n, (spec, ev) in enumerate(zip(specs, results, strict=True), start=1):
-        if target.stdout:
-            out.write(lines[n - 1] + "\n")
-        else:
-            block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
-            out.write(block + ("\n\n" if n < len(results) else "\n"))
-    out.flush()
+    lines: list[str] = []
+    with load(weights, args.backend, args.backend_opts) as net:
+        # printed as each batch comes back: a long --positions file shows progress, memory stays bounded
+        for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),
+                                                    strict=True), start=1):
+            line = json.dumps(to_json(spec, ev, args.top))
+            if target.file is not None:
+                lines.append(line)
+            if target.stdout:
+                out.write(line + "\n")
+            else:
+                block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
+                out.write(block + ("\n\n" if n < len(specs) else "\n"))
+            out.flush()
+            if n <= len(svg_paths):
+                write_text_atomically(svg_paths[n - 1], evaluation_svg(history.board, ev))
+                print(f"eval: picture written to {svg_paths[n - 1]}", file=sys.stderr)
     if target.file is not None:
         JsonTarget(False, target.file).write("\n".join(lines))
-    for path, history, ev in zip(svg_paths, histories, results, strict=False):
-        write_text_atomically(path, evaluation_svg(history.board, ev))
-        print(f"eval: picture written to {path}", file=sys.stderr)
     return 0
 
 

@@ -128,3 +128,21 @@ def test_help_lists_the_public_api() -> None:
     for name in names:
         assert name in lc0py.__all__ and name in text
     assert lc0py.load.__doc__ and "evaluate" in lc0py.load.__doc__
+
+
+def test_iter_evaluate_streams(net64: lc0py.Net, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results of the first batch come back before later boards are even produced."""
+    events: list[str] = []
+    evaluate = net64.backend.evaluate
+    monkeypatch.setattr(net64.backend, "evaluate",
+                        lambda batch: events.append(f"eval{len(batch)}") or evaluate(batch))
+
+    def boards():  # type: ignore[no-untyped-def]
+        for k in range(5):
+            events.append(f"board{k}")
+            yield _board(*(["e4"] if k % 2 else []))
+
+    stream = net64.iter_evaluate(boards(), batch_size=2)
+    first = next(stream)
+    assert events == ["board0", "board1", "eval2"] and first.best_move is not None
+    assert len(list(stream)) == 4 and events[-1] == "eval1"
