@@ -1,4 +1,4 @@
-// activations.h -- lc0's activation functions (attention-body.md §7) in fp32.
+// activations.h -- lc0's activation functions (docs/attention-body.md §7) in fp32.
 //
 // Codes are lc0's ActivationFunction proto numbers (lc0py.weights.network.Activation), passed
 // as a run-time kernel argument: the switch is uniform across the grid, so it costs a few

@@ -77,6 +77,14 @@
 #ifndef LC0_FA32_THREADS
 #define LC0_FA32_THREADS 64
 #endif
+// Layout facts the host mirrors (lc0py/backends/gpu/tuning.py FlashParams.shared_bytes and
+// DeviceInfo.mma_scratch_elems): passed in and checked below, so Python and kernel cannot drift.
+#ifndef LC0_FA_SMEM_BYTES
+#error "LC0_FA_SMEM_BYTES (the host's dynamic shared-memory size for this kernel) must be defined"
+#endif
+#ifndef LC0_FA_SCRATCH_ELEMS
+#error "LC0_FA_SCRATCH_ELEMS (the host's per-warp mma scratch, fp16 elements) must be defined"
+#endif
 #ifndef LC0_FA_GENERAL
 #define LC0_FA_GENERAL 0
 #endif
@@ -119,6 +127,10 @@ static_assert(DEPTH % 16 == 0, "depth must be a multiple of 16");
 static_assert(KV % 16 == 0, "KV tile must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 8, "1 to 8 stages");
 static_assert(Q_BYTES % 16 == 0 && K_BYTES % 16 == 0 && G_BYTES % 16 == 0, "16-byte aligned regions");
+static_assert(lc0mma::SCRATCH_ELEMS == LC0_FA_SCRATCH_ELEMS,
+              "host's mma scratch per warp (DeviceInfo.mma_scratch_elems) differs from mma.h's");
+static_assert(Q_BUFS * Q_BYTES + STAGES * STAGE_BYTES + SCRATCH_BYTES == LC0_FA_SMEM_BYTES,
+              "host's shared-memory size (FlashParams.shared_bytes) differs from the kernel's layout");
 
 // Stage one KV tile (keys kv0 .. kv0+KV-1) of K, V and the bias rows of this block. Rows past
 // seq are zero-filled: their logits are masked to -inf and zero V rows keep P.V finite.
@@ -473,6 +485,8 @@ constexpr int DEPTH = LC0_FA_DEPTH;
 constexpr int KV = LC0_FA_KV_TILE;
 constexpr int PQ = DEPTH + 1;  // odd pitch: thread r reads its own Q row without bank conflicts
 constexpr int PG = KV + 1;
+static_assert(4 * (THREADS * PQ + 2 * KV * DEPTH + THREADS * PG) == LC0_FA_SMEM_BYTES,
+              "host's shared-memory size (FlashParams.shared_bytes) differs from the kernel's layout");
 }  // namespace fa32
 
 extern "C" __global__ void __launch_bounds__(fa32::THREADS, LC0_FA_MIN_BLOCKS)

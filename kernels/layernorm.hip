@@ -2,7 +2,7 @@
 //
 //   out[r, :] = LN( act(y[r, :] + bias) * alpha + skip[r, :] ) * gamma + beta
 //
-// (lc0's layer_norm_kernel, attention-body.md §4.4/§12). One pass over memory: y, skip and the
+// (lc0's layer_norm_kernel, docs/attention-body.md §4.4/§12). One pass over memory: y, skip and the
 // output are each touched once, instead of the 3-4 passes of separate bias, activation, residual
 // and normalisation kernels. Statistics are fp32 and two-pass (mean, then the centred variance
 // from registers: no E[x^2]-E[x]^2 cancellation). `skip` may be nullptr (smolgen LNs) and `out`

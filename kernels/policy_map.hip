@@ -1,5 +1,5 @@
 // policy_map.hip -- attention policy: promotion logits and the 4288 -> 1858 gather in one kernel
-// (attention-body.md §8). One block per position:
+// (docs/attention-body.md §8). One block per position:
 //   off[j][r] = Kp[56 + j] . wpromo[r]                 (8 to-files x 4 pieces, fp32 dots)
 //   v[f*64 + t]                = Lg[f, t]               (already scaled by 1/sqrt(Pd) in the GEMM)
 //   v[4096 + i*24 + j*3 + r]   = Lg[48+i, 56+j] + off[j][r] + off[j][3]

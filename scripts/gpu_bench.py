@@ -46,15 +46,17 @@ def time_e2e(gpu, batch, iters: int, flash: bool) -> list[float]:  # type: ignor
 def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # type: ignore[no-untyped-def]
     """Device time per operation kind of one eager forward pass at batch ``n`` (events between
     every launch/GEMM; eager, so inter-op gaps are included only where the host is slower)."""
-    p = gpu.p
-    names = {v: k for k, v in vars(gpu).items() if k.startswith("k_") and isinstance(v, int)}
-    names.update({v: f"k_ln{n_}" for n_, v in gpu.k_ln.items()})
+    p, ops = gpu.p, gpu.ops
+    names = {v: k for k, v in vars(ops).items() if k.startswith("k_") and isinstance(v, int)}
+    names.update({fn: f"k_ln{key}" for key, (fn, _) in ops._ln.items()})
+    if gpu.model.attention.k_flash is not None:
+        names[gpu.model.attention.k_flash] = "k_flash"
     events = []
     orig_launch, orig_gemm = p.launch, p.gemm
 
     def mark(label: str) -> None:
         ev = p.create_event(timing=True)
-        ev.record(gpu.stream)
+        ev.record(ops.main)
         events.append((label, ev))
 
     def launch(fn, *a, **k):  # type: ignore[no-untyped-def]
@@ -68,22 +70,22 @@ def profile_ops(gpu, n: int, reps: int = 3) -> list[tuple[str, float, int]]:  # 
     batch = planes_batch(n)
     gpu.submit(batch, use_graph=False).result()
     totals: dict[str, list[float]] = {}
-    fork = gpu.fork
-    gpu.fork = False  # one stream, so consecutive events bracket one operation each
+    fork = ops.fork
+    ops.fork = False  # one stream, so consecutive events bracket one operation each
     p.launch, p.gemm = launch, gemm
     try:
         for _ in range(reps):
             events.clear()
-            gpu._body(n, gpu.uses_flash)
+            gpu.run_forward(n, gpu.uses_flash)
             mark("end")
-            p.synchronize(gpu.stream)
+            p.synchronize(ops.main)
             for (label, e0), (_, e1) in zip(events, events[1:], strict=False):
                 totals.setdefault(label, []).append(e0.elapsed_ms(e1))
             for _, ev in events:
                 p.destroy_event(ev)
     finally:
         p.launch, p.gemm = orig_launch, orig_gemm
-        gpu.fork = fork
+        ops.fork = fork
     out = [(label, sum(v) / reps, len(v) // reps) for label, v in totals.items()]
     return sorted(out, key=lambda r: -r[1])
 

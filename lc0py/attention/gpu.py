@@ -236,13 +236,13 @@ class GpuAttention:
         memo = (depth, causal, p)
         if memo in self._flash_fns:  # no source read / hashing on the per-call path
             return self._flash_fns[memo]
+        scratch = self.platform.info.mma_scratch_elems
         defines = {
-            **p.defines(depth, fp16=True, bias_f32=False),
+            **p.defines(depth, fp16=True, bias_f32=False, scratch_per_warp=scratch),
             "LC0_FA_GENERAL": 1,
             "LC0_FA_CAUSAL": int(causal),
         }
         fn = self.cache.function("flash_attention.hip", "attention_f16", defines)
-        scratch = 0 if self.platform.vendor == "nvidia" else 256
         smem = p.shared_bytes(depth, True, False, scratch)
         self.platform.set_max_dynamic_shared(fn, smem)
         self._flash_fns[memo] = (fn, p, smem)

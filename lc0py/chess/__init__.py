@@ -7,7 +7,7 @@
   ``index_to_move``, ``ATTENTION_POLICY_MAP``;
 * ``transforms.py``: the canonical board symmetries (FLIP, MIRROR, TRANSPOSE).
 
-Spec: ``docs/chess-encoding.md``.
+Spec: ``docs/input-encoding.md``.
 """
 
 from lc0py.chess.encoding import EncodedPosition, encode_batch

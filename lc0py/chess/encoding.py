@@ -1,4 +1,4 @@
-"""Positions → lc0's 112 input planes (chess-encoding.md §2–§4).
+"""Positions → lc0's 112 input planes (docs/input-encoding.md §2–§4).
 
 A plane is a 64-bit square mask plus one float; ``EncodedPosition`` holds ``masks [112] uint64`` and
 ``values [112] float32`` exactly as lc0's ``EncodePositionForNN`` fills its ``InputPlanes``
@@ -8,7 +8,7 @@ to lc0's field by field). :func:`encode_batch` stacks them into the backends' ``
 The history walk is lc0's, in absolute coordinates: every written board is mapped into the
 current side-to-move frame (mirror when Black is to move, "ours" = side to move), which is what
 lc0's alternating ``flip`` achieves. The one deliberate difference: in the V2 formats (5, 133) the
-walk stops at synthesised history (``k < 0``), where lc0 loops forever (chess-encoding.md §3).
+walk stops at synthesised history (``k < 0``), where lc0 loops forever (docs/input-encoding.md §3).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 python-chess keeps the current board and the move stack; lc0 also needs facts about earlier
 positions (their pieces for the history planes, their repetition counts), so every position gets a
-small immutable :class:`PositionRecord` taken when it is reached (chess-encoding.md §2, §3).
+small immutable :class:`PositionRecord` taken when it is reached (docs/input-encoding.md §2, §3).
 
 Two details differ from python-chess and matter for the encoding:
 
@@ -266,7 +266,7 @@ class PositionHistory:
         return tuple(self._records)
 
     def encode(self, input_format: int, history_fill: str = "fen_only") -> EncodedPosition:
-        """The 112 input planes of the current position (chess-encoding.md §2–§4)."""
+        """The 112 input planes of the current position (docs/input-encoding.md §2–§4)."""
         return encode_history(self._records, int(input_format), history_fill)
 
     def key(self) -> tuple[object, ...]:

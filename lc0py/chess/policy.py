@@ -1,4 +1,4 @@
-"""lc0's 1858-entry policy index and the move ↔ index maps (chess-encoding.md §5, §6).
+"""lc0's 1858-entry policy index and the move ↔ index maps (docs/input-encoding.md §5, §6).
 
 Entries are moves in the side-to-move frame (Black's moves mirrored, ``s → s ^ 56``): every
 queen-line or knight move from every square in square order (1792), then the 66 q/r/b pawn
@@ -203,7 +203,7 @@ def index_to_move(
 
 def king_takes_rook_uci(board: chess.Board, move: chess.Move) -> str:
     """UCI text with standard castling written king-takes-rook (``e1h1``, ``e8a8``), as lc0 prints
-    moves in ``benchmark`` and VerboseMoveStats whatever UCI_Chess960 says (tools-and-uci.md §2, §6)."""
+    moves in ``benchmark`` and VerboseMoveStats whatever UCI_Chess960 says (docs/uci-and-tools.md §2, §6)."""
     if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
         rook_file = 7 if move.to_square > move.from_square else 0
         return chess.Move(

@@ -14,7 +14,7 @@ so no weights file is needed. lc0's Python ``GameState`` always encodes with ``H
 fen_only`` and gives policy indices with transform 0.
 
 Never feed lc0 a V2-format (5, 133) game for which :func:`lc0_v2_hangs` is true: lc0's encoder
-loops forever there (chess-encoding.md §3).
+loops forever there (docs/input-encoding.md §3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Board symmetries of the canonical input formats (chess-encoding.md §4).
+"""Board symmetries of the canonical input formats (docs/input-encoding.md §4).
 
 A transform is a bit set: ``FLIP`` (files a↔h), ``MIRROR`` (ranks 1↔8), ``TRANSPOSE`` (reflection in
 the a8–h1 diagonal, h1 and a8 fixed), applied in that order. The same square map is used for the
@@ -56,7 +56,7 @@ def transform_square(sq: int, transform: int) -> int:
 
 
 def inverse_transform(transform: int) -> int:
-    """``t⁻¹`` in the same FLIP→MIRROR→TRANSPOSE order (chess-encoding.md §6.2)."""
+    """``t⁻¹`` in the same FLIP→MIRROR→TRANSPOSE order (docs/input-encoding.md §6.2)."""
     if not transform & TRANSPOSE:
         return transform
     inv = TRANSPOSE

@@ -1,4 +1,4 @@
-"""Activation functions exactly as lc0 computes them (attention-body.md §7).
+"""Activation functions exactly as lc0 computes them (docs/attention-body.md §7).
 
 Every function works elementwise on a numpy array and keeps its dtype (float32 or float64), so
 the same code is the float32 model and the float64 reference. Formulas follow lc0's CPU code

@@ -1,4 +1,4 @@
-"""The reference forward pass of an lc0 attention-body network (attention-body.md §2-§10).
+"""The reference forward pass of an lc0 attention-body network (docs/attention-body.md §2-§10).
 
 ``forward(network, planes, dtype)`` is the truth every other backend is checked against: plain
 numpy, vectorised over the batch, float32 or float64 throughout (weights are cast to ``dtype``;

@@ -29,7 +29,7 @@ def dense(x: np.ndarray, layer: Dense, act: Activation = Activation.NONE) -> np.
     """``act(x @ w.T + b)``; ``x [..., in]`` -> ``[..., out]``.
 
     As lc0's blas ``FullyConnectedLayer``: when the layer has no bias (``layer.b is None``) the
-    result is the plain product, with neither bias nor activation (attention-body.md §4.6).
+    result is the plain product, with neither bias nor activation (docs/attention-body.md §4.6).
     """
     y = matmul_t(x, layer.w)
     if layer.b is None:
@@ -72,7 +72,7 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
 def attention_reference(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, heads: int
 ) -> np.ndarray:
-    """Multi-head attention core on the interleaved layout (attention-body.md §4.2).
+    """Multi-head attention core on the interleaved layout (docs/attention-body.md §4.2).
 
     ``q, k, v``: ``[B, 64, H*d]``; ``bias``: ``[B, H, 64, 64]`` (smolgen, added after the
     ``1/sqrt(d)`` scale and before the softmax over keys) or ``None``. Returns ``O [B, 64, H*d]``

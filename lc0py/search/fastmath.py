@@ -1,4 +1,4 @@
-"""lc0's fast float approximations (``src/utils/fastmath.h``, tools-and-uci.md §7.7).
+"""lc0's fast float approximations (``src/utils/fastmath.h``, docs/search.md §7).
 
 Only needed where lc0py wants bit-exact agreement with lc0 (policy priors with ``fast_math``,
 the WDL_mu score rewrite). Scalar versions use float32 via numpy; array versions vectorise.

@@ -1,7 +1,7 @@
-"""NN cache (tools-and-uci.md §7.12): position hash -> evaluation and softmaxed priors.
+"""NN cache (docs/search.md §12): position hash -> evaluation and softmaxed priors.
 
 Keyed by the position's facts (board, castling, lc0's ep marker, side to move) and its repetition
-count — not rule-50 nor history — as an exact, hashable value (§7.12). Entries hold the legal
+count — not rule-50 nor history — as an exact, hashable value (§12). Entries hold the legal
 moves sorted by prior, so a hit needs no move generation. Capacity in entries; the oldest entry
 is evicted first (insertion order of a dict).
 """

@@ -1,4 +1,4 @@
-"""Search-tree nodes (tools-and-uci.md §7.1).
+"""Search-tree nodes (docs/search.md §1).
 
 One small ``__slots__`` object per node; a node's edges are parallel Python lists (moves, priors
 sorted by descending P, child nodes). Lists beat numpy arrays here: the selection loop touches a

@@ -1,4 +1,4 @@
-"""Search parameters with lc0's defaults (``src/search/classic/params.cc``, tools-and-uci.md §4).
+"""Search parameters with lc0's defaults (``src/search/classic/params.cc``, docs/uci-and-tools.md §4).
 
 One frozen-ish dataclass that the UCI option table and the benchmark fill in; the search reads
 it once per search, so changing an option between moves takes effect at the next ``go``.
@@ -51,7 +51,7 @@ class SearchParams:
     verbose_move_stats: bool = False
 
     def collision_budget(self, visits: float) -> int:
-        """Collisions allowed in one gather when ``visits`` playouts are known (§7.5)."""
+        """Collisions allowed in one gather when ``visits`` playouts are known (§5)."""
         start, end = self.max_collision_visits_scaling_start, self.max_collision_visits_scaling_end
         if visits <= start:
             return 1

@@ -1,7 +1,7 @@
 """Policy priors as lc0 stores them: softmax with temperature over legal moves, 16-bit P.
 
 Vectorised over a whole minibatch: the logits of every leaf's legal moves are gathered into one
-flat array with segment offsets, so the softmax, the 16-bit rounding (tools-and-uci.md §7.8) and
+flat array with segment offsets, so the softmax, the 16-bit rounding (docs/search.md §8) and
 the descending sort cost a handful of numpy calls per batch instead of per leaf.
 """
 

@@ -1,4 +1,4 @@
-"""Classic lc0 MCTS in Python: PUCT selection, minibatch gathering, backup (tools-and-uci.md §7).
+"""Classic lc0 MCTS in Python: PUCT selection, minibatch gathering, backup (docs/search.md).
 
 One search = one worker thread running ``gather → evaluate → backup`` and one watchdog thread
 that enforces time limits and answers ``stop`` even while the backend is busy:
@@ -9,9 +9,9 @@ that enforces time limits and answers ``stop`` even while the backend is busy:
   evaluated (its leaves carry visits in flight, so new descents avoid them as lc0's second
   thread would). Host backends are driven from a helper thread so numpy/BLAS work overlaps
   with the Python gathering.
-* Selection follows §7.3 exactly (cpuct growth, FPU reduction, strict ``>`` in P order), visits in
-  flight only enlarge the PUCT denominator (§7.4), the collision budget and out-of-order limit
-  follow §7.5, terminal positions and cache hits are backed up at once (out of order).
+* Selection follows §3 exactly (cpuct growth, FPU reduction, strict ``>`` in P order), visits in
+  flight only enlarge the PUCT denominator (§4), the collision budget and out-of-order limit
+  follow §5, terminal positions and cache hits are backed up at once (out of order).
 
 Results are reported through ``SearchCallbacks`` as ``SearchInfo`` snapshots; formatting (UCI
 ``info`` lines, benchmark lines) belongs to the callers.
@@ -72,7 +72,7 @@ class PvLine:
 
 @dataclass
 class SearchInfo:
-    """A snapshot for ``info`` lines (tools-and-uci.md §5)."""
+    """A snapshot for ``info`` lines (docs/uci-and-tools.md §5)."""
 
     depth: int
     seldepth: int
@@ -362,7 +362,7 @@ class Search:
                 self._limit_reached("time")
 
     def _check_stoppers(self) -> None:
-        """After every batch (§7.11)."""
+        """After every batch (§11)."""
         lim = self.limits
         root = self.root
         if lim.nodes is not None and root.n >= lim.nodes:
@@ -437,7 +437,7 @@ class Search:
         return [c for i in self._allowed_root_edges() if (c := root.children[i]) is not None]
 
     def _gather(self) -> _Batch:
-        """Collect up to ``target`` new leaves (§7.5); terminals and cache hits are backed up."""
+        """Collect up to ``target`` new leaves (§5); terminals and cache hits are backed up."""
         params = self.params
         root = self.root
         batch = _Batch()
@@ -447,7 +447,7 @@ class Search:
             estimate = min(estimate, self._remaining_estimate)
         if self.limits.nodes is not None:
             estimate = min(estimate, max(0, self.limits.nodes - root.n))
-        # lc0's budget (§7.5), capped at one collision per leaf of the batch: lc0 assigns collided
+        # lc0's budget (§5), capped at one collision per leaf of the batch: lc0 assigns collided
         # visits many at a time, here each costs a full descent (documented deviation).
         collision_budget = min(params.collision_budget(estimate), max(1, target))
         ooo_left = max(1, int(params.max_out_of_order_evals_factor * target))
@@ -470,7 +470,7 @@ class Search:
                 if ooo_left <= 0:
                     break
                 continue
-            if leaf.nif > 1:  # someone else is evaluating it: collision (§7.4)
+            if leaf.nif > 1:  # someone else is evaluating it: collision (§4)
                 batch.collisions.append(leaf)
                 collision_budget -= 1
                 # Each collision costs a whole descent here (lc0 assigns collided visits in bulk),
@@ -661,7 +661,7 @@ class Search:
         return children[bi]  # type: ignore[return-value]
 
     def _mutil(self, node: Node, child: Node, q: float) -> float:
-        """Moves-left utility (§7.10); 0 unless the parent is nearly decided."""
+        """Moves-left utility (§10); 0 unless the parent is nearly decided."""
         p = self.params
         if not self._has_mlh or abs(node.wl) <= p.moves_left_threshold or child.n == 0:
             return 0.0
@@ -798,7 +798,7 @@ class Search:
         return False
 
     def _set_bounds(self, node: Node) -> None:
-        """StickyEndgames (§7.6), proven results only: a parent with a move into a proven win for
+        """StickyEndgames (§6), proven results only: a parent with a move into a proven win for
         its side to move, or whose moves are all proven, becomes proven too; repeated upwards.
         The root is never made terminal. (lc0's "can't win/can't lose" bounds are not kept.)"""
         if not self.params.sticky_endgames:
@@ -830,7 +830,7 @@ class Search:
     def _draw_by_rule(
         self, depth: int, board: chess.Board | None = None, records: Sequence[PositionRecord] | None = None
     ) -> float | None:
-        """Plies-left ``M`` if the leaf is a draw by rule (§7.6, chess-encoding §7), else None.
+        """Plies-left ``M`` if the leaf is a draw by rule (§6, docs/input-encoding.md §7), else None.
         ``board``/``records``: the leaf's position and game (default: ``history``'s)."""
         if board is None or records is None:
             board, records = self.history.board, self.history.records
@@ -936,7 +936,7 @@ class Search:
             node = node.parent
 
     def _backup(self, node: Node | None, v: float, d: float, m: float, depth: int) -> None:
-        """§7.2: running means up to the root, sign flip and ``m + 1`` per ply."""
+        """§2: running means up to the root, sign flip and ``m + 1`` per ply."""
         while node is not None:
             if node.terminal:
                 v, d, m = node.wl, node.d, node.m
@@ -970,7 +970,7 @@ class Search:
         return max(1, self.sum_depth // self.playouts) if self.playouts else 0
 
     def ranked_root_children(self) -> list[Node]:
-        """Root children by §7.9: proven wins (shorter first), others by N, Q, P; proven losses."""
+        """Root children by §9: proven wins (shorter first), others by N, Q, P; proven losses."""
         return sorted(self._root_children(), key=self._rank_key, reverse=True)
 
     def _rank_key(self, c: Node) -> tuple[float, ...]:
@@ -999,7 +999,7 @@ class Search:
         while node.n > 0 and not node.terminal and node.moves:
             nxt = self.best_child(node)
             if nxt is None:
-                # unvisited reply: the highest-prior move (§5 pv)
+                # unvisited reply: the highest-prior move (§9, PV)
                 pv.append(to_move(node.moves[0]))
                 break
             pv.append(nxt.move)
@@ -1009,7 +1009,7 @@ class Search:
         return [m for m in pv if m is not None]
 
     def best_move(self) -> tuple[chess.Move | None, chess.Move | None]:
-        """``bestmove`` and ``ponder`` (§3): the ponder move may be an unvisited reply."""
+        """``bestmove`` and ``ponder`` (§9): the ponder move may be an unvisited reply."""
         ranked = self.ranked_root_children()
         if not ranked:
             root = self.root

@@ -1,4 +1,4 @@
-"""lc0's ``legacy`` time manager (tools-and-uci.md §7.11, ``stoppers/legacy.cc``), simplified.
+"""lc0's ``legacy`` time manager (docs/search.md §11, ``stoppers/legacy.cc``), simplified.
 
 Budget per move = (time + inc·(g−1) − overhead)/g with ``g`` the expected moves to go, a larger
 share on the first search after the manager was created, and a piggy bank that carries unused

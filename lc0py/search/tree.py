@@ -1,4 +1,4 @@
-"""The game and its search tree, with tree reuse between moves (tools-and-uci.md §7.11).
+"""The game and its search tree, with tree reuse between moves (docs/search.md §11).
 
 ``NodeTree.reset_to_position(fen, moves)`` keeps the subtree of the new position when the game
 continues (same start position, move list extending the previous one, or the same position

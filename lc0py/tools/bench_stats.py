@@ -1,7 +1,7 @@
 """Statistics of one ``backendbench`` batch size, exactly as lc0 master computes them.
 
 Pure functions (no clock, no I/O) so they are unit-tested; ``lc0py.tools.backendbench`` feeds
-them the completion times it measured (tools-and-uci.md §1, lc0 ``src/tools/backendbench.cc``).
+them the completion times it measured (docs/uci-and-tools.md §1, lc0 ``src/tools/backendbench.cc``).
 """
 
 from __future__ import annotations

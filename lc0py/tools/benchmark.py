@@ -1,6 +1,6 @@
 """``lc0py benchmark``: full search on lc0's benchmark positions, lc0's output shape.
 
-The 34 positions are lc0's list from ``src/tools/benchmark.h`` (tools-and-uci.md §2). Each
+The 34 positions are lc0's list from ``src/tools/benchmark.h`` (docs/uci-and-tools.md §2). Each
 position gets a fresh tree; one NN cache (``--nncache``, default 200000) is shared by the whole
 run. A search stops at ``--movetime`` ms (no move overhead; ``-1`` = no limit) and/or ``--nodes``
 root visits; no smart pruning or time manager. Output goes to stdout::

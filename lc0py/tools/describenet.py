@@ -2,7 +2,7 @@
 
 Sections (``General``, ``Format``, ``Training Parameters``, ``Weights``, ``ONNX interface``) with a
 ``~`` underline and ``key: value`` lines whose keys are right-aligned in 28 characters, as lc0
-prints them (weights-format.md §9), from the normalised file (lc0 normalises old formats first).
+prints them (docs/weights-format.md §9), from the normalised file (lc0 normalises old formats first).
 Differences, on purpose: sizes are decoded element counts (lc0 divides byte counts by 2, wrong for
 FLOAT32 layers), multi-head nets show the ``vanilla``/``winner`` heads' sizes (lc0 reads the empty
 top-level fields), and two extra lines: ``Parameters`` and ``FLOPs per position``.

@@ -1,4 +1,4 @@
-"""``info`` lines as lc0 prints them (tools-and-uci.md §5): score, wdl, movesleft, nps, pv.
+"""``info`` lines as lc0 prints them (docs/uci-and-tools.md §5): score, wdl, movesleft, nps, pv.
 
 The score follows lc0's default ``ScoreType`` WDL_mu: the WDL is turned into a logistic mean
 ``mu`` (and ``wl``/``d`` are rewritten with lc0's fast math), reported as ``100·mu`` centipawns

@@ -1,6 +1,6 @@
 """One option table for the UCI engine and the benchmark: CLI flag + UCI name + type + default.
 
-Names, defaults and ranges are lc0's (tools-and-uci.md §4). Each option prints its ``option``
+Names, defaults and ranges are lc0's (docs/uci-and-tools.md §4). Each option prints its ``option``
 line the way lc0 does (floats are ``type string`` with a C ``%f`` default), can be set from the
 command line (``--cpuct 2.5``, ``--show-wdl``, ``--show-wdl=false``) and by ``setoption``
 (names case-insensitive). ``Options.search_params()`` turns the values into ``SearchParams``.

@@ -1,4 +1,4 @@
-"""``VerboseMoveStats``: one ``info string`` per root move, then the root (tools-and-uci.md §6)."""
+"""``VerboseMoveStats``: one ``info string`` per root move, then the root (docs/uci-and-tools.md §6)."""
 
 from __future__ import annotations
 

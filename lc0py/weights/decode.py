@@ -1,4 +1,4 @@
-"""Decode and encode ``Weights.Layer`` arrays (weights-format.md §4), vectorised with numpy.
+"""Decode and encode ``Weights.Layer`` arrays (docs/weights-format.md §4), vectorised with numpy.
 
 A layer's own ``encoding`` field decides how its bytes are read; an absent field means LINEAR16
 (whatever ``Format.weights_encoding`` says). LINEAR16 uses lc0 >= 0.33's formula

@@ -3,7 +3,7 @@
 ``load_proto`` reproduces lc0's container checks (loader.cc: gzip or plain bytes, old formats,
 magic, min_version, encoding gate) and its ``FixOlderWeightsFile`` normalisation.
 ``network_from_proto`` then decides what the file holds, refuses what lc0py does not run
-(``UnsupportedNetError``), selects the policy/value heads as lc0 does (weights-format.md §5.3),
+(``UnsupportedNetError``), selects the policy/value heads as lc0 does (docs/weights-format.md §5.3),
 resolves activations, epsilons and the DeepNorm alpha, and checks every array length against the
 sizes lc0 infers (§6.1). Every failure is one ``Lc0pyError`` line naming the file and the layer.
 """
@@ -85,7 +85,7 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
     Checks, as lc0's loader does: size >= 2, no ``1\\n``/``2\\n`` legacy formats, a parseable
     protobuf, ``magic == 0x1c0``, ``min_version`` not above lc0 0.33.0 (97.98.99 always passes),
     and the encoding gate (weights present, ``weights_encoding != LINEAR16`` needs
-    min_version >= 0.33.0). Then applies ``FixOlderWeightsFile`` (weights-format.md §3).
+    min_version >= 0.33.0). Then applies ``FixOlderWeightsFile`` (docs/weights-format.md §3).
     """
     name = os.fspath(path)
     data = read_weights_bytes(name)
@@ -158,7 +158,7 @@ class _Reader:
             self.fail(str(exc))
 
     def width(self, layer: Any, name: str, what: str) -> np.ndarray:
-        """A bias whose length defines a layer width; absent -> error (attention-body.md §4.6)."""
+        """A bias whose length defines a layer width; absent -> error (docs/attention-body.md §4.6)."""
         v = self.values(layer, name)
         if v.size == 0:
             self.fail(f"{name} is missing (lc0 reads {what} from its length)")
@@ -204,7 +204,7 @@ def _unsupported(source: str, message: str) -> NoReturn:
 
 
 def _check_kind(net: Any, source: str) -> None:
-    """Refuse every network kind lc0py does not run, with a plain sentence (weights-format.md §8)."""
+    """Refuse every network kind lc0py does not run, with a plain sentence (docs/weights-format.md §8)."""
     nf = net.format.network_format
     w = net.weights
     for fd in nf.DESCRIPTOR.fields:  # enum values this schema does not know: lc0 refuses them too
@@ -270,7 +270,7 @@ def _resolve(source: str, stored: int, default: Activation, what: str) -> Activa
 
 
 # --------------------------------------------------------------------------------------------
-# heads (weights-format.md §5.3)
+# heads (docs/weights-format.md §5.3)
 
 _POLICY_EXTRA = (("optimistic", "optimistic_st"), ("soft", "soft"), ("opponent", "opponent"))
 _VALUE_EXTRA = (("q", "q"), ("st", "st"))
@@ -469,7 +469,7 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     ffn_act = _resolve(source, int(nf.ffn_activation), default_act, "FFN")
     smolgen_act = _resolve(source, int(nf.smolgen_activation), default_act, "smolgen")
     stored_embedding = InputEmbedding(int(nf.input_embedding))
-    # NONE without a residual tower runs as PE_MAP in lc0's blas/CUDA backends (attention-body.md §3.3)
+    # NONE without a residual tower runs as PE_MAP in lc0's blas/CUDA backends (docs/attention-body.md §3.3)
     kind = InputEmbedding.PE_DENSE if stored_embedding == InputEmbedding.PE_DENSE else InputEmbedding.PE_MAP
     eps = 1e-3 if kind == InputEmbedding.PE_DENSE else 1e-6
 

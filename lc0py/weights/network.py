@@ -2,7 +2,7 @@
 
 This is what the loader (``lc0py.weights.load_network``) builds from a ``.pb.gz`` file and what every
 backend consumes. All arrays are float32 numpy arrays in lc0's *storage* layouts (see
-``shared/docs/weights-format.md`` §6): a dense layer is ``y = x @ w.T + b`` with ``w`` shaped
+``docs/weights-format.md`` §6): a dense layer is ``y = x @ w.T + b`` with ``w`` shaped
 ``[out, in]``. Enumerations use lc0's proto numbers so files round-trip unchanged.
 
 Format-level decisions (which head is selected, the LayerNorm epsilon, DeepNorm alpha, effective
@@ -18,7 +18,7 @@ import numpy as np
 
 
 class InputFormat(enum.IntEnum):
-    """``NetworkFormat.input``: how the 112 input planes are encoded (chess-encoding.md §2)."""
+    """``NetworkFormat.input``: how the 112 input planes are encoded (docs/input-encoding.md §2)."""
 
     UNKNOWN = 0
     CLASSICAL_112_PLANE = 1
@@ -110,7 +110,7 @@ class Dense:
     """A dense layer ``y = x @ w.T + b``; ``w`` is ``[out, in]``.
 
     ``b is None`` means the file has no bias for this layer; lc0's blas backend then applies
-    neither bias nor activation (attention-body.md §4.6), and so do we.
+    neither bias nor activation (docs/attention-body.md §4.6), and so do we.
     """
 
     w: np.ndarray
@@ -136,7 +136,7 @@ class LayerNorm:
 
 @dataclass
 class Smolgen:
-    """Per-layer smolgen weights (attention-body.md §4.3); ``hc, hs, gs`` derive from shapes."""
+    """Per-layer smolgen weights (docs/attention-body.md §4.3); ``hc, hs, gs`` derive from shapes."""
 
     compress: np.ndarray  # [hc, E], no bias
     dense1: Dense  # [hs, 64*hc]
@@ -155,7 +155,7 @@ class Smolgen:
 
 @dataclass
 class EncoderLayer:
-    """One post-LN encoder block (attention-body.md §4)."""
+    """One post-LN encoder block (docs/attention-body.md §4)."""
 
     q: Dense  # [D, E]
     k: Dense  # [D, E]
@@ -170,7 +170,7 @@ class EncoderLayer:
 
 @dataclass
 class Embedding:
-    """Input embedding (attention-body.md §3).
+    """Input embedding (docs/attention-body.md §3).
 
     ``kind`` is the effective embedding: ``PE_MAP`` (also used for files that say ``NONE`` but have
     no residual tower, as lc0's blas/CUDA do) or ``PE_DENSE``.
@@ -190,7 +190,7 @@ class Embedding:
 
 @dataclass
 class PolicyHead:
-    """Attention policy head (attention-body.md §8)."""
+    """Attention policy head (docs/attention-body.md §8)."""
 
     embedding: Dense  # ip_pol: [Pe, E], activation = default
     wq: Dense  # ip2_pol: [Pd, Pe]
@@ -267,7 +267,7 @@ class Network:
     license: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
-    # --- derived sizes (weights-format.md §6.1) ---
+    # --- derived sizes (docs/weights-format.md §6.1) ---
     @property
     def embedding_size(self) -> int:
         """``E``."""
@@ -323,7 +323,7 @@ class Network:
         return total
 
     def flops_per_position(self) -> int:
-        """Multiply-add FLOPs (2 per MAC) of one forward pass (attention-body.md §13)."""
+        """Multiply-add FLOPs (2 per MAC) of one forward pass (docs/attention-body.md §13)."""
         t = 64
         e, d, h = self.embedding_size, self.d_model, self.heads
         fl = 2 * t * self.embedding.dense.n_in * e

@@ -1,6 +1,6 @@
 """lc0's ``FixOlderWeightsFile``: rewrite an old file's ``NetworkFormat`` before anything reads it.
 
-The rules (weights-format.md §3) are applied in lc0's order to the parsed ``pblczero.Net`` in
+The rules (docs/weights-format.md §3) are applied in lc0's order to the parsed ``pblczero.Net`` in
 place, so every later decision (body kind, embedding, LayerNorm epsilon, activations) sees the
 same format lc0's backends see.
 """

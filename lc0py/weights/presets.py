@@ -55,7 +55,7 @@ VALUE_HEAD_NAMES = ("winner", "q", "st")
 
 @dataclass(frozen=True)
 class Preset:
-    """The shape and format of a generated network (attention-body.md §1 symbols in comments)."""
+    """The shape and format of a generated network (docs/attention-body.md §1 symbols in comments)."""
 
     embedding_size: int  # E (= D, the attention width)
     layers: int  # L

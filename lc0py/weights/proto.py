@@ -4,7 +4,7 @@ Why a table and not ``net_pb2.py``: lc0py must install without ``protoc``, and g
 modules are tied to the protobuf runtime that generated them (protobuf 4, 5, 6 and 7 each refuse
 or warn about code from other majors). Describing the messages here and building the descriptors
 with ``descriptor_pb2.FileDescriptorProto`` + ``message_factory.GetMessageClass`` works on every
-protobuf >= 4.21 and keeps the schema readable next to ``weights-format.md`` §1-§5.
+protobuf >= 4.21 and keeps the schema readable next to ``docs/weights-format.md`` §1-§5.
 
 Field numbers, types and enum values are lc0's (``proto/net.proto``, proto2). Repeated scalars
 (``Layer.dims``) are declared unpacked as in lc0; protobuf parsers accept packed and unpacked

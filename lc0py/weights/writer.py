@@ -1,4 +1,4 @@
-"""Write a ``Network`` as an lc0 weights file that lc0 itself loads (weights-format.md §10).
+"""Write a ``Network`` as an lc0 weights file that lc0 itself loads (docs/weights-format.md §10).
 
 ``network_to_proto`` builds the ``pblczero.Net``: magic 0x1c0, ``min_version`` 0.30.0 for LINEAR16
 (0.33.0 when layers use FLOAT16/BFLOAT16/FLOAT32, which older lc0 would mis-decode),

@@ -1,4 +1,4 @@
-"""Input planes (chess-encoding.md §2–§4): anchors, history walk, fill modes, repetitions, V2."""
+"""Input planes (docs/input-encoding.md §2–§4): anchors, history walk, fill modes, repetitions, V2."""
 
 from __future__ import annotations
 

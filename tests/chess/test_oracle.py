@@ -13,7 +13,7 @@ What lc0's Python bindings let us compare, and how:
 * **transformed indices** — the bindings never apply a transform to moves, so for positions where
   lc0 chooses a transform ``t`` we build the physically transformed board (same square map as the
   planes) and check that our index of each move under ``t`` is lc0's untransformed index of the
-  mapped move there: the plane-consistent mapping (chess-encoding.md §6.2).
+  mapped move there: the plane-consistent mapping (docs/input-encoding.md §6.2).
 
 The two deliberate differences from lc0 0.32, compared knowingly:
 

@@ -1,4 +1,4 @@
-"""The 1858-move policy index (chess-encoding.md §5, §6): order, anchors, colours, transforms."""
+"""The 1858-move policy index (docs/input-encoding.md §5, §6): order, anchors, colours, transforms."""
 
 from __future__ import annotations
 

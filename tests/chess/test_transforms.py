@@ -1,4 +1,4 @@
-"""The canonical board symmetries (chess-encoding.md §4): bit tricks against per-square definitions."""
+"""The canonical board symmetries (docs/input-encoding.md §4): bit tricks against per-square definitions."""
 
 from __future__ import annotations
 

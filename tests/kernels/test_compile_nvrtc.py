@@ -47,9 +47,9 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
         gp, _ = default_params(depth, "sm_90", seq=1024)
         gen = {**gp.defines(depth, fp16=True, bias_f32=False), "LC0_FA_GENERAL": 1, "LC0_FA_CAUSAL": causal}
         cases.append((f"f16-general-d{depth}-causal{causal}", gen))
-    cases.append(
-        ("f16-d32-scalar-mma", {**FlashParams().defines(32, fp16=True, bias_f32=False), "LC0_MMA_SCALAR": 1})
-    )
+    # the scalar reference branch needs a_from_c scratch on NVIDIA too (256 fp16 per warp)
+    scalar = FlashParams().defines(32, fp16=True, bias_f32=False, scratch_per_warp=256)
+    cases.append(("f16-d32-scalar-mma", {**scalar, "LC0_MMA_SCALAR": 1}))
     return cases
 
 
@@ -88,5 +88,25 @@ def test_compile_error_carries_log() -> None:
     from lc0py.errors import KernelCompileError
 
     with pytest.raises(KernelCompileError) as info:
-        _compile("flash_attention.hip", {"LC0_FA_DEPTH": 24}, "sm_90")  # 24 % 16 != 0: static_assert
+        defines = FlashParams().defines(24, fp16=True, bias_f32=False)  # 24 % 16 != 0: static_assert
+        _compile("flash_attention.hip", defines, "sm_90")
     assert "multiple of 16" in info.value.log
+
+
+@pytest.mark.parametrize(
+    ("what", "change"),
+    [
+        ("shared-memory size (f16)", {"LC0_FA_SMEM_BYTES": 16}),
+        ("mma scratch (f16)", {"LC0_FA_SCRATCH_ELEMS": 256}),
+        ("shared-memory size (f32)", {"LC0_FP16": 0, "LC0_FA_SMEM_BYTES": 16}),
+    ],
+)
+def test_host_layout_drift_fails_the_compile(what: str, change: dict[str, int]) -> None:
+    """The host's mirror of the kernel layout (FlashParams.shared_bytes, the per-warp mma scratch)
+    is checked by static_assert in the kernel: a wrong value must not compile."""
+    from lc0py.errors import KernelCompileError
+
+    defines = {**FlashParams().defines(64, fp16=True, bias_f32=False), **change}
+    with pytest.raises(KernelCompileError) as info:
+        _compile("flash_attention.hip", defines, "sm_90")
+    assert "differs" in str(info.value.log), what

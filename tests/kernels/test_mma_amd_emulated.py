@@ -54,19 +54,25 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
     """(id, -D flags): the backend's own choice for depth 32 (one KV tile) and a depth-64 variant
     with 32-key tiles and double buffering (two tiles: the running max/sum rescale runs)."""
     from lc0py.backends.gpu.kernels import choose_attention
+    from lc0py.backends.gpu.platform import mma_scratch_elems
     from lc0py.backends.gpu.tuning import FlashParams
 
     out = []
     for emu, arch in (("wmma", "gfx1100"), ("wmma12", "gfx1201"), ("mfma", "gfx90a")):
-        ch = choose_attention(depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536)
+        scratch = mma_scratch_elems("amd", arch)
+        ch = choose_attention(
+            depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536, scratch_per_warp=scratch
+        )
         assert ch.params is not None, ch.reason
         variants = {
-            "d32-default": ch.params.defines(32, True, False),
-            "d64-kv32-s2": FlashParams(kv_tile=32, stages=2).defines(64, True, False),
+            "d32-default": ch.params.defines(32, True, False, scratch),
+            "d64-kv32-s2": FlashParams(kv_tile=32, stages=2).defines(64, True, False, scratch),
             # one block walks 2 heads, prefetching the next head's tiles (3 heads: a short group)
-            "d32-hpb2-s2": FlashParams(stages=2, heads_per_block=2).defines(32, True, False),
+            "d32-hpb2-s2": FlashParams(stages=2, heads_per_block=2).defines(32, True, False, scratch),
             # the tuner's deeper pipeline: 4 stages over 2 heads x 4 KV tiles (Q buffer per head)
-            "d64-kv16-s4-hpb2": FlashParams(kv_tile=16, stages=4, heads_per_block=2).defines(64, True, False),
+            "d64-kv16-s4-hpb2": FlashParams(kv_tile=16, stages=4, heads_per_block=2).defines(
+                64, True, False, scratch
+            ),
         }
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":

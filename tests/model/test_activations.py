@@ -1,4 +1,4 @@
-"""Activation anchor values (attention-body.md §7) and lc0's numerically safe forms."""
+"""Activation anchor values (docs/attention-body.md §7) and lc0's numerically safe forms."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ probabilities are computed from ``p_raw`` (exact logits) on lc0's side;
 ``test_p_softmax_is_fastexp`` pins that fact. Tolerance: 1e-5 absolute on probabilities, W/D/L
 and Q; 1e-5 relative on M (lc0 computes in float32); raw logits 1e-4 relative to the largest
 |logit| of the position. lc0 0.32 maps policy indices of TRANSPOSE positions differently from its
-planes (chess-encoding.md §6.2), so the legal-move indices are taken in that compatibility mode.
+planes (docs/input-encoding.md §6.2), so the legal-move indices are taken in that compatibility mode.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Backup signs, NN cache hits and tree reuse (tools-and-uci.md §7.2, §7.11, §7.12)."""
+"""Backup signs, NN cache hits and tree reuse (docs/search.md §2, §11, §12)."""
 
 from __future__ import annotations
 

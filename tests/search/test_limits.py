@@ -1,4 +1,4 @@
-"""Stoppers and the legacy time manager (tools-and-uci.md §7.11)."""
+"""Stoppers and the legacy time manager (docs/search.md §11)."""
 
 from __future__ import annotations
 

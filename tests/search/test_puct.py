@@ -1,4 +1,4 @@
-"""PUCT selection on hand-made trees (tools-and-uci.md §7.3, §7.4)."""
+"""PUCT selection on hand-made trees (docs/search.md §3, §4)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from lc0py.search.search import Search
 
 
 def _puct_reference(parent, params: SearchParams) -> int:
-    """Straightforward §7.3 over all edges (no prefix shortcut), first max wins."""
+    """Straightforward §3 over all edges (no prefix shortcut), first max wins."""
     n = parent.n
     cpuct = params.cpuct + params.cpuct_factor * math.log((n + params.cpuct_base) / params.cpuct_base)
     fpu = -parent.wl - params.fpu_value * math.sqrt(parent.visited_p)

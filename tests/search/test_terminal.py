@@ -1,4 +1,4 @@
-"""Game-over leaves are scored exactly (tools-and-uci.md §7.2, §7.6; chess-encoding.md §7)."""
+"""Game-over leaves are scored exactly (docs/search.md §2, §6; docs/input-encoding.md §7)."""
 
 from __future__ import annotations
 

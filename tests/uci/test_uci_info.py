@@ -1,4 +1,4 @@
-"""Score and WDL formatting (tools-and-uci.md §5.1) and the option table (§3, §4)."""
+"""Score and WDL formatting (docs/uci-and-tools.md §5.1) and the option table (§3, §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UCI conversation as a GUI has it (tools-and-uci.md §3, §5)."""
+"""UCI conversation as a GUI has it (docs/uci-and-tools.md §3, §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Layer decoding and encoding (weights-format.md §4)."""
+"""Layer decoding and encoding (docs/weights-format.md §4)."""
 
 from __future__ import annotations
 

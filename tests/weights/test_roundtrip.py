@@ -1,4 +1,4 @@
-"""Writer -> loader round trips, determinism and atomic writes (weights-format.md §4, §10)."""
+"""Writer -> loader round trips, determinism and atomic writes (docs/weights-format.md §4, §10)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg, Platform
+from lc0py.backends.gpu.platform import (
+    DeviceInfo,
+    Dim3,
+    Event,
+    GpuError,
+    HostBuffer,
+    KernelArg,
+    Platform,
+    amd_mma_kind,
+)
 from lc0py.errors import BackendUnavailable, KernelCompileError
 
 log = logging.getLogger("lc0py.backends.gpu")
@@ -52,19 +61,9 @@ HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
 HIP_LAUNCH_PARAM_END = 3
 
-# Matrix-core families of kernels/mma_amd.h, by arch (the #if there tests the same list).
-_MFMA_ARCHS = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
-
-
-def mma_kind(arch: str) -> str | None:
-    """``"wmma"`` (RDNA3/3.5 gfx11*, RDNA4 gfx12*), ``"mfma"`` (CDNA) or ``None`` (no branch in
-    mma_amd.h: gfx10, gfx900/906), for an arch or a full target id ("gfx90a:sramecc+:xnack-")."""
-    base = arch.split(":")[0]
-    if base.startswith(("gfx11", "gfx12")):
-        return "wmma"
-    if base in _MFMA_ARCHS:
-        return "mfma"
-    return None
+# The AMD matrix-core table lives with the device facts (platform.py); the name stays here for
+# the host code and tests that route on it.
+mma_kind = amd_mma_kind
 
 
 # ------------------------------------------------------------------------------- imports -------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from lc0py.backends.gpu.platform import mma_kind, mma_unavailable
 from lc0py.backends.gpu.tuning import FlashParams, apply_overrides, default_params
 
 MAX_FLASH_DEPTH = 256  # registers: the O accumulators alone are d/2 floats per lane at d = 256
@@ -32,22 +33,6 @@ class AttentionChoice:
     @property
     def is_flash(self) -> bool:
         return self.kernel is not AttentionKernel.FALLBACK
-
-
-def _arch_has_mma(vendor: str, arch: str) -> tuple[bool, str]:
-    digits = "".join(ch for ch in arch if ch.isdigit())
-    n = int(digits) if digits else 0
-    if vendor == "nvidia":
-        # mma.sync m16n8k16 f16 and cp.async both need sm_80 (Ampere) or newer.
-        return (n >= 80, f"{arch} < sm_80: no mma.sync.m16n8k16 / cp.async")
-    if vendor == "amd":
-        # One table decides, the one mma_amd.h's arch test mirrors (CI checks they agree).
-        from lc0py.backends.gpu.hip_platform import mma_kind
-
-        if mma_kind(arch) is not None:
-            return True, ""
-        return False, f"{arch}: no WMMA/MFMA branch in mma_amd.h"
-    return False, f"unknown vendor {vendor}"
 
 
 def choose_attention(
@@ -84,9 +69,8 @@ def choose_attention(
             return AttentionChoice(fallback, None, f"head depth {depth} is not a multiple of 16")
         if depth > MAX_FLASH_DEPTH:
             return AttentionChoice(fallback, None, f"head depth {depth} > {MAX_FLASH_DEPTH}")
-        ok, why_not = _arch_has_mma(vendor, arch)
-        if not ok:
-            return AttentionChoice(fallback, None, why_not)
+        if mma_kind(vendor, arch) is None:
+            return AttentionChoice(fallback, None, mma_unavailable(vendor, arch))
         if params.kv_tile % 16 or params.kv_tile < 16:
             return AttentionChoice(fallback, None, f"kv_tile {params.kv_tile} is not a multiple of 16")
         if not 1 <= params.stages <= 8 or params.warps < 1 or params.warps > 16 or params.heads_per_block < 1:

@@ -41,6 +41,52 @@ KernelArg = ctypes.c_void_p | ctypes.c_int | ctypes.c_uint | ctypes.c_float | ct
 Dim3 = tuple[int, int, int]
 
 
+# Matrix-core families of kernels/mma_amd.h, by arch (the #if there tests the same list).
+MFMA_ARCHS = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+
+
+def amd_mma_kind(arch: str) -> str | None:
+    """``"wmma"`` (RDNA3/3.5 gfx11*, RDNA4 gfx12*), ``"mfma"`` (CDNA) or ``None`` (no branch in
+    mma_amd.h: gfx10, gfx900/906), for an arch or a full target id ("gfx90a:sramecc+:xnack-")."""
+    base = arch.split(":")[0]
+    if base.startswith(("gfx11", "gfx12")):
+        return "wmma"
+    if base in MFMA_ARCHS:
+        return "mfma"
+    return None
+
+
+def mma_kind(vendor: str, arch: str) -> str | None:
+    """The matrix-core branch of ``kernels/mma.h`` a device compiles: ``"mma.sync"`` (NVIDIA
+    sm_80+: m16n8k16 and cp.async), ``"wmma"`` / ``"mfma"`` (AMD, ``mma_amd.h``), or ``None``
+    (no branch: the fp16 flash kernel is not used there)."""
+    if vendor == "nvidia":
+        digits = "".join(ch for ch in arch if ch.isdigit())
+        return "mma.sync" if digits and int(digits) >= 80 else None
+    if vendor == "amd":
+        return amd_mma_kind(arch)
+    return None
+
+
+def mma_unavailable(vendor: str, arch: str) -> str:
+    """Why ``mma_kind(vendor, arch)`` is None (empty when it is not)."""
+    if mma_kind(vendor, arch) is not None:
+        return ""
+    if vendor == "nvidia":
+        return f"{arch} < sm_80: no mma.sync.m16n8k16 / cp.async"
+    if vendor == "amd":
+        return f"{arch}: no WMMA/MFMA branch in mma_amd.h"
+    return f"unknown vendor {vendor}"
+
+
+def mma_scratch_elems(vendor: str, arch: str) -> int:
+    """fp16 elements of shared-memory scratch per warp that ``lc0mma::a_from_c`` needs on the
+    device's branch (``SCRATCH_ELEMS`` in kernels/mma.h): 0 where the accumulator layout already
+    is the A-operand layout (NVIDIA mma.sync), 256 elsewhere (AMD branches, the scalar
+    reference). Kernels ``static_assert`` the value they are compiled with against their own."""
+    return 0 if mma_kind(vendor, arch) == "mma.sync" else 256
+
+
 class GpuError(Lc0pyError):
     """A vendor runtime call failed (out of memory, launch failure, ...): names the call."""
 
@@ -65,6 +111,16 @@ class DeviceInfo:
         """``sm_90`` → 90, ``gfx1100`` → 1100 (for "at least" comparisons within a vendor)."""
         digits = "".join(ch for ch in self.arch if ch.isdigit())
         return int(digits) if digits else 0
+
+    @property
+    def mma_kind(self) -> str | None:
+        """The matrix-core branch of kernels/mma.h this device compiles (``mma_kind``)."""
+        return mma_kind(self.vendor, self.arch)
+
+    @property
+    def mma_scratch_elems(self) -> int:
+        """Per-warp ``a_from_c`` scratch of that branch, in fp16 elements (``mma_scratch_elems``)."""
+        return mma_scratch_elems(self.vendor, self.arch)
 
 
 @dataclass(frozen=True)

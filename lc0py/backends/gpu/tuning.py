@@ -6,7 +6,7 @@ overrides any field (``attn_warps=2,attn_kv_tile=32,...``). ``lc0py tune`` write
 winners per (device, arch, heads x depth, dtype) with ``save_tuned``; the backend reads them with
 ``load_tuned`` (backend option ``tuned=off`` ignores them); explicit ``attn_*`` options win over both.
 
-Shape facts behind the table (attention-body.md): lc0 nets have seq = 64 tokens, depth
+Shape facts behind the table (docs/attention-body.md): lc0 nets have seq = 64 tokens, depth
 ``d = D/H`` in {32, 64, 96, 128} at D = 768, batch 1..1024. Per (position, head) the work is tiny
 (2·2·64·64·d FLOPs) and the bytes (Q, K, V 3·64·d halves + the 64×64 bias) dominate: the kernel is
 memory/latency bound, so the goals are one pass over Q/K/V/G with 16-byte loads, enough blocks
@@ -40,7 +40,11 @@ class FlashParams:
     def rows(self) -> int:
         return 16 * self.warps
 
-    def defines(self, depth: int, fp16: bool, bias_f32: bool) -> dict[str, int]:
+    def defines(self, depth: int, fp16: bool, bias_f32: bool, scratch_per_warp: int = 0) -> dict[str, int]:
+        """Compile defines of the kernel for these parameters. ``LC0_FA_SCRATCH_ELEMS`` (the
+        device's ``mma_scratch_elems``) and ``LC0_FA_SMEM_BYTES`` (``shared_bytes``, what the host
+        launches with) are what Python believes of the kernel's layout: the kernel
+        ``static_assert``s both against its own, so any drift fails the compile (CI compiles)."""
         d = {
             "LC0_FP16": int(fp16),
             "LC0_FA_DEPTH": depth,
@@ -52,6 +56,8 @@ class FlashParams:
             "LC0_FA_BIAS_F32": int(bias_f32),
             "LC0_FA32_THREADS": self.f32_threads,
             "LC0_FA_HEADS": self.heads_per_block,
+            "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
+            "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
         return d
 

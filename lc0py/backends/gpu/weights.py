@@ -1,37 +1,43 @@
-"""Host-side preparation of a ``Network`` for the GPU: shapes, fused/packed weights, buffer plan.
+"""Host-side preparation of a ``Network`` for the GPU: shapes, typed weight records, buffer plan.
 
-Pure numpy, no device: everything here is tested without a GPU. ``pack_weights`` does all
-re-arrangement once, at upload, so the forward pass launches plain GEMMs on contiguous arrays:
+Pure numpy, no device: everything here is tested without a GPU. ``pack_model`` does all
+re-arrangement once, at upload, into one typed record per layer (``EncoderWeights``,
+``FfnWeights``, ``AttentionPolicyWeights``, ...; a field per device array, no string keys), so the
+forward pass launches plain GEMMs on contiguous arrays:
 
-* ``L{l}.qkv.w = concat(q_w, k_w, v_w, smolgen compress)`` ``[3D + hc, E]`` (in that order):
-  one GEMM reads the layer input once for all four projections; the attention kernels read
-  Q/K/V at column offsets 0, D, 2D with row stride ``3D + hc`` and a small copy kernel gathers
-  the compress columns for smolgen's dense1. ``qkv.b`` has zeros for the compress columns.
+* ``EncoderWeights.qkv_w = concat(q_w, k_w, v_w, smolgen compress)`` ``[3D + hc, E]`` (in that
+  order): one GEMM reads the layer input once for all four projections; the attention kernels
+  read Q/K/V at column offsets 0, D, 2D with row stride ``3D + hc`` and a small copy kernel
+  gathers the compress columns for smolgen's dense1. ``qkv_b`` has zeros for the compress columns.
 * The embedding's constant positional-encoding columns are folded into a per-square bias:
-  ``emb.sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
-* PE_DENSE (§3.2): ``emb.w`` = the 112 plane columns, ``emb.wu`` = the dE preproc columns
-  (a second GEMM with beta = 1 accumulates ``U·Wuᵀ``), ``emb.b`` the bias (applied with the
-  activation inside the embedding LayerNorm kernel), ``emb.pre.w/b`` the preproc dense,
-  ``emb.ln``/``emb.ffn*``/``emb.ffn_ln`` like an encoder FFN block (``emb.ffn2.b.alpha``);
-  with gating ``emb.zero`` is a zero ``[64, E]`` bias for the gate-only epilogue.
+  ``sqbias[s, c] = ip_emb_b[c] + PE[s] · W[c, 112:]`` (float64), so the GEMM has K = 112.
+* PE_DENSE: ``w`` = the 112 plane columns, ``wu`` = the dE preproc columns (a second GEMM with
+  beta = 1 accumulates ``U·Wuᵀ``), ``b`` the bias (applied with the activation inside the
+  embedding LayerNorm kernel), ``pre_w/pre_b`` the preproc dense, ``ffn`` an encoder FFN block;
+  with gating ``zero`` is a zero ``[64, E]`` bias for the gate-only epilogue.
 * Gates are transposed to ``[64, E]`` so the epilogue kernel reads them coalesced.
 * Policy ``wq`` and ``wk`` are concatenated (one GEMM, N = 2·Pd).
 * The global ``smolgen_w`` is scaled by log2(e): the attention kernels compute softmax with exp2,
   so they read the bias in that domain directly.
-* Absent biases of layers without an activation become zeros (attention-body.md §4.6).
-* ``out.b.alpha``/``ffn2.b.alpha`` = alpha·bias: the residual is accumulated by the GEMM
+* Absent biases of layers without an activation become zeros (docs/attention-body.md §4.6).
+* ``out_b_alpha``/``b2_alpha`` = alpha·bias: the residual is accumulated by the GEMM
   (``x += alpha·O·Woᵀ``, beta = 1), so the LayerNorm adds the bias already scaled.
+
+The same record classes hold device pointers after upload (``map_arrays``), and ``Buffers`` names
+the activation buffers of one arena (``plan_buffers`` sizes them).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from lc0py.errors import UnsupportedNetError
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
-from lc0py.weights.network import Activation, Dense, InputEmbedding, Network
+from lc0py.weights.network import Activation, Dense, EncoderLayer, InputEmbedding, Network
 
 SEQ = 64
 PLANES = 112
@@ -42,7 +48,7 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 
 @dataclass(frozen=True)
 class NetShape:
-    """The sizes the GPU forward pass needs (attention-body.md §1 symbols)."""
+    """The sizes the GPU forward pass needs (docs/attention-body.md §1 symbols)."""
 
     E: int
     D: int
@@ -139,80 +145,239 @@ def _bias(d: Dense) -> np.ndarray:
     return d.b if d.b is not None else np.zeros(d.n_out, np.float32)
 
 
-def pack_weights(net: Network, dtype: type) -> dict[str, np.ndarray]:
-    """Every device array of ``net`` by name, already fused/transposed, in ``dtype`` (gather: int32)."""
-    shape = net_shape(net)
-    out: dict[str, np.ndarray] = {}
+# ---- typed weight records -----------------------------------------------------------------------
+# Each layer of the GPU forward pass reads its weights from one record. The same class holds numpy
+# arrays on the host (``pack_model``) and device pointers once uploaded (``map_arrays``), so
+# a weight is named by a field, not a string key: a field no layer reads is visibly unused.
+A = TypeVar("A", np.ndarray, int)
+
+
+@dataclass
+class FfnWeights(Generic[A]):
+    """``x1 += alpha * act(x1 W1^T + b1) W2^T; out = LN(x1 + alpha b2)`` (encoder FFN block)."""
+
+    w1: A  # [F, E]
+    b1: A
+    w2: A  # [E, F]
+    b2_alpha: A  # alpha * b2: the residual is accumulated by the GEMM (beta = 1)
+    ln_g: A
+    ln_b: A
+
+
+@dataclass
+class SmolgenWeights(Generic[A]):
+    d1_w: A  # [hs, 64 hc]
+    d1_b: A
+    ln1_g: A
+    ln1_b: A
+    d2_w: A  # [H gs, hs]
+    d2_b: A
+    ln2_g: A
+    ln2_b: A
+
+
+@dataclass
+class EncoderWeights(Generic[A]):
+    qkv_w: A  # [3D + pad, E]: q, k, v, smolgen compress (zero rows up to qkv_ld)
+    qkv_b: A  # zeros for the compress columns
+    out_w: A
+    out_b_alpha: A  # alpha * out bias (residual inside the GEMM)
+    ln1_g: A
+    ln1_b: A
+    ffn: FfnWeights[A]
+    smolgen: SmolgenWeights[A] | None
+
+
+@dataclass
+class PeMapEmbeddingWeights(Generic[A]):
+    w: A  # [E, 112]: the plane columns only
+    sqbias: A  # [64, E]: bias + the constant positional-encoding columns folded per square
+    mult: A | None  # gates, transposed to [64, E]
+    add: A | None
+
+
+@dataclass
+class PeDenseEmbeddingWeights(Generic[A]):
+    w: A  # [E, 112]
+    wu: A  # [E, dE]: the preproc columns (second GEMM, beta = 1)
+    b: A  # applied with the activation inside the LayerNorm kernel
+    pre_w: A  # [64 dE, 768]
+    pre_b: A
+    ln_g: A
+    ln_b: A
+    ffn: FfnWeights[A] | None
+    zero: A | None  # zero [64, E] bias of the gate-only epilogue
+    mult: A | None
+    add: A | None
+
+
+@dataclass
+class AttentionPolicyWeights(Generic[A]):
+    emb_w: A
+    emb_b: A
+    qk_w: A  # [2 Pd, Pe]: wq then wk (one GEMM)
+    qk_b: A
+    promo: A  # [4, Pd]
+    gather: A  # int32 [1858]: lc0's attention-policy map
+
+
+@dataclass
+class FcHeadWeights(Generic[A]):
+    """Value and moves-left heads: per-square embedding -> fc1 -> fc2."""
+
+    emb_w: A
+    emb_b: A
+    fc1_w: A
+    fc1_b: A
+    fc2_w: A
+    fc2_b: A
+
+
+@dataclass
+class ModelWeights(Generic[A]):
+    embedding: PeMapEmbeddingWeights[A] | PeDenseEmbeddingWeights[A]
+    encoders: list[EncoderWeights[A]]
+    smolgen_w: A | None  # [64*64, gs] * log2(e), shared by every layer
+    policy: AttentionPolicyWeights[A]
+    value: FcHeadWeights[A]
+    moves_left: FcHeadWeights[A] | None
+
+
+def _ffn(
+    ffn1: Dense, ffn2: Dense, ln_g: np.ndarray, ln_b: np.ndarray, alpha: float
+) -> FfnWeights[np.ndarray]:
+    return FfnWeights(
+        w1=ffn1.w,
+        b1=_bias(ffn1),
+        w2=ffn2.w,
+        b2_alpha=_bias(ffn2).astype(np.float64) * alpha,
+        ln_g=ln_g,
+        ln_b=ln_b,
+    )
+
+
+def _fc_head(emb: Dense, fc1: Dense, fc2: Dense) -> FcHeadWeights[np.ndarray]:
+    return FcHeadWeights(emb.w, _bias(emb), fc1.w, _bias(fc1), fc2.w, _bias(fc2))
+
+
+def _embedding(
+    net: Network, shape: NetShape
+) -> PeMapEmbeddingWeights[np.ndarray] | PeDenseEmbeddingWeights[np.ndarray]:
     emb = net.embedding
     w = emb.dense.w.astype(np.float64)
-    out["emb.w"] = w[:, :PLANES]
-    if shape.pe_dense:
-        assert emb.preproc is not None and emb.ln is not None
-        out["emb.wu"] = w[:, PLANES:]  # [E, dE]
-        out["emb.b"] = _bias(emb.dense)
-        out["emb.pre.w"], out["emb.pre.b"] = emb.preproc.w, _bias(emb.preproc)
-        out["emb.ln.g"], out["emb.ln.b"] = emb.ln.gamma, emb.ln.beta
-        if shape.Fe:
-            assert emb.ffn1 is not None and emb.ffn2 is not None and emb.ffn_ln is not None
-            out["emb.ffn1.w"], out["emb.ffn1.b"] = emb.ffn1.w, _bias(emb.ffn1)
-            out["emb.ffn2.w"] = emb.ffn2.w
-            out["emb.ffn2.b.alpha"] = _bias(emb.ffn2).astype(np.float64) * net.alpha
-            out["emb.ffn_ln.g"], out["emb.ffn_ln.b"] = emb.ffn_ln.gamma, emb.ffn_ln.beta
-        if shape.gating:
-            out["emb.zero"] = np.zeros((SEQ, shape.E), np.float32)
-    else:
+    mult = emb.mult_gate.T if shape.gating and emb.mult_gate is not None else None
+    add = emb.add_gate.T if shape.gating and emb.add_gate is not None else None
+    if not shape.pe_dense:
         pe = pos_encoding_table(np.float64)
-        out["emb.sqbias"] = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
-    if shape.gating:
-        assert emb.mult_gate is not None and emb.add_gate is not None
-        out["emb.mult"] = emb.mult_gate.T
-        out["emb.add"] = emb.add_gate.T
-    for i, layer in enumerate(net.encoders):
-        p = f"L{i}."
-        extra = shape.qkv_ld - 3 * shape.D  # compress rows + zero rows up to the alignment
-        sgc = np.zeros((extra, shape.E), np.float32)
-        if shape.smolgen and layer.smolgen is not None:
-            sgc[: shape.hc] = layer.smolgen.compress
-        out[p + "qkv.w"] = np.concatenate([layer.q.w, layer.k.w, layer.v.w, sgc], axis=0)
-        out[p + "qkv.b"] = np.concatenate(
-            [_bias(layer.q), _bias(layer.k), _bias(layer.v), np.zeros(extra, np.float32)]
+        sqbias = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
+        return PeMapEmbeddingWeights(w=w[:, :PLANES], sqbias=sqbias, mult=mult, add=add)
+    assert emb.preproc is not None and emb.ln is not None
+    ffn = None
+    if shape.Fe:
+        assert emb.ffn1 is not None and emb.ffn2 is not None and emb.ffn_ln is not None
+        ffn = _ffn(emb.ffn1, emb.ffn2, emb.ffn_ln.gamma, emb.ffn_ln.beta, net.alpha)
+    return PeDenseEmbeddingWeights(
+        w=w[:, :PLANES],
+        wu=w[:, PLANES:],
+        b=_bias(emb.dense),
+        pre_w=emb.preproc.w,
+        pre_b=_bias(emb.preproc),
+        ln_g=emb.ln.gamma,
+        ln_b=emb.ln.beta,
+        ffn=ffn,
+        zero=np.zeros((SEQ, shape.E), np.float32) if shape.gating else None,
+        mult=mult,
+        add=add,
+    )
+
+
+def _encoder(layer: EncoderLayer, shape: NetShape, alpha: float) -> EncoderWeights[np.ndarray]:
+    extra = shape.qkv_ld - 3 * shape.D  # compress rows + zero rows up to the alignment
+    sgc = np.zeros((extra, shape.E), np.float32)
+    smolgen = None
+    if shape.smolgen and layer.smolgen is not None:
+        sg = layer.smolgen
+        sgc[: shape.hc] = sg.compress
+        smolgen = SmolgenWeights(
+            d1_w=sg.dense1.w,
+            d1_b=_bias(sg.dense1),
+            ln1_g=sg.ln1.gamma,
+            ln1_b=sg.ln1.beta,
+            d2_w=sg.dense2.w,
+            d2_b=_bias(sg.dense2),
+            ln2_g=sg.ln2.gamma,
+            ln2_b=sg.ln2.beta,
         )
-        out[p + "out.w"] = layer.out.w
-        out[p + "out.b"] = _bias(layer.out)
-        out[p + "out.b.alpha"] = _bias(layer.out).astype(np.float64) * net.alpha  # residual GEMM form
-        out[p + "ln1.g"], out[p + "ln1.b"] = layer.ln1.gamma, layer.ln1.beta
-        out[p + "ffn1.w"], out[p + "ffn1.b"] = layer.ffn1.w, _bias(layer.ffn1)
-        out[p + "ffn2.w"], out[p + "ffn2.b"] = layer.ffn2.w, _bias(layer.ffn2)
-        out[p + "ffn2.b.alpha"] = _bias(layer.ffn2).astype(np.float64) * net.alpha
-        out[p + "ln2.g"], out[p + "ln2.b"] = layer.ln2.gamma, layer.ln2.beta
-        if shape.smolgen and layer.smolgen is not None:
-            s = layer.smolgen
-            out[p + "sg.d1.w"], out[p + "sg.d1.b"] = s.dense1.w, _bias(s.dense1)
-            out[p + "sg.ln1.g"], out[p + "sg.ln1.b"] = s.ln1.gamma, s.ln1.beta
-            out[p + "sg.d2.w"], out[p + "sg.d2.b"] = s.dense2.w, _bias(s.dense2)
-            out[p + "sg.ln2.g"], out[p + "sg.ln2.b"] = s.ln2.gamma, s.ln2.beta
+    return EncoderWeights(
+        qkv_w=np.concatenate([layer.q.w, layer.k.w, layer.v.w, sgc], axis=0),
+        qkv_b=np.concatenate([_bias(layer.q), _bias(layer.k), _bias(layer.v), np.zeros(extra, np.float32)]),
+        out_w=layer.out.w,
+        out_b_alpha=_bias(layer.out).astype(np.float64) * alpha,
+        ln1_g=layer.ln1.gamma,
+        ln1_b=layer.ln1.beta,
+        ffn=_ffn(layer.ffn1, layer.ffn2, layer.ln2.gamma, layer.ln2.beta, alpha),
+        smolgen=smolgen,
+    )
+
+
+def pack_model(net: Network, dtype: type) -> ModelWeights[np.ndarray]:
+    """Every device array of ``net``, fused/transposed, contiguous, in ``dtype`` (gather: int32)."""
+    shape = net_shape(net)
+    smolgen_w = None
     if shape.smolgen:
         assert net.smolgen_w is not None
         # Pre-multiplied by log2(e): every attention kernel works in the exp2 domain, so the
         # bias G they read is already G·log2(e) and costs no multiply per logit.
-        out["smolgen_w"] = net.smolgen_w.astype(np.float64) * LOG2E
+        smolgen_w = net.smolgen_w.astype(np.float64) * LOG2E
     pol = net.policy
-    out["pol.emb.w"], out["pol.emb.b"] = pol.embedding.w, _bias(pol.embedding)
-    out["pol.qk.w"] = np.concatenate([pol.wq.w, pol.wk.w], axis=0)
-    out["pol.qk.b"] = np.concatenate([_bias(pol.wq), _bias(pol.wk)])
-    out["pol.promo"] = pol.promotion
-    v = net.value
-    out["val.emb.w"], out["val.emb.b"] = v.embedding.w, _bias(v.embedding)
-    out["val.fc1.w"], out["val.fc1.b"] = v.fc1.w, _bias(v.fc1)
-    out["val.fc2.w"], out["val.fc2.b"] = v.fc2.w, _bias(v.fc2)
-    if net.moves_left is not None:
-        m = net.moves_left
-        out["mlh.emb.w"], out["mlh.emb.b"] = m.embedding.w, _bias(m.embedding)
-        out["mlh.fc1.w"], out["mlh.fc1.b"] = m.fc1.w, _bias(m.fc1)
-        out["mlh.fc2.w"], out["mlh.fc2.b"] = m.fc2.w, _bias(m.fc2)
-    packed = {k: np.ascontiguousarray(a, dtype=dtype) for k, a in out.items()}
-    packed["gather"] = np.ascontiguousarray(attention_policy_gather(), dtype=np.int32)
-    return packed
+    policy = AttentionPolicyWeights(
+        emb_w=pol.embedding.w,
+        emb_b=_bias(pol.embedding),
+        qk_w=np.concatenate([pol.wq.w, pol.wk.w], axis=0),
+        qk_b=np.concatenate([_bias(pol.wq), _bias(pol.wk)]),
+        promo=pol.promotion,
+        gather=np.ascontiguousarray(attention_policy_gather(), dtype=np.int32),
+    )
+    v, m = net.value, net.moves_left
+    model = ModelWeights(
+        embedding=_embedding(net, shape),
+        encoders=[_encoder(layer, shape, net.alpha) for layer in net.encoders],
+        smolgen_w=smolgen_w,
+        policy=policy,
+        value=_fc_head(v.embedding, v.fc1, v.fc2),
+        moves_left=_fc_head(m.embedding, m.fc1, m.fc2) if m is not None else None,
+    )
+    return map_arrays(model, lambda a: a if a.dtype == np.int32 else np.ascontiguousarray(a, dtype=dtype))
+
+
+R = TypeVar("R")
+
+
+def map_arrays(record: R, fn: Callable[[Any], Any]) -> R:
+    """``record`` with every leaf (an array on the host, a device pointer once uploaded) in it,
+    its nested records and lists, replaced by ``fn(leaf)``; ``None`` stays ``None``. Turns a host
+    record into a device one (``fn`` uploads)."""
+    if isinstance(record, list):
+        return [map_arrays(x, fn) for x in record]  # type: ignore[return-value]
+    if record is None:
+        return record
+    if is_dataclass(record) and not isinstance(record, type):
+        values = {f.name: map_arrays(getattr(record, f.name), fn) for f in fields(record)}
+        return type(record)(**values)
+    return fn(record)  # type: ignore[no-any-return]
+
+
+def leaves(record: object) -> list[Any]:
+    """Every array (host record) or device pointer (device record) in ``record``, depth first in
+    field order: the upload order."""
+    found: list[Any] = []
+    map_arrays(record, lambda a: found.append(a) or a)
+    return found
+
+
+def arrays_of(record: object) -> list[np.ndarray]:
+    """Every array of a host record, in upload order."""
+    return [a for a in leaves(record) if isinstance(a, np.ndarray)]
 
 
 def activation_code(act: Activation) -> int:
@@ -236,37 +401,68 @@ def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
     return offsets, max(total, ALIGN)
 
 
+@dataclass(frozen=True)
+class Buffers:
+    """Device pointers of the activation buffers (one arena; 0 = not allocated for this net)."""
+
+    in_masks: int = 0  # [B, 112] uint64
+    in_values: int = 0  # [B, 112] float32
+    tokens: int = 0  # [B*64, 112]
+    x: int = 0  # [B*64, E] the residual stream
+    x1: int = 0  # [B*64, E]
+    qkv: int = 0  # [B*64, qkv_ld]
+    attn: int = 0  # [B*64, D]
+    ffn: int = 0  # FFN hidden; reused by the policy embedding and the embedding FFN
+    pol_qk: int = 0  # [B*64, 2 Pd]
+    pol_lg: int = 0  # [B, 64, 64]
+    out_policy: int = 0  # [B, 1858] float32
+    val_v1: int = 0
+    val_v2: int = 0
+    out_value: int = 0
+    emb_p: int = 0  # PE_DENSE: the 12 piece planes, square-major [B, 768]
+    emb_u: int = 0  # PE_DENSE: preproc output [B*64, dE]
+    mlh_m1: int = 0
+    mlh_m2: int = 0
+    out_mlh: int = 0
+    sg_c: int = 0  # smolgen compress columns [B, 64 hc]
+    sg_s1: int = 0
+    sg_s2: int = 0
+    sg_g: int = 0  # smolgen bias [B, H, 64, 64]
+    scores: int = 0  # fallback attention scores [B, H, 64, 64]
+
+
 def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:
-    """Bytes of every activation buffer for ``batch`` positions (``elem`` = 2 fp16, 4 fp32)."""
+    """Bytes of every activation buffer for ``batch`` positions (``elem`` = 2 fp16, 4 fp32), by
+    ``Buffers`` field name."""
     m = batch * SEQ
     sizes = {
-        "in.masks": batch * PLANES * 8,
-        "in.values": batch * PLANES * 4,
+        "in_masks": batch * PLANES * 8,
+        "in_values": batch * PLANES * 4,
         "tokens": m * PLANES * elem,
         "x": m * s.E * elem,
         "x1": m * s.E * elem,
         "qkv": m * s.qkv_ld * elem,
         "attn": m * s.D * elem,
-        "ffn": m * max(s.Fd, s.Pe, s.Fe) * elem,  # FFN hidden; reused by policy / embedding FFN
-        "pol.qk": m * 2 * s.Pd * elem,
-        "pol.lg": batch * SEQ * SEQ * elem,
-        "out.policy": batch * POLICY_OUT * 4,
-        "val.v1": m * s.Vc * elem,
-        "val.v2": batch * s.Vh * elem,
-        "out.value": batch * s.v_out * elem,
+        "ffn": m * max(s.Fd, s.Pe, s.Fe) * elem,
+        "pol_qk": m * 2 * s.Pd * elem,
+        "pol_lg": batch * SEQ * SEQ * elem,
+        "out_policy": batch * POLICY_OUT * 4,
+        "val_v1": m * s.Vc * elem,
+        "val_v2": batch * s.Vh * elem,
+        "out_value": batch * s.v_out * elem,
     }
     if s.pe_dense:
-        sizes["emb.p"] = batch * SEQ * 12 * elem  # the 12 piece planes, square-major [B, 768]
-        sizes["emb.u"] = m * s.dE * elem  # preproc output [B, 64*dE] = [B*64, dE]
+        sizes["emb_p"] = batch * SEQ * 12 * elem
+        sizes["emb_u"] = m * s.dE * elem
     if s.mlh:
-        sizes["mlh.m1"] = m * s.Mc * elem
-        sizes["mlh.m2"] = batch * s.Mh * elem
-        sizes["out.mlh"] = batch * elem
+        sizes["mlh_m1"] = m * s.Mc * elem
+        sizes["mlh_m2"] = batch * s.Mh * elem
+        sizes["out_mlh"] = batch * elem
     if s.smolgen:
-        sizes["sg.c"] = m * s.hc * elem
-        sizes["sg.s1"] = batch * s.hs * elem
-        sizes["sg.s2"] = batch * s.H * s.gs * elem
-        sizes["sg.g"] = batch * s.H * SEQ * SEQ * elem
+        sizes["sg_c"] = m * s.hc * elem
+        sizes["sg_s1"] = batch * s.hs * elem
+        sizes["sg_s2"] = batch * s.H * s.gs * elem
+        sizes["sg_g"] = batch * s.H * SEQ * SEQ * elem
     if fallback:
         sizes["scores"] = batch * s.H * SEQ * SEQ * elem
     return sizes

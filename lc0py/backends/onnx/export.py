@@ -1,6 +1,6 @@
 """Export an attention-body ``Network`` to an ONNX model (``onnx.helper`` only, no torch).
 
-The graph is the forward pass of ``shared/docs/attention-body.md`` with lc0's tensor names:
+The graph is the forward pass of ``docs/attention-body.md`` with lc0's tensor names:
 
 * input ``/input/planes`` ``[B, 112, 8, 8]``;
 * outputs ``/output/policy`` ``[B, 1858]`` (raw logits), ``/output/wdl`` ``[B, 3]`` (softmaxed;
@@ -13,7 +13,7 @@ weights and computes in float16 with float16 inputs and outputs, as lc0's conver
 (``stash_type=1``), as lc0's CUDA kernel does.
 
 Exact rewrites made while exporting (scaled weights are computed in float64 and rounded once;
-§-refs to attention-body.md), so the graph does less work than a literal transcription:
+§-refs to docs/attention-body.md), so the graph does less work than a literal transcription:
 
 * PE_MAP (§3.1): ``concat(X, PE)·Wᵀ = X·W[:, :112]ᵀ + PE·W[:, 112:]ᵀ``; the second term is a
   MatMul of two initializers (the ``kPosEncoding`` table and the weight slice) that ONNX Runtime

@@ -11,7 +11,7 @@ import pytest
 from lc0py.backends.gpu import compile_cache
 from lc0py.backends.gpu.compile_cache import KernelCache, atomic_write, cache_key, kernel_dir
 from lc0py.backends.gpu.kernels import AttentionKernel, choose_attention, flash_grid
-from lc0py.backends.gpu.network import ln_config
+from lc0py.backends.gpu.ops import ln_config
 from lc0py.backends.gpu.platform import DeviceInfo
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.errors import KernelCompileError

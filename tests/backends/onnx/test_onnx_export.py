@@ -98,7 +98,7 @@ def test_activations(acts: tuple[str, str, str], opset: int) -> None:
 
 
 def test_absent_biases_follow_blas() -> None:
-    """No bias => no bias and no activation (attention-body.md §4.6): K/V/out zero, MLH without ReLU."""
+    """No bias => no bias and no activation (docs/attention-body.md §4.6): K/V/out zero, MLH without ReLU."""
     network = random_network("tiny", seed=9)
     layer = network.encoders[0]
     layer.k.b = layer.v.b = layer.out.b = None

@@ -1,0 +1,461 @@
+"""The layers of the GPU forward pass, each built from a typed record of device pointers.
+
+A layer holds its weights (a ``weights.*Weights[int]`` record: one field per device array), the
+sizes it needs and its activation codes; ``forward`` enqueues its launches on ``GpuOps`` against
+the activation ``Buffers``. ``GpuModel`` is the net: an embedding, a loop over encoder layers,
+then the heads. Per encoder layer (fp16: fp16 buffers, fp32 accumulation and LN statistics)::
+
+    qkvc = x · [Wq;Wk;Wv;Wc]ᵀ                      one GEMM, N = 3D + hc (biases applied in attention)
+    G    = smolgen(c)                              copy c out, dense1 GEMM + act/LN kernel,
+                                                   dense2 GEMM + act/LN kernel, global GEMM -> [B,H,64,64]
+    O    = flash(qkv, G)                           one kernel: QKᵀ·scale + G -> online softmax -> ·V
+           (fallback: bias kernel, per-head batched GEMMs QKᵀ, softmax_bias kernel, GEMMs P·V)
+    x   += α · O·Woᵀ                               GEMM with beta = 1 (residual in its epilogue)
+    x1   = LN(x + α·bo)                            one kernel
+    x1  += α · act(x1·W1ᵀ + b1)·W2ᵀ                GEMM, bias/act kernel, GEMM with beta = 1
+    x    = LN(x1 + α·b2)                           one kernel
+
+The FFN block (``Ffn``) is the same object in an encoder layer and in the PE_DENSE embedding.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+from lc0py.backends.gpu.compile_cache import KernelCache
+from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
+from lc0py.backends.gpu.ops import F, GpuOps, I, P
+from lc0py.backends.gpu.weights import (
+    LOG2E,
+    PLANES,
+    SEQ,
+    AttentionPolicyWeights,
+    Buffers,
+    EncoderWeights,
+    FcHeadWeights,
+    FfnWeights,
+    ModelWeights,
+    NetShape,
+    PeDenseEmbeddingWeights,
+    PeMapEmbeddingWeights,
+    SmolgenWeights,
+    activation_code,
+)
+from lc0py.errors import Lc0pyError
+from lc0py.weights.network import Activation, Network
+
+log = logging.getLogger("lc0py.backends.gpu")
+_logged: set[str] = set()
+
+ACT_NONE = int(Activation.NONE)
+
+#: ``tap(name, device pointer, row width)``: verify's hook for per-layer intermediates.
+Tap = Callable[[str, int, int], None]
+
+
+def log_once(message: str) -> None:
+    """One log line per distinct message per process (fallback notices)."""
+    if message not in _logged:
+        _logged.add(message)
+        log.warning(message)
+
+
+class Ffn:
+    """``x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ``, then ``out = LN(x1 + alpha·b2)``."""
+
+    def __init__(
+        self, ops: GpuOps, w: FfnWeights[int], n: int, hidden: int, act: int, alpha: float, eps: float
+    ) -> None:
+        self.w, self.n, self.hidden, self.act, self.alpha, self.eps = w, n, hidden, act, alpha, eps
+        ops.prepare_layernorm(n, ACT_NONE)
+
+    def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int) -> None:
+        w = self.w
+        ops.dense(x1, m, self.n, w.w1, self.hidden, hidden)
+        ops.bias_act(hidden, w.b1, m, self.hidden, self.act)
+        ops.dense(hidden, m, self.hidden, w.w2, self.n, x1, alpha=self.alpha, beta=1.0)
+        ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
+
+
+class Smolgen:
+    """The per-position attention bias ``G [B, H, 64, 64]`` (pre-scaled by log2 e) from the
+    compress columns of the fused QKV projection."""
+
+    def __init__(
+        self,
+        ops: GpuOps,
+        w: SmolgenWeights[int],
+        global_w: int,
+        s: NetShape,
+        act: int,
+        eps: tuple[float, float],
+    ) -> None:
+        self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
+        ops.prepare_layernorm(s.hs, act)
+        ops.prepare_layernorm(s.H * s.gs, act)
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        s, w = self.s, self.w
+        m = bsz * SEQ
+        ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
+        ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
+        ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
+        ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
+        ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+        ops.dense(buf.sg_s2, bsz * s.H, s.gs, self.global_w, SEQ * SEQ, buf.sg_g)
+
+
+class Attention:
+    """Softmax(QKᵀ·scale + G)·V over the interleaved ``[B, 64, H·depth]`` layout: the fused flash
+    kernel, or the GEMM + softmax fallback. One object serves every encoder layer (the kernel
+    depends on the shape only); ``rebuild`` swaps the flash kernel's run-time parameters."""
+
+    def __init__(
+        self, ops: GpuOps, cache: KernelCache, s: NetShape, flash: bool, overrides: dict[str, int] | None
+    ):
+        self.ops, self.cache, self.s = ops, cache, s
+        self.choice = self._choose(flash, overrides)
+        self._build()
+
+    def _choose(self, flash: bool, overrides: dict[str, int] | None) -> AttentionChoice:
+        info = self.ops.p.info
+        return choose_attention(
+            depth=self.s.depth,
+            seq=SEQ,
+            fp16=self.ops.fp16,
+            vendor=info.vendor,
+            arch=info.arch,
+            shared_optin=info.shared_mem_per_block_optin,
+            flash=flash,
+            overrides=overrides,
+            scratch_per_warp=info.mma_scratch_elems,
+        )
+
+    def _build(self) -> None:
+        ops, s, ch = self.ops, self.s, self.choice
+        self.k_flash: int | None = None
+        self.smem = 0
+        if ch.is_flash:
+            assert ch.params is not None
+            scratch = ops.p.info.mma_scratch_elems
+            try:
+                defines = ch.params.defines(
+                    s.depth, ops.fp16, bias_f32=not ops.fp16, scratch_per_warp=scratch
+                )
+                self.k_flash = self.cache.function("flash_attention.hip", ch.kernel.value, defines)
+                self.smem = ch.params.shared_bytes(s.depth, ops.fp16, not ops.fp16, scratch)
+                ops.p.set_max_dynamic_shared(self.k_flash, self.smem)
+            except Lc0pyError as exc:
+                self.choice = AttentionChoice(
+                    AttentionKernel.FALLBACK, None, f"flash kernel failed to build: {exc}"
+                )
+                self.k_flash = None
+        if not self.choice.is_flash:
+            log_once(f"attention: using GEMM+softmax fallback ({self.choice.reason})")
+            ops.softmax_kernel(SEQ)
+
+    def rebuild(self, overrides: dict[str, int]) -> AttentionChoice:
+        """Rebuild the flash kernel with other ``FlashParams`` fields; the fallback (with its
+        reason) when they are invalid or fail to build."""
+        self.choice = self._choose(True, overrides)
+        self._build()
+        return self.choice
+
+    @property
+    def uses_flash(self) -> bool:
+        return self.k_flash is not None
+
+    def forward(self, buf: Buffers, qkv_b: int, bsz: int, flash: bool) -> None:
+        """``buf.attn = attention(buf.qkv, buf.sg_g)`` with the Q/V biases ``qkv_b`` (the K bias
+        cancels in the softmax; V's is added after it)."""
+        ops, s = self.ops, self.s
+        qkv, o = buf.qkv, buf.attn
+        g = buf.sg_g if s.smolgen else 0
+        scale = 1.0 / math.sqrt(s.depth)
+        if flash and self.k_flash is not None:
+            assert self.choice.params is not None
+            grid, block = flash_grid(SEQ, s.H, bsz, self.choice.params, ops.fp16, ops.p.info.warp_size)
+            ops.p.launch(
+                self.k_flash,
+                grid,
+                block,
+                self.smem,
+                ops.stream,
+                [
+                    P(qkv),
+                    P(ops.off(qkv, s.D)),
+                    P(ops.off(qkv, 2 * s.D)),
+                    I(s.qkv_ld),
+                    P(g),
+                    P(qkv_b),
+                    P(ops.off(qkv_b, 2 * s.D)),
+                    P(o),
+                    I(s.D),
+                    I(SEQ),
+                    I(s.H),
+                    F(scale),
+                ],
+            )
+            return
+        # Fallback: add all three biases, then per head: S = Q Kᵀ, softmax(S·scale + G), O = P V.
+        sc = buf.scores
+        ld = s.qkv_ld
+        ops.bias_act(qkv, qkv_b, bsz * SEQ, ld, ACT_NONE)  # zeros on the compress columns
+        tok = SEQ * ld  # elements between positions
+        hs = SEQ * SEQ
+        for h in range(s.H):
+            ops.gemm(
+                SEQ,
+                SEQ,
+                s.depth,
+                ops.off(qkv, h * s.depth),
+                ld,
+                ops.off(qkv, s.D + h * s.depth),
+                ld,
+                ops.off(sc, h * hs),
+                SEQ,
+                trans_b=True,
+                batch=bsz,
+                stride_a=tok,
+                stride_b=tok,
+                stride_c=s.H * hs,
+            )
+        ops.softmax_bias(sc, g, bsz * s.H * SEQ, SEQ, scale * LOG2E)  # exp2 domain (G is pre-scaled)
+        for h in range(s.H):
+            ops.gemm(
+                SEQ,
+                s.depth,
+                SEQ,
+                ops.off(sc, h * hs),
+                SEQ,
+                ops.off(qkv, 2 * s.D + h * s.depth),
+                ld,
+                ops.off(o, h * s.depth),
+                s.D,
+                batch=bsz,
+                stride_a=s.H * hs,
+                stride_b=tok,
+                stride_c=SEQ * s.D,
+            )
+
+
+class EncoderLayer:
+    """One encoder block: fused QKV (+ smolgen compress), smolgen, attention, output projection
+    with the residual in the GEMM, LayerNorm, FFN."""
+
+    def __init__(
+        self,
+        ops: GpuOps,
+        w: EncoderWeights[int],
+        s: NetShape,
+        attention: Attention,
+        smolgen: Smolgen | None,
+        ffn: Ffn,
+        alpha: float,
+        eps: float,
+        index: int,
+    ) -> None:
+        self.w, self.s, self.attention, self.smolgen, self.ffn = w, s, attention, smolgen, ffn
+        self.alpha, self.eps, self.index = alpha, eps, index
+        ops.prepare_layernorm(s.E, ACT_NONE)
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
+        s, w = self.s, self.w
+        m = bsz * SEQ
+        ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
+        if self.smolgen is not None:
+            self.smolgen.forward(ops, buf, bsz)
+        self.attention.forward(buf, w.qkv_b, bsz, flash)
+        if tap is not None:
+            tap(f"encoder{self.index}.attention", buf.attn, s.D)
+        # Residual inside the GEMM: x += alpha * O·Woᵀ (beta = 1, C = x in place), so the
+        # LayerNorm reads one tensor instead of two; the bias enters the LN pre-scaled (alpha·bo).
+        ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x, alpha=self.alpha, beta=1.0)
+        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m)
+
+
+class PeMapEmbedding:
+    """``x = act(tokens · Wᵀ + sqbias[s]) (* mult[s] + add[s])``: K = 112, the positional
+    encoding folded into a per-square bias."""
+
+    def __init__(self, w: PeMapEmbeddingWeights[int], s: NetShape, act: int) -> None:
+        self.w, self.s, self.act = w, s, act
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        w, s = self.w, self.s
+        m = bsz * SEQ
+        ops.dense(buf.tokens, m, PLANES, w.w, s.E, buf.x)
+        ops.embed_epilogue(buf.x, w.sqbias, w.mult or 0, w.add or 0, m, s.E, self.act)
+
+
+class PeDenseEmbedding:
+    """PE_DENSE embedding (BT3/BT4 style) from ``tokens`` into ``x``::
+
+    P  = tokens[:, 0:12] as [B, 768]            copy kernel (square-major, s*12 + p)
+    U  = P·Wpreᵀ + bpre -> [B*64, dE]           GEMM + bias kernel
+    h  = tokens·Wᵀ[:, :112];  h += U·Wᵀ[:, 112:] two GEMMs (second with beta = 1)
+    h  = LN(act(h + b)) (eps from the net)      one kernel
+    h  = h * mult + add                         epilogue kernel (zero bias, no act)
+    x  = Ffn(h)                                 the encoder FFN block, when present
+    """
+
+    def __init__(
+        self, ops: GpuOps, w: PeDenseEmbeddingWeights[int], s: NetShape, act: int, eps: float, ffn: Ffn | None
+    ) -> None:
+        self.w, self.s, self.act, self.eps, self.ffn = w, s, act, eps, ffn
+        ops.prepare_layernorm(s.E, act)
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        w, s = self.w, self.s
+        m = bsz * SEQ
+        ops.copy_columns(buf.tokens, PLANES, 0, buf.emb_p, m, 12)
+        ops.dense(buf.emb_p, bsz, SEQ * 12, w.pre_w, SEQ * s.dE, buf.emb_u)
+        ops.bias_act(buf.emb_u, w.pre_b, bsz, SEQ * s.dE, ACT_NONE)
+        h = buf.x1 if self.ffn is not None else buf.x
+        ops.dense(buf.tokens, m, PLANES, w.w, s.E, h)
+        ops.dense(buf.emb_u, m, s.dE, w.wu, s.E, h, beta=1.0)
+        ops.layernorm(s.E, h, w.b, h, w.ln_g, w.ln_b, m, self.eps, self.act)
+        if w.mult is not None and w.add is not None and w.zero is not None:
+            ops.embed_epilogue(h, w.zero, w.mult, w.add, m, s.E, ACT_NONE)
+        if self.ffn is not None:
+            self.ffn.forward(ops, h, buf.ffn, buf.x, m)
+
+
+class AttentionPolicyHead:
+    """Policy embedding, Q|K projection, scaled QKᵀ logits, promotion offsets, lc0's 1858 gather."""
+
+    def __init__(self, w: AttentionPolicyWeights[int], s: NetShape, act: int) -> None:
+        self.w, self.s, self.act = w, s, act
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        w, s = self.w, self.s
+        m = bsz * SEQ
+        ops.dense(buf.x, m, s.E, w.emb_w, s.Pe, buf.ffn)
+        ops.bias_act(buf.ffn, w.emb_b, m, s.Pe, self.act)
+        ops.dense(buf.ffn, m, s.Pe, w.qk_w, 2 * s.Pd, buf.pol_qk)
+        ops.bias_act(buf.pol_qk, w.qk_b, m, 2 * s.Pd, ACT_NONE)
+        ld = 2 * s.Pd
+        ops.gemm(
+            SEQ,
+            SEQ,
+            s.Pd,
+            buf.pol_qk,
+            ld,
+            ops.off(buf.pol_qk, s.Pd),
+            ld,
+            buf.pol_lg,
+            SEQ,
+            trans_b=True,
+            alpha=1.0 / math.sqrt(s.Pd),
+            batch=bsz,
+            stride_a=SEQ * ld,
+            stride_b=SEQ * ld,
+            stride_c=SEQ * SEQ,
+        )
+        ops.policy_gather(
+            buf.pol_lg, ops.off(buf.pol_qk, s.Pd), ld, w.promo, s.Pd, w.gather, buf.out_policy, bsz
+        )
+
+
+class FcHead:
+    """Value or moves-left head: per-square embedding (+act), fc1 (+act), fc2 (+bias) into ``out``."""
+
+    def __init__(
+        self, w: FcHeadWeights[int], e: int, channels: int, hidden: int, n_out: int, act: int
+    ) -> None:
+        self.w, self.e, self.c, self.h, self.n_out, self.act = w, e, channels, hidden, n_out, act
+
+    def forward(self, ops: GpuOps, x: int, emb: int, fc1: int, out: int, bsz: int) -> None:
+        w = self.w
+        m = bsz * SEQ
+        ops.dense(x, m, self.e, w.emb_w, self.c, emb)
+        ops.bias_act(emb, w.emb_b, m, self.c, self.act)
+        ops.dense(emb, bsz, SEQ * self.c, w.fc1_w, self.h, fc1)
+        ops.bias_act(fc1, w.fc1_b, bsz, self.h, self.act)
+        ops.dense(fc1, bsz, self.h, w.fc2_w, self.n_out, out)
+        ops.bias_act(out, w.fc2_b, bsz, self.n_out, ACT_NONE)
+
+
+class ValueHead(FcHead):
+    """WDL logits (3) or the classical value (1, tanh on the host) into ``out_value``."""
+
+    def run(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        self.forward(ops, buf.x, buf.val_v1, buf.val_v2, buf.out_value, bsz)
+
+
+class MovesLeftHead(FcHead):
+    """Moves left into ``out_mlh`` (its final ReLU on the host, skipped without ip2_mov_b as
+    lc0's blas backend does)."""
+
+    def run(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        self.forward(ops, buf.x, buf.mlh_m1, buf.mlh_m2, buf.out_mlh, bsz)
+
+
+class GpuModel:
+    """The whole net as layers: ``forward`` runs from the uploaded planes to the output buffers."""
+
+    #: side-stream branches ``forward`` forks (the value/moves-left heads)
+    SIDE_BRANCHES = 1
+
+    def __init__(
+        self,
+        ops: GpuOps,
+        cache: KernelCache,
+        net: Network,
+        w: ModelWeights[int],
+        s: NetShape,
+        flash: bool,
+        flash_overrides: dict[str, int] | None,
+    ) -> None:
+        self.s = s
+        act = activation_code(net.default_act)
+        ffn_act = activation_code(net.ffn_act)
+        alpha = float(net.alpha)
+        emb, emb_w = net.embedding, w.embedding
+        if isinstance(emb_w, PeDenseEmbeddingWeights):
+            assert emb.ln is not None
+            emb_ffn = None
+            if emb_w.ffn is not None:
+                assert emb.ffn_ln is not None
+                emb_ffn = Ffn(ops, emb_w.ffn, s.E, s.Fe, ffn_act, alpha, emb.ffn_ln.eps)
+            self.embedding: PeMapEmbedding | PeDenseEmbedding = PeDenseEmbedding(
+                ops, emb_w, s, act, emb.ln.eps, emb_ffn
+            )
+        else:
+            self.embedding = PeMapEmbedding(emb_w, s, act)
+        self.attention = Attention(ops, cache, s, flash, flash_overrides)
+        self.encoders: list[EncoderLayer] = []
+        for i, (layer, lw) in enumerate(zip(net.encoders, w.encoders, strict=True)):
+            smolgen = None
+            if lw.smolgen is not None and w.smolgen_w is not None and layer.smolgen is not None:
+                sg = layer.smolgen
+                sg_act = activation_code(net.smolgen_act)
+                smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, (sg.ln1.eps, sg.ln2.eps))
+            ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
+            self.encoders.append(
+                EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i)
+            )
+        self.policy = AttentionPolicyHead(w.policy, s, act)
+        self.value = ValueHead(w.value, s.E, s.Vc, s.Vh, s.v_out, act)
+        self.moves_left = (
+            MovesLeftHead(w.moves_left, s.E, s.Mc, s.Mh, 1, act) if w.moves_left is not None else None
+        )
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None = None) -> None:
+        ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
+        self.embedding.forward(ops, buf, bsz)
+        if tap is not None:
+            tap("embedding", buf.x, self.s.E)
+        for layer in self.encoders:
+            layer.forward(ops, buf, bsz, flash, tap)
+        ops.branch(0, lambda: self._value_heads(ops, buf, bsz))
+        self.policy.forward(ops, buf, bsz)
+        ops.join(0)
+
+    def _value_heads(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        self.value.run(ops, buf, bsz)
+        if self.moves_left is not None:
+            self.moves_left.run(ops, buf, bsz)

@@ -1,0 +1,229 @@
+"""The primitive launches the GPU layers are written in: GEMMs, bias + activation, LayerNorm, copies.
+
+``GpuOps`` owns the compiled element-wise kernels and the stream every primitive is enqueued on.
+Layers (``layers.py``) call these with device pointers from their weight records and the
+``Buffers`` arena; nothing here knows what a layer is. The stream is the main one except inside
+``branch``: the value / moves-left heads and nothing else run on a second stream, forked and joined
+with events (graph branches when captured), so their small latency-bound kernels overlap the big
+policy GEMMs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+from lc0py.backends.gpu.compile_cache import KernelCache
+from lc0py.backends.gpu.platform import Event, Platform
+from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
+
+P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
+
+
+def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
+    """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
+    16-byte chunks in registers (more threads per row rather than a long serial chain per
+    thread: a 6144-wide row with 6 chunks/thread took 38 us at 64 rows), 256-thread blocks.
+    Threads per row are a multiple of the warp (64 lanes on CDNA), as the kernel's row
+    reduction requires."""
+    chunks = n // vec if n % vec == 0 else n
+    threads = warp_size
+    while (chunks + threads - 1) // threads > 4 and threads < 1024:
+        threads *= 2
+    cfg = {"LC0_LN_N": n, "LC0_LN_THREADS": threads, "LC0_LN_ROWS": max(1, 256 // threads)}
+    if act is not None:
+        cfg["LC0_LN_ACT"] = act
+    return cfg
+
+
+class GpuOps:
+    """Primitive launches in one precision (``fp16``: fp16 storage, fp32 accumulation)."""
+
+    def __init__(self, platform: Platform, cache: KernelCache, fp16: bool, side_branches: int) -> None:
+        self.p = platform
+        self.cache = cache
+        self.fp16 = fp16
+        self.dtype = "fp16" if fp16 else "fp32"
+        self.elem = 2 if fp16 else 4
+        self.vec = 16 // self.elem  # elements per 16-byte vector
+        self.main = platform.create_stream()
+        self.stream = self.main  # where primitives are enqueued now (main, or side inside branch)
+        self.fork = platform.can_fork
+        self.side = platform.create_stream() if self.fork else self.main
+        self._events: list[Event] = (
+            [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
+        )
+        self.k_expand = self.function("elementwise.hip", "expand_planes", {})
+        self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
+        self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
+        self.k_copy_cols = self.function("elementwise.hip", "copy_columns", {})
+        self.k_gather = self.function("policy_map.hip", "policy_gather", {})
+        self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
+        self._softmax: int | None = None
+
+    def function(self, source: str, kernel: str, defines: dict[str, int]) -> int:
+        """A compiled kernel of this precision (``LC0_FP16`` set), from the on-disk cache."""
+        return self.cache.function(source, kernel, {"LC0_FP16": int(self.fp16), **defines})
+
+    def off(self, ptr: int, elems: int) -> int:
+        """``ptr`` advanced by ``elems`` elements of this precision."""
+        return ptr + elems * self.elem
+
+    # ---- streams ------------------------------------------------------------------------------
+    def branch(self, k: int, work: Callable[[], None]) -> None:
+        """Enqueue ``work`` on the side stream after everything already on the main stream."""
+        if not self.fork:
+            work()
+            return
+        ev = self._events[2 * k]
+        self.p.event_record(ev.handle, self.main)
+        self.p.stream_wait_event(self.side, ev.handle)
+        self.stream = self.side
+        try:
+            work()
+        finally:
+            self.stream = self.main
+
+    def join(self, k: int) -> None:
+        """The main stream waits for the side-stream work of ``branch(k, ...)``."""
+        if self.fork:
+            ev = self._events[2 * k + 1]
+            self.p.event_record(ev.handle, self.side)
+            self.p.stream_wait_event(self.main, ev.handle)
+
+    # ---- primitives ---------------------------------------------------------------------------
+    def gemm(
+        self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object
+    ) -> None:
+        self.p.gemm(self.stream, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
+
+    def dense(self, x: int, rows: int, n_in: int, w: int, n_out: int, out: int, **kw: object) -> None:
+        """``out[rows, n_out] (=|+=) alpha · x[rows, n_in] · W[n_out, n_in]ᵀ`` (no bias)."""
+        self.gemm(rows, n_out, n_in, x, n_in, w, n_in, out, n_out, trans_b=True, **kw)
+
+    def bias_act(self, y: int, bias: int, rows: int, n: int, act: int) -> None:
+        """``y = act(y + bias)`` in place, bias broadcast over rows."""
+        total = rows * n // (self.vec if n % self.vec == 0 else 1)
+        blocks = max(1, min((total + 511) // 512, 65535))  # 2 chunks per thread (vector path)
+        self.p.launch(
+            self.k_bias_act,
+            (blocks, 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(y), P(bias), I(rows), I(n), I(act)],
+        )
+
+    def prepare_layernorm(self, n: int, act: int) -> None:
+        """Compile the LayerNorm kernel for rows of ``n`` with activation ``act`` (at build time, so
+        no compile happens inside a forward pass or a graph capture)."""
+        if (n, act) not in self._ln:
+            cfg = ln_config(n, self.vec, act, self.p.info.warp_size)
+            self._ln[(n, act)] = (self.function("layernorm.hip", "residual_layernorm", cfg), cfg)
+
+    def layernorm(
+        self,
+        n: int,
+        y: int,
+        bias: int,
+        out: int,
+        gamma: int,
+        beta: int,
+        rows: int,
+        eps: float,
+        act: int,
+        skip: int = 0,
+        alpha: float = 1.0,
+    ) -> None:
+        """``out = LN(act(y + bias) + alpha·skip)`` per row of ``n`` (kernels/layernorm.hip)."""
+        fn, cfg = self._ln[(n, act)]
+        per_block = cfg["LC0_LN_ROWS"]
+        self.p.launch(
+            fn,
+            ((rows + per_block - 1) // per_block, 1, 1),
+            (cfg["LC0_LN_THREADS"] * per_block, 1, 1),
+            0,
+            self.stream,
+            [P(y), P(bias), P(skip), P(out), P(gamma), P(beta), I(rows), F(alpha), F(eps), I(act)],
+        )
+
+    def copy_columns(
+        self, src: int, ld: int, col0: int, dst: int, rows: int, n: int, vectors: bool = False
+    ) -> None:
+        """``dst[r, :n] = src[r, col0:col0 + n]`` (row stride ``ld``), dst contiguous. ``vectors``:
+        size the grid for the kernel's 16-byte path (column counts that are vector multiples)."""
+        per = n // self.vec if vectors else n
+        blocks = max(1, min((rows * per + 255) // 256, 65535))
+        self.p.launch(
+            self.k_copy_cols,
+            (blocks, 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(src), I(ld), I(col0), P(dst), I(rows), I(n)],
+        )
+
+    def embed_epilogue(self, y: int, sqbias: int, mult: int, add: int, m: int, e: int, act: int) -> None:
+        """``y = act(y + sqbias[s]) * mult[s] + add[s]`` in place (no gating where mult/add are 0)."""
+        total = m * e // self.vec
+        self.p.launch(
+            self.k_embed,
+            (max(1, min((total + 255) // 256, 65535)), 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(y), P(sqbias), P(mult), P(add), I(m), I(e), I(act)],
+        )
+
+    def expand_planes(self, masks: int, values: int, tokens: int, bsz: int) -> None:
+        """Compact planes (uint64 masks + float values) -> dense tokens ``[B*64, 112]``."""
+        self.p.launch(
+            self.k_expand,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(masks), P(values), P(tokens), I(PLANES)],
+        )
+
+    def policy_gather(
+        self, logits: int, keys: int, ld: int, promo: int, pd: int, gather: int, out: int, bsz: int
+    ) -> None:
+        """The 64×64 attention-policy logits + promotion offsets -> lc0's 1858 policy (float32)."""
+        self.p.launch(
+            self.k_gather,
+            (bsz, 1, 1),
+            (256, 1, 1),
+            0,
+            self.stream,
+            [P(logits), P(keys), I(ld), P(promo), I(pd), P(gather), I(POLICY_OUT), P(out)],
+        )
+
+    def softmax_kernel(self, seq: int) -> int:
+        """The fallback attention's bias + softmax kernel (one warp per row), compiled once."""
+        if self._softmax is None:
+            warp = self.p.info.warp_size  # 64 lanes on CDNA, 32 elsewhere
+            self._softmax = self.function(
+                "softmax_bias.hip", "softmax_bias", {"LC0_SM_PER": (seq + warp - 1) // warp}
+            )
+        return self._softmax
+
+    def softmax_bias(self, scores: int, bias: int, rows: int, seq: int, scale_log2: float) -> None:
+        """``scores = softmax(scores·scale + bias)`` per row, in the exp2 domain (bias pre-scaled)."""
+        warps = 4
+        self.p.launch(
+            self.softmax_kernel(seq),
+            ((rows + warps - 1) // warps, 1, 1),
+            (self.p.info.warp_size * warps, 1, 1),
+            0,
+            self.stream,
+            [P(scores), P(bias), LL(rows), I(seq), F(scale_log2)],
+        )
+
+    def close(self) -> None:
+        for ev in self._events:
+            self.p.destroy_event(ev)
+        self._events = []
+        if self.side != self.main:
+            self.p.destroy_stream(self.side)
+        self.p.destroy_stream(self.main)
