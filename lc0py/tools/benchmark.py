@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from typing import NoReturn
 
 import chess
@@ -92,6 +93,11 @@ def apply_plan(args: argparse.Namespace, is_cpu: bool) -> bool:
     if args.nodes is None:
         args.nodes = -1
     return cpu
+
+
+def _keep_first(box: list[chess.Move | None], move: chess.Move | None, ponder: object = None) -> None:
+    """Search callback: remember the best move (``box[0]``)."""
+    box[0] = move
 
 
 def _one_line_error(prog: str) -> object:
@@ -184,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                 cache,
                 SearchCallbacks(
                     on_info=on_info,
-                    on_bestmove=lambda m, p, result=result: result.__setitem__(0, m),
+                    on_bestmove=partial(_keep_first, result),
                     on_message=lambda t: print(t, file=sys.stderr),
                 ),
                 start_time=start,
