@@ -146,3 +146,14 @@ def test_iter_evaluate_streams(net64: lc0py.Net, monkeypatch: pytest.MonkeyPatch
     first = next(stream)
     assert events == ["board0", "board1", "eval2"] and first.best_move is not None
     assert len(list(stream)) == 4 and events[-1] == "eval1"
+
+
+def test_heads_of_a_multihead_net_by_option() -> None:
+    multihead = ROOT / "weights" / "tiny-multihead-seed3.pb.gz"
+    board = _board("e4")
+    heads = {"policy_head": "optimistic", "value_head": "q"}
+    with lc0py.load(multihead, backend="numpy") as vanilla, \
+            lc0py.load(multihead, backend="numpy", options=heads) as other:
+        assert other.network is not None and other.network.policy_head_name == "optimistic"
+        a, b = vanilla.evaluate(board), other.evaluate(board)
+        assert set(a.policy) == set(b.policy) and a.policy != b.policy and a.wdl != b.wdl
