@@ -45,9 +45,6 @@ CPU_WARMUP_SIZE = 4
 WARMUP_BATCHES = 2
 PROGRESS_AFTER_S = 2.0
 
-_BATCH_FLAGS = ("batches", "start_batch_size", "max_batch_size", "batch_step", "batch_sizes")
-
-
 @dataclass
 class Plan:
     """What to run: batch sizes, batches per size, warm-up batches of ``warmup_size`` positions."""
@@ -174,12 +171,19 @@ def bench_size(backend: Any, history: Any, input_format: int, size: int, batches
 
 
 def backend_list(text: str) -> list[str]:
-    """``--backend cuda,cuda-fp16`` -> the names, each checked before anything loads."""
-    from lc0py.backends.registry import check_name
+    """``--backend cuda,cuda-fp16`` -> the names, each checked before anything loads: known, and
+    (with several) able to run here, so that no measurement is thrown away by a later failure."""
+    from lc0py.backends.registry import AUTO, check_name, unavailable_reason
+    from lc0py.errors import BackendUnavailable
 
     names = [check_name(n) for n in text.split(",") if n.strip()]
     if not names:
         raise UsageError("--backend: no backend given")
+    if len(names) > 1:
+        for name in names:
+            reason = unavailable_reason(name) if name != AUTO else None
+            if reason is not None:
+                raise BackendUnavailable(f"--backend '{name}': {reason}")
     return names
 
 

@@ -184,3 +184,14 @@ def test_plot_without_matplotlib_is_one_line_before_measuring(
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "matplotlib is not installed" in captured.err
     assert captured.out == ""  # nothing was measured
+
+
+def test_several_backends_all_checked_first(tiny_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.backends import registry
+
+    monkeypatch.setattr(registry, "unavailable_reason",
+                        lambda name: "no GPU here" if name == "cuda" else None)
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy,cuda", "--batches", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == "lc0py: --backend 'cuda': no GPU here\n"
