@@ -144,7 +144,7 @@ def load(weights: Weights = None, backend: str = "auto", options: Options = None
     text = dict(options) if isinstance(options, Mapping) else options
     opts = BackendOptions.parse(text, backend=name)  # syntax checked before anything loads
     network: Network | None = None
-    if isinstance(weights, Network):
+    if weights is not None and not isinstance(weights, str | Path):  # an already loaded network
         network = weights
     elif weights is not None or needs_weights(name):
         path = Path(weights) if weights is not None else default_weights()

@@ -25,8 +25,9 @@ class Trace:
 
     ``activations``: name -> array, in computation order (``"embedding"`` ``[64, E]``,
     ``"encoder{l}.output"`` ``[64, E]``, ``"encoder{l}.smolgen"`` ``[H, 64, 64]``, ...).
-    ``attention``: one ``[H, 64, 64]`` array per encoder layer, ``attention[l][h, q, k]`` = how
-    much query square ``q`` attends to key square ``k`` in head ``h`` (each row sums to 1).
+    ``attention``: one ``[H, 64, 64]`` array per encoder layer (none for convolutional nets),
+    ``attention[l][h, q, k]`` = how much query square ``q`` attends to key square ``k`` in head
+    ``h`` (each row sums to 1).
     ``transform``: the symmetry applied to the board before encoding. ``evaluation``: the
     outputs of this same pass.
     """
@@ -44,7 +45,7 @@ def trace_position(network: Network, history: PositionHistory, temperature: floa
     recorded: dict[str, np.ndarray] = {}
     out = forward(network, planes, np.float32, trace=recorded)
     attention = []
-    for index, layer in enumerate(network.encoders):
+    for index, layer in enumerate(getattr(network, "encoders", ())):  # none in residual nets
         x = recorded["embedding" if index == 0 else f"encoder{index - 1}.output"]
         q, k = dense(x, layer.q), dense(x, layer.k)
         bias = recorded.get(f"encoder{index}.smolgen")

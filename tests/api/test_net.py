@@ -157,3 +157,10 @@ def test_heads_of_a_multihead_net_by_option() -> None:
         assert other.network is not None and other.network.policy_head_name == "optimistic"
         a, b = vanilla.evaluate(board), other.evaluate(board)
         assert set(a.policy) == set(b.policy) and a.policy != b.policy and a.wdl != b.wdl
+
+
+def test_load_takes_a_loaded_network(net64: lc0py.Net) -> None:
+    network = load_network(TINY)
+    with lc0py.load(network, backend="numpy", options="precision=fp64") as net:
+        assert net.network is network
+        assert net.evaluate(_board("d4")) == net64.evaluate(_board("d4"))
