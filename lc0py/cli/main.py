@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="lc0py", description="Python inference engine for lc0 attention-body networks."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
-    parser.add_argument("--version", action="version", version=f"lc0py {__version__}")
+    parser.add_argument("--version", action="version", version=f"lc0py v{__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         module = _load(module_name)

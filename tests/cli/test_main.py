@@ -54,4 +54,4 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0
-    assert capsys.readouterr().out.strip() == f"lc0py {lc0py.__version__}"
+    assert capsys.readouterr().out.strip() == f"lc0py v{lc0py.__version__}"
