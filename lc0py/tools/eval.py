@@ -110,14 +110,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--top {args.top}: must be at least 1")
     specs = collect_positions(args)
     histories = [spec.history() for spec in specs]  # every position validated before the net loads
-    weights = Path(args.weights)
-    if not weights.is_file():
-        raise UsageError(f"--weights {weights}: no such file")
     svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
     target = json_target(args, "eval")
     out = sys.stdout
     lines: list[str] = []
-    with load(weights, args.backend, args.backend_opts) as net:
+    with load(args.weights, args.backend, args.backend_opts) as net:  # the loader names bad paths
         # printed as each batch comes back: a long --positions file shows progress, memory stays bounded
         for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),
                                                     strict=True), start=1):

@@ -139,7 +139,7 @@ def test_bad_arguments(tiny_path: Path, capsys: pytest.CaptureFixture[str], argv
 def test_missing_or_corrupt_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "-w", str(tmp_path / "missing.pb.gz")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no such file" in err
+    assert err.count("\n") == 1 and "no such weights file" in err
     bad = tmp_path / "bad.pb.gz"
     bad.write_bytes(b"\x1f\x8b garbage")
     assert main(["eval", "-w", str(bad)]) == 2
