@@ -12,6 +12,7 @@ options are those of the CLI (``--backend``, ``--weights``, ``--backend-opts``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -104,7 +105,8 @@ class Net:
         """Per-layer activations and per-head attention probabilities for ``board``.
 
         Computed by the numpy float32 reference forward pass on this net's weights, whatever the
-        backend (the GPU kernels never materialise the attention matrix: that is their point).
+        backend (the GPU kernels never materialise the attention matrix: that is their point); a
+        GPU backend adds its own per-layer attention outputs as ``device_activations``.
         """
         if self.network is None:
             raise ValueError("trace needs a network: this Net has none (random backend)")
@@ -112,7 +114,20 @@ class Net:
             from lc0py.model.forward import cast_network
 
             self._reference = cast_network(self.network, np.float32)
-        return trace_position(self._reference, _history(board), check_temperature(temperature))
+        history = _history(board)
+        trace = trace_position(self._reference, history, check_temperature(temperature))
+        device = self._device_activations(history)
+        return dataclasses.replace(trace, device_activations=device) if device else trace
+
+    def _device_activations(self, history: PositionHistory) -> dict[str, np.ndarray]:
+        """The backend's own intermediates for one position, where it exposes them (the GPU
+        backends' ``evaluate_traced``, as ``lc0py verify`` uses it); ``{}`` otherwise."""
+        traced = getattr(getattr(self.backend, "gpu", None), "evaluate_traced", None)
+        if traced is None:
+            return {}
+        batch = encode_batch([history.encode(self.backend.info.input_format)])
+        _, taps = traced(batch, flash=True)
+        return {key: np.asarray(value)[0] for key, value in taps.items()}
 
     def close(self) -> None:
         """Release the backend (device memory, handles); idempotent."""

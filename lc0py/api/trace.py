@@ -8,7 +8,7 @@ the side to move (flipped for black) and then ``transform`` applied (lc0's canon
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,13 +29,17 @@ class Trace:
     ``attention[l][h, q, k]`` = how much query square ``q`` attends to key square ``k`` in head
     ``h`` (each row sums to 1).
     ``transform``: the symmetry applied to the board before encoding. ``evaluation``: the
-    outputs of this same pass.
+    outputs of this same pass. ``device_activations``: what the backend itself computed, where it
+    can expose it cheaply (GPU backends: ``"embedding"`` and each ``"encoder{l}.attention"``, the
+    attention output before its projection, from the kernels that run in production, flash
+    included), empty otherwise; compare them with ``activations`` to see where a device drifts.
     """
 
     evaluation: Evaluation
     activations: dict[str, np.ndarray]
     attention: list[np.ndarray]
     transform: int
+    device_activations: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def trace_position(network: Network, history: PositionHistory, temperature: float = 1.0) -> Trace:

@@ -164,3 +164,27 @@ def test_load_takes_a_loaded_network(net64: lc0py.Net) -> None:
     with lc0py.load(network, backend="numpy", options="precision=fp64") as net:
         assert net.network is network
         assert net.evaluate(_board("d4")) == net64.evaluate(_board("d4"))
+
+
+def test_trace_adds_what_a_gpu_backend_exposes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend with ``gpu.evaluate_traced`` (the GPU backends) contributes its own taps; faked
+    here from the reference itself, since CI has no GPU."""
+    import types
+
+    with lc0py.load(TINY, backend="numpy") as net:
+        board = _board("e4")
+        reference = net.trace(board)
+        assert reference.device_activations == {}
+        calls: list[bool] = []
+
+        def evaluate_traced(batch, flash):  # type: ignore[no-untyped-def]
+            calls.append(flash)
+            taps = {"embedding": reference.activations["embedding"][None] + 1e-3}
+            return net.backend.evaluate(batch), taps
+
+        monkeypatch.setattr(net.backend, "gpu", types.SimpleNamespace(evaluate_traced=evaluate_traced),
+                            raising=False)
+        trace = net.trace(board)
+    assert calls == [True] and set(trace.device_activations) == {"embedding"}
+    got, want = trace.device_activations["embedding"], trace.activations["embedding"]
+    assert got.shape == want.shape and 0 < relative_error(got, want) < 1e-2
