@@ -114,7 +114,9 @@ def test_flash_within_twice_naive(engine, causal: bool, extra: str) -> None:  # 
         want = attention_numpy(q, k, v, layout="bhsd", bias=bias, mask=mask, causal=causal, dtype=np.float64)
         errors = {}
         for impl in ("flash", "naive"):
-            got = attention(q, k, v, layout="bhsd", bias=bias, mask=mask, causal=causal, impl=impl, engine=engine)
+            got = attention(
+                q, k, v, layout="bhsd", bias=bias, mask=mask, causal=causal, impl=impl, engine=engine
+            )
             errors[impl] = relative_error(got, want)
         bound = flash_tolerance(errors["naive"], fp16=True)
         assert errors["flash"] <= bound, f"H{h}/{hk} {lq}x{lk}: flash {errors['flash']:.3g} > {bound:.3g}"
