@@ -15,32 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import time
 
-import chess
-
 from lc0py.backends.registry import create_backend
-from lc0py.chess import PositionHistory, encode_batch
+from lc0py.chess import encode_batch
+from lc0py.chess.testing import random_games
 from lc0py.weights import load_network
-
-
-def random_games(n: int, seed: int) -> list[PositionHistory]:
-    rng = random.Random(seed)
-    games = []
-    while len(games) < n:
-        board, moves = chess.Board(), []
-        for _ in range(rng.randrange(0, 60)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            move = rng.choice(legal)
-            moves.append(move.uci())
-            board.push(move)
-        if not board.is_game_over():
-            games.append(PositionHistory.from_fen(None, moves))
-    return games
 
 
 def main() -> None:

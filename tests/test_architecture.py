@@ -31,8 +31,10 @@ ALLOWED: dict[str, set[str]] = {
     # the general attention operator runs on the GPU backend's platform, kernels and reference
     "attention": {"backends", "model"},
     "search": {"backends.base", "chess"},
+    # the public evaluation API (lc0py.load): backends + encoding + the reference for traces
+    "api": {"weights", "model", "chess", "backends"},
     "uci": {"search", "chess", "backends", "weights", "tools.default_net"},
-    "tools": {"weights", "model", "chess", "backends", "search", "uci", "tools", "attention"},
+    "tools": {"weights", "model", "chess", "backends", "search", "uci", "tools", "attention", "api"},
     "cli": {"tools", "uci", "backends.onnx.export_cli"},
 }
 TOP_LEVEL_OK = {"__init__", "__main__", "errors"}

@@ -21,7 +21,7 @@ import numpy as np
 from lc0py.attention.reference import Shape, attention_shape, bias_shape, combined_bias
 from lc0py.backends.gpu.compile_cache import KernelCache
 from lc0py.backends.gpu.kernels import flash_grid
-from lc0py.backends.gpu.platform import Platform, create_platform
+from lc0py.backends.gpu.platform import KernelArg, Platform, create_platform
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.errors import UsageError
 
@@ -265,7 +265,7 @@ class GpuAttention:
         fn, p, smem = self.flash_function(s.depth, s.q_len, s.kv_len, causal)
         (qb, qh, qs), (kb, kh, ks) = self._strides(s, layout)
         grid, block = flash_grid(s.q_len, s.heads, s.batch, p, True, self.platform.info.warp_size)
-        args = [
+        args: list[KernelArg] = [
             P(q.ptr),
             P(k.ptr),
             P(v.ptr),

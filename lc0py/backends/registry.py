@@ -43,6 +43,7 @@ class BackendEntry:
     probe: str | None = None  # "module:function" -> None | reason
     auto: bool = True  # may "auto" pick it?
     needs_weights: bool = True  # False: weights=None gives the factory network=None (random)
+    device: str = "cpu"  # "gpu": runs on a GPU (tools choose their small CPU plans from this)
 
 
 _REGISTRY: dict[str, BackendEntry] = {}
@@ -70,6 +71,67 @@ def entry(name: str) -> BackendEntry:
     return _REGISTRY[name]
 
 
+def check_name(name: str | None) -> str:
+    """``name`` normalised (``None`` -> "auto"); ``BackendUnavailable`` if no backend has that name.
+
+    Called before anything is loaded, so that a typo costs nothing (not the default net's 16 s).
+    """
+    name = (name or AUTO).strip().lower()
+    if name != AUTO:
+        entry(name)
+    return name
+
+
+def needs_weights(name: str) -> bool:
+    """False for backends that run without a network (``random``)."""
+    return name not in _REGISTRY or _REGISTRY[name].needs_weights
+
+
+RANDOM_DEFAULT_NOTICE = (
+    "lc0py: no weights given: using the built-in default net, T82-shaped with RANDOM weights "
+    "(its moves and evaluations mean nothing; fine for speed measurements; give --weights FILE "
+    "for a real net)"
+)
+
+
+def default_weights() -> Path:
+    """Path of the built-in default net (generated on first use), announced on stderr every time:
+    its weights are random, which nothing else at run time would tell the user."""
+    from lc0py.tools.default_net import default_weights_path
+
+    path = default_weights_path()
+    print(RANDOM_DEFAULT_NOTICE, file=sys.stderr, flush=True)
+    return path
+
+
+def is_cpu_backend(backend: object) -> bool:
+    """Whether ``backend`` computes on the CPU: its ``is_cpu`` attribute if it has one, else its
+    registry entry's ``device`` (unknown names count as CPU)."""
+    flag = getattr(backend, "is_cpu", None)
+    if isinstance(flag, bool):
+        return flag
+    e = _REGISTRY.get(str(getattr(backend, "name", "")))
+    return e is None or e.device == "cpu"
+
+
+def _gpu_absent(skipped: list[tuple[str, str]]) -> str | None:
+    """The line saying that "auto" passed over an installed GPU backend, or ``None``.
+
+    A GPU backend whose package is missing is the normal CPU install and stays quiet (``-v`` says
+    it); one whose package is there but which cannot run (no driver, no device) is a surprise
+    worth one line without ``-v``. An ONNX Runtime build without GPU providers is also normal.
+    """
+    seen: dict[str, str] = {}
+    for name, reason in skipped:
+        if _REGISTRY[name].device != "gpu" or "not installed" in reason or "onnxruntime has no" in reason:
+            continue
+        seen.setdefault(reason, name)
+    if not seen:
+        return None
+    reasons = "; ".join(f"{name}: {reason.split(' (')[0]}" for reason, name in seen.items())
+    return f"no usable GPU ({reasons})"
+
+
 def unavailable_reason(name: str) -> str | None:
     """``None`` if backend ``name`` can probably run here, else why not (one line)."""
     e = entry(name)
@@ -94,12 +156,13 @@ def create_backend(
 ) -> Backend:
     """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
 
-    ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net.
+    ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net
+    (random weights, announced on stderr). An unknown ``name`` is refused before anything loads.
     """
     from lc0py.weights.network import Network as _Network
     from lc0py.weights.residual import ResidualNetwork as _ResidualNetwork
 
-    name = (name or AUTO).strip().lower()
+    name = check_name(name)
     opts = BackendOptions.parse(options, backend=name)
     policy_head = opts.take("policy_head", "vanilla")
     value_head = opts.take("value_head", "winner")
@@ -134,26 +197,30 @@ def create_backend(
         opts.backend = name
         return _resolve(e.factory)(network, opts)  # type: ignore[no-any-return]
 
-    tried: list[str] = []
+    skipped: list[tuple[str, str]] = []
     for candidate in backend_names():
         e = _REGISTRY[candidate]
         if not e.auto:
             continue
         reason = unavailable_reason(candidate)
         if reason is not None:
-            tried.append(f"{candidate}: {reason}")
+            skipped.append((candidate, reason))
             continue
         try:
             attempt = BackendOptions(dict(opts.values), backend=candidate)
             backend = _resolve(e.factory)(network, attempt)
         except Lc0pyError as exc:
-            tried.append(f"{candidate}: {exc}")
+            skipped.append((candidate, str(exc)))
             log.info("backend %s not usable, trying the next one: %s", candidate, exc)
             continue
-        if tried:
-            log.info("auto backend: using %s (skipped %s)", candidate, "; ".join(tried))
+        if skipped:
+            log.info("auto backend: using %s (skipped %s)", candidate,
+                     "; ".join(f"{n}: {r}" for n, r in skipped))
+            absent = _gpu_absent(skipped) if e.device == "cpu" else None
+            if absent is not None:
+                print(f"lc0py: {absent}: using {candidate} (CPU)", file=sys.stderr, flush=True)
         return backend  # type: ignore[no-any-return]
-    raise BackendUnavailable("no backend could be created: " + "; ".join(tried))
+    raise BackendUnavailable("no backend could be created: " + "; ".join(f"{n}: {r}" for n, r in skipped))
 
 
 # Registered names (lc0's where lc0 has them). GPU, ONNX and random backends register here too,
@@ -173,15 +240,22 @@ register(
 # ONNX Runtime: lc0's names and priorities, except that onnx-cuda ranks above onnx-cpu (lc0: 61 < 62)
 # so that "auto" prefers the GPU when onnxruntime-gpu is installed.
 _ORT = "lc0py.backends.onnx.runtime"
-register(BackendEntry("onnx-rocm", 64, f"{_ORT}:create_rocm", "ONNX Runtime ROCm", f"{_ORT}:probe_rocm"))
-register(BackendEntry("onnx-cuda", 63, f"{_ORT}:create_cuda", "ONNX Runtime CUDA", f"{_ORT}:probe_cuda"))
+register(BackendEntry("onnx-rocm", 64, f"{_ORT}:create_rocm", "ONNX Runtime ROCm", f"{_ORT}:probe_rocm",
+                     device="gpu"))
+register(BackendEntry("onnx-cuda", 63, f"{_ORT}:create_cuda", "ONNX Runtime CUDA", f"{_ORT}:probe_cuda",
+                     device="gpu"))
 register(BackendEntry("onnx-cpu", 62, f"{_ORT}:create_cpu", "ONNX Runtime CPU", f"{_ORT}:probe_cpu"))
 
 # GPU backends (lc0py.backends.gpu): fp16 ranks above fp32 and all rank above ONNX, so "auto" takes
 # the GPU when one is present; "gpu" is whichever vendor platform is there (fp16).
 _GPU = "lc0py.backends.gpu.backend"
-register(BackendEntry("gpu", 106, f"{_GPU}:create_gpu", "GPU (CUDA or ROCm), fp16", f"{_GPU}:probe_any"))
-register(BackendEntry("cuda-fp16", 105, f"{_GPU}:create_cuda_fp16", "CUDA, fp16", f"{_GPU}:probe_cuda"))
-register(BackendEntry("rocm-fp16", 104, f"{_GPU}:create_rocm_fp16", "ROCm/HIP, fp16", f"{_GPU}:probe_rocm"))
-register(BackendEntry("cuda", 103, f"{_GPU}:create_cuda", "CUDA, fp32", f"{_GPU}:probe_cuda"))
-register(BackendEntry("rocm", 102, f"{_GPU}:create_rocm", "ROCm/HIP, fp32", f"{_GPU}:probe_rocm"))
+for _name, _priority, _factory, _description, _probe in (
+    ("gpu", 106, "create_gpu", "GPU (CUDA or ROCm), fp16", "probe_any"),
+    ("cuda-fp16", 105, "create_cuda_fp16", "CUDA, fp16", "probe_cuda"),
+    ("rocm-fp16", 104, "create_rocm_fp16", "ROCm/HIP, fp16", "probe_rocm"),
+    ("cuda", 103, "create_cuda", "CUDA, fp32", "probe_cuda"),
+    ("rocm", 102, "create_rocm", "ROCm/HIP, fp32", "probe_rocm"),
+):
+    register(
+        BackendEntry(_name, _priority, f"{_GPU}:{_factory}", _description, f"{_GPU}:{_probe}", device="gpu")
+    )

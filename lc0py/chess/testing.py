@@ -160,6 +160,7 @@ def oracle_positions(seed: int = 0, count: int = 300) -> list[OracleCase]:
             None, ("e2e4", "e7e5", "e1e2", "e8e7", "e2e1", "e7e8", "e1e2", "e8e7"), "rep-castling-lost"
         ),
     ]
+    fen: str | None
     for fen, label in SPECIAL_FENS:
         cases.append(OracleCase(fen, (), label))
     for fen, label in CHESS960_FENS:
@@ -218,3 +219,40 @@ def lc0_moves_and_indices(case: OracleCase) -> list[tuple[str, int]]:
     """lc0's legal moves (UCI, ``e1g1`` castling) with their policy indices (transform 0)."""
     game = lc0_game(case)
     return list(zip(game.moves(), game.policy_indices(), strict=True))
+
+
+# Start positions for random playouts: the standard one plus FENs that give castling, en passant
+# and promotion chances early (all legal, all accepted by lc0).
+PLAYOUT_FENS: tuple[str | None, ...] = (
+    None,
+    "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 8",
+    "8/P1k5/8/3pP3/8/8/5Kp1/8 w - d6 0 40",
+    "4k3/8/8/8/8/8/8/R3K2R b KQ - 12 60",
+)
+
+
+def random_games(
+    n: int, seed: int, max_plies: int = 80, start_fens: tuple[str | None, ...] = PLAYOUT_FENS
+) -> list[PositionHistory]:
+    """``n`` games of random legal moves (0 to ``max_plies - 1``) from ``start_fens``, none finished.
+
+    The one random-position generator of the tests, ``lc0py verify`` and the scripts: same seed,
+    same games; positions on the chess manifold (unlike random planes), with history.
+    """
+    rng = random.Random(seed)
+    games: list[PositionHistory] = []
+    while len(games) < n:
+        fen = rng.choice(start_fens)
+        board = chess.Board() if fen is None else chess.Board(fen)
+        moves = []
+        for _ in range(rng.randrange(0, max_plies)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            move = rng.choice(legal)
+            moves.append(move.uci())
+            board.push(move)
+        if board.is_game_over(claim_draw=False):
+            continue
+        games.append(PositionHistory.from_fen(fen, moves))
+    return games

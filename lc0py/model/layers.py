@@ -78,9 +78,16 @@ def attention_reference(
     ``1/sqrt(d)`` scale and before the softmax over keys) or ``None``. Returns ``O [B, 64, H*d]``
     (heads concatenated, before the output projection). No masking.
     """
-    qh, kh, vh = split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)
-    depth = qh.shape[-1]
-    scores = (qh @ kh.transpose(0, 1, 3, 2)) / np.sqrt(q.dtype.type(depth))
+    return merge_heads(attention_probabilities(q, k, bias, heads) @ split_heads(v, heads))
+
+
+def attention_probabilities(q: np.ndarray, k: np.ndarray, bias: np.ndarray | None, heads: int) -> np.ndarray:
+    """The attention weights of ``attention_reference``: ``[B, H, 64 queries, 64 keys]``, rows sum to 1.
+
+    ``softmax(q_h k_h^T / sqrt(d) + bias_h)`` per head ``h`` (what ``lc0py.Net.trace`` shows).
+    """
+    qh, kh = split_heads(q, heads), split_heads(k, heads)
+    scores = (qh @ kh.transpose(0, 1, 3, 2)) / np.sqrt(q.dtype.type(qh.shape[-1]))
     if bias is not None:
         scores = scores + cast(bias, q.dtype)
-    return merge_heads(softmax(scores, axis=-1) @ vh)
+    return softmax(scores, axis=-1)

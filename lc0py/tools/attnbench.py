@@ -9,14 +9,17 @@ speedups over flash, and the peak extra memory of one call (GPU: the operator's 
 beyond the inputs -- output and, for naive, the scores; flash must stay O(L): only the output;
 CPU: numpy's peak through tracemalloc), and flash's relative error against naive. Inputs are
 random fp16 in the ``bhsd`` layout (the interleaved layout is the same kernel with other strides). Output: a
-Markdown table on stdout, ``--json FILE`` (every row), ``--plot FILE.png`` (time vs sequence
-length; needs matplotlib, skipped with a note if it is not installed).
+Markdown table on stdout (``--json``: every row as JSON instead; ``--json-out FILE``: also to a
+file), ``--plot FILE.png`` (time vs sequence length; needs matplotlib, skipped with a note if it
+is not installed). Without a GPU the default ``--impls`` runs the CPU rows it can (L up to
+``--cpu-max-seq``) and says on stderr what it skipped; an explicit ``--impls naive``/``flash``
+without a GPU is an error.
 
 The CPU runs only up to ``--cpu-max-seq`` (its time grows as L^2 and it is the reference, not a
 contender); the naive path is skipped where its scores would exceed ``--naive-max-gb``.
 
     lc0py attnbench                                  # L 64..8192, d 32/64/128, 16 heads, batch 1
-    lc0py attnbench --seq 1024,4096 --heads 4,32 --batch 1,64 --causal on --json a.json
+    lc0py attnbench --seq 1024,4096 --heads 4,32 --batch 1,64 --causal on --json-out a.json
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from lc0py.backends.accuracy import relative_error
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
-from lc0py.tools.arguments import int_list
+from lc0py.tools.arguments import add_json_arguments, int_list, json_target
 
 IMPLS = ("cpu", "naive", "flash")
 
@@ -104,7 +108,7 @@ def plan(args: argparse.Namespace) -> tuple[list[BenchShape], list[str]]:
     for h in heads:
         if h % group:
             raise UsageError(f"--group {group}: {h} heads are not a multiple of it")
-    impls = [s.strip() for s in args.impls.split(",") if s.strip()]
+    impls = [s.strip() for s in (args.impls or ",".join(IMPLS)).split(",") if s.strip()]
     bad = [s for s in impls if s not in IMPLS]
     if bad or not impls:
         raise UsageError(f"--impls: {','.join(bad) or 'none'}: unknown (available: {', '.join(IMPLS)})")
@@ -135,20 +139,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", default="1", help="batch sizes, e.g. 1,8,64")
     parser.add_argument("--group", type=int, default=1, help="query heads per K/V head (GQA; default 1)")
     parser.add_argument("--causal", default="both", help="off, on or both (default)")
-    parser.add_argument("--impls", default="cpu,naive,flash", help="subset of cpu,naive,flash")
+    parser.add_argument("--impls", default=None,
+                        help="subset of cpu,naive,flash (default: all; cpu alone without a GPU)")
     parser.add_argument("--iters", type=int, default=20, help="timed calls per shape (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first (default 3)")
     parser.add_argument("--cpu-max-seq", type=int, default=1024, help="longest L the CPU runs (default 1024)")
     parser.add_argument("--naive-max-gb", type=float, default=16.0, help="skip naive above this scores size")
-    parser.add_argument("--json", metavar="FILE", help="write every row as JSON")
+    add_json_arguments(parser, "every row", legacy_file=True)
     parser.add_argument("--plot", metavar="FILE.png", help="time vs sequence length (needs matplotlib)")
 
 
 def _bench_gpu(
-    eng: Any, impl: str, s: BenchShape, dev: tuple[Any, Any, Any], iters: int, warmup: int
+    eng: Any, impl: str, s: BenchShape, dev: tuple[Any, ...] | None, iters: int, warmup: int
 ) -> tuple[Timing, np.ndarray]:
     from lc0py.attention import attention
 
+    assert dev is not None  # the GPU rows run only with an engine and device copies
     q, k, v = dev
     eng.release_workspace()
     eng.reset_peak()
@@ -192,17 +198,43 @@ def _bench_cpu(s: BenchShape, host: tuple[np.ndarray, ...], iters: int) -> Timin
     return Timing("cpu", ms, peak)
 
 
+def _gpu_engine(impls: list[str], explicit: bool) -> tuple[Any, list[str]]:
+    """The GPU engine when a GPU implementation is wanted, and the implementations that can run.
+
+    Without a GPU, the default ``--impls`` falls back to the CPU rows (said on stderr); an explicit
+    request for a GPU implementation is a one-line error.
+    """
+    if all(i == "cpu" for i in impls):
+        return None, impls
+    from lc0py.attention.gpu import GpuAttention
+    from lc0py.errors import Lc0pyError
+
+    try:
+        eng = GpuAttention()
+    except Lc0pyError as exc:
+        if explicit:
+            raise
+        gpu = [i for i in impls if i != "cpu"]
+        print(f"attnbench: no GPU ({str(exc).split(' (')[0]}): running cpu only; skipped {', '.join(gpu)}",
+              file=sys.stderr, flush=True)
+        return None, [i for i in impls if i == "cpu"]
+    print(
+        f"attnbench: {eng.platform.info.name} ({eng.platform.info.arch}); fp16 storage, fp32 accumulate",
+        file=sys.stderr,
+    )
+    return eng, impls
+
+
 def run(args: argparse.Namespace) -> int:
     shapes, impls = plan(args)
-    eng = None
-    if any(i != "cpu" for i in impls):
-        from lc0py.attention.gpu import GpuAttention
-
-        eng = GpuAttention()
-        print(
-            f"attnbench: {eng.platform.info.name} ({eng.platform.info.arch}); fp16 storage, fp32 accumulate",
-            file=sys.stderr,
-        )
+    target = json_target(args, "attnbench")
+    eng, impls = _gpu_engine(impls, explicit=args.impls is not None)
+    if impls == ["cpu"]:
+        runnable = [s for s in shapes if skip_reason("cpu", s, args) is None]
+        if len(runnable) < len(shapes):
+            print(f"attnbench: cpu only: skipped {len(shapes) - len(runnable)} of {len(shapes)} shapes "
+                  f"with L > --cpu-max-seq {args.cpu_max_seq}", file=sys.stderr, flush=True)
+        shapes = runnable
     rows: list[dict[str, Any]] = []
     try:
         for n, s in enumerate(shapes):
@@ -231,8 +263,7 @@ def run(args: argparse.Namespace) -> int:
                     x.free()
             row: dict[str, Any] = {**asdict(s), "results": {i: t.summary() for i, t in timings.items()}}
             if "flash" in outs and "naive" in outs:
-                a, b = outs["flash"].astype(np.float64), outs["naive"].astype(np.float64)
-                row["flash_vs_naive_rel_err"] = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+                row["flash_vs_naive_rel_err"] = relative_error(outs["flash"], outs["naive"])
             rows.append(row)
             print(
                 f"attnbench {n + 1}/{len(shapes)} {s.label()}: "
@@ -246,9 +277,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if eng is not None:
             eng.close()
-    print(table(rows))
-    if args.json:
-        write_atomically(args.json, json.dumps({"rows": rows}, indent=1), what=f"--json {args.json}")
+    if not target.stdout:
+        print(table(rows))
+    if target.stdout or target.file:
+        target.write(json.dumps({"rows": rows}, indent=1))
     if args.plot:
         print(plot(rows, args.plot), file=sys.stderr)
     return 0
@@ -293,13 +325,12 @@ def table(rows: list[dict[str, Any]]) -> str:
 def plot(rows: list[dict[str, Any]], path: str) -> str:
     """Time vs sequence length (log-log), one line per (impl, depth, causal) at the first heads /
     batch of the sweep; returns what happened, as one line."""
-    try:
-        import matplotlib
+    from lc0py.tools.plotting import INSTALL_HINT, pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "attnbench: matplotlib is not installed: no plot (pip install matplotlib)"
+    try:
+        plt = pyplot()
+    except UsageError:
+        return f"attnbench: matplotlib is not installed: no plot ({INSTALL_HINT})"
     if not rows:
         return "attnbench: nothing to plot"
     h0, b0 = rows[0]["heads"], rows[0]["batch"]

@@ -7,9 +7,12 @@ is evaluated ``size`` times per batch, ``--batches`` batches per size, sizes fro
 the backend call and reading the outputs back (host <-> device traffic), as lc0 does. Warm-up:
 2 batches of the largest size. Rows: see ``lc0py.tools.bench_stats``.
 
-CPU backends are slow on T82-sized nets, so when the chosen backend runs on the CPU and no batch
-flag was given, a small plan is used (sizes 1, 8, 32, 5 batches each, 1 warm-up batch) and said
-on stderr. Backends declare this with an ``is_cpu`` attribute; the known CPU names are below.
+CPU backends are slow on T82-sized nets (about 1-3 positions a second with numpy), so on a CPU
+backend the parts of the plan no flag sets come from a small CPU plan (sizes 1, 4, 16, 3 batches
+each, 1 warm-up batch of size 4: ~70 positions, well under a minute) instead of lc0's (sizes
+1..256, 100 batches), and the plan is said on stderr. ``--batches 10`` alone keeps the CPU sizes;
+``--batch-sizes 1,2`` alone keeps the CPU batch count. Whether a backend runs on the CPU comes from
+``lc0py.backends.registry.is_cpu_backend``.
 """
 
 from __future__ import annotations
@@ -24,27 +27,38 @@ from typing import Any
 
 from lc0py.errors import PositionError, UsageError
 from lc0py.storage.reading import check_regular_file
-from lc0py.tools.arguments import int_list, int_value
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    int_list,
+    int_value,
+    json_target,
+)
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
 
-CPU_BACKENDS = frozenset({"numpy", "onnx-cpu", "random"})
-CPU_DEFAULT_SIZES = (1, 8, 32)
-CPU_DEFAULT_BATCHES = 5
+CPU_DEFAULT_SIZES = (1, 4, 16)
+CPU_DEFAULT_BATCHES = 3
 CPU_DEFAULT_WARMUP = 1
+CPU_WARMUP_SIZE = 4
 WARMUP_BATCHES = 2
 PROGRESS_AFTER_S = 2.0
 
-_BATCH_FLAGS = ("batches", "start_batch_size", "max_batch_size", "batch_step", "batch_sizes")
-
-
 @dataclass
 class Plan:
-    """What to run: batch sizes, batches per size, warm-up batches (of the largest size)."""
+    """What to run: batch sizes, batches per size, warm-up batches of ``warmup_size`` positions."""
 
     sizes: list[int]
     batches: int
     warmup: int
+    warmup_size: int = 0  # 0: the largest size
+
+    def describe(self) -> str:
+        size = self.warmup_size or max(self.sizes)
+        return (f"sizes {','.join(map(str, self.sizes))}, {self.batches} batches each, "
+                f"{self.warmup} warm-up batch{'es' if self.warmup != 1 else ''} of {size}")
 
 
 # flag -> (attribute, lc0's range)
@@ -57,11 +71,8 @@ INT_FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", metavar="FILE",
-                        help="network file (default: built-in T82-shaped net)")
-    parser.add_argument("--backend", "-b", default="auto",
-                        help="backend name (default: auto = best available)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
+    add_weights_argument(parser, note="default: the built-in T82-shaped net (random weights)")
+    add_backend_arguments(parser, note="or several: cuda,cuda-fp16")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
     parser.add_argument("--max-batch-size", default=None, metavar="N", help="last batch size (default 256)")
@@ -70,7 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
     parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
-    parser.add_argument("--json", action="store_true", help="one JSON object per batch size instead of CSV")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="draw nps against batch size, one line per backend (needs matplotlib)")
+    add_json_arguments(parser, "one object per batch size (JSON lines) instead of CSV")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -79,13 +92,15 @@ def parse_sizes(text: str) -> list[int]:
 
 
 def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
-    """The plan from the flags; ``(plan, used_cpu_defaults)``."""
-    if is_cpu and all(getattr(args, f) is None for f in _BATCH_FLAGS):
-        return Plan(list(CPU_DEFAULT_SIZES), CPU_DEFAULT_BATCHES, CPU_DEFAULT_WARMUP), True
+    """The plan from the flags; ``(plan, used_cpu_defaults)``: on a CPU backend every part no
+    flag sets (the sizes, the batch count) comes from the small CPU plan."""
+    size_flags = ("start_batch_size", "max_batch_size", "batch_step")
     if args.batch_sizes is not None:
-        if any(getattr(args, f) is not None for f in ("start_batch_size", "max_batch_size", "batch_step")):
+        if any(getattr(args, f) is not None for f in size_flags):
             raise UsageError("--batch-sizes cannot be combined with --start/--max-batch-size/--batch-step")
         sizes = parse_sizes(args.batch_sizes)
+    elif is_cpu and all(getattr(args, f) is None for f in size_flags):
+        sizes = list(CPU_DEFAULT_SIZES)
     else:
         start = args.start_batch_size if args.start_batch_size is not None else 1
         stop = args.max_batch_size if args.max_batch_size is not None else 256
@@ -93,15 +108,14 @@ def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
         if start > stop:
             raise UsageError(f"--start-batch-size {start} is larger than --max-batch-size {stop}")
         sizes = list(range(start, stop + 1, step))
+    if is_cpu:
+        sizes_given = args.batch_sizes is not None or any(getattr(args, f) is not None for f in size_flags)
+        cpu_defaults = not sizes_given or args.batches is None
+        batches = args.batches if args.batches is not None else CPU_DEFAULT_BATCHES
+        warmup_size = min(CPU_WARMUP_SIZE, max(sizes))
+        return Plan(sizes, batches, CPU_DEFAULT_WARMUP, warmup_size), cpu_defaults
     batches = args.batches if args.batches is not None else 100
     return Plan(sizes, batches, WARMUP_BATCHES), False
-
-
-def backend_is_cpu(backend: Any) -> bool:
-    flag = getattr(backend, "is_cpu", None)
-    if isinstance(flag, bool):
-        return flag
-    return str(getattr(backend, "name", "")) in CPU_BACKENDS
 
 
 class _Progress:
@@ -157,8 +171,25 @@ def bench_size(backend: Any, history: Any, input_format: int, size: int, batches
     return compute_stats(size, start, [completions])
 
 
+def backend_list(text: str) -> list[str]:
+    """``--backend cuda,cuda-fp16`` -> the names, each checked before anything loads: known, and
+    (with several) able to run here, so that no measurement is thrown away by a later failure."""
+    from lc0py.backends.registry import AUTO, check_name, unavailable_reason
+    from lc0py.errors import BackendUnavailable
+
+    names = [check_name(n) for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--backend: no backend given")
+    if len(names) > 1:
+        for name in names:
+            reason = unavailable_reason(name) if name != AUTO else None
+            if reason is not None:
+                raise BackendUnavailable(f"--backend '{name}': {reason}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import create_backend
+    from lc0py.backends.registry import default_weights, needs_weights
     from lc0py.chess import PositionHistory
 
     for flag, (attr, lo, hi) in INT_FLAGS.items():
@@ -172,32 +203,73 @@ def run(args: argparse.Namespace) -> int:
     if args.weights is not None:
         weights = Path(args.weights)
         check_regular_file(str(weights), "file", UsageError, label=f"--weights {weights}")
-    if args.batch_sizes is not None:
-        parse_sizes(args.batch_sizes)
-    backend = create_backend(args.backend, weights, args.backend_opts)
+    names = backend_list(args.backend)
+    make_plan(args, is_cpu=False)  # every flag checked before anything loads
+    target = json_target(args, "backendbench")
+    if args.plot is not None:
+        from lc0py.tools.plotting import pyplot
+
+        pyplot()  # matplotlib missing: say so now, not after the measurements
+    if weights is None and any(needs_weights(n) for n in names):
+        weights = default_weights()  # generated (and announced) once for every backend
+    rows: list[dict[str, Any]] = []
+    for index, name in enumerate(names):
+        rows += bench_backend(args, name, weights, history, target, index == 0, len(names) > 1)
+    if target.file is not None:
+        JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
+    if args.plot is not None:
+        plot(rows, args.plot, args.backend_opts)
+        print(f"backendbench: plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def bench_backend(args: argparse.Namespace, name: str, weights: Path | None, history: Any,
+                  target: JsonTarget, first: bool = True, several: bool = False) -> list[dict[str, Any]]:
+    """Run the plan on backend ``name``; print its rows (CSV or JSON lines) and return them.
+    With ``several`` backends, a ``# backend NAME`` line precedes each one's CSV rows."""
+    from lc0py.backends.registry import create_backend, is_cpu_backend
+
+    rows: list[dict[str, Any]] = []
+    backend = create_backend(name, weights, args.backend_opts)
     try:
-        plan, cpu_defaults = make_plan(args, backend_is_cpu(backend))
+        plan, cpu_defaults = make_plan(args, is_cpu_backend(backend))
         if cpu_defaults:
-            print(f"backendbench: CPU backend '{backend.name}' without batch flags: sizes "
-                  f"{','.join(map(str, plan.sizes))}, {plan.batches} batches each, "
-                  f"{plan.warmup} warm-up batch (give --batches/--batch-sizes/... to change)",
-                  file=sys.stderr, flush=True)
+            print(f"backendbench: CPU backend '{backend.name}': small CPU plan: {plan.describe()} "
+                  f"(lc0's plan, sizes 1..256 x 100 batches, is for GPUs; --batches/--batch-sizes/... "
+                  f"change it)", file=sys.stderr, flush=True)
         fmt = backend.info.input_format
         progress = _Progress()
         for k in range(plan.warmup):
-            run_batch(backend, history, fmt, max(plan.sizes))
+            run_batch(backend, history, fmt, plan.warmup_size or max(plan.sizes))
             progress.update(f"warm-up {k + 1}/{plan.warmup}")
         for index, size in enumerate(plan.sizes):
             stats = bench_size(backend, history, fmt, size, plan.batches, progress)
             progress.clear()
-            if args.json:
-                row = {"backend": backend.name, **stats.as_dict()}
+            row = {"backend": backend.name, **stats.as_dict()}
+            rows.append(row)
+            if target.stdout:
                 sys.stdout.write(json.dumps(row) + "\n")
             else:
-                if header_due(index, args.header_only_once):
+                if index == 0 and several:  # which backend the following rows belong to
+                    sys.stdout.write(f"# backend {backend.name}\n")
+                if header_due(index, args.header_only_once) and (first or not args.header_only_once):
                     sys.stdout.write(HEADER + "\n")
                 sys.stdout.write(stats.csv_row() + "\n")
             sys.stdout.flush()
     finally:
         backend.close()
-    return 0
+    return rows
+
+
+def plot(rows: list[dict[str, Any]], path: str, backend_opts: str = "") -> None:
+    """Nodes per second against batch size, one line per backend (log-log when sizes span 8x)."""
+    from lc0py.tools.plotting import line_plot
+
+    series: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        series.setdefault(row["backend"], []).append((row["size"], row["nps"]))
+    sizes = [row["size"] for row in rows]
+    wide = bool(sizes) and max(sizes) >= 8 * min(sizes)
+    opts = f" ({backend_opts})" if backend_opts else ""
+    line_plot(series, path, xlabel="batch size", ylabel="nodes per second (mean)",
+              title=f"lc0py backendbench{opts}", log_x=wide, log_y=wide)

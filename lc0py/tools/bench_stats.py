@@ -10,7 +10,13 @@ import math
 from dataclasses import asdict, dataclass
 
 HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean"
-ROW_FORMAT = "%4d,%9.0f,%8.4g,%7.4f,%7.4f,%8.0f,%8.0f,%8.0f,%10.4f,%11.4f"
+ROW_FORMAT = "%4d,%9s,%8.4g,%7.4f,%7.4f,%8s,%8s,%8s,%10.4f,%11.4f"
+
+
+def format_nps(nps: float) -> str:
+    """lc0 prints nodes per second as whole numbers; below 100 (CPU backends on big nets) that
+    hides everything (``1``, even ``0``), so small rates keep three significant digits."""
+    return f"{nps:.0f}" if nps >= 100 else f"{nps:.3g}"
 
 
 @dataclass(frozen=True)
@@ -31,8 +37,8 @@ class BatchStats:
 
     def csv_row(self) -> str:
         return ROW_FORMAT % (
-            self.size, self.nps, self.mean_ms, self.sdev_ms, self.cv, self.max_nps,
-            self.median_nps, self.min_nps, self.first_max_ms, self.first_mean_ms,
+            self.size, format_nps(self.nps), self.mean_ms, self.sdev_ms, self.cv, format_nps(self.max_nps),
+            format_nps(self.median_nps), format_nps(self.min_nps), self.first_max_ms, self.first_mean_ms,
         )
 
     def as_dict(self) -> dict[str, float | int]:

@@ -13,6 +13,11 @@ root visits; no smart pruning or time manager. Output goes to stdout::
     Total time (ms) : <sum ms>
     Nodes searched  : <sum playouts>
     Nodes/second    : <round(1000 * playouts / (ms + 1))>
+
+lc0's plan (34 positions x 10 s) is for GPUs: on a CPU backend (numpy, onnx-cpu, random) the
+limits no flag sets come from a small CPU plan (the first 4 positions, 5 s each: well under a
+minute), said on stderr; rates below 100 nodes/second keep three significant digits instead of
+rounding to ``1``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from typing import NoReturn
 
 import chess
@@ -30,6 +36,7 @@ from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tree import NodeTree
 from lc0py.search.warmup import warm_up
+from lc0py.tools.bench_stats import format_nps
 from lc0py.uci.options import Options
 
 # lc0's src/tools/benchmark.h (a string may carry "moves ...", applied first).
@@ -71,6 +78,29 @@ POSITIONS: tuple[str, ...] = (
 )
 
 
+MOVETIME_MS = 10000
+CPU_POSITIONS = 4
+CPU_MOVETIME_MS = 5000
+
+
+def apply_plan(args: argparse.Namespace, is_cpu: bool) -> bool:
+    """Fill the limits no flag set: lc0's plan, or on a CPU backend the small CPU plan (returns
+    whether the CPU plan filled anything). ``--nodes`` alone keeps lc0's "no time limit"."""
+    cpu = is_cpu and (args.num_positions is None or (args.movetime is None and args.nodes is None))
+    if args.num_positions is None:
+        args.num_positions = CPU_POSITIONS if is_cpu else len(POSITIONS)
+    if args.movetime is None:
+        args.movetime = -1 if args.nodes is not None else (CPU_MOVETIME_MS if is_cpu else MOVETIME_MS)
+    if args.nodes is None:
+        args.nodes = -1
+    return cpu
+
+
+def _keep_first(box: list[chess.Move | None], move: chess.Move | None, ponder: object = None) -> None:
+    """Search callback: remember the best move (``box[0]``)."""
+    box[0] = move
+
+
 def _one_line_error(prog: str) -> object:
     def error(message: str) -> NoReturn:
         print(f"{prog}: {message}", file=sys.stderr)
@@ -81,9 +111,12 @@ def _one_line_error(prog: str) -> object:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     Options(groups=("backend", "search")).add_arguments(parser)
-    parser.add_argument("--nodes", type=int, default=-1, help="root visits per position (-1: no limit)")
-    parser.add_argument("--movetime", type=int, default=10000, help="ms per position (-1: no limit)")
-    parser.add_argument("--num-positions", type=int, default=34, help="first N of lc0's 34 positions")
+    parser.add_argument("--nodes", type=int, default=None, help="root visits per position (-1: no limit)")
+    parser.add_argument("--movetime", type=int, default=None,
+                        help=f"ms per position (-1: no limit; default {MOVETIME_MS}, "
+                             f"CPU backends {CPU_MOVETIME_MS})")
+    parser.add_argument("--num-positions", type=int, default=None,
+                        help=f"first N of lc0's 34 positions (default 34, CPU backends {CPU_POSITIONS})")
     parser.add_argument("--fen", default="", help="one position (FEN [moves ...]) instead of the list")
     parser.error = _one_line_error("lc0py benchmark")  # type: ignore[method-assign,assignment]
 
@@ -97,18 +130,25 @@ def split_position(text: str) -> tuple[str, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.num_positions <= len(POSITIONS):
+    if args.num_positions is not None and not 1 <= args.num_positions <= len(POSITIONS):
         raise UsageError(f"--num-positions {args.num_positions} is out of range [1, {len(POSITIONS)}]")
-    if args.nodes < -1 or args.movetime < -1:
+    if (args.nodes is not None and args.nodes < -1) or (args.movetime is not None and args.movetime < -1):
         raise UsageError("--nodes and --movetime must be -1 (no limit) or >= 0")
     options = Options(groups=("backend", "search"))
     options.values["NNCacheSize"] = 200000  # lc0's benchmark default
     options.apply_args(args)
-    from lc0py.backends.registry import create_backend
+    from lc0py.backends.registry import check_name, create_backend, is_cpu_backend
 
+    check_name(options["Backend"])
     weights = options["WeightsFile"]
     weights = None if weights in ("", "<autodiscover>") else weights
     backend = create_backend(options["Backend"], weights, options["BackendOptions"] or None)
+    if apply_plan(args, is_cpu_backend(backend)) and not args.fen:
+        time_text = f"{args.movetime} ms" if args.movetime >= 0 else "no time limit"
+        nodes_text = f", {args.nodes} nodes" if args.nodes >= 0 else ""
+        print(f"benchmark: CPU backend '{backend.name}': small CPU plan: the first {args.num_positions} "
+              f"positions, {time_text}{nodes_text} each (lc0's plan, 34 positions x {MOVETIME_MS} ms, is "
+              f"for GPUs; --num-positions/--movetime/--nodes change it)", file=sys.stderr, flush=True)
     params = options.search_params()
     cache = NNCache(int(options["NNCacheSize"]))
     positions = [args.fen] if args.fen else list(POSITIONS[: args.num_positions])
@@ -154,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
                 cache,
                 SearchCallbacks(
                     on_info=on_info,
-                    on_bestmove=lambda m, p, result=result: result.__setitem__(0, m),
+                    on_bestmove=partial(_keep_first, result),
                     on_message=lambda t: print(t, file=sys.stderr),
                 ),
                 start_time=start,
@@ -175,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     out.write("\n===========================\n")
     out.write(f"Total time (ms) : {total_ms}\n")
     out.write(f"Nodes searched  : {total_playouts}\n")
-    out.write(f"Nodes/second    : {round(1000 * total_playouts / (total_ms + 1))}\n")
+    out.write(f"Nodes/second    : {format_nps(1000 * total_playouts / (total_ms + 1))}\n")
     out.write(f"Bytes/node      : {total_bytes / max(1, total_nodes):.1f}\n")
     out.flush()
     return 0

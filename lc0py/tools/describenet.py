@@ -16,13 +16,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from lc0py.errors import UnsupportedNetError
+from lc0py.tools.arguments import add_weights_argument
 from lc0py.weights import proto
 from lc0py.weights.decode import layer_element_count
 from lc0py.weights.loader import load_proto, network_from_proto
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="network file (.pb.gz)")
+    add_weights_argument(parser, required=True)
 
 
 def _key(label: str) -> str:

@@ -2,9 +2,10 @@
 
 For every position the raw policy logits of the legal moves only are turned into probabilities
 with a softmax at temperature 1 (lc0's search uses ``PolicyTemperature`` instead; this shows the
-network itself). Positions go to the backend in chunks of at most ``CHUNK`` (memory stays bounded
-whatever the length of ``--positions``), and each chunk's results are printed as soon as it is
-evaluated. Every position is checked before the network is loaded.
+network itself). The work is done by the public API (``lc0py.load(...).iter_evaluate``), which
+sends the positions to the backend in batches of its recommended size; each result is printed as
+soon as its batch is back (bounded memory for long ``--positions`` files). ``--svg FILE`` also draws
+each position (``lc0py.tools.board_svg``).
 
 Output: a table per position, or with ``--json`` one object per line::
 
@@ -20,13 +21,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from lc0py.errors import Lc0pyError, UsageError
+from lc0py.api.evaluation import Evaluation
+from lc0py.errors import UsageError
+from lc0py.storage.atomic import write_atomically
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    json_target,
+)
+from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 
 DEFAULT_TOP = 10
@@ -35,30 +43,17 @@ DEFAULT_TOP = 10
 CHUNK = 256
 
 
-@dataclass
-class Evaluation:
-    """One evaluated position: legal-move policy (probability, descending), WDL, Q, moves-left."""
-
-    fen: str
-    moves: list[str]
-    policy: list[tuple[str, float]]
-    wdl: tuple[float, float, float]
-    mlh: float | None
-
-    @property
-    def q(self) -> float:
-        return self.wdl[0] - self.wdl[2]
-
-    def to_json(self, top: int | None = None) -> dict[str, Any]:
-        items = self.policy if top is None else self.policy[:top]
-        return {
-            "fen": self.fen,
-            "moves": self.moves,
-            "policy": {m: _round(p) for m, p in items},
-            "wdl": [_round(x) for x in self.wdl],
-            "q": _round(self.q),
-            "mlh": None if self.mlh is None else _round(self.mlh),
-        }
+def to_json(spec: PositionSpec, ev: Evaluation, top: int | None = None) -> dict[str, Any]:
+    """The ``--json`` object of one position (``policy`` as UCI strings, most likely first)."""
+    items = ev.top(top) if top is not None else list(ev.policy.items())
+    return {
+        "fen": spec.fen,
+        "moves": list(spec.moves),
+        "policy": {m.uci(): _round(p) for m, p in items},
+        "wdl": [_round(x) for x in ev.wdl],
+        "q": _round(ev.q),
+        "mlh": None if ev.moves_left is None else _round(ev.moves_left),
+    }
 
 
 def _round(x: float) -> float:
@@ -66,14 +61,16 @@ def _round(x: float) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="network file (.pb.gz)")
+    add_weights_argument(parser, required=True)
     parser.add_argument("--fen", metavar="FEN", help="position (default: the start position; 'startpos' ok)")
     parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves played from --fen")
     parser.add_argument("--positions", metavar="FILE",
                         help="one position per line: 'FEN | move move ...' (moves optional)")
-    parser.add_argument("--backend", "-b", default="auto", help="backend name (default: auto)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="e.g. precision=fp64")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_backend_arguments(parser)
+    add_json_arguments(parser, "one object per position (JSON lines)")
+    parser.add_argument("--svg", metavar="FILE",
+                        help="also draw the board with the top moves as arrows and a WDL bar "
+                             "(several positions: FILE-1.svg, FILE-2.svg, ...)")
     parser.add_argument("--top", default=None, metavar="N",
                         help=f"show the N most likely moves (default: {DEFAULT_TOP}; --json: all)")
 
@@ -88,67 +85,25 @@ def collect_positions(args: argparse.Namespace) -> list[PositionSpec]:
     return [PositionSpec(fen, list(args.moves), "--fen/--moves")]
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = np.exp(logits.astype(np.float64) - logits.max())
-    return z / z.sum()
-
-
-def evaluate_positions(backend: Any, specs: list[PositionSpec], chunk: int = CHUNK) -> list[Evaluation]:
-    """Evaluate ``specs`` (in chunks of ``chunk``) and summarise them, in order."""
-    return [ev for ev in iter_evaluations(backend, specs, chunk)]
-
-
-def iter_evaluations(backend: Any, specs: list[PositionSpec], chunk: int = CHUNK) -> Iterator[Evaluation]:
-    """Yield one ``Evaluation`` per spec, encoding and evaluating ``chunk`` positions at a time."""
-    for start in range(0, len(specs), max(1, chunk)):
-        yield from _evaluate_chunk(backend, specs[start : start + max(1, chunk)])
-
-
-def _evaluate_chunk(backend: Any, specs: list[PositionSpec]) -> list[Evaluation]:
-    from lc0py.chess import encode_batch, legal_moves_with_indices
-
-    histories = [spec.history() for spec in specs]
-    encoded = [h.encode(backend.info.input_format) for h in histories]
-    out = backend.evaluate(encode_batch(encoded))
-    for what, values in (("policy", out.policy), ("WDL", out.wdl)):
-        finite = np.isfinite(np.asarray(values, dtype=np.float64)).reshape(len(specs), -1).all(axis=1)
-        if not finite.all():  # NaN never passes as a result
-            bad = int(np.argmin(finite))
-            raise Lc0pyError(f"{specs[bad].origin}: backend {getattr(backend, 'name', '?')} returned a "
-                             f"non-finite {what} (NaN or infinity) for this position")
-    results = []
-    for i, (spec, hist, enc) in enumerate(zip(specs, histories, encoded, strict=True)):
-        moves, indices = legal_moves_with_indices(hist.board, enc.transform)
-        policy: list[tuple[str, float]] = []
-        if moves:
-            probs = _softmax(out.policy[i, indices])
-            order = np.argsort(-probs, kind="stable")
-            policy = [(moves[j].uci(), float(probs[j])) for j in order]
-        wdl = tuple(float(x) for x in out.wdl[i])
-        mlh = float(out.moves_left[i]) if backend.info.has_moves_left else None
-        results.append(Evaluation(spec.fen, list(spec.moves), policy, wdl, mlh))  # type: ignore[arg-type]
-    return results
-
-
-def format_table(ev: Evaluation, number: int, top: int) -> str:
+def format_table(spec: PositionSpec, ev: Evaluation, number: int, top: int) -> str:
     """Human-readable block for one position."""
-    lines = [f"Position {number}: {ev.fen}" + (f"  moves: {' '.join(ev.moves)}" if ev.moves else "")]
+    lines = [f"Position {number}: {spec.fen}" + (f"  moves: {' '.join(spec.moves)}" if spec.moves else "")]
     w, d, l = ev.wdl
-    mlh = f"{ev.mlh:.1f}" if ev.mlh is not None else "-"
+    mlh = f"{ev.moves_left:.1f}" if ev.moves_left is not None else "-"
     lines.append(f"  W {w:6.2%}  D {d:6.2%}  L {l:6.2%}   Q {ev.q:+.4f}   MLH {mlh}")
     if not ev.policy:
         lines.append("  no legal moves")
     else:
         lines.append("  move     policy")
-        for move, p in ev.policy[:top]:
-            lines.append(f"  {move:<7} {p:7.2%}")
+        for move, p in ev.top(top):
+            lines.append(f"  {move.uci():<7} {p:7.2%}")
         rest = len(ev.policy) - min(top, len(ev.policy))
         lines.append(f"  ({len(ev.policy)} legal moves" + (f", {rest} not shown)" if rest else ")"))
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import create_backend
+    from lc0py.api import load
 
     if args.top is not None:
         try:
@@ -158,19 +113,41 @@ def run(args: argparse.Namespace) -> int:
         if args.top < 1:
             raise UsageError(f"--top {args.top}: must be at least 1")
     specs = collect_positions(args)
-    for spec in specs:  # validate every position before loading the network
-        spec.history()
-    backend = create_backend(args.backend, args.weights, args.backend_opts)  # the loader names bad paths
+    histories = [spec.history() for spec in specs]  # every position validated before the net loads
+    svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
+    target = json_target(args, "eval")
     out = sys.stdout
-    try:
-        for n, ev in enumerate(iter_evaluations(backend, specs), start=1):
-            if args.json:
-                out.write(json.dumps(ev.to_json(args.top)) + "\n")
+    lines: list[str] = []
+    with load(args.weights, args.backend, args.backend_opts) as net:  # the loader names bad paths
+        # printed as each batch comes back: a long --positions file shows progress, memory stays bounded
+        for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),
+                                                    strict=True), start=1):
+            line = json.dumps(to_json(spec, ev, args.top))
+            if target.file is not None:
+                lines.append(line)
+            if target.stdout:
+                out.write(line + "\n")
             else:
-                out.write(format_table(ev, n, args.top or DEFAULT_TOP) + ("\n\n" if n < len(specs) else "\n"))
-            if n % CHUNK == 0:
-                out.flush()
-    finally:
-        backend.close()
-    out.flush()
+                block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
+                out.write(block + ("\n\n" if n < len(specs) else "\n"))
+            out.flush()
+            if n <= len(svg_paths):
+                svg = svg_paths[n - 1]
+                write_atomically(svg, evaluation_svg(history.board, ev), what=f"--svg {svg}")
+                print(f"eval: picture written to {svg_paths[n - 1]}", file=sys.stderr)
+    if target.file is not None:
+        JsonTarget(False, target.file).write("\n".join(lines))
     return 0
+
+
+def svg_targets(name: str, count: int) -> list[Path]:
+    """``--svg FILE``: FILE for one position; ``FILE-1.svg``, ``FILE-2.svg``, ... for several."""
+    path = Path(name)
+    if not path.parent.is_dir():
+        raise UsageError(f"--svg {name}: directory {path.parent} does not exist")
+    if count == 1:
+        return [path]
+    stem = path.name[:-4] if path.name.lower().endswith(".svg") else path.name
+    return [path.with_name(f"{stem}-{k}.svg") for k in range(1, count + 1)]
+
+

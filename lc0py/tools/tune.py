@@ -24,12 +24,13 @@ default stays and nothing is saved.
 Examples::
 
     lc0py tune --preset t82 --quick                   # 24 heads x 32, ~5 candidates
-    lc0py tune -w net.pb.gz --batch-sizes 64,256,1024 --json tune.json
+    lc0py tune -w net.pb.gz --batch-sizes 64,256,1024 --json-out tune.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -42,7 +43,13 @@ from typing import Any
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
-from lc0py.storage.atomic import write_atomically
+from lc0py.tools.arguments import (
+    JsonTarget,
+    add_backend_arguments,
+    add_json_arguments,
+    add_weights_argument,
+    json_target,
+)
 
 STABLE_CV = 0.05  # a winner's stddev must be < 5 % of its mean nps (at every batch size)
 SEQ = 64
@@ -229,17 +236,17 @@ def pick_winner(results: Sequence[Result]) -> Result | None:
 # ---- the command --------------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--weights", "-w", metavar="FILE", help="network file (default: --preset t82)")
+    add_weights_argument(src, note="default: --preset t82")
     src.add_argument(
         "--preset", metavar="NAME", help="random net of this preset (t82, t82-h12, t82-h8, t82-h6)"
     )
-    parser.add_argument("--backend", "-b", default="cuda-fp16", help="GPU backend (default cuda-fp16)")
-    parser.add_argument("--backend-opts", "-o", default="", metavar="OPTS", help="other backend options")
+    add_backend_arguments(parser, default="cuda-fp16", note="a GPU backend",
+                          opts_note="other backend options")
     parser.add_argument("--batch-sizes", default="256,1024", metavar="LIST", help="default 256,1024")
     parser.add_argument("--batches", type=int, default=10, metavar="N", help="batches per run (default 10)")
     parser.add_argument("--repeats", type=int, default=5, metavar="N", help="runs per batch size (default 5)")
     parser.add_argument("--quick", action="store_true", help="~5 candidates instead of the full sweep")
-    parser.add_argument("--json", metavar="FILE", help="write every result and the winner as JSON")
+    add_json_arguments(parser, "every result and the winner", legacy_file=True)
     parser.add_argument("--no-save", action="store_true", help="do not save the winner for the backend")
 
 
@@ -295,6 +302,13 @@ def table(results: Sequence[Result], default: FlashParams, winner: Result | None
 
 
 def run(args: argparse.Namespace) -> int:
+    """``--json``: the JSON document is the only thing on stdout (the progress text goes to stderr)."""
+    target = json_target(args, "tune")  # keeps the real stdout for the JSON
+    with contextlib.redirect_stdout(sys.stderr) if target.stdout else contextlib.nullcontext():
+        return _run(args, target)
+
+
+def _run(args: argparse.Namespace, target: JsonTarget) -> int:
     from lc0py.backends.gpu.backend import GpuBackend
     from lc0py.backends.gpu.kernels import AttentionKernel
     from lc0py.backends.registry import create_backend
@@ -304,6 +318,9 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.batch_sizes)
     if not 1 <= args.batches <= 100000 or not 2 <= args.repeats <= 1000:
         raise UsageError("--batches must be >= 1 and --repeats >= 2 (a stddev needs two runs)")
+    from lc0py.backends.registry import check_name
+
+    check_name(args.backend)  # a typo costs nothing: checked before the net is built
     network = _load(args)
     opts = ",".join(x for x in (args.backend_opts, f"max_batch={max(sizes)}", "tuned=off") if x)
     backend = create_backend(args.backend, network, opts)
@@ -389,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
                 },
             )
             print(f"saved to {saved} (the backend uses it unless tuned=off)")
-    if args.json:
+    if target.stdout or target.file:
         doc = {
             "key": asdict(key),
             "mode": "quick" if args.quick else "full",
@@ -413,7 +430,7 @@ def run(args: argparse.Namespace) -> int:
             ],
             "filtered": [{"params": overrides_of(p, fp16), "reason": why} for p, why in filtered],
         }
-        write_atomically(args.json, json.dumps(doc, indent=1), what=f"--json {args.json}")
+        target.write(json.dumps(doc, indent=1))
     return 0
 
 

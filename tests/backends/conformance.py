@@ -15,26 +15,21 @@ can be reproduced with ``seed=``. Errors are relative norms ``||a - b|| / ||b||`
 from __future__ import annotations
 
 import os
-import random
 from dataclasses import dataclass
 from typing import Any
 
-import chess
 import numpy as np
 
+from lc0py.backends.accuracy import RTOL_FP16, RTOL_FP32, relative_error
+from lc0py.backends.accuracy import output_errors as compare_outputs
 from lc0py.backends.base import PlanesBatch
 from lc0py.chess import PositionHistory, encode_batch
+from lc0py.chess.testing import random_games
 from lc0py.model import cast_network, forward
 
-RTOL_FP32 = 1e-4
-RTOL_FP16 = 1e-2
+# one metric and one tolerance rule for the whole project (re-exported for the backend tests)
+__all__ = ["RTOL_FP16", "RTOL_FP32", "check_backend_against_reference", "random_batch", "relative_error"]
 
-START_FENS = (
-    None,
-    "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 8",
-    "8/P1k5/8/3pP3/8/8/5Kp1/8 w - d6 0 40",
-    "4k3/8/8/8/8/8/8/R3K2R b KQ - 12 60",
-)
 
 
 @dataclass
@@ -50,52 +45,12 @@ class ConformanceReport:
 
 def random_positions(n: int, seed: int, max_plies: int = 80) -> list[PositionHistory]:
     """``n`` games from random legal playouts (deterministic for a seed), never finished ones."""
-    rng = random.Random(seed)
-    games = []
-    while len(games) < n:
-        fen = rng.choice(START_FENS)
-        board = chess.Board() if fen is None else chess.Board(fen)
-        moves = []
-        for _ in range(rng.randrange(0, max_plies)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            move = rng.choice(legal)
-            moves.append(move.uci())
-            board.push(move)
-        if board.is_game_over(claim_draw=False):
-            continue
-        games.append(PositionHistory.from_fen(fen, moves))
-    return games
+    return random_games(n, seed, max_plies)
 
 
 def random_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
     """``n`` random positions encoded for ``input_format``."""
     return encode_batch([h.encode(input_format) for h in random_positions(n, seed)])
-
-
-def relative_error(a: np.ndarray, b: np.ndarray) -> float:
-    """``||a - b|| / ||b||`` in float64; inf if either has a non-finite value or ``b`` is zero."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a64.shape != b64.shape:
-        raise AssertionError(f"shape {a64.shape} != reference {b64.shape}")
-    if not (np.all(np.isfinite(a64)) and np.all(np.isfinite(b64))):
-        return float("inf")
-    norm = float(np.linalg.norm(b64))
-    if norm == 0.0:
-        return 0.0 if not np.any(a64) else float("inf")
-    return float(np.linalg.norm(a64 - b64) / norm)
-
-
-def compare_outputs(out: Any, ref: Any, has_moves_left: bool) -> dict[str, float]:
-    """Relative errors of a backend's ``NetworkOutput`` against a reference output."""
-    errors = {
-        "policy": relative_error(out.policy, ref.policy),
-        "wdl": relative_error(out.wdl, ref.wdl),
-    }
-    if has_moves_left:
-        errors["moves_left"] = relative_error(out.moves_left, ref.moves_left)
-    return errors
 
 
 def check_backend_against_reference(

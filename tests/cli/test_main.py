@@ -48,3 +48,12 @@ def test_every_listed_command_is_built() -> None:
     built = set(sub.choices)  # type: ignore[attr-defined]
     missing = [c for c in COMMANDS if c not in built and c not in ("attnbench", "tune")]
     assert not missing, f"commands not built: {missing}"
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import lc0py
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"lc0py v{lc0py.__version__}"

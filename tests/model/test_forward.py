@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from nets import build_network, random_planes
 
+from lc0py.backends.accuracy import relative_error
 from lc0py.model import (
     attention_policy_gather,
     attention_reference,
@@ -20,13 +21,7 @@ from lc0py.model.layers import dense
 from lc0py.weights import random_network
 from lc0py.weights.network import Activation, Dense, InputEmbedding
 
-
-def rel_err(a: np.ndarray, b: np.ndarray) -> float:
-    """``||a - b|| / ||b||``; NaN/inf anywhere gives inf so it never passes."""
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if not (np.all(np.isfinite(a64)) and np.all(np.isfinite(b64))):
-        return float("inf")
-    return float(np.linalg.norm(a64 - b64) / np.linalg.norm(b64))
+rel_err = relative_error  # the project's one metric (lc0py.backends.accuracy)
 
 
 def assert_close_outputs(a, b, rtol: float, what: str = "") -> None:  # type: ignore[no-untyped-def]

@@ -102,3 +102,43 @@ def test_cpu_only_run_table_json_plot(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_percentile_matches_numpy_default() -> None:
     assert attnbench.percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
     assert attnbench.percentile([5.0], 99) == 5.0
+
+
+SMALL = ["--seq", "16,2048", "--depths", "16", "--heads", "2", "--causal", "off", "--iters", "2",
+         "--cpu-max-seq", "64"]
+
+
+def _has_gpu() -> bool:
+    from lc0py.backends.registry import unavailable_reason
+
+    return unavailable_reason("gpu") is None
+
+
+@pytest.mark.skipif(_has_gpu(), reason="checks the behaviour without a GPU")
+def test_default_impls_without_gpu_run_the_cpu_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["attnbench", *SMALL, "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["rows"]  # --json: only JSON on stdout
+    assert [r["seq"] for r in rows] == [16] and set(rows[0]["results"]) == {"cpu"}
+    assert "running cpu only; skipped naive, flash" in captured.err
+    assert "skipped 1 of 2 shapes with L > --cpu-max-seq 64" in captured.err
+
+
+@pytest.mark.skipif(_has_gpu(), reason="checks the behaviour without a GPU")
+def test_explicit_gpu_impl_without_gpu_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["attnbench", *SMALL, "--impls", "flash"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lc0py: ")
+
+
+def test_json_out_and_old_json_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["attnbench", "--impls", "cpu", "--seq", "16", "--depths", "16", "--heads", "1",
+            "--causal", "off", "--iters", "1"]
+    assert main([*base, "--json-out", str(tmp_path / "a.json")]) == 0
+    captured = capsys.readouterr()
+    assert "cpu mean ms" in captured.out  # the table stays on stdout
+    assert json.loads((tmp_path / "a.json").read_text())["rows"][0]["seq"] == 16
+    assert main([*base, "--json", str(tmp_path / "b.json")]) == 0  # the old spelling
+    assert "--json FILE is now --json-out FILE" in capsys.readouterr().err
+    assert (tmp_path / "b.json").is_file()
+    assert main([*base, "--json-out", str(tmp_path / "missing" / "c.json")]) == 2

@@ -43,7 +43,7 @@ def test_batch_sizes_json(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_cpu_defaults(tiny_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backendbench", "-w", str(tiny_path), "--header-only-once"]) == 0
     captured = capsys.readouterr()
-    assert "sizes 1,8,32" in captured.err
+    assert "small CPU plan: sizes 1,4,16, 3 batches each" in captured.err
     lines = captured.out.splitlines()
     assert lines[0] == HEADER and len(lines) == 4
 
@@ -88,3 +88,110 @@ def test_missing_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["backendbench", "-w", str(tmp_path / "nope.pb.gz")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+@pytest.mark.parametrize(
+    "flags,sizes,batches",
+    [
+        ([], [1, 4, 16], 3),
+        (["--batches", "2"], [1, 4, 16], 2),  # one batch flag keeps the CPU sizes
+        (["--batch-sizes", "2,3"], [2, 3], 3),  # ... and the CPU batch count
+        (["--max-batch-size", "2"], [1, 2], 3),
+    ],
+)
+def test_cpu_plan_kept_for_unset_parts(tiny_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch, flags: list[str],
+                                       sizes: list[int], batches: int) -> None:
+    from lc0py.tools import backendbench
+
+    calls: list[int] = []
+    monkeypatch.setattr(backendbench, "run_batch", lambda backend, history, fmt, size: calls.append(size))
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy", "--json", *flags]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["size"] for r in rows] == sizes
+    warmup = min(4, max(sizes))
+    assert calls == [warmup] + [s for s in sizes for _ in range(batches)]
+
+
+def test_gpu_backends_keep_lc0s_plan() -> None:
+    import argparse
+
+    from lc0py.tools.backendbench import make_plan
+
+    args = argparse.Namespace(batches="7", start_batch_size=None, max_batch_size=None, batch_step=None,
+                              batch_sizes=None)
+    args.batches = 7
+    plan, cpu = make_plan(args, is_cpu=False)
+    assert plan.sizes == list(range(1, 257)) and plan.batches == 7 and not cpu
+
+
+def test_json_out_writes_the_rows(tiny_path: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rows.jsonl"
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy", "--batches", "1", "--batch-sizes", "1,2",
+            "--json-out", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == HEADER  # CSV still on stdout
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["size"] for r in rows] == [1, 2]
+
+
+def test_several_backends_and_plot(tiny_path: Path, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "nps.png"
+    argv = ["backendbench", "-w", str(tiny_path), "-b", "numpy,random", "--batches", "2",
+            "--batch-sizes", "1,2,8", "--plot", str(png)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == "# backend numpy" and lines[1] == HEADER and "# backend random" in lines
+    assert len([line for line in lines if line[:4].strip().isdigit()]) == 6
+    assert "plot written" in captured.err
+    import matplotlib.image
+
+    image = matplotlib.image.imread(str(png))  # a real PNG: decodes, has pixels, not blank
+    assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+    assert float(image[..., :3].std()) > 0.01
+
+
+def test_plot_data_one_line_per_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.tools import backendbench, plotting
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(plotting, "line_plot", lambda series, path, **kw: seen.update(series=series, **kw))
+    rows = [{"backend": b, "size": s, "nps": n} for b, s, n in
+            [("cuda", 1, 10.0), ("cuda", 64, 500.0), ("cuda-fp16", 1, 12.0), ("cuda-fp16", 64, 900.0)]]
+    backendbench.plot(rows, "x.png")
+    assert seen["series"] == {"cuda": [(1, 10.0), (64, 500.0)], "cuda-fp16": [(1, 12.0), (64, 900.0)]}
+    assert seen["log_x"] is True and seen["xlabel"] == "batch size"
+
+
+def test_plot_without_matplotlib_is_one_line_before_measuring(
+    tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name: str, *args: object, **kwargs: object) -> object:
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy", "--plot", str(tmp_path / "x.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "matplotlib is not installed" in captured.err
+    assert captured.out == ""  # nothing was measured
+
+
+def test_several_backends_all_checked_first(tiny_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.backends import registry
+
+    monkeypatch.setattr(registry, "unavailable_reason",
+                        lambda name: "no GPU here" if name == "cuda" else None)
+    assert main(["backendbench", "-w", str(tiny_path), "-b", "numpy,cuda", "--batches", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == "lc0py: --backend 'cuda': no GPU here\n"

@@ -59,3 +59,11 @@ def test_header_schedule() -> None:
 def test_refuses_empty() -> None:
     with pytest.raises(ValueError):
         compute_stats(1, 0.0, [[]])
+
+
+def test_small_rates_keep_digits() -> None:
+    """CPU backends on T82 run at a few positions a second: the row must not say 0 or 1."""
+    s = compute_stats(1, 0.0, [[0.0, 0.4, 0.8]])  # 2.5 nps
+    fields = s.csv_row().split(",")
+    assert fields[1] == "      2.5" and fields[5].strip() == "2.5"
+    assert [len(f) for f in fields] == [4, 9, 8, 7, 7, 8, 8, 8, 10, 11]

@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from lc0py.tools.bench_stats import format_nps
 from lc0py.tools.benchmark import POSITIONS, split_position
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +50,7 @@ def test_output_shape_random_backend() -> None:
     searched = int(out[-3].split(":")[1])
     assert out[-3].startswith("Nodes searched  : ") and 600 <= searched < 600 + 3 * 256
     total = int(out[-4].split(":")[1])
-    assert out[-2] == f"Nodes/second    : {round(1000 * searched / (total + 1))}"
+    assert out[-2] == f"Nodes/second    : {format_nps(1000 * searched / (total + 1))}"
     assert re.fullmatch(r"Bytes/node      : \d+\.\d", out[-1]) and 40 < float(out[-1].split(":")[1]) < 1000
 
 
@@ -81,3 +84,31 @@ def test_bad_options_one_line_exit_2() -> None:
         r = _run(*args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cpu_plan_on_cpu_backends() -> None:
+    """A CPU backend without limits gets the small CPU plan (first 4 positions), said on stderr."""
+    r = _run("--backend", "random", "--movetime", "50")
+    assert r.returncode == 0, r.stderr
+    assert "small CPU plan: the first 4 positions, 50 ms each" in r.stderr
+    assert sum(s.startswith("bestmove ") for s in r.stdout.splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    "given,is_cpu,expected",
+    [
+        ({}, False, (34, 10000, -1, False)),
+        ({}, True, (4, 5000, -1, True)),
+        ({"nodes": 100}, True, (4, -1, 100, True)),
+        ({"num_positions": 34, "movetime": 10000}, True, (34, 10000, -1, False)),
+        ({"num_positions": 2}, True, (2, 5000, -1, True)),
+    ],
+)
+def test_apply_plan(given: dict[str, int], is_cpu: bool, expected: tuple[int, int, int, bool]) -> None:
+    import argparse
+
+    from lc0py.tools.benchmark import apply_plan
+
+    args = argparse.Namespace(**{"num_positions": None, "movetime": None, "nodes": None, **given})
+    cpu = apply_plan(args, is_cpu)
+    assert (args.num_positions, args.movetime, args.nodes, cpu) == expected

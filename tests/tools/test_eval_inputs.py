@@ -11,10 +11,8 @@ from pathlib import Path
 import chess
 import pytest
 
-from lc0py.backends.registry import create_backend
 from lc0py.cli.main import main
 from lc0py.tools import eval as eval_tool
-from lc0py.tools.positions import PositionSpec
 from lc0py.weights import random_network, save_network
 
 ILLEGAL_FEN = "4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"  # black (not to move) is in check from e2
@@ -34,20 +32,29 @@ def _error(capsys: pytest.CaptureFixture[str], rc: int) -> str:
     return lines[0]
 
 
-def test_long_positions_file_is_evaluated_in_bounded_chunks(tiny: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    backend = create_backend("numpy", tiny, "")
+def test_long_positions_file_is_evaluated_in_bounded_chunks(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``eval`` evaluates through ``lc0py.load(...).iter_evaluate``: batches of a bounded size."""
+    import lc0py
+
+    net = lc0py.load(tiny, "numpy")
     sizes: list[int] = []
-    evaluate = backend.evaluate
-    monkeypatch.setattr(backend, "evaluate", lambda batch: sizes.append(len(batch)) or evaluate(batch))
-    specs = [PositionSpec(chess.STARTING_FEN, ["e2e4"] if i % 2 else [], f"line {i}") for i in range(23)]
-    chunked = eval_tool.evaluate_positions(backend, specs, chunk=5)
+    evaluate = net.backend.evaluate
+    monkeypatch.setattr(net.backend, "evaluate", lambda batch: sizes.append(len(batch)) or evaluate(batch))
+    boards = []
+    for i in range(23):
+        board = chess.Board()
+        if i % 2:
+            board.push_uci("e2e4")
+        boards.append(board)
+    chunked = list(net.iter_evaluate(boards, batch_size=5))
     assert sizes == [5, 5, 5, 5, 3]
-    whole = eval_tool.evaluate_positions(backend, specs, chunk=100)
-    for a, b in zip(chunked, whole, strict=True):
+    whole = list(net.iter_evaluate(boards, batch_size=100))
+    for x, y in zip(chunked, whole, strict=True):
         # chunking changes nothing per position but BLAS rounding (float32 batches of other sizes)
-        assert dict(a.policy) == pytest.approx(dict(b.policy), rel=1e-4, abs=1e-6)
-        assert a.wdl == pytest.approx(b.wdl, rel=1e-4, abs=1e-6)
+        assert {m: p for m, p in x.policy.items()} == pytest.approx(dict(y.policy), rel=1e-4, abs=1e-6)
+        assert x.wdl == pytest.approx(y.wdl, rel=1e-4, abs=1e-6)
 
 
 def test_eval_streams_every_position_of_a_file(tiny: Path, tmp_path: Path,
@@ -106,17 +113,19 @@ def test_directories_and_fifos_are_named(tiny: Path, tmp_path: Path,
 
 
 def test_non_finite_backend_output_is_refused(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lc0py
     from lc0py.errors import Lc0pyError
 
-    backend = create_backend("numpy", tiny, "")
-    evaluate = backend.evaluate
+    net = lc0py.load(tiny, "numpy")
+    evaluate = net.backend.evaluate
 
     def poisoned(batch):  # type: ignore[no-untyped-def]
         out = evaluate(batch)
         out.wdl[1, 0] = float("nan")
         return out
 
-    monkeypatch.setattr(backend, "evaluate", poisoned)
-    specs = [PositionSpec(chess.STARTING_FEN, [], f"line {i}") for i in range(3)]
-    with pytest.raises(Lc0pyError, match="line 1: backend .* non-finite WDL"):
-        eval_tool.evaluate_positions(backend, specs)
+    monkeypatch.setattr(net.backend, "evaluate", poisoned)
+    boards = [chess.Board(), chess.Board("8/8/8/8/8/8/4k3/K7 w - - 0 1"), chess.Board()]
+    with pytest.raises(Lc0pyError, match="8/8/8/8/8/8/4k3/K7 w - - 0 1: backend .* non-finite WDL"):
+        list(net.iter_evaluate(boards))
+

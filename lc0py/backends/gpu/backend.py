@@ -138,17 +138,12 @@ class GpuBackend(BackendBase):
         return self.evaluate_async(batch).result()
 
     def _check_against_reference(self, batch: PlanesBatch, out: NetworkOutput) -> None:
+        from lc0py.backends.accuracy import output_errors, tolerance
         from lc0py.model import forward
 
         ref = forward(self.network, batch.dense(np.float64), np.float64)
-
-        def rel(a: np.ndarray, b: np.ndarray) -> float:
-            return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), 1e-300))
-
-        errs = {"policy": rel(out.policy, ref.policy), "wdl": rel(out.wdl, ref.wdl)}
-        if self.network.has_moves_left:
-            errs["moves_left"] = rel(out.moves_left, ref.moves_left)
-        limit = 1e-2 if self.gpu.fp16 else 1e-4
+        errs = output_errors(out, ref, self.network.has_moves_left)
+        limit = tolerance(self.gpu.fp16)
         verdict = "PASS" if all(e <= limit for e in errs.values()) else "FAIL"
         log.warning(
             "verify=on (%s, first batch of %d vs numpy float64): %s -> %s (limit %g)",

@@ -117,7 +117,7 @@ class GpuNetwork:
         self.p.copy_h2d(self._w_base, blob, total, self.ops.main)
         self.p.synchronize(self.ops.main)
         self.weight_bytes = total
-        return map_arrays(host, lambda a: self._w_base + where[id(a)])
+        return map_arrays(host, lambda a: self._w_base + where[id(a)])  # type: ignore[arg-type]
 
     # ---- what the backend, verify and the tuner read ---------------------------------------------
     @property

@@ -37,7 +37,10 @@ import numpy as np
 
 from lc0py.errors import BackendUnavailable, Lc0pyError
 
-KernelArg = ctypes.c_void_p | ctypes.c_int | ctypes.c_uint | ctypes.c_float | ctypes.c_int64 | ctypes.c_uint64
+KernelArg = (
+    ctypes.c_void_p | ctypes.c_int | ctypes.c_uint | ctypes.c_float | ctypes.c_int64 | ctypes.c_uint64
+    | ctypes.c_longlong
+)
 Dim3 = tuple[int, int, int]
 
 

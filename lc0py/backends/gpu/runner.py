@@ -104,7 +104,8 @@ class PendingBatch:
     """Handle returned by ``GpuRunner.submit``; ``result()`` waits for the device."""
 
     def __init__(self, runner: GpuRunner, slot: _Slot, n: int, policy: HostBuffer) -> None:
-        self._runner, self._slot, self._n, self._policy = runner, slot, n, policy
+        self._runner, self._slot, self._n = runner, slot, n
+        self._policy: HostBuffer | None = policy
         self._out: NetworkOutput | None = None
 
     def done(self) -> bool:

@@ -371,7 +371,12 @@ def leaves(record: object) -> list[Any]:
     """Every array (host record) or device pointer (device record) in ``record``, depth first in
     field order: the upload order."""
     found: list[Any] = []
-    map_arrays(record, lambda a: found.append(a) or a)
+
+    def keep(a: Any) -> Any:
+        found.append(a)
+        return a
+
+    map_arrays(record, keep)
     return found
 
 

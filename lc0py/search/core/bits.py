@@ -84,7 +84,7 @@ _DIRS = ((0, 1), (1, 0), (1, 1), (-1, 1), (0, -1), (-1, 0), (-1, -1), (1, -1))  
 
 def _walk(sq: int, df: int, dr: int) -> list[int]:
     f, r = sq & 7, sq >> 3
-    out = []
+    out: list[int] = []
     while True:
         f, r = f + df, r + dr
         if not (0 <= f < 8 and 0 <= r < 8):

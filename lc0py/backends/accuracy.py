@@ -1,0 +1,83 @@
+"""How close is close enough: the one error metric and tolerance rule of lc0py.
+
+Every comparison against the numpy float64 reference (``lc0py verify``, the GPU backend's
+``verify=on``, the backend and kernel tests, ``attnbench``) uses the relative norm error
+
+    ``||out - ref|| / ||ref||``  (float64; NaN/inf anywhere -> inf, so it never passes)
+
+and passes when it is at most :data:`RTOL_FP32` (1e-4) for fp32 paths or :data:`RTOL_FP16`
+(1e-2) for fp16 paths (:func:`tolerance`).
+
+The fused flash-attention kernel is held to a stricter, relative rule, the one flash-attention's
+own tests use: its error may be at most twice that of the unfused computation in the same dtype
+(the GEMM + softmax fallback) plus a small absolute term, the storage dtype's rounding unit
+(:func:`flash_tolerance`). A kernel that is "within 1e-2" but five times worse than plain fp16
+arithmetic is a bug this rule catches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+RTOL_FP32 = 1e-4
+RTOL_FP16 = 1e-2
+# unit roundoff of the storage dtype: the absolute slack of the flash rule
+FLASH_SLACK_FP16 = float(np.finfo(np.float16).eps)  # 9.8e-4
+FLASH_SLACK_FP32 = float(np.finfo(np.float32).eps)  # 1.2e-7
+
+
+def relative_error(out: Any, ref: Any) -> float:
+    """``||out - ref|| / ||ref||`` in float64.
+
+    inf when either holds a NaN/inf; a zero ``ref`` gives 0 if ``out`` is zero too, else inf.
+    Different shapes are a programming error (``ValueError``), not a large error.
+    """
+    a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"shape {a.shape} != reference {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")
+    norm = float(np.linalg.norm(b))
+    if norm == 0.0:
+        return 0.0 if not np.any(a) else float("inf")
+    return float(np.linalg.norm(a - b) / norm)
+
+
+def tolerance(fp16: bool) -> float:
+    """The relative-error limit of a path computing in fp16 (``True``) or fp32."""
+    return RTOL_FP16 if fp16 else RTOL_FP32
+
+
+def flash_tolerance(fallback_error: float, fp16: bool) -> float:
+    """The limit for the flash kernel: ``2 x`` the same-dtype fallback's error + the dtype's eps."""
+    return 2.0 * fallback_error + (FLASH_SLACK_FP16 if fp16 else FLASH_SLACK_FP32)
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """Max and mean absolute error and the relative error of one output (inf when non-finite)."""
+
+    max_abs: float
+    mean_abs: float
+    rel: float
+
+
+def error_stats(out: Any, ref: Any) -> ErrorStats:
+    """:class:`ErrorStats` of ``out`` against ``ref`` (same rules as :func:`relative_error`)."""
+    rel = relative_error(out, ref)
+    a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    if not np.isfinite(rel) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return ErrorStats(float("inf"), float("inf"), float("inf"))
+    d = np.abs(a - b)
+    return ErrorStats(float(d.max(initial=0.0)), float(d.mean()) if d.size else 0.0, rel)
+
+
+def output_errors(out: Any, ref: Any, has_moves_left: bool) -> dict[str, float]:
+    """Relative errors of a ``NetworkOutput`` against a reference output, per head."""
+    errors = {"policy": relative_error(out.policy, ref.policy), "wdl": relative_error(out.wdl, ref.wdl)}
+    if has_moves_left:
+        errors["moves_left"] = relative_error(out.moves_left, ref.moves_left)
+    return errors

@@ -1,0 +1,46 @@
+"""Packaging metadata: the licence travels with the code, the version is written once, extras exist."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import lc0py
+
+tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def project() -> dict:  # type: ignore[type-arg]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())  # type: ignore[no-any-return]
+
+
+def test_license_is_spdx_and_shipped(project: dict) -> None:  # type: ignore[type-arg]
+    meta = project["project"]
+    assert meta["license"] == "GPL-3.0-or-later"
+    assert meta["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert "GNU GENERAL PUBLIC LICENSE" in text and "Version 3, 29 June 2007" in text
+    build = project["build-system"]["requires"]
+    assert any(re.fullmatch(r"setuptools>=(\d+)", r) and int(r.split(">=")[1]) >= 77 for r in build)
+
+
+def test_version_written_once(project: dict) -> None:  # type: ignore[type-arg]
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lc0py.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", lc0py.__version__)
+    init = (ROOT / "lc0py" / "__init__.py").read_text()
+    assert init.count("__version__ = ") == 1  # a literal: setuptools reads it without importing
+
+
+def test_extras(project: dict) -> None:  # type: ignore[type-arg]
+    extras = project["project"]["optional-dependencies"]
+    assert any(r.startswith("hip-python[libraries]") for r in extras["rocm"])  # hipBLAS
+    assert any(r.startswith("matplotlib") for r in extras["plot"])
+    assert any(r.startswith("mypy") for r in extras["dev"])
+    urls = project["project"]["urls"]
+    assert all("LeelaChessZero/lc0" in u or "lczero.org" in u for u in urls.values())
