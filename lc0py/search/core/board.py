@@ -169,7 +169,7 @@ def in_check(pos: np.ndarray) -> bool:
 
 @njit
 def insufficient_material(pos: np.ndarray) -> bool:
-    """lc0's draw by material (not ``ChessBoard::HasMatingMaterial``): no pawn, rook or queen, and
+    """lc0's draw by material, ``!ChessBoard::HasMatingMaterial()``: no pawn, rook or queen, and
     fewer than 4 pieces (K v K, K+minor v K), or only kings and bishops all on one square colour."""
     if pos[W_PIECES + PAWN] | pos[W_PIECES + ROOK] | pos[W_PIECES + QUEEN]:
         return False

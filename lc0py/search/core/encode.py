@@ -170,30 +170,30 @@ def choose_transform(pos: np.ndarray) -> int:
 
 # --- planes -------------------------------------------------------------------------------------------
 @njit
-def _is_startpos(pos: np.ndarray) -> bool:
+def _is_startpos(hist: np.ndarray, idx: int) -> bool:
     """lc0 ``board == kStartposBoard``: pieces, White to move, no ep marker, all four castlings."""
-    if pos[W_STM] != U0 or int(pos[W_EP]) != NO_EP or pos[W_CASTLING] != _STANDARD_CASTLING:
+    if hist[idx, W_STM] != U0 or int(hist[idx, W_EP]) != NO_EP or hist[idx, W_CASTLING] != _STANDARD_CASTLING:
         return False
     for i in range(8):
-        if pos[i] != _START[i]:
+        if hist[idx, i] != _START[i]:
             return False
     return True
 
 
 @njit
 def _write_step(
-    pos: np.ndarray, rep: int, undo: bool, black: bool, transform: int, base: int, out: np.ndarray
+    hist: np.ndarray, idx: int, rep: int, undo: bool, black: bool, transform: int, base: int, out: np.ndarray
 ) -> None:
-    """The 13 planes of one history step into ``out[base:base + 13]``, in the current side to
+    """The 13 planes of history row ``idx`` into ``out[base:base + 13]``, in the current side to
     move's frame (``black``: mirror, Black's pieces first), ``transform`` applied."""
-    white_pcs = pos[0]
-    black_pcs = pos[1]
-    pawns = pos[W_PIECES + PAWN]
+    white_pcs = hist[idx, 0]
+    black_pcs = hist[idx, 1]
+    pawns = hist[idx, W_PIECES + PAWN]
     wp = pawns & white_pcs
     bp = pawns & black_pcs
     if undo:  # take back the double push that made a synthesised step's ep marker (§3)
-        ep = int(pos[W_EP])
-        if pos[W_STM] == U0:  # Black just pushed: pawn from ep - 8 back to ep + 8
+        ep = int(hist[idx, W_EP])
+        if hist[idx, W_STM] == U0:  # Black just pushed: pawn from ep - 8 back to ep + 8
             bp = (bp & ~(U1 << np.uint64(ep - 8))) | (U1 << np.uint64(ep + 8))
         else:
             wp = (wp & ~(U1 << np.uint64(ep + 8))) | (U1 << np.uint64(ep - 8))
@@ -203,10 +203,9 @@ def _write_step(
         colour = ours if side == 0 else theirs
         for t in range(6):
             if t == PAWN:
-                is_white = (side == 0) != black
-                m = wp if is_white else bp
+                m = wp if (side == 0) != black else bp
             else:
-                m = pos[W_PIECES + t] & colour
+                m = hist[idx, W_PIECES + t] & colour
             if black:
                 m = bswap(m)
             if transform:
@@ -240,26 +239,25 @@ def encode(
     k = n - 1
     while written < 8:
         idx = k if k > 0 else 0
-        p = hist[idx]
-        has_ep = int(p[W_EP]) != NO_EP
-        if canonical and p[W_CASTLING] != cur_castling:
+        has_ep = int(hist[idx, W_EP]) != NO_EP
+        if canonical and hist[idx, W_CASTLING] != cur_castling:
             break
         if canonical and k != n - 1 and has_ep:
             break
         if fill == FILL_NO and (k < -1 or (k == -1 and not has_ep)):
             break
-        if k < 0 and fill == FILL_FEN_ONLY and _is_startpos(p):
+        if k < 0 and fill == FILL_FEN_ONLY and _is_startpos(hist, idx):
             break
         if v2 and k < 0:
             break  # lc0 loops forever here (chess-encoding.md §3); stop as lc0py's encoder does
-        r50 = int(p[W_RULE50])
+        r50 = int(hist[idx, W_RULE50])
         if v2 and written > 0 and reps[idx] == 0:
             if r50 == 0:
                 break
             k -= 1
             continue
         undo = k < 0 and has_ep
-        _write_step(p, int(reps[idx]), undo, black, 0 if undo else transform, 13 * written, out_masks)
+        _write_step(hist, idx, int(reps[idx]), undo, black, 0 if undo else transform, 13 * written, out_masks)
         written += 1
         if canonical and r50 == 0:
             break

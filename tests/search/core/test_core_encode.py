@@ -29,10 +29,19 @@ def test_planes_identical_to_python_encoder(input_format: int, fill: str) -> Non
     masks = np.zeros(112, np.uint64)
     values = np.zeros(112, np.float32)
     transforms = set()
+    seen = dict.fromkeys(("castling change", "ep", "repetition", "promotion", "chess960"), 0)
     for case in CASES:
         _, records, hist, reps = _game(case)
         # every position of the game, not only the last: castling changes, ep, repetitions on the way
         for end in range(max(1, len(records) - 6), len(records) + 1):
+            window = records[max(0, end - 8) : end]
+            seen["castling change"] += any(r.castling != window[-1].castling for r in window)
+            seen["ep"] += any(r.ep >= 0 for r in window)
+            seen["repetition"] += any(r.repetitions for r in window)
+            seen["promotion"] += sum(
+                bin(p).count("1") for p in window[-1].pieces[1:5] + window[-1].pieces[7:11]
+            ) > (sum(bin(p).count("1") for p in window[0].pieces[1:5] + window[0].pieces[7:11]))
+            seen["chess960"] += case.chess960
             expected = encode_history(records[:end], input_format, fill)
             masks[:] = 12345
             values[:] = -7.0
@@ -43,6 +52,7 @@ def test_planes_identical_to_python_encoder(input_format: int, fill: str) -> Non
             transforms.add(transform)
     if input_format >= 3:
         assert len(transforms) >= 4  # the suite reaches flips, mirrors and transposes
+    assert all(seen.values()), seen  # the suite exercises every feature of the walk
 
 
 def test_encode_writes_into_batch_rows() -> None:
