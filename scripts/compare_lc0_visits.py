@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument("--weights", required=True)
     ap.add_argument("--nodes", type=int, nargs="+", default=[100, 400])
     ap.add_argument("--minibatch-size", type=int, default=1)
+    ap.add_argument("--max-prefetch", type=int, default=0)
     args = ap.parse_args()
     mb = args.minibatch_size
     script = ["uci", "setoption name VerboseMoveStats value true", "isready"]
@@ -81,7 +82,7 @@ def main() -> None:
         "--backend=eigen",
         f"--weights={args.weights}",
         f"--minibatch-size={mb}",
-        "--max-prefetch=0",
+        f"--max-prefetch={args.max_prefetch}",
         "--threads=1",
         "--smart-pruning-factor=0",
     ]
@@ -96,6 +97,8 @@ def main() -> None:
         args.weights,
         "--minibatch-size",
         str(mb),
+        "--max-prefetch",
+        str(args.max_prefetch),
         "--search-overlap",
         "false",
         "--smart-pruning-factor",

@@ -26,7 +26,7 @@ class SearchParams:
     fpu_value_at_root: float = 1.0
     policy_softmax_temp: float = 1.359
     minibatch_size: int = 0  # 0: the backend's recommended batch
-    max_prefetch: int = 32  # lc0's MaxPrefetch: not implemented (lc0 only prefetches when a batch is short)
+    max_prefetch: int = 32  # lc0's MaxPrefetch: short batches are topped up into the NN cache
     max_collision_visits: int = 80000
     max_collision_visits_scaling_start: int = 28
     max_collision_visits_scaling_end: int = 145000

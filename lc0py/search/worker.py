@@ -253,7 +253,31 @@ class SearchWorker:
             batch.reserve(rows)
         batch.reverted = int(self.stats[G.S_REVERTED]) - reverted
         batch.ooo = int(self.stats[G.S_OOO] - state[G.G_OOO_START])
+        self._prefetch(batch)
         return batch
+
+    def _prefetch(self, batch: Batch) -> None:
+        """lc0's ``MaybePrefetchIntoCache``: a batch with fewer than ``MaxPrefetch`` network
+        requests is topped up with positions the search will likely want next (into the NN
+        cache only)."""
+        used = batch.nn_count
+        limit = self.params.max_prefetch
+        if self._stop_flag[0] or not self._use_cache or used == 0 or used >= limit:
+            return
+        batch.reserve(limit)
+        pos = self._positions
+        L.prefetch(
+            self.tree.arrays,
+            self.root_id,
+            int(pos.meta[0]) - 1,
+            limit - used,
+            self.prm,
+            pos,
+            self.cache.arrays,
+            batch.requests,
+            self.input_format,
+            self._fill,
+        )
 
     def collect_collisions(self, batch: Batch) -> None:
         need = self._n_shared + batch.count

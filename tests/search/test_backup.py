@@ -60,7 +60,8 @@ def test_visits_add_up_and_nothing_stays_in_flight(make_search) -> None:
 
 def test_nn_cache_hits_replace_evaluations(make_search) -> None:
     cache = NNCache(100000)
-    first = make_search(cache=cache, limits=SearchLimits(nodes=300, smart_pruning=False))
+    no_prefetch = SearchParams(overlap=False, max_prefetch=0)
+    first = make_search(cache=cache, params=no_prefetch, limits=SearchLimits(nodes=300, smart_pruning=False))
     first.run()
     assert first.nn_evals > 0 and len(cache) == first.nn_evals
     hits_before = cache.hits
@@ -86,6 +87,17 @@ def test_nn_cache_hits_replace_evaluations(make_search) -> None:
     # The cached root priors are exactly the ones the first search expanded with.
     assert second.root.moves == first.root.moves and second.root.p == first.root.p
     assert all(isinstance(x, int) for x in second.root.moves)
+
+
+def test_prefetch_fills_the_cache_beyond_the_visits(make_search) -> None:
+    # lc0's MaxPrefetch: a batch with fewer network requests is topped up with likely positions
+    cache = NNCache(100000)
+    params = SearchParams(overlap=False, minibatch_size=1, max_prefetch=8)
+    s = make_search(cache=cache, params=params, limits=SearchLimits(nodes=100, smart_pruning=False))
+    s.run()
+    assert s.error is None and len(cache) > s.nn_evals + 50
+    # the prefetched evaluations are used: later visits find them in the cache
+    assert cache.hits > 20
 
 
 def test_tree_reuse_keeps_the_subtree(make_search) -> None:

@@ -16,11 +16,26 @@ import numpy as np
 
 from lc0py.search.core import board as B
 from lc0py.search.core import nncache as C
-from lc0py.search.core.arrays import END_OF_GAME, TWO_FOLD, TreeArrays, reserve_edges
+from lc0py.search.core.arrays import END_OF_GAME, TWO_FOLD, TreeArrays, child_at, reserve_edges
 from lc0py.search.core.backup import make_terminal
 from lc0py.search.core.encode import encode, policy_indices
 from lc0py.search.core.jit import njit
-from lc0py.search.core.numeric import softmax_codes
+from lc0py.search.core.numeric import cpuct, fpu_value, prior_value, puct_mult, softmax_codes
+from lc0py.search.core.pick import (
+    P_BASE,
+    P_BASE_ROOT,
+    P_CPUCT,
+    P_CPUCT_ROOT,
+    P_DRAW_EVEN,
+    P_DRAW_ODD,
+    P_FACTOR,
+    P_FACTOR_ROOT,
+    P_FPU,
+    P_FPU_ABS,
+    P_FPU_ABS_ROOT,
+    P_FPU_ROOT,
+    node_q,
+)
 
 KIND_NONE = -1  # collision, or a terminal revisited (nothing to extend)
 KIND_TERMINAL = 0
@@ -331,10 +346,184 @@ def apply_results(
         softmax_codes(logits, n, inv_temperature, codes)
         if use_cache:
             C.insert(cache, req.keys[b], q[b], d[b], m[b], codes, n)
-        if to_tree:
+        if to_tree and req.nodes[b] >= 0:  # -1: prefetched into the cache only
             node = req.nodes[b]
             e0 = t.edge0[node]
             for j in range(n):
                 t.ep[e0 + j] = codes[j]
             sort_edges(t, node)
             t.v[node] = -q[b]
+
+
+@njit
+def _play_row(pos: Positions, row: int, move: int) -> int:
+    """The position after ``move`` from ``row`` into ``row + 1`` (outside the path cache: the
+    cached path is cut there)."""
+    nxt = row + 1
+    B.play(pos.hist[row], move, pos.hist[nxt])
+    pos.keys[nxt] = B.key(pos.hist[nxt])
+    pos.r50[nxt] = B.rule50(pos.hist[nxt])
+    r, cyc = B.repetitions(pos.keys, pos.r50, nxt + 1)
+    pos.reps[nxt] = r
+    pos.cycle[nxt] = cyc
+    depth = nxt - (pos.meta[0] - 1)
+    if pos.meta[1] > depth:
+        pos.meta[1] = depth
+    return nxt
+
+
+@njit
+def _prefetch_leaf(
+    pos: Positions, row: int, cache: C.CacheArrays, req: Requests, input_format: int, fill: int
+) -> None:
+    """A position without visits: queue it for the network unless cached (or the batch is full)."""
+    p = pos.hist[row]
+    moves = np.empty(B.MAX_MOVES, np.uint16)
+    n = B.gen_legal(p, moves)
+    h = C.position_hash(pos.keys[row], pos.reps[row])
+    if C.probe_only(cache, h, n) or req.count[0] >= len(req.nodes):
+        return
+    b = req.count[0]
+    req.count[0] = b + 1
+    transform = encode(pos.hist, pos.reps, row + 1, input_format, fill, req.masks[b], req.values[b])
+    policy_indices(p, moves, n, transform, req.idx[b])
+    req.nodes[b] = -1
+    req.keys[b] = h
+    req.nmoves[b] = n
+
+
+@njit
+def _prefetch_scores(
+    t: TreeArrays, root: int, node: int, odd: bool, prm: np.ndarray, edges: np.ndarray, scores: np.ndarray
+) -> tuple[int, float, float]:
+    """Edges of ``node`` with a prior, by descending U + Q (``edges``/``scores`` filled, sorted);
+    returns (count, puct_mult, fpu)."""
+    is_root = node == root
+    ds = np.float32(prm[P_DRAW_ODD] if odd else prm[P_DRAW_EVEN])
+    if is_root:
+        cp = cpuct(prm[P_CPUCT_ROOT], prm[P_FACTOR_ROOT], prm[P_BASE_ROOT], t.n[node])
+        absolute, value = prm[P_FPU_ABS_ROOT] != 0.0, prm[P_FPU_ROOT]
+    else:
+        cp = cpuct(prm[P_CPUCT], prm[P_FACTOR], prm[P_BASE], t.n[node])
+        absolute, value = prm[P_FPU_ABS] != 0.0, prm[P_FPU]
+    mult = puct_mult(cp, t.n[node])
+    e0 = t.edge0[node]
+    visited = np.float32(0.0)
+    c = t.child[node]
+    while c >= 0:
+        if t.n[c] > 0:
+            visited += prior_value(t.ep[e0 + t.index[c]])
+        c = t.sibling[c]
+    fpu = fpu_value(absolute, value, node_q(t, node, -ds), visited)
+    ne = np.int32(t.nedges[node])
+    tmp_e = np.empty(ne, np.int32)
+    tmp_s = np.empty(ne, np.float32)
+    k = 0
+    for e in range(ne):
+        pr = prior_value(t.ep[e0 + e])
+        if pr == np.float32(0.0):
+            continue
+        x = child_at(t, node, e)
+        started = (t.n[x] + t.nif[x]) if x >= 0 else 0
+        q = node_q(t, x, ds) if x >= 0 and t.n[x] > 0 else fpu
+        tmp_e[k] = e
+        tmp_s[k] = mult * pr / np.float32(1 + started) + q
+        k += 1
+    order = np.argsort(-tmp_s[:k], kind="mergesort")
+    for i in range(k):
+        edges[i] = tmp_e[order[i]]
+        scores[i] = tmp_s[order[i]]
+    return k, mult, fpu
+
+
+@njit
+def prefetch(
+    t: TreeArrays,
+    root: int,
+    row0: int,
+    budget0: int,
+    prm: np.ndarray,
+    pos: Positions,
+    cache: C.CacheArrays,
+    req: Requests,
+    input_format: int,
+    fill: int,
+) -> int:
+    """lc0's ``PrefetchIntoCache`` from the root (whose row is ``row0``), iteratively: spend
+    ``budget0`` spare batch slots on the positions the search is likely to visit next (by PUCT
+    order, each child getting the visits it would take before the next one overtakes it); they
+    are evaluated into the NN cache only. Returns the slots used."""
+    if budget0 <= 0 or t.n[root] == 0 or t.term[root] != 0:
+        return 0
+    cap = MAX_PATH - 80
+    f_node = np.empty(cap, np.int32)
+    f_row = np.empty(cap, np.int32)
+    f_budget = np.empty(cap, np.int64)
+    f_spend = np.empty(cap, np.int64)  # budget for the child being visited (carried to the last)
+    f_total = np.empty(cap, np.int64)
+    f_i = np.empty(cap, np.int32)
+    f_k = np.empty(cap, np.int32)
+    f_mult = np.empty(cap, np.float32)
+    f_fpu = np.empty(cap, np.float32)
+    f_edges = np.empty((cap, 256), np.int32)
+    f_scores = np.empty((cap, 256), np.float32)
+    top = 0
+    f_node[0] = root
+    f_row[0] = row0
+    f_budget[0] = budget0
+    f_spend[0] = budget0
+    f_total[0] = 0
+    f_i[0] = 0
+    k, mult, fpu = _prefetch_scores(t, root, root, False, prm, f_edges[0], f_scores[0])
+    f_k[0], f_mult[0], f_fpu[0] = k, mult, fpu
+    while top >= 0:
+        node = f_node[top]
+        odd = top % 2 == 1
+        i = f_i[top]
+        k = f_k[top]
+        if i >= k or f_budget[top] <= 0 or top + 1 >= cap:
+            spent = f_total[top]
+            top -= 1
+            if top >= 0:
+                f_budget[top] -= spent
+                f_total[top] += spent
+                f_i[top] += 1
+            continue
+        ds_here = np.float32(prm[P_DRAW_ODD] if odd else prm[P_DRAW_EVEN])
+        e = f_edges[top, i]
+        x = child_at(t, node, e)
+        e0 = t.edge0[node]
+        if i != k - 1:
+            next_score = f_scores[top, i + 1]
+            q = node_q(t, x, ds_here) if x >= 0 and t.n[x] > 0 else -f_fpu[top]
+            if next_score > q:
+                started = (t.n[x] + t.nif[x]) if x >= 0 else 0
+                pr = prior_value(t.ep[e0 + e])
+                v = np.int64(pr * f_mult[top] / (next_score - q) - np.float32(started)) + 1
+                f_spend[top] = f_budget[top] if f_budget[top] < v else v
+            else:
+                f_spend[top] = f_budget[top]
+        child_row = _play_row(pos, f_row[top], t.emove[e0 + e])
+        to_spend = f_spend[top]
+        if to_spend <= 0:
+            f_i[top] += 1
+            continue
+        if x < 0 or t.n[x] + t.nif[x] == 0:
+            _prefetch_leaf(pos, child_row, cache, req, input_format, fill)
+            f_budget[top] -= 1
+            f_total[top] += 1
+            f_i[top] += 1
+            continue
+        if t.n[x] == 0 or t.term[x] != 0:
+            f_i[top] += 1
+            continue
+        top += 1
+        f_node[top] = x
+        f_row[top] = child_row
+        f_budget[top] = to_spend
+        f_spend[top] = to_spend
+        f_total[top] = 0
+        f_i[top] = 0
+        k2, mult2, fpu2 = _prefetch_scores(t, root, x, top % 2 == 1, prm, f_edges[top], f_scores[top])
+        f_k[top], f_mult[top], f_fpu[top] = k2, mult2, fpu2
+    return 0

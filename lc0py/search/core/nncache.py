@@ -124,6 +124,13 @@ def lookup(c: CacheArrays, key: np.uint64, num_moves: int) -> int:
 
 
 @njit
+def probe_only(c: CacheArrays, key: np.uint64, num_moves: int) -> bool:
+    """Whether ``key`` is cached (no hit/miss counting: prefetch's ``GetCachedEvaluation``)."""
+    s = c.index[_probe(c, key)]
+    return s >= 0 and _valid(c, s) and c.count[s] == num_moves
+
+
+@njit
 def read_codes(c: CacheArrays, s: int, out: np.ndarray) -> None:
     ring = len(c.codes)
     p = c.start[s]

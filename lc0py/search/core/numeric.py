@@ -13,7 +13,7 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba.core import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from lc0py.search.core.jit import njit
 
@@ -21,8 +21,7 @@ F32 = np.float32
 
 
 @intrinsic
-def f32_bits(typingctx, x):  # type: ignore[no-untyped-def]
-    """The IEEE bits of a float32 as int32 (C++ ``memcpy``)."""
+def _f32_bits_intrinsic(typingctx, x):  # type: ignore[no-untyped-def]
     sig = types.int32(types.float32)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
@@ -32,14 +31,33 @@ def f32_bits(typingctx, x):  # type: ignore[no-untyped-def]
 
 
 @intrinsic
-def bits_f32(typingctx, x):  # type: ignore[no-untyped-def]
-    """The float32 whose IEEE bits are the int32 ``x``."""
+def _bits_f32_intrinsic(typingctx, x):  # type: ignore[no-untyped-def]
     sig = types.float32(types.int32)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         return builder.bitcast(args[0], ir.FloatType())
 
     return sig, codegen
+
+
+def f32_bits(x: float) -> int:
+    """The IEEE bits of a float32 as int32 (C++ ``memcpy``); compiled: one LLVM bitcast."""
+    return np.int32(np.array(x, dtype=np.float32).view(np.int32))
+
+
+def bits_f32(x: int) -> float:
+    """The float32 whose IEEE bits are the int32 ``x``."""
+    return np.float32(np.array(x, dtype=np.int32).view(np.float32))
+
+
+@overload(f32_bits)
+def _f32_bits_overload(x):  # type: ignore[no-untyped-def]
+    return lambda x: _f32_bits_intrinsic(x)
+
+
+@overload(bits_f32)
+def _bits_f32_overload(x):  # type: ignore[no-untyped-def]
+    return lambda x: _bits_f32_intrinsic(x)
 
 
 @njit
