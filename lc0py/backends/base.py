@@ -73,6 +73,10 @@ class PendingOutput(Protocol):
 
     def result(self) -> NetworkOutput: ...
 
+    def done(self) -> bool:
+        """Whether ``result()`` would return at once."""
+        ...
+
 
 class ReadyOutput:
     """A handle whose result is already computed (host backends)."""
@@ -83,6 +87,9 @@ class ReadyOutput:
     def result(self) -> NetworkOutput:
         return self._output
 
+    def done(self) -> bool:
+        return True
+
 
 @dataclass
 class BackendInfo:
@@ -92,6 +99,11 @@ class BackendInfo:
     has_wdl: bool
     has_moves_left: bool
     recommended_batch: int = 256
+    # ``evaluate_async`` only queues the batch on a device and returns at once (GPU backends): the
+    # search submits from its own thread, so the next batch waits on the device's queue rather than
+    # behind the previous result. Host backends compute inside ``evaluate_async`` (False): the
+    # search runs them on a thread of its own to gather meanwhile.
+    asynchronous: bool = False
 
 
 @runtime_checkable
@@ -107,6 +119,11 @@ class Backend(Protocol):
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         """Start evaluating ``batch``; the handle's ``result()`` waits for it."""
+        ...
+
+    def prepare(self, max_batch: int) -> None:
+        """Do now the one-time work that batches of up to ``max_batch`` positions would otherwise
+        pay on first use (a GPU captures its graphs), so that no timed search pays it."""
         ...
 
     def close(self) -> None:
@@ -126,6 +143,9 @@ class BackendBase:
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         return ReadyOutput(self.evaluate(batch))
 
+    def prepare(self, max_batch: int) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
@@ -134,3 +154,10 @@ class BackendBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def prepare_backend(backend: Backend, max_batch: int) -> None:
+    """``backend.prepare(max_batch)`` for backends that have it (test doubles may not)."""
+    prepare = getattr(backend, "prepare", None)
+    if prepare is not None:
+        prepare(max_batch)

@@ -19,9 +19,8 @@ default: the network's, else 1 = classical), ``wdl=on|off``, ``moves_left=on|off
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -85,9 +84,11 @@ class RandomBackend(BackendBase):
             has_wdl=has_wdl,
             has_moves_left=has_moves_left,
             recommended_batch=256,
+            asynchronous=delay_ms > 0,
         )
         self.seed = seed
         self.delay_ms = delay_ms
+        self._device: ThreadPoolExecutor | None = None
         rng = np.random.default_rng(seed)
         if uniform:
             self._table = np.zeros((1, POLICY_SIZE), dtype=np.float32)
@@ -115,17 +116,15 @@ class RandomBackend(BackendBase):
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         if self.delay_ms <= 0:
             return ReadyOutput(self.evaluate(batch))
-        # Imitate a device: the delay runs in a thread while the caller gathers the next batch.
-        fut: Future[NetworkOutput] = Future()
+        # Imitate a device: one queue, batches computed in order while the caller gathers.
+        if self._device is None:
+            self._device = ThreadPoolExecutor(1, thread_name_prefix="lc0py-random-device")
+        return self._device.submit(self.evaluate, batch)
 
-        def work() -> None:
-            try:
-                fut.set_result(self.evaluate(batch))
-            except BaseException as exc:  # delivered to result()
-                fut.set_exception(exc)
-
-        threading.Thread(target=work, daemon=True).start()
-        return fut
+    def close(self) -> None:
+        if self._device is not None:
+            self._device.shutdown(wait=True)
+            self._device = None
 
 
 def create(network: Network | None, options: BackendOptions) -> RandomBackend:

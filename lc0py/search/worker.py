@@ -11,7 +11,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from lc0py.backends.base import Backend, NetworkOutput, PlanesBatch
+from lc0py.backends.base import (
+    Backend,
+    BackendInfo,
+    NetworkOutput,
+    PendingOutput,
+    PlanesBatch,
+    prepare_backend,
+)
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
 from lc0py.search.core import leaves as L
@@ -73,7 +80,7 @@ class Batch:
         self.ooo = 0  # visits resolved out of order while gathering
         self.reverted = 0  # visits of reused two-fold draws undone while gathering
         self.requests = L.make_requests(capacity)
-        self.pending: Future[NetworkOutput] | Deferred | None = None
+        self.pending: Future[NetworkOutput] | Deferred | PendingOutput | None = None
 
     def reserve(self, rows: int) -> None:
         """Room for ``rows`` more picks and network requests."""
@@ -143,6 +150,23 @@ def collisions_left(params: SearchParams, nodes: float) -> int:
     return int(math.floor(float(x) + 0.5))
 
 
+def minibatch_target(params: SearchParams, info: BackendInfo) -> int:
+    """Positions a minibatch gathers at most (``MinibatchSize``, else the backend's choice)."""
+    return max(1, params.minibatch_size or info.recommended_batch or 256)
+
+
+def largest_batch(params: SearchParams, info: BackendInfo) -> int:
+    """The most positions one network batch of a search can hold: a gathered minibatch (its
+    last pick may add two) or one topped up to ``MaxPrefetch`` (lc0's prefetch)."""
+    return max(minibatch_target(params, info) + 2, params.max_prefetch)
+
+
+def prepare_for_search(backend: Backend, params: SearchParams) -> None:
+    """Let the backend do its one-time work for the batch sizes a search with ``params`` sends
+    (graph captures), at engine start rather than inside a timed ``go``."""
+    prepare_backend(backend, largest_batch(params, backend.info))
+
+
 class SearchWorker:
     """One search thread's worth of work on ``tree`` (the caller holds the tree lock, except
     while it waits for ``Batch.pending``)."""
@@ -165,7 +189,7 @@ class SearchWorker:
         self.input_format = input_format
         self.prm = prm
         self._stop_flag = stop_flag
-        self.target = max(1, params.minibatch_size or backend.info.recommended_batch or 256)
+        self.target = minibatch_target(params, backend.info)
         self.max_ooo = max(1, int(params.max_out_of_order_evals_factor * self.target))
         self._inv_temp = float(np.float32(1.0) / np.float32(params.policy_softmax_temp))
         self.stats = np.zeros(8, np.int64)  # gather.S_* counters
@@ -189,12 +213,17 @@ class SearchWorker:
             self._executor = None
 
     def submit(self, batch: Batch) -> None:
-        """Hand the batch to the backend. With ``overlap`` it runs on the engine's evaluation
-        thread (host backends compute there while this thread gathers; ``evaluate_async`` of a
-        GPU backend returns at once); without, it runs when the worker waits for it (outside the
-        tree lock, so ``stop`` and the watchdog are answered meanwhile)."""
+        """Hand the batch to the backend. With ``overlap``, an asynchronous backend (a GPU: its
+        ``evaluate_async`` only queues the batch) is called from this thread, so the batch joins
+        the device's queue behind the one in flight and the device never waits for the host; a
+        host backend runs on the engine's evaluation thread while this thread gathers. Without
+        ``overlap`` it runs when the worker waits for it (outside the tree lock, so ``stop`` and
+        the watchdog are answered meanwhile)."""
         planes = batch.planes()
         backend = self.backend
+        if self.params.overlap and backend.info.asynchronous:
+            batch.pending = backend.evaluate_async(planes)
+            return
 
         def evaluate() -> NetworkOutput:
             return backend.evaluate_async(planes).result()
@@ -212,7 +241,7 @@ class SearchWorker:
         params = self.params
         tree = self.tree
         root = self.root_id
-        batch = Batch(self.target + 2)
+        batch = Batch(self.target + 2)  # the size prepare_for_search readies the backend for
         state = np.zeros(8, np.int64)
         cur_n = int(tree.arrays.n[root])
         state[G.G_LEFT] = collisions_left(params, min(cur_n, remaining_playouts))

@@ -36,6 +36,7 @@ from lc0py.search.nncache import NNCache
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tree import NodeTree
 from lc0py.search.warmup import warm_up
+from lc0py.search.worker import prepare_for_search
 from lc0py.tools.bench_stats import format_nps
 from lc0py.uci.options import Options
 
@@ -160,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         trees.append(tree)
 
     warm_up()  # load the compiled search core before the clock runs
+    prepare_for_search(backend, params)  # and capture the backend's graphs
     total_ms = 0
     total_playouts = 0
     total_nodes = 0

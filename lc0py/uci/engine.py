@@ -41,6 +41,7 @@ from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
 from lc0py.search.tree import NodeTree
 from lc0py.search.warmup import warm_up
+from lc0py.search.worker import prepare_for_search
 from lc0py.uci.contempt import contempt_side, rescale_params
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
 from lc0py.uci.options import Options
@@ -285,6 +286,12 @@ class UciEngine:
         if weights is None and _needs_weights(str(self.options["Backend"])):
             self.out.send("info string random weights: the built-in random-weight net plays (<random>)")
         warm_up()  # the compiled search core, loaded here rather than in the first timed go
+        try:  # and the backend's graphs for the minibatch sizes the search will send
+            prepare_for_search(self.backend, self.options.search_params())
+        except Exception as exc:
+            self.out.send(f"error {str(exc) or type(exc).__name__}")
+            self.backend.close()
+            self.backend = None
         return self.backend
 
     def _ensure_tablebase(self) -> SyzygyTablebase | None:

@@ -104,6 +104,7 @@ class GpuBackend(BackendBase):
             has_wdl=network.has_wdl,
             has_moves_left=network.has_moves_left,
             recommended_batch=256,
+            asynchronous=True,
         )
         choice = self.gpu.flash_choice
         log.info(
@@ -126,6 +127,11 @@ class GpuBackend(BackendBase):
             depth=network.depth,
             dtype="fp16" if fp16 else "fp32",
         )
+
+    def prepare(self, max_batch: int) -> None:
+        captured = self.gpu.prepare(max_batch)
+        if captured:
+            log.info("%s: captured %d graphs for batches up to %d", self.name, captured, max_batch)
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         pending = self.gpu.submit(batch)

@@ -161,6 +161,11 @@ class GpuNetwork:
         with self._enqueue:
             return self.runner.submit(batch, flash, use_graph)
 
+    def prepare(self, max_batch: int) -> int:
+        """``GpuRunner.prepare`` for the kernel the network runs (flash or the fallback)."""
+        with self._enqueue:
+            return self.runner.prepare(max_batch, self.uses_flash)
+
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
         return self.submit(batch, **kw).result()
 

@@ -246,22 +246,43 @@ class GpuRunner:
         slot = self._take_slot()
         self._upload(slot, batch, run)
         if use_graph:
-            key = (run, flash)
-            graph = self._graphs.get(key)
-            if graph is None:
-                # One eager run first: cuBLAS picks and loads its kernels for these shapes and
-                # creates its handle outside the capture (neither is allowed inside one).
-                self.forward(run, flash)
-                self.p.begin_capture(self.ops.main)
-                try:
-                    self.forward(run, flash)
-                finally:
-                    graph = self.p.end_capture(self.ops.main)
-                self._graphs[key] = graph
-            self.p.launch_graph(graph, self.ops.main)
+            self.p.launch_graph(self._graph(run, flash), self.ops.main)
         else:
             self.forward(run, flash)
         return self._finish(slot, n)
+
+    def _graph(self, run: int, flash: bool) -> int:
+        """The captured graph of a bucket, captured now if it is new (the buffers hold ``run``)."""
+        key = (run, flash)
+        graph = self._graphs.get(key)
+        if graph is None:
+            # One eager run first: cuBLAS picks and loads its kernels for these shapes and
+            # creates its handle outside the capture (neither is allowed inside one).
+            self.forward(run, flash)
+            self.p.begin_capture(self.ops.main)
+            try:
+                self.forward(run, flash)
+            finally:
+                graph = self.p.end_capture(self.ops.main)
+            self._graphs[key] = graph
+        return graph
+
+    def prepare(self, max_batch: int, flash: bool) -> int:
+        """Buffers for ``max_batch`` positions and, with graphs on, the graph of every bucket up
+        to it, captured now rather than by the first batches of a search (about 20 buckets to
+        256, each an eager run and a capture). Returns how many graphs were captured."""
+        if max_batch <= 0:
+            raise ValueError("max_batch must be positive")
+        if not self.graphs_enabled:
+            self.ensure(max_batch)
+            return 0
+        top = graph_bucket(max_batch)
+        self.ensure(top)
+        before = len(self._graphs)
+        for run in sorted({graph_bucket(n) for n in range(1, top + 1)}):
+            self._graph(run, flash)
+        self.p.synchronize(self.ops.main)
+        return len(self._graphs) - before
 
     def _finish(self, slot: _Slot, n: int) -> PendingBatch:
         assert self.policy_pool is not None

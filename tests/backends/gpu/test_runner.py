@@ -101,3 +101,35 @@ def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
         t.join(120)
     gpu.close()
     assert not failures and not plat.errors, (failures[:1], plat.errors[:3])
+
+
+def test_prepare_captures_every_bucket_once_and_submits_then_capture_nothing() -> None:
+    """``prepare(n)`` captures the graph of every batch-size bucket up to ``n`` (so the first
+    searches do not pay for captures); later submits of any size up to ``n`` replay them."""
+    import numpy as np
+
+    from lc0py.backends.base import PlanesBatch
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.weights import graph_bucket
+    from lc0py.weights.presets import random_network
+    from tests.backends.gpu.test_layers import PointerPlatform
+
+    class CountingPlatform(PointerPlatform):
+        def __init__(self) -> None:
+            super().__init__()
+            self.captures = 0
+
+        def begin_capture(self, stream: int) -> None:
+            self.captures += 1
+
+    plat = CountingPlatform()
+    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=64)
+    want = len({graph_bucket(n) for n in range(1, 81)})  # 1, 2, 4, 8, 16, 32, 48, 64, 80
+    assert gpu.prepare(80) == want == plat.captures
+    assert gpu.prepare(80) == 0  # idempotent
+    rng = np.random.default_rng(11)
+    for n in rng.integers(1, 81, size=12):
+        masks = rng.integers(1, 2**62, size=(int(n), 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((int(n), 112), np.float32))).result()
+    assert plat.captures == want
+    gpu.close()
