@@ -272,7 +272,7 @@ class CudaPlatform(Platform):
             raise BackendUnavailable(f"gpu={device}: only {count} NVIDIA GPU(s) present (0..{count - 1})")
         self._dev = _check(drv.cuDeviceGet(device), "cuDeviceGet")
         self._ctx = _check(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
-        _check(drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+        self.bind_thread()
         A = drv.CUdevice_attribute
 
         def attr(a: Any) -> int:
@@ -312,6 +312,9 @@ class CudaPlatform(Platform):
         return self._objs.get(stream, 0) if stream else 0
 
     # ---- memory ----------------------------------------------------------------------------
+    def _bind_current_thread(self) -> None:
+        _check(self._drv.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+
     def alloc(self, nbytes: int) -> int:
         return int(_check(self._drv.cuMemAlloc(max(int(nbytes), 1)), f"cuMemAlloc({nbytes} bytes)"))
 

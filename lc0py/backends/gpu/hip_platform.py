@@ -354,7 +354,8 @@ class HipPlatform(Platform):
             raise BackendUnavailable(f"{NO_RUNTIME} (0 devices)")
         if not 0 <= device < count:
             raise BackendUnavailable(f"gpu={device}: only {count} AMD GPU(s) present (0..{count - 1})")
-        _check(hip.hipSetDevice(device), "hipSetDevice", hip)
+        self.device = device
+        self.bind_thread()
         props = _device_properties(hip, device)
         self.target = _text(props.gcnArchName) or "gfx000"  # full target id, e.g. gfx90a:sramecc+:xnack-
         shared = int(props.sharedMemPerBlock)
@@ -401,6 +402,9 @@ class HipPlatform(Platform):
         return int(x.ctypes.data)
 
     # ---- memory ----------------------------------------------------------------------------
+    def _bind_current_thread(self) -> None:
+        _check(self._hip.hipSetDevice(self.device), "hipSetDevice", self._hip)
+
     def alloc(self, nbytes: int) -> int:
         return int(_check(self._hip.hipMalloc(max(int(nbytes), 1)), f"hipMalloc({nbytes} bytes)", self._hip))
 

@@ -147,6 +147,7 @@ class GpuNetwork:
         if not isinstance(self.model, GpuModel):
             raise UnsupportedNetError("flash attention parameters: a residual network has no attention body")
         with self._enqueue:
+            self.p.bind_thread()
             self.p.synchronize(self.ops.main)
             self.runner.drop_graphs()
             return self.model.attention.rebuild(overrides)
@@ -159,11 +160,13 @@ class GpuNetwork:
         flash = self.uses_flash if flash is None else (flash and self.uses_flash)
         use_graph = self.runner.graphs_enabled if use_graph is None else use_graph
         with self._enqueue:
+            self.p.bind_thread()  # the search thread feeds a backend created on another
             return self.runner.submit(batch, flash, use_graph)
 
     def prepare(self, max_batch: int) -> int:
         """``GpuRunner.prepare`` for the kernel the network runs (flash or the fallback)."""
         with self._enqueue:
+            self.p.bind_thread()
             return self.runner.prepare(max_batch, self.uses_flash)
 
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
@@ -175,11 +178,13 @@ class GpuNetwork:
         """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
         ``[B, 64, width]``), for ``lc0py verify``; no graphs, synchronises after each tap."""
         with self._enqueue:
+            self.p.bind_thread()
             return self.runner.evaluate_traced(batch, flash and self.uses_flash)
 
     def run_forward(self, bsz: int, flash: bool) -> None:
         """Enqueue one forward pass on the current buffers (benchmarks time the kernels alone)."""
         with self._enqueue:
+            self.p.bind_thread()
             self.runner.ensure(bsz)
             self.runner.forward(bsz, flash and self.uses_flash)
 
@@ -211,6 +216,7 @@ class GpuNetwork:
         if self._closed:
             return
         self._closed = True
+        self.p.bind_thread()
         try:
             self.runner.close()
         finally:

@@ -29,6 +29,7 @@ Nothing here imports a vendor package; ``create_platform`` imports the one that 
 from __future__ import annotations
 
 import ctypes
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -179,6 +180,19 @@ class Platform(ABC):
     info: DeviceInfo
     #: binary format produced by ``compile`` ("cubin", "hsaco"); part of the kernel cache key
     binary_kind: str
+
+    def bind_thread(self) -> None:
+        """Make this device current for the calling thread. Driver-API contexts and HIP's device
+        selection are per thread: a backend created on one thread and fed from another (the
+        search thread, an evaluation thread) calls this at each entry point; cheap when bound."""
+        local = self.__dict__.setdefault("_bound_threads", threading.local())
+        if not getattr(local, "bound", False):
+            self._bind_current_thread()
+            local.bound = True
+
+    def _bind_current_thread(self) -> None:
+        """Vendor hook for ``bind_thread`` (nothing to do by default)."""
+        return None
 
     # ---- memory -------------------------------------------------------------------------
     @abstractmethod

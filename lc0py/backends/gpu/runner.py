@@ -114,6 +114,7 @@ class PendingBatch:
     def result(self) -> NetworkOutput:
         if self._out is None:
             assert self._policy is not None
+            self._runner.p.bind_thread()
             wait_without_gil(self._slot.event)
             self._out = self._runner.read_outputs(self._slot, self._n, self._policy)
             self._policy = None  # now owned by the returned array
@@ -123,6 +124,7 @@ class PendingBatch:
     def __del__(self) -> None:
         if getattr(self, "_policy", None) is not None and self._out is None:
             try:  # never read: the device may still write into it, so wait first
+                self._runner.p.bind_thread()
                 self._slot.event.synchronize()
                 pool = self._runner.policy_pool
                 assert pool is not None and self._policy is not None

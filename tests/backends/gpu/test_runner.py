@@ -133,3 +133,46 @@ def test_prepare_captures_every_bucket_once_and_submits_then_capture_nothing() -
         gpu.submit(PlanesBatch(masks, np.ones((int(n), 112), np.float32))).result()
     assert plat.captures == want
     gpu.close()
+
+
+def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
+    """Driver contexts are per thread: the search thread feeds a backend created on the engine's
+    thread, so every entry point must make the device current where it runs."""
+    import numpy as np
+
+    from lc0py.backends.base import PlanesBatch
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.platform import GpuError
+    from lc0py.weights.presets import random_network
+    from tests.backends.gpu.test_layers import PointerPlatform
+
+    class PerThreadContext(PointerPlatform):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bound: set[int] = set()
+            self.bind_thread()
+
+        def _bind_current_thread(self) -> None:
+            self.bound.add(threading.get_ident())
+
+        def copy_h2d(self, *a, **k):  # type: ignore[no-untyped-def]
+            if threading.get_ident() not in self.bound:
+                raise GpuError("cuMemcpyHtoDAsync failed (CUDA_ERROR_INVALID_CONTEXT)")
+            return super().copy_h2d(*a, **k)
+
+    plat = PerThreadContext()
+    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=16)
+    failures: list[BaseException] = []
+
+    def feed() -> None:
+        try:
+            masks = np.random.default_rng(2).integers(1, 2**62, size=(5, 112), dtype=np.uint64)
+            gpu.submit(PlanesBatch(masks, np.ones((5, 112), np.float32))).result()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    t = threading.Thread(target=feed)
+    t.start()
+    t.join(120)
+    gpu.close()
+    assert not failures and len(plat.bound) == 2, failures[:1]
