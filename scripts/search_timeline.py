@@ -35,6 +35,7 @@ from lc0py.search.worker import prepare_for_search  # noqa: E402
 from lc0py.tools.benchmark import POSITIONS, split_position  # noqa: E402
 
 EVENTS: dict[str, list[tuple[float, float]]] = defaultdict(list)
+SIZES: list[int] = []
 _LOCK = threading.Lock()
 
 
@@ -85,6 +86,7 @@ def _instrument(backend: Any) -> None:
         handle = original(batch)
         t1 = time.perf_counter()
         _record("backend.evaluate_async", t0, t1)
+        SIZES.append(len(batch))
         return _TimedHandle(handle, t0)
 
     backend.evaluate_async = evaluate_async
@@ -140,6 +142,7 @@ def main() -> None:
     for i, text in enumerate(texts):
         if i == args.skip:
             EVENTS.clear()
+            SIZES.clear()
         fen, moves = split_position(text)
         tree = NodeTree()
         tree.reset_to_position(fen, moves)
@@ -163,6 +166,10 @@ def main() -> None:
     for name in sorted(EVENTS):
         d = [b - a for a, b in EVENTS[name]]
         print(f"{name:36s} {len(d):6d} {1e3 * statistics.median(d):10.3f} {sum(d):8.2f} {sum(d) / span:6.1%}")
+    if SIZES:
+        positions = sum(SIZES)
+        print(f"network batches: {len(SIZES)}, mean size {positions / len(SIZES):.1f}, median "
+              f"{statistics.median(SIZES):.0f}; {positions / wall:.0f} positions/s evaluated while searching")
     flight = _union(EVENTS.get("device.in_flight", []))
     busy = sum(b - a for a, b in flight)
     gathers = EVENTS.get("gather", [])
