@@ -10,6 +10,8 @@ Backend options (``--backend-opts``):
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
 ``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
                               heads x depth and dtype (``off``: the built-in defaults)
+``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
+                              (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -24,7 +26,7 @@ import numpy as np
 
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_problem
-from lc0py.backends.options import BackendOptions
+from lc0py.backends.options import BackendOptions, to_bool
 from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
@@ -41,6 +43,21 @@ KNOWN_OPTIONS = (
     "tuned",
     *(f"attn_{n}" for n in OVERRIDABLE),
 )
+
+
+#: Residual nets with at least this many filters run their 3x3 convolutions as Winograd
+#: F(4x4,3x3) by default. Measured on an H100 (cuda-fp16, backendbench at 64/256/1024, 2026-11-23,
+#: docs/performance.md): 20x256 +13/+46/+38 %, 40x512 +20/+43/+61 %; 6x64 (Maia) -5/-8/+26 %.
+WINOGRAD_MIN_FILTERS = 128
+
+
+def _auto_or_bool(key: str, value: str) -> bool | None:
+    return None if value.strip().lower() == "auto" else to_bool(key, value)
+
+
+def winograd_default(network: Network | ResidualNetwork) -> bool:
+    """``winograd=auto``: on for residual bodies of ``WINOGRAD_MIN_FILTERS`` filters or more."""
+    return isinstance(network, ResidualNetwork) and network.filters >= WINOGRAD_MIN_FILTERS
 
 
 class GpuBackend(BackendBase):
@@ -69,7 +86,8 @@ class GpuBackend(BackendBase):
         device = options.take("gpu", 0, hi=255)
         self._verify = options.take("verify", False)
         use_tuned = options.take("tuned", True)
-        winograd = options.take("winograd", False)  # residual nets: Winograd F(4x4,3x3) convolutions
+        winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
+        winograd = winograd_default(network) if winograd_opt is None else winograd_opt
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)
