@@ -52,12 +52,8 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
     float* hidden = se_smem + c;
     float* gate = hidden + se;
     if (has_se) {
-        // One wave of blocks, each a chain of dependent steps: the loops below are unrolled so
-        // that a thread has 8 loads in flight instead of one (the kernel is latency-bound; H100
-        // profile in docs/performance.md). The sums keep their order.
         for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
             float acc = 0.f;
-#pragma unroll 8
             for (int s = 0; s < 64; ++s) acc += to_f32(yb[s * c + ch]);
             pooled[ch] = acc * (1.f / 64.f) + to_f32(bias[ch]);
         }
@@ -66,7 +62,6 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
         const int warps = blockDim.x / WARP_SIZE;
         for (int o = warp; o < se; o += warps) {  // fc1: K = C, one warp per output
             float acc = 0.f;
-#pragma unroll 4
             for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
             acc = warp_sum(acc);
             if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
@@ -74,7 +69,6 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
         __syncthreads();
         for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {  // fc2: K = S, one thread per output
             float acc = to_f32(b2[o]);
-#pragma unroll 8
             for (int k = 0; k < se; ++k) acc += to_f32(w2[(size_t)o * se + k]) * hidden[k];
             gate[o] = o < c ? activate(acc, LC0_ACT_SIGMOID) : acc;
         }
