@@ -273,6 +273,11 @@ class Search:
         with self._lock:
             if self._root_has_no_moves():
                 self._set_stop()
+            elif self.initial_visits > 0:
+                # lc0's watchdog thread runs ``MaybeTriggerStop`` before the worker's first
+                # iteration: a reused root that already meets a limit (``go nodes`` at or below
+                # its visits, one legal move, a proven win...) is answered without a playout.
+                self._maybe_trigger_stop()
         while not self._stop.is_set():
             with self._lock:
                 if self._released:
