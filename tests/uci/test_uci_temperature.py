@@ -111,3 +111,32 @@ def test_noise_changes_the_root_priors_as_lc0(engines) -> None:
         assert p_noisy.keys() == p_clean.keys(), name
         assert sum(p_noisy.values()) == pytest.approx(1.0, abs=0.01), name
         assert sum(abs(p_noisy[m] - p_clean[m]) for m in p_clean) > 0.1, name
+
+
+@needs_lc0
+@pytest.mark.oracle
+def test_value_cutoff_as_lc0(engines) -> None:
+    # Temperature 100 draws nearly uniformly among the visited moves; TempValueCutoff 0.5 (0.01 in
+    # Q) leaves out the moves whose Q is more than 0.01 below the most visited move's: here 4 of
+    # the 11 visited moves stay in. 20 draws all inside them would have a chance near 1e-9 if the
+    # rule were not applied. The Q the engines print is not quite the Q they use (lc0 prints WL
+    # through its WDL rescaling with FastLog, about 0.002 off), hence the margin of 0.004; the
+    # nearest move left out is 0.005 below the floor.
+    fen = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
+    options = {"VerboseMoveStats": True, "MinibatchSize": 1, "SmartPruningFactor": 0, "MaxPrefetch": 0}
+    for name, session in engines.items():
+        set_options(session, {**options, "Temperature": 100, "TempValueCutoff": 0.5})
+        drawn = set()
+        excluded_seen = 0
+        for _ in range(20):
+            stats = root_search(session, fen, [], 100)
+            top = max(stats.moves.values(), key=lambda m: m.n)
+            floor = top.fields["Q"] - 0.01 - 0.004
+            visited = {m: v for m, v in stats.moves.items() if v.n > 0}
+            allowed = {m for m, v in visited.items() if v.fields["Q"] is not None and v.fields["Q"] >= floor}
+            assert stats.bestmove in allowed, (name, stats.bestmove)
+            excluded_seen = max(excluded_seen, len(visited) - len(allowed))
+            drawn.add(stats.bestmove)
+        set_options(session, {"Temperature": 0, "TempValueCutoff": 100, "VerboseMoveStats": False,
+                              "MinibatchSize": 0, "SmartPruningFactor": 1.33, "MaxPrefetch": 32})
+        assert len(drawn) > 1 and excluded_seen >= 5, (name, drawn, excluded_seen)
