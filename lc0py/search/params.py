@@ -54,3 +54,17 @@ class SearchParams:
     wdl_rescale_diff: float = 0.0  # 0 when the contempt is disabled
     wdl_max_s: float = 1.4
     contempt_root_side: bool = True  # the contempt favours the root's side to move (else the other)
+    # Move choice with temperature (lc0's EnsureBestMoveKnown / GetBestRootChildWithTemperature)
+    temperature: float = 0.0
+    temp_decay_moves: int = 0
+    temp_decay_delay_moves: int = 0
+    temp_cutoff_move: int = 0
+    temp_endgame: float = 0.0
+    temp_value_cutoff: float = 100.0  # in win percent below the most visited move
+    temp_visit_offset: float = 0.0
+    # Dirichlet noise on the root's priors when the root is evaluated (lc0's ApplyDirichletNoise)
+    noise_epsilon: float = 0.0
+    noise_alpha: float = 0.3
+    # lc0py only: seed of the temperature and noise draws (None: fresh entropy each search, as
+    # lc0's Random); tests and reproducible self-play set it
+    random_seed: int | None = None

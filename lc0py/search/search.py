@@ -32,6 +32,7 @@ from lc0py.backends.base import Backend
 from lc0py.search.core import arrays as A
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
+from lc0py.search.core import noise as noise_core
 from lc0py.search.core.numeric import cpuct as cpuct_formula
 from lc0py.search.core.numeric import fpu_value, m_utility, prior_value, puct_mult
 from lc0py.search.core.pick import (
@@ -61,6 +62,7 @@ from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
+from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
 from lc0py.search.worker import Batch, SearchWorker, params_array
 
 _EMPTY = np.zeros(0, np.uint8)
@@ -174,6 +176,14 @@ class Search:
         self._inflight: list[Batch] = []
         self.worker = SearchWorker(tree, backend, params, cache, self.input_format, self.prm, self._stop_flag)
         self.target = self.worker.target
+        # lc0's Random: the temperature draw and the root's Dirichlet noise (seeded for tests)
+        self._rng = np.random.default_rng(params.random_seed)
+        self._final: tuple[chess.Move | None, chess.Move | None] | None = None
+        if params.noise_epsilon > 0.0 and tree.arrays.n[self.root_id] == 0:
+            # the root is evaluated in this search: its priors get the noise (a reused root,
+            # already evaluated, keeps its priors, as in lc0)
+            samples = self._rng.gamma(params.noise_alpha, 1.0, noise_core.SAMPLES)
+            self.worker.root_noise = samples.astype(np.float32)
         tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - cache.nbytes())
         self._update_root_filter()
 
@@ -273,6 +283,11 @@ class Search:
         with self._lock:
             if self._root_has_no_moves():
                 self._set_stop()
+            elif self.initial_visits > 0:
+                # lc0's watchdog thread runs ``MaybeTriggerStop`` before the worker's first
+                # iteration: a reused root that already meets a limit (``go nodes`` at or below
+                # its visits, one legal move, a proven win...) is answered without a playout.
+                self._maybe_trigger_stop()
         while not self._stop.is_set():
             with self._lock:
                 if self._released:
@@ -542,11 +557,38 @@ class Search:
         return pv
 
     def best_move(self) -> tuple[chess.Move | None, chess.Move | None]:
-        """``bestmove`` and ``ponder`` (§9): the ponder move may be an unvisited reply."""
+        """``bestmove`` and ``ponder`` (§9): the ponder move may be an unvisited reply. Once the
+        search has answered, the move it played (drawn with the temperature, if any); before,
+        the best move without temperature."""
+        if self._final is not None:
+            return self._final
+        return self._with_ponder(self._best_move_of(self.root_id, 0))
+
+    def temperature(self) -> float:
+        """The move-selection temperature of this search (lc0's ``EnsureBestMoveKnown``)."""
+        return effective_temperature(self.params, lc0_game_ply(self.history.board) // 2)
+
+    def _choose_final_move(self) -> tuple[chess.Move | None, chess.Move | None]:
+        """``EnsureBestMoveKnown``: the move to play, drawn with the temperature when there is
+        one and the root has visits and edges; the ponder move is the best reply without it."""
+        t = self.tree.arrays
+        root = self.root_id
+        temperature = self.temperature()
+        e = -1
+        if temperature and t.n[root] > 0 and t.edge0[root] >= 0 and t.nedges[root] > 0:
+            _, fpu, ds = self.puct_terms(self.root)
+            p = self.params
+            offset, cutoff = p.temp_visit_offset, p.temp_value_cutoff
+            e = pick_with_temperature(t, root, temperature, offset, cutoff, fpu, ds, self._allowed, self._rng)
+        if e < 0:
+            e = self._best_move_of(root, 0)
+        return self._with_ponder(e)
+
+    def _with_ponder(self, e: int) -> tuple[chess.Move | None, chess.Move | None]:
+        """Root edge ``e`` (−1: none chosen) as ``bestmove`` with its ``ponder`` move."""
         t = self.tree.arrays
         root = self.root_id
         board = self.history.board
-        e = self._best_move_of(root, 0)
         if e < 0:
             if t.edge0[root] >= 0 and t.nedges[root] > 0:
                 allowed = [
@@ -634,7 +676,8 @@ class Search:
                 self.cb.on_info(self.info())  # at least one score line before bestmove
                 if self.params.verbose_move_stats:
                     self.cb.on_verbose(self)
-                best, ponder = self.best_move()
+                self._final = self._choose_final_move()
+                best, ponder = self._final
             except BaseException as exc:  # never leave the GUI without a bestmove
                 self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
                 moves = list(self.history.board.generate_legal_moves())

@@ -48,7 +48,10 @@ def warm_up() -> float:
         start = time.perf_counter()
         tree = NodeTree()
         tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", [])
-        params = SearchParams(overlap=False, minibatch_size=16, verbose_move_stats=False)
+        # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon)
+        params = SearchParams(
+            overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0
+        )
         limits = SearchLimits(nodes=64, smart_pruning=False)
         search = Search(tree, _FlatBackend(), params, limits, NNCache(1000))
         search.run()

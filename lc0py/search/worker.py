@@ -22,6 +22,7 @@ from lc0py.backends.base import (
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
 from lc0py.search.core import leaves as L
+from lc0py.search.core import noise as N
 from lc0py.search.core.encode import fill_code
 from lc0py.search.core.pick import (
     P_BASE,
@@ -43,6 +44,7 @@ from lc0py.search.core.pick import (
     P_ML_SLOPE,
     P_ML_THR,
     P_MLH,
+    P_NOISE_EPS,
     P_SIZE,
 )
 from lc0py.search.core.tree import NodeTree
@@ -133,6 +135,7 @@ def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.nd
     p[P_ML_SLOPE], p[P_ML_CAP] = params.moves_left_slope, params.moves_left_max_effect
     p[P_ML_A0], p[P_ML_A1] = params.moves_left_constant_factor, params.moves_left_scaled_factor
     p[P_ML_A2], p[P_ML_THR] = params.moves_left_quadratic_factor, params.moves_left_threshold
+    p[P_NOISE_EPS] = params.noise_epsilon
     return p
 
 
@@ -205,6 +208,9 @@ class SearchWorker:
         ply0 = board.root().ply() if board.move_stack else board.ply()
         game = [B.pos_from_record(r, ply0 + i, chess960) for i, r in enumerate(tree.history.records)]
         self._positions = L.make_positions(game)
+        # Gamma samples for the root's Dirichlet noise (the controller draws them when the root
+        # is evaluated in this search; empty: no noise)
+        self.root_noise = np.zeros(0, np.float32)
 
     def close(self) -> None:
         """End the evaluation thread (a batch still in the backend finishes on its own)."""
@@ -273,6 +279,7 @@ class SearchWorker:
                 self.stats,
                 self._vtp,
                 self._stop_flag,
+                self.root_noise,
             )
             batch.count = int(state[G.G_COUNT])
             if status == G.GATHER_DONE:
@@ -344,6 +351,11 @@ class SearchWorker:
         """``FetchMinibatchResults`` + ``DoBackupUpdate``."""
         if out is not None and batch.nn_count:
             q, d, m = self.apply(batch, out, to_tree=True)
+            if len(self.root_noise) and self.root_id in batch.requests.nodes[: batch.nn_count]:
+                # FetchSingleNodeResult: the root's fresh priors get the noise before the sort
+                N.apply_root_noise(
+                    self.tree.arrays, self.root_id, self._positions, self.root_noise, self.prm[P_NOISE_EPS]
+                )
         else:
             q = d = m = np.zeros(0, np.float32)
         t = self.tree.arrays

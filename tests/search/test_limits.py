@@ -115,3 +115,22 @@ def test_position_after_clear_is_not_played_on_the_old_game() -> None:
     tree.clear()
     tree.reset_to_position(None, moves[:2])
     assert len(tree.history.board.move_stack) == 2
+
+
+def test_reused_root_at_the_node_limit_gets_no_playout(make_search) -> None:
+    # lc0's watchdog checks the stoppers before the worker's first iteration: a reused root that
+    # already has the `go nodes` visits is answered without a playout (issue 12, the Chess960
+    # searchmoves case: a second playout would pick the move by visits, not by prior).
+    first = make_search(limits=SearchLimits(nodes=20, smart_pruning=False))
+    first.run()
+    tree = first.tree
+    tree.reset_to_position(None, [])
+    visits = tree.root.n
+    assert visits >= 20
+    again = make_search(tree=tree, limits=SearchLimits(nodes=visits, smart_pruning=False))
+    again.run()
+    assert again.playouts == 0 and again.stop_reason == "nodes"
+    assert tree.root.n == visits
+    more = make_search(tree=tree, limits=SearchLimits(nodes=visits + 5, smart_pruning=False))
+    more.run()
+    assert more.playouts >= 5

@@ -170,3 +170,66 @@ def test_reused_two_fold_above_the_new_root_is_reverted(make_search) -> None:
     assert revert_two_fold(t, node, 2) == 3
     assert t.term[node] == 0 and t.n[node] == 0
     assert [int(t.n[y]) for y in path] == [0, 0, 0, 3, 3]
+
+
+def test_two_fold_reverted_when_the_game_moves_past_its_first_occurrence(make_search) -> None:
+    # lc0's EnsureNodeTwoFoldCorrectForDepth end to end: a search from the start position scores
+    # 1. Nf3 Nf6 2. Ng1 Ng8 as a two-fold draw (the root repeated 4 plies down); the game then
+    # plays 1. Nf3 Nf6, the tree is reused, and the next search finds the draw's cycle reaching
+    # above its root: the draw's visits leave the tree (and the reused visits count), the node is
+    # searched as an ordinary position.
+    from lc0py.search.core import gather as G
+    from lc0py.search.core.backup import backup
+
+    tree, node = _extend_path(make_search, [], ["g1f3", "g8f6", "f3g1", "f6g8"], True)
+    t = tree.arrays
+    path = []
+    x = node
+    while x >= 0:
+        path.append(x)
+        x = int(t.parent[x])
+    path.reverse()  # root first
+
+    def visit(y: int, v: float, d: float, m: float) -> None:
+        x = y
+        while x >= 0:
+            t.nif[x] += 1
+            x = int(t.parent[x])
+        backup(t, y, tree.root_id, v, d, m, 1, True)
+
+    for k, y in enumerate(path[:-1]):  # each node's own first evaluation, as a search does
+        visit(y, 0.1 if k % 2 else -0.1, 0.3, 20.0)
+    for _ in range(3):
+        visit(node, 0.0, 1.0, 4.0)
+    assert t.term[node] == A.TWO_FOLD and t.n[path[2]] == 5
+    assert tree.reset_to_position(None, ["g1f3", "g8f6"])  # reused: 2 plies above the draw now
+    assert tree.root.n == 5
+    limits = SearchLimits(nodes=200, smart_pruning=False, searchmoves=[chess.Move.from_uci("f3g1")])
+    s = make_search(tree=tree, params=SearchParams(overlap=False), limits=limits)
+    s.run()
+    assert s.worker.stats[G.S_REVERTED] == 3 and s.initial_visits == 2
+    draw = s.root.child_for(chess.Move.from_uci("f3g1")).child_for(chess.Move.from_uci("f6g8"))
+    assert draw is not None and draw.terminal_kind != A.TWO_FOLD and draw.expanded
+    # every visit of the tree is accounted for after the reverted ones left it
+    root = s.root
+    assert root.n == 1 + sum(c.n for c in root.children if c is not None)
+    assert s.info().nodes == root.n >= 200
+
+
+def test_proven_node_that_becomes_the_root_is_searched_again(make_search) -> None:
+    # lc0's NodeTree::MakeMove makes the new root non-terminal (Node::MakeNotTerminal): its visits
+    # are its own plus its children's, and the next search goes on below it
+    fen = "7k/8/5K2/8/8/8/8/R7 w - - 0 1"
+    s = _run(make_search, fen, nodes=4000)
+    best = s.ranked_root_children()[0]
+    assert best.terminal == TERMINAL and best.wl == 1.0 and best.moves is not None
+    kids = sum(c.n for c in best.children if c is not None)
+    tree = s.tree
+    assert tree.reset_to_position(fen, [best.move.uci()])
+    root = tree.root
+    assert root.terminal_kind == 0 and root.n == 1 + kids
+    assert root.bounds == (-1, -1) or root.bounds == (1, 1)  # kept, as lc0 keeps them
+    again = make_search(tree=tree, limits=SearchLimits(nodes=root.n + 300, smart_pruning=False))
+    again.run()
+    assert again.playouts >= 300
+    assert again.root.n == 1 + sum(c.n for c in again.root.children if c is not None)

@@ -259,3 +259,28 @@ def subtree_size(t: TreeArrays, root: int) -> tuple[int, int]:
             top += 1
             c = t.sibling[c]
     return nodes, edges
+
+
+@njit
+def make_not_terminal(t: TreeArrays, x: int) -> None:
+    """lc0's ``Node::MakeNotTerminal``: an expanded node counts its own visit (with its terminal
+    value standing in for the network's) plus its children's, with their values; a node without
+    edges has no visit. Bounds are kept, as in lc0."""
+    t.term[x] = NOT_TERMINAL
+    t.n[x] = 0
+    if t.edge0[x] < 0:
+        return
+    n = 1
+    wl = t.wl[x]
+    d = t.d[x]
+    c = t.child[x]
+    while c >= 0:
+        cn = t.n[c]
+        if cn > 0:
+            n += cn
+            wl += np.float64(-np.float32(t.wl[c]) * np.float32(cn))  # float GetWL × n, into a double
+            d += t.d[c] * np.float32(cn)
+        c = t.sibling[c]
+    t.n[x] = n
+    t.wl[x] = wl / n
+    t.d[x] = d / np.float32(n)

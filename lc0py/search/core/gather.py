@@ -15,7 +15,8 @@ from lc0py.search.core.backup import add_in_flight, backup, cancel_collision
 from lc0py.search.core.jit import njit
 from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Requests, extend_picks
 from lc0py.search.core.nncache import CacheArrays
-from lc0py.search.core.pick import pick_nodes
+from lc0py.search.core.noise import apply_root_noise
+from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
 
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
 
@@ -188,12 +189,15 @@ def gather_minibatch(
     stats: np.ndarray,
     vtp: np.ndarray,
     stop: np.ndarray,
+    root_noise: np.ndarray,
 ) -> int:
     """lc0's ``GatherMinibatch`` loop (one search thread): pick rounds until the batch holds
     ``target`` visits, the collision budget ``state[G_LEFT]`` is spent, too many visits were
     resolved out of order, or a round gave only cache hits / terminals. Returns
     GATHER_NEEDS_SPACE (``state[G_NEED]`` more rows/nodes wanted; call again after growing the
-    arrays) or GATHER_DONE (``state[G_COUNT]`` rows in ``picks``)."""
+    arrays) or GATHER_DONE (``state[G_COUNT]`` rows in ``picks``). ``root_noise``: Gamma samples
+    for the root's Dirichlet noise (empty: none), applied when the root is a cache hit here (the
+    worker applies them to a root the network evaluates)."""
     counter = np.zeros(1, np.int64)
     reverted = np.zeros(1, np.int64)
     while state[G_MB] < target and stats[S_OOO] - state[G_OOO_START] < max_ooo:
@@ -221,6 +225,8 @@ def gather_minibatch(
         extend_picks(
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req
         )
+        if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
+            apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
         for i in range(start, end):
             if picks[i, 4] == 0:
                 state[G_MB] += 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lc0py.search.core.arrays import TWO_FOLD, TreeArrays, spawn_child
+from lc0py.search.core.arrays import TWO_FOLD, TreeArrays, make_not_terminal, spawn_child
 from lc0py.search.core.jit import njit
 from lc0py.search.core.numeric import cpuct, fpu_value, m_utility, prior_value, puct_mult
 
@@ -25,7 +25,8 @@ P_CPUCT, P_BASE, P_FACTOR, P_CPUCT_ROOT, P_BASE_ROOT, P_FACTOR_ROOT = 0, 1, 2, 3
 P_FPU_ABS, P_FPU, P_FPU_ABS_ROOT, P_FPU_ROOT = 6, 7, 8, 9
 P_DRAW_EVEN, P_DRAW_ODD = 10, 11
 P_MLH, P_ML_SLOPE, P_ML_CAP, P_ML_A0, P_ML_A1, P_ML_A2, P_ML_THR = 12, 13, 14, 15, 16, 17, 18
-P_SIZE = 19
+P_NOISE_EPS = 19  # DirichletNoiseEpsilon (read by the gather's root-noise hook, core/noise.py)
+P_SIZE = 20
 
 # picks columns
 K_NODE, K_DEPTH, K_MULTI, K_MAX, K_COLL = 0, 1, 2, 3, 4
@@ -83,23 +84,7 @@ def revert_two_fold(t: TreeArrays, child: int, depth: int) -> int:
         if counter > depth:
             break
         x = t.parent[x]
-    # MakeNotTerminal
-    t.term[child] = 0
-    t.n[child] = 0
-    if t.edge0[child] >= 0:
-        n = 1
-        wsum = np.float64(0.0)
-        dsum = F32(0.0)
-        c = t.child[child]
-        while c >= 0:
-            if t.n[c] > 0:
-                n += t.n[c]
-                wsum += -t.wl[c] * t.n[c]
-                dsum += t.d[c] * F32(t.n[c])
-            c = t.sibling[c]
-        t.n[child] = n
-        t.wl[child] = (t.wl[child] + wsum) / n
-        t.d[child] = (t.d[child] + dsum) / F32(n)
+    make_not_terminal(t, child)
     return visits
 
 

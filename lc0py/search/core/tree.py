@@ -99,6 +99,10 @@ class NodeTree:
                 self._new_root()
             elif node != self.root_id or self.num_nodes > 1:
                 self._keep_subtree(node)
+                if self.arrays.term[self.root_id] != A.NOT_TERMINAL:
+                    # lc0's NodeTree::MakeMove: a proven, tablebase or two-fold node that becomes
+                    # the root is searched again as an ordinary position (Node::MakeNotTerminal)
+                    A.make_not_terminal(self.arrays, self.root_id)
         else:
             self._new_root()
         self.start_fen = fen
