@@ -40,6 +40,7 @@ from lc0py.model.layers import (
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
 from lc0py.weights.network import (
     Activation,
+    Dense,
     Embedding,
     EncoderLayer,
     InputEmbedding,
@@ -195,26 +196,36 @@ def attention_policy_logits(head: PolicyHead, p: np.ndarray, trace: Trace = None
     return v[:, attention_policy_gather()]
 
 
-def value_head(network: Network, head: ValueHead, h: np.ndarray, trace: Trace = None) -> np.ndarray:
-    """Value (§9): ``[B, 64, E]`` -> ``(W, D, L) [B, 3]`` (classical: ``((1+q)/2, 0, (1-q)/2)``)."""
-    b = h.shape[0]
-    v = dense(h, head.embedding, network.default_act).reshape(b, -1)  # square-major s*Vc + c
-    v = dense(v, head.fc1, network.default_act)
-    z = dense(v, head.fc2)
+def value_from_features(v: np.ndarray, fc1: Dense, fc2: Dense, act: Activation, wdl: bool,
+                        trace: Trace = None) -> np.ndarray:
+    """The value MLP every body shares: flattened head features ``[B, n]`` -> ``fc1`` (``act``)
+    -> ``fc2`` -> ``(W, D, L) [B, 3]``: softmax of 3 logits, or ``((1+q)/2, 0, (1-q)/2)`` with
+    ``q = tanh`` of a classical head's single output."""
+    z = dense(dense(v, fc1, act), fc2)
     _record(trace, "value.logits", z)
-    if head.wdl:
+    if wdl:
         return softmax(z, axis=-1)
     q = np.tanh(z[:, 0])
-    one = h.dtype.type(1)
+    one = v.dtype.type(1)
     return np.stack([(one + q) / 2, np.zeros_like(q), (one - q) / 2], axis=1)
 
 
+def moves_left_from_features(m: np.ndarray, fc1: Dense, fc2: Dense, act: Activation) -> np.ndarray:
+    """The moves-left MLP every body shares: ``[B, n]`` -> ``fc1`` (``act``) -> ``fc2`` (ReLU,
+    skipped without ``ip2_mov_b`` as lc0 does) -> ``[B]``."""
+    return dense(dense(m, fc1, act), fc2, Activation.RELU)[:, 0]
+
+
+def value_head(network: Network, head: ValueHead, h: np.ndarray, trace: Trace = None) -> np.ndarray:
+    """Value (§9): ``[B, 64, E]`` -> ``(W, D, L) [B, 3]``."""
+    v = dense(h, head.embedding, network.default_act).reshape(h.shape[0], -1)  # square-major s*Vc + c
+    return value_from_features(v, head.fc1, head.fc2, network.default_act, head.wdl, trace)
+
+
 def moves_left_head(network: Network, head: MovesLeftHead, h: np.ndarray) -> np.ndarray:
-    """Moves-left (§10): ``[B, 64, E]`` -> ``[B]``; final ReLU skipped without ``ip2_mov_b``."""
-    b = h.shape[0]
-    m = dense(h, head.embedding, network.default_act).reshape(b, -1)
-    m = dense(m, head.fc1, network.default_act)
-    return dense(m, head.fc2, Activation.RELU)[:, 0]
+    """Moves-left (§10): ``[B, 64, E]`` -> ``[B]``."""
+    m = dense(h, head.embedding, network.default_act).reshape(h.shape[0], -1)
+    return moves_left_from_features(m, head.fc1, head.fc2, network.default_act)
 
 
 def forward(

@@ -23,8 +23,15 @@ from __future__ import annotations
 import numpy as np
 
 from lc0py.model.activations import activation
-from lc0py.model.forward import ForwardOutput, Trace, _record, attention_policy_logits
-from lc0py.model.layers import apply_layer_norm, attention_reference, cast, dense, softmax
+from lc0py.model.forward import (
+    ForwardOutput,
+    Trace,
+    _record,
+    attention_policy_logits,
+    moves_left_from_features,
+    value_from_features,
+)
+from lc0py.model.layers import apply_layer_norm, attention_reference, cast, dense
 from lc0py.model.tables import conv_policy_gather
 from lc0py.weights.network import Activation, EncoderLayer
 from lc0py.weights.residual import (
@@ -125,24 +132,15 @@ def policy_head(network: ResidualNetwork, h: np.ndarray, trace: Trace = None) ->
 
 def value_head(network: ResidualNetwork, head: ConvValueHead, h: np.ndarray,
                trace: Trace = None) -> np.ndarray:
-    """``[B, C, 8, 8]`` -> ``(W, D, L) [B, 3]`` (classical: ``((1+q)/2, 0, (1-q)/2)``)."""
-    b = h.shape[0]
-    v = conv_act(h, head.conv, network.default_act).reshape(b, -1)  # channel-major c*64 + s
-    v = dense(v, head.fc1, network.default_act)
-    z = dense(v, head.fc2)
-    _record(trace, "value.logits", z)
-    if head.wdl:
-        return softmax(z, axis=-1)
-    q = np.tanh(z[:, 0])
-    one = h.dtype.type(1)
-    return np.stack([(one + q) / 2, np.zeros_like(q), (one - q) / 2], axis=1)
+    """``[B, C, 8, 8]`` -> ``(W, D, L) [B, 3]``."""
+    v = conv_act(h, head.conv, network.default_act).reshape(h.shape[0], -1)  # channel-major c*64 + s
+    return value_from_features(v, head.fc1, head.fc2, network.default_act, head.wdl, trace)
 
 
 def moves_left_head(network: ResidualNetwork, head: ConvMovesLeftHead, h: np.ndarray) -> np.ndarray:
-    b = h.shape[0]
-    m = conv_act(h, head.conv, network.default_act).reshape(b, -1)
-    m = dense(m, head.fc1, network.default_act)
-    return dense(m, head.fc2, Activation.RELU)[:, 0]
+    """``[B, C, 8, 8]`` -> ``[B]``."""
+    m = conv_act(h, head.conv, network.default_act).reshape(h.shape[0], -1)
+    return moves_left_from_features(m, head.fc1, head.fc2, network.default_act)
 
 
 def tower(network: ResidualNetwork, x: np.ndarray, trace: Trace = None) -> np.ndarray:

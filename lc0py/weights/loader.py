@@ -297,6 +297,20 @@ def _unsupported(source: str, message: str) -> NoReturn:
     raise UnsupportedNetError(f"{source}: {message}")
 
 
+def _check_heads_and_activation(nf: Any, source: str) -> None:
+    """The value, moves-left and default-activation formats every body shares (attention and
+    residual): what lc0 0.32 runs, else one line naming the field."""
+    value = int(nf.value)
+    if value == ValueFormat.PARAM:
+        _unsupported(source, "VALUE_PARAM value heads are not supported (by lc0 either)")
+    if value not in (ValueFormat.CLASSICAL, ValueFormat.WDL):
+        _unsupported(source, f"value format {_enum_name(ValueFormat, value)} is not supported")
+    if int(nf.moves_left) not in (MovesLeftFormat.NONE, MovesLeftFormat.V1):
+        _unsupported(source, f"moves-left format {int(nf.moves_left)} is not supported")
+    if int(nf.default_activation) not in (DefaultActivation.RELU, DefaultActivation.MISH):
+        _unsupported(source, f"default activation {int(nf.default_activation)} is not supported")
+
+
 def _check_kind(net: Any, source: str) -> None:
     """Refuse every network kind lc0py does not run, with a plain sentence (docs/weights-format.md §8)."""
     nf = net.format.network_format
@@ -325,15 +339,7 @@ def _check_kind(net: Any, source: str) -> None:
                      "attention body")
     if policy != PolicyFormat.ATTENTION:
         _unsupported(source, f"policy format {_enum_name(PolicyFormat, policy)} is not supported")
-    value = int(nf.value)
-    if value == ValueFormat.PARAM:
-        _unsupported(source, "VALUE_PARAM value heads are not supported (by lc0 either)")
-    if value not in (ValueFormat.CLASSICAL, ValueFormat.WDL):
-        _unsupported(source, f"value format {_enum_name(ValueFormat, value)} is not supported")
-    if int(nf.moves_left) not in (MovesLeftFormat.NONE, MovesLeftFormat.V1):
-        _unsupported(source, f"moves-left format {int(nf.moves_left)} is not supported")
-    if int(nf.default_activation) not in (DefaultActivation.RELU, DefaultActivation.MISH):
-        _unsupported(source, f"default activation {int(nf.default_activation)} is not supported")
+    _check_heads_and_activation(nf, source)
     if int(nf.input_embedding) not in (InputEmbedding.NONE, InputEmbedding.PE_MAP, InputEmbedding.PE_DENSE):
         _unsupported(source, f"input embedding {int(nf.input_embedding)} is not supported")
     if len(w.encoder) == 0:

@@ -381,6 +381,7 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     """Build the ``ResidualNetwork`` from a checked, normalised ``pblczero.Net``."""
     from lc0py.weights.loader import (
         _build_heads,
+        _check_heads_and_activation,
         _input_format,
         _policy_sources,
         _Reader,
@@ -396,15 +397,8 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     policy_format = int(nf.policy)
     if policy_format not in (PolicyFormat.CLASSICAL, PolicyFormat.CONVOLUTION, PolicyFormat.ATTENTION):
         _unsupported(source, f"policy format {policy_format} is not supported on a residual body")
+    _check_heads_and_activation(nf, source)
     value_format = int(nf.value)
-    if value_format == ValueFormat.PARAM:
-        _unsupported(source, "VALUE_PARAM value heads are not supported (by lc0 either)")
-    if value_format not in (ValueFormat.CLASSICAL, ValueFormat.WDL):
-        _unsupported(source, f"value format {value_format} is not supported")
-    if int(nf.moves_left) not in (MovesLeftFormat.NONE, MovesLeftFormat.V1):
-        _unsupported(source, f"moves-left format {int(nf.moves_left)} is not supported")
-    if int(nf.default_activation) not in (DefaultActivation.RELU, DefaultActivation.MISH):
-        _unsupported(source, f"default activation {int(nf.default_activation)} is not supported")
 
     inp = r.values(w.input.weights, "input.weights")
     if inp.size == 0 or inp.size % (112 * 9):
