@@ -47,6 +47,7 @@ from lc0py.search.core.pick import (
     P_NOISE_EPS,
     P_SIZE,
 )
+from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_RATIO, P_RESCALE_ROOT_STM
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
@@ -136,6 +137,8 @@ def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.nd
     p[P_ML_A0], p[P_ML_A1] = params.moves_left_constant_factor, params.moves_left_scaled_factor
     p[P_ML_A2], p[P_ML_THR] = params.moves_left_quadratic_factor, params.moves_left_threshold
     p[P_NOISE_EPS] = params.noise_epsilon
+    p[P_RESCALE_RATIO], p[P_RESCALE_DIFF] = params.wdl_rescale_ratio, params.wdl_rescale_diff
+    p[P_RESCALE_MAX_S], p[P_RESCALE_ROOT_STM] = params.wdl_max_s, float(params.contempt_root_side)
     return p
 
 
@@ -371,6 +374,7 @@ class SearchWorker:
             m,
             self.params.sticky_endgames,
             self.stats,
+            self.prm,
         )
         if work or batch.ooo:
             self.cancel_shared_collisions()

@@ -56,11 +56,6 @@ def _node_stats(text: str) -> tuple[float, float, float]:
     return wl, d, v
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lc0's WDL rescaling of each NN value before backup (contempt) is not ported to the "
-    "compiled search core yet: the UCI layer computes the parameters, the core ignores them",
-)
 def test_root_evaluation_matches_lc0() -> None:
     lc0 = _lc0()
     ours = _lc0py()

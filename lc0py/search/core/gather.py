@@ -17,6 +17,7 @@ from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Request
 from lc0py.search.core.nncache import CacheArrays
 from lc0py.search.core.noise import apply_root_noise
 from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
+from lc0py.search.core.rescale import rescale_leaf
 
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
 
@@ -126,9 +127,10 @@ def backup_batch(
     m: np.ndarray,
     sticky: bool,
     stats: np.ndarray,
+    prm: np.ndarray,
 ) -> bool:
     """``DoBackupUpdate`` of the batch's visits in order (the k-th network leaf is row k of the
-    results); returns whether any visit was backed up."""
+    results, rescaled by ``core/rescale.py``); returns whether any visit was backed up."""
     work = False
     b = 0
     for i in range(count):
@@ -137,7 +139,8 @@ def backup_batch(
         work = True
         node = picks[i, 0]
         if kinds[i] == KIND_NN:
-            _visit_backup(t, root, picks, i, -np.float32(q[b]), d[b], m[b], sticky, stats)
+            v, dd = rescale_leaf(prm, picks[i, 1], -np.float32(q[b]), d[b])
+            _visit_backup(t, root, picks, i, v, dd, m[b], sticky, stats)
             b += 1
             stats[S_NN] += 1
         elif t.term[node] != 0:
@@ -225,6 +228,10 @@ def gather_minibatch(
         extend_picks(
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req
         )
+        for i in range(start, end):  # cache hits are backed up rescaled, as network results are
+            if kinds[i] == KIND_CACHE_HIT:
+                v, dd = rescale_leaf(prm, picks[i, 1], -vals[i, 0], vals[i, 1])
+                vals[i, 0], vals[i, 1] = -v, dd
         if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
             apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
         for i in range(start, end):
