@@ -57,6 +57,7 @@ from lc0py.search.core.pick import (
     node_q,
 )
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
+from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
@@ -111,7 +112,7 @@ class SearchInfo:
     lines: list[PvLine]
     cache_fill_permille: int = 0
     tree_bytes: int = 0
-    tb_hits: int = 0  # successful tablebase probes (the root filter's; in-tree probes: not yet)
+    tb_hits: int = 0  # successful tablebase probes (the root filter's and the in-tree ones)
 
 
 @dataclass
@@ -167,6 +168,9 @@ class Search:
         self._root_black = tree.history.board.turn == chess.BLACK
         self._has_mlh = bool(backend.info.has_moves_left)
         self.prm = params_array(params, self._root_black, self._has_mlh)
+        # lc0 probes in-tree positions only when the root was not ranked by DTZ
+        if tablebase is not None and not limits.tablebase_root_dtz:
+            self.prm[P_TB_PIECES] = tablebase.max_pieces
         board = tree.history.board
         self._filter = {B.from_chess_move(m, board) for m in limits.searchmoves} or None
         self._allowed = _EMPTY
@@ -174,7 +178,9 @@ class Search:
         self._best_root_edge = -1
         self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
         self._inflight: list[Batch] = []
-        self.worker = SearchWorker(tree, backend, params, cache, self.input_format, self.prm, self._stop_flag)
+        self.worker = SearchWorker(
+            tree, backend, params, cache, self.input_format, self.prm, self._stop_flag, tablebase
+        )
         self.target = self.worker.target
         # lc0's Random: the temperature draw and the root's Dirichlet noise (seeded for tests)
         self._rng = np.random.default_rng(params.random_seed)
@@ -628,7 +634,9 @@ class Search:
                 wl, d, m = -root.wl, root.d, root.m + 1  # unvisited: the root's values
             mate = None
             if child.terminal and child.n > 0 and child.wl != 0:
-                mate = int(math.floor(child.m + 0.5)) // 2 + 1
+                # lc0: round(M) / 2 + 1 plies-to-moves; a tablebase result + 101 (shown as a long mate)
+                tb = child.terminal_kind == A.TABLEBASE
+                mate = int(math.floor(child.m + 0.5) / 2 + (101 if tb else 1))
                 mate = mate if child.wl > 0 else -mate
             lines.append(PvLine(self._pv(child.id), wl, d, m, child.n, mate))
         if not lines and root.n > 0:

@@ -51,6 +51,7 @@ from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
+from lc0py.search.tablebase import TablebaseProbe
 
 
 class Deferred:
@@ -186,8 +187,10 @@ class SearchWorker:
         input_format: int,
         prm: np.ndarray,
         stop_flag: np.ndarray,
+        tablebase: TablebaseProbe | None = None,
     ) -> None:
         self.tree = tree
+        self.tablebase = tablebase
         self.root_id = tree.root_id
         self.backend = backend
         self.params = params
@@ -292,8 +295,36 @@ class SearchWorker:
             batch.reserve(rows)
         batch.reverted = int(self.stats[G.S_REVERTED]) - reverted
         batch.ooo = int(self.stats[G.S_OOO] - state[G.G_OOO_START])
+        self._probe_tablebase(batch)
         self._prefetch(batch)
         return batch
+
+    def _probe_tablebase(self, batch: Batch) -> None:
+        """Finish the leaves the compiled extension left for the tables (KIND_TB_PROBE; lc0's
+        ``ExtendNode``): a successful WDL probe makes a tablebase terminal (one ``tbhits``), a
+        failed one (a table missing) extends the leaf as any other."""
+        pending = np.flatnonzero(batch.kinds[: batch.count] == L.KIND_TB_PROBE)
+        if not len(pending):
+            return
+        assert self.tablebase is not None, "tablebase leaves without tables"
+        root = self.root_id
+        words = np.zeros(B.POS_WORDS, np.uint64)
+        for i in pending:
+            node = int(batch.picks[i, 0])
+            L.tb_probe_position(self.tree.arrays, root, node, self._positions, words)
+            wdl = self.tablebase.probe_wdl(B.board_from_pos(words))
+            if wdl is not None:
+                L.make_tablebase_terminal(self.tree.arrays, node, int(wdl))
+                batch.kinds[i] = L.KIND_TERMINAL
+                self.tablebase.hit()
+                continue
+            batch.reserve(1)
+            self.tree.ensure_capacity(1, G.EDGES_PER_VISIT)
+            L.extend_picks(
+                self.tree.arrays, root, batch.picks, int(i), int(i) + 1, self._positions, self.cache.arrays,
+                self._use_cache, self.params.two_fold_draws, self.input_format, self._fill, batch.kinds,
+                batch.vals, batch.requests, self.prm, False,
+            )
 
     def _prefetch(self, batch: Batch) -> None:
         """lc0's ``MaybePrefetchIntoCache``: a batch with fewer than ``MaxPrefetch`` network

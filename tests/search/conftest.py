@@ -14,6 +14,7 @@ from lc0py.search.core.pick import pick_nodes
 from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchCallbacks, SearchLimits
+from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.tree import NodeTree, NodeView
 from lc0py.search.worker import params_array
 
@@ -27,6 +28,7 @@ def make_search(
     tree: NodeTree | None = None,
     backend: RandomBackend | None = None,
     callbacks: SearchCallbacks | None = None,
+    tablebase: TablebaseProbe | None = None,
 ) -> Search:
     if tree is None:
         tree = NodeTree()
@@ -38,6 +40,7 @@ def make_search(
         limits or SearchLimits(nodes=100, smart_pruning=False),
         cache if cache is not None else NNCache(10000),
         callbacks,
+        tablebase=tablebase,
     )
 
 

@@ -102,6 +102,8 @@ def _extend_path(make_search, moves_before, path, two_fold):
             kinds,
             vals,
             L.make_requests(2),
+            s.prm,
+            False,
         )
         assert G is not None
     return tree, node

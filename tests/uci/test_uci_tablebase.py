@@ -40,13 +40,6 @@ def test_root_moves_come_from_the_tables(tables: Path) -> None:
     assert out[-1].split()[1] != "c1c7" and _tbhits(out) >= 1
 
 
-IN_TREE = (
-    "in-tree tablebase probes (lc0: after a zeroing move, no castling rights, within the tables' "
-    "pieces) are not ported to the compiled search core yet; the root filter and tbhits are"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=IN_TREE)
 def test_in_tree_probes_after_a_capture(tables: Path) -> None:
     s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("SyzygyPath", str(tables)))
     s.send("position fen 3rk3/8/8/8/8/8/4P3/3QK3 w - - 0 1")  # 5 pieces: Qxd8 enters the tables
@@ -73,7 +66,6 @@ def test_a_bad_syzygy_path_is_reported_and_play_goes_on(tmp_path: Path) -> None:
     assert not any(x.startswith("error") for x in s.send("go nodes 5"))  # said once
 
 
-@pytest.mark.xfail(strict=True, reason=IN_TREE)
 def test_a_capture_into_a_won_table_is_played_and_shown_as_lc0_does(tables: Path) -> None:
     s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("SyzygyPath", str(tables)))
     s.send("position fen 7k/8/8/3n4/8/8/8/R2QK3 w - - 0 1")  # Qxd5 leaves KQR v K: a table win

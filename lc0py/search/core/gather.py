@@ -226,12 +226,9 @@ def gather_minibatch(
         stats[S_REVERTED] += reverted[0]
         end = counter[0]
         extend_picks(
-            t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req
+            t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req,
+            prm, True,
         )
-        for i in range(start, end):  # cache hits are backed up rescaled, as network results are
-            if kinds[i] == KIND_CACHE_HIT:
-                v, dd = rescale_leaf(prm, picks[i, 1], -vals[i, 0], vals[i, 1])
-                vals[i, 0], vals[i, 1] = -v, dd
         if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
             apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
         for i in range(start, end):

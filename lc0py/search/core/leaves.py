@@ -16,8 +16,9 @@ import numpy as np
 
 from lc0py.search.core import board as B
 from lc0py.search.core import nncache as C
-from lc0py.search.core.arrays import END_OF_GAME, TWO_FOLD, TreeArrays, child_at, reserve_edges
+from lc0py.search.core.arrays import END_OF_GAME, TABLEBASE, TWO_FOLD, TreeArrays, child_at, reserve_edges
 from lc0py.search.core.backup import make_terminal
+from lc0py.search.core.bits import popcount
 from lc0py.search.core.encode import encode, policy_indices
 from lc0py.search.core.jit import njit
 from lc0py.search.core.numeric import cpuct, fpu_value, prior_value, puct_mult, softmax_codes
@@ -36,11 +37,13 @@ from lc0py.search.core.pick import (
     P_FPU_ROOT,
     node_q,
 )
+from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
 
 KIND_NONE = -1  # collision, or a terminal revisited (nothing to extend)
 KIND_TERMINAL = 0
 KIND_CACHE_HIT = 1
 KIND_NN = 2
+KIND_TB_PROBE = 3  # a tablebase position: the worker probes it (Python), then finishes it
 
 MAX_PATH = 1100
 
@@ -261,10 +264,19 @@ def extend_picks(
     kinds: np.ndarray,
     vals: np.ndarray,
     req: Requests,
+    prm: np.ndarray,
+    probe_tb: bool,
 ) -> None:
     """Extend the new leaves among ``picks[start:end]`` (visits to non-terminal nodes):
-    ``kinds[i]`` gets KIND_*, ``vals[i]`` the (q, d, m) of a cache hit (side to move). The caller
-    reserved 218 edges per row and room for every row in ``req``."""
+    ``kinds[i]`` gets KIND_*, ``vals[i]`` the (q, d, m) of a cache hit (side to move, q and d
+    rescaled as ``core/rescale.py`` says). The caller reserved 218 edges per row and room for
+    every row in ``req``.
+
+    With ``probe_tb`` and tables of ``prm[P_TB_PIECES]`` pieces, a non-root leaf that lc0's
+    ``ExtendNode`` would probe (right after a zeroing move, no castling rights, within the
+    tables' pieces) is left unextended as KIND_TB_PROBE: the worker probes it with python-chess
+    and makes it a tablebase terminal, or extends it again without ``probe_tb``."""
+    tb_pieces = int(prm[P_TB_PIECES]) if probe_tb else 0
     moves = np.empty(B.MAX_MOVES, np.uint16)
     codes = np.empty(B.MAX_MOVES, np.uint16)
     chain = np.empty(MAX_PATH, np.int32)
@@ -293,6 +305,14 @@ def extend_picks(
                 make_terminal(t, node, 0, np.float32(pos.cycle[row]), TWO_FOLD)
                 kinds[i] = KIND_TERMINAL
                 continue
+            if (
+                tb_pieces > 0
+                and pos.r50[row] == 0
+                and p[B.W_CASTLING] == 0
+                and popcount(p[B.W_COLOUR] | p[B.W_COLOUR + 1]) <= tb_pieces
+            ):
+                kinds[i] = KIND_TB_PROBE
+                continue
         e0 = reserve_edges(t, n)
         t.edge0[node] = e0
         t.nedges[node] = n
@@ -307,8 +327,9 @@ def extend_picks(
                 for j in range(n):
                     t.ep[e0 + j] = codes[j]
                 sort_edges(t, node)
-                vals[i, 0] = cache.qdm[s, 0]
-                vals[i, 1] = cache.qdm[s, 1]
+                v, dd = rescale_leaf(prm, depth, -cache.qdm[s, 0], cache.qdm[s, 1])
+                vals[i, 0] = -v
+                vals[i, 1] = dd
                 vals[i, 2] = cache.qdm[s, 2]
                 t.v[node] = -cache.qdm[s, 0]
                 kinds[i] = KIND_CACHE_HIT
@@ -527,3 +548,22 @@ def prefetch(
         k2, mult2, fpu2 = _prefetch_scores(t, root, x, top % 2 == 1, prm, f_edges[top], f_scores[top])
         f_k[top], f_mult[top], f_fpu[top] = k2, mult2, fpu2
     return 0
+
+
+@njit
+def tb_probe_position(t: TreeArrays, root: int, node: int, pos: Positions, out: np.ndarray) -> None:
+    """The core position of ``node`` (replayed from the root) into ``out`` for a probe."""
+    chain = np.empty(MAX_PATH, np.int32)
+    row = _position_row(t, root, node, pos, chain)
+    out[:] = pos.hist[row]
+
+
+@njit
+def make_tablebase_terminal(t: TreeArrays, node: int, wdl: int) -> None:
+    """lc0's ``ExtendNode`` after a successful WDL probe (``wdl`` for the side to move at
+    ``node``, -2..2): a win or loss, cursed wins and blessed losses as draws; no network value,
+    so M is the parent's minus one (at least 0)."""
+    parent = t.parent[node]
+    m = max(np.float32(0.0), t.m[parent] - np.float32(1.0)) if parent >= 0 else np.float32(0.0)
+    result = -1 if wdl == 2 else (1 if wdl == -2 else 0)  # from the side that moved into node
+    make_terminal(t, node, result, m, TABLEBASE)

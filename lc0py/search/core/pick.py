@@ -26,8 +26,9 @@ P_FPU_ABS, P_FPU, P_FPU_ABS_ROOT, P_FPU_ROOT = 6, 7, 8, 9
 P_DRAW_EVEN, P_DRAW_ODD = 10, 11
 P_MLH, P_ML_SLOPE, P_ML_CAP, P_ML_A0, P_ML_A1, P_ML_A2, P_ML_THR = 12, 13, 14, 15, 16, 17, 18
 P_NOISE_EPS = 19  # DirichletNoiseEpsilon (read by the gather's root-noise hook, core/noise.py)
-# 20..23: WDL rescaling (ratio, diff, WDLMaxS, contempt favours the root's side), core/rescale.py
-P_SIZE = 24
+# 20..23: WDL rescaling (ratio, diff, WDLMaxS, contempt favours the root's side), core/rescale.py;
+# 24: the tablebases' most pieces for in-tree probes (0: none), core/leaves.py
+P_SIZE = 25
 
 # picks columns
 K_NODE, K_DEPTH, K_MULTI, K_MAX, K_COLL = 0, 1, 2, 3, 4

@@ -20,6 +20,7 @@ F32 = np.float32
 
 # slots of the search's parameter vector (pick.P_*) read here
 P_RESCALE_RATIO, P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_ROOT_STM = 20, 21, 22, 23
+P_TB_PIECES = 24  # in-tree tablebase probes: the tables' most pieces, 0 = none (core/leaves.py)
 
 _EPS = F32(0.0001)
 
