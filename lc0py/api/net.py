@@ -26,6 +26,7 @@ from lc0py.api.trace import Trace, trace_position
 from lc0py.chess import PositionHistory, encode_batch
 from lc0py.errors import Lc0pyError
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 if TYPE_CHECKING:
     from lc0py.backends.base import Backend
@@ -34,7 +35,7 @@ Position = chess.Board | PositionHistory
 """What the evaluation methods take: a python-chess board (its move stack is the history) or a
 :class:`lc0py.chess.PositionHistory`."""
 
-Weights = str | Path | Network | None
+Weights = str | Path | Network | ResidualNetwork | None
 Options = str | Mapping[str, str] | None
 
 
@@ -54,10 +55,10 @@ class Net:
     backend without weights). Close it (or use ``with``) to free device memory.
     """
 
-    def __init__(self, backend: Backend, network: Network | None = None) -> None:
+    def __init__(self, backend: Backend, network: Network | ResidualNetwork | None = None) -> None:
         self.backend = backend
         self.network = network
-        self._reference: Network | None = None
+        self._reference: Network | ResidualNetwork | None = None
 
     def __repr__(self) -> str:
         return f"Net(backend={self.backend.name!r})"
@@ -165,7 +166,7 @@ def load(weights: Weights = None, backend: str = "auto", options: Options = None
     name = check_name(backend)
     text = dict(options) if isinstance(options, Mapping) else options
     opts = BackendOptions.parse(text, backend=name)  # syntax checked before anything loads
-    network: Network | None = None
+    network: Network | ResidualNetwork | None = None
     if weights is not None and not isinstance(weights, str | Path):  # an already loaded network
         network = weights
     elif weights is not None or needs_weights(name):

@@ -17,6 +17,7 @@ from lc0py.chess import PositionHistory, encode_batch
 from lc0py.model.forward import forward
 from lc0py.model.layers import attention_probabilities, dense
 from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 
 @dataclass(frozen=True)
@@ -42,18 +43,22 @@ class Trace:
     device_activations: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def trace_position(network: Network, history: PositionHistory, temperature: float = 1.0) -> Trace:
+def trace_position(
+    network: Network | ResidualNetwork, history: PositionHistory, temperature: float = 1.0
+) -> Trace:
     """Run ``network`` (already float32) on ``history``'s position, recording everything."""
     encoded = history.encode(int(network.format.input))
     planes = encode_batch([encoded]).dense(np.float32)
     recorded: dict[str, np.ndarray] = {}
     out = forward(network, planes, np.float32, trace=recorded)
     attention = []
-    for index, layer in enumerate(getattr(network, "encoders", ())):  # none in residual nets
+    # attention probabilities of each encoder layer (a residual net has none)
+    encoders, heads = (network.encoders, network.heads) if isinstance(network, Network) else ([], 0)
+    for index, layer in enumerate(encoders):
         x = recorded["embedding" if index == 0 else f"encoder{index - 1}.output"]
         q, k = dense(x, layer.q), dense(x, layer.k)
         bias = recorded.get(f"encoder{index}.smolgen")
-        attention.append(attention_probabilities(q, k, bias, network.heads)[0])
+        attention.append(attention_probabilities(q, k, bias, heads)[0])
     mlh = float(out.moves_left[0]) if network.has_moves_left else None
     evaluation = summarise(history.board, encoded.transform, out.policy[0], out.wdl[0], mlh, temperature)
     activations = {key: value[0] for key, value in recorded.items()}

@@ -23,6 +23,7 @@ key                      shape                 what
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -51,7 +52,7 @@ from lc0py.weights.network import (
 )
 from lc0py.weights.residual import ResidualNetwork
 
-NetworkT = TypeVar("NetworkT", Network, ResidualNetwork)
+NetworkT = TypeVar("NetworkT", bound=Network | ResidualNetwork)
 Trace = dict[str, np.ndarray] | Callable[[str, np.ndarray], None] | None
 
 NUM_PLANES = 112
@@ -273,4 +274,4 @@ def cast_network(network: NetworkT, dtype: type) -> NetworkT:
             return dataclasses.replace(obj, **changes)
         return obj
 
-    return conv(network)  # type: ignore[no-any-return]
+    return typing.cast(NetworkT, conv(network))

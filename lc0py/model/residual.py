@@ -116,9 +116,9 @@ def policy_head(network: ResidualNetwork, h: np.ndarray, trace: Trace = None) ->
     head = network.policy
     act = network.default_act
     if isinstance(head, ConvPolicyHead):
-        p = conv2d(conv_act(h, head.conv1, act), head.conv2).reshape(b, -1, 64)
-        _record(trace, "policy.planes", p)
-        return p.reshape(b, -1)[:, conv_policy_gather()]
+        planes = conv2d(conv_act(h, head.conv1, act), head.conv2).reshape(b, -1, 64)
+        _record(trace, "policy.planes", planes)
+        return planes.reshape(b, -1)[:, conv_policy_gather()]
     if isinstance(head, ClassicalPolicyHead):
         p = conv_act(h, head.conv, act).reshape(b, -1)
         return dense(p, head.fc, Activation.NONE)

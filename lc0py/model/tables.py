@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 PROMOTION_PIECES = "qrb"  # knight promotions use the plain from-to entry
 
@@ -41,7 +42,7 @@ def _pos_encoding() -> np.ndarray:
     return table
 
 
-def pos_encoding_table(dtype: type = np.float32) -> np.ndarray:
+def pos_encoding_table(dtype: DTypeLike = np.float32) -> np.ndarray:
     """``kPosEncoding`` as ``[64 query square, 64 feature]`` in ``dtype`` (read-only for float32)."""
     table = _pos_encoding()
     return table if np.dtype(dtype) == np.float32 else table.astype(dtype)

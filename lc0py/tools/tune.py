@@ -50,6 +50,8 @@ from lc0py.tools.arguments import (
     add_weights_argument,
     json_target,
 )
+from lc0py.weights.network import Network
+from lc0py.weights.residual import ResidualNetwork
 
 STABLE_CV = 0.05  # a winner's stddev must be < 5 % of its mean nps (at every batch size)
 SEQ = 64
@@ -322,6 +324,9 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
 
     check_name(args.backend)  # a typo costs nothing: checked before the net is built
     network = _load(args)
+    if isinstance(network, ResidualNetwork):  # refused before any device work
+        raise UsageError(f"--weights {args.weights}: a residual (convolutional) net has no attention "
+                         "kernels to tune")
     opts = ",".join(x for x in (args.backend_opts, f"max_batch={max(sizes)}", "tuned=off") if x)
     backend = create_backend(args.backend, network, opts)
     if not isinstance(backend, GpuBackend):
@@ -333,7 +338,7 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
         if not gpu.flash_choice.is_flash or gpu.flash_choice.params is None:
             raise UsageError(f"flash attention is not available here: {gpu.flash_choice.reason}")
         default = gpu.flash_choice.params
-        candidates, filtered = enumerate_configs(default, gpu.shape.depth, fp16, args.quick)
+        candidates, filtered = enumerate_configs(default, network.depth, fp16, args.quick)
         history = PositionHistory.from_fen(None)
         fmt = backend.info.input_format
         key = GpuBackend.tune_key(backend.platform.info.name, backend.platform.info.arch, network, fp16)
@@ -434,7 +439,7 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
     return 0
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load(args: argparse.Namespace) -> Network | ResidualNetwork:
     if args.weights:
         from lc0py.weights import load_network
 

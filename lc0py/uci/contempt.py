@@ -16,10 +16,14 @@ it favours from ``ContemptMode``.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import chess
 
 from lc0py.errors import UsageError
+
+if TYPE_CHECKING:  # only for the annotation: options.py is the engine's, contempt.py is imported by it
+    from lc0py.uci.options import Options
 
 _LN10_200 = math.log(10) / 200
 
@@ -107,9 +111,9 @@ def simplified_params(
     return ratio, diff
 
 
-def rescale_params(options: object) -> tuple[float, float]:
-    """(ratio, diff) from the UCI options (an ``Options``)."""
-    get = options.__getitem__  # type: ignore[attr-defined]
+def rescale_params(options: Options) -> tuple[float, float]:
+    """(ratio, diff) from the UCI options."""
+    get = options.__getitem__
     contempt = contempt_value(str(get("UCI_Opponent")), str(get("Contempt")), float(get("UCI_RatingAdv")))
     if float(get("WDLCalibrationElo")) == 0:
         return accurate_params(

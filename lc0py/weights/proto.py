@@ -315,7 +315,7 @@ def unknown_varint(message: Message, number: int) -> int | None:
     return found
 
 
-def parse_net(data: bytes) -> Any:
+def parse_net(data: bytes | bytearray) -> Any:
     """Parse serialized ``pblczero.Net`` bytes; raises ``google.protobuf.message.DecodeError``."""
     net = Net()
     net.ParseFromString(data)

@@ -65,6 +65,7 @@ class WireChecker:
             if i >= n:
                 return i
             start = i
+            length = 0  # the declared size of a length-delimited item (wire type 2)
             tag, i = _varint(buf, i)
             if tag is None:
                 return start
@@ -80,9 +81,10 @@ class WireChecker:
                     return start
                 i += _FIXED[wire]
             elif wire == _LEN:
-                length, i = _varint(buf, i)
-                if length is None:
+                declared, i = _varint(buf, i)
+                if declared is None:
                     return start
+                length = declared
             else:
                 raise WireError(f"wire type {wire} (field {number}) at byte {self._pos} is not used by "
                                 "lc0's schema")

@@ -226,3 +226,24 @@ def test_every_flash_parameter_has_kernel_limits() -> None:
     assert set(tuning.PARAM_LIMITS) == set(tuning.OVERRIDABLE)
     for name, value in asdict(FlashParams()).items():
         assert tuning.param_problem(name, value) is None, name
+
+
+def test_tune_refuses_a_residual_net_before_any_device_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A residual body has no attention kernels: one clear line, exit 2, and no backend is made
+    (the type check found the run reaching for the attention depth of a residual shape)."""
+    from lc0py.backends import registry
+    from lc0py.cli.main import main
+
+    net = tmp_path / "res.pb.gz"
+    assert main(["make-net", "--preset", "res-tiny", "--seed", "4", "-o", str(net)]) == 0
+    capsys.readouterr()
+
+    def no_backend(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a backend was created for a residual net")
+
+    monkeypatch.setattr(registry, "create_backend", no_backend)
+    assert main(["tune", "--weights", str(net), "--backend", "cuda", "--batches", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "residual" in err[0] and str(net) in err[0], err

@@ -66,14 +66,20 @@ class GpuBackend(BackendBase):
     is_cpu = False
 
     def __init__(
-        self, network: Network, options: BackendOptions, *, fp16: bool, vendor: str, name: str
+        self,
+        network: Network | ResidualNetwork,
+        options: BackendOptions,
+        *,
+        fp16: bool,
+        vendor: str,
+        name: str,
     ) -> None:
         from lc0py.backends.gpu.network import GpuNetwork
         from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
-        residual = isinstance(network, ResidualNetwork)  # a classical residual (SE-ResNet) body
-        if residual:  # what the residual GPU path does not run is refused before any device work
+        if isinstance(network, ResidualNetwork):  # a classical residual (SE-ResNet) body: what the
+            # residual GPU path does not run is refused before any device work
             from lc0py.backends.gpu.weights_residual import residual_shape
 
             try:
@@ -97,7 +103,7 @@ class GpuBackend(BackendBase):
         self.network = network
         self.platform = create_platform(vendor, device)
         self.tuned_from: str | None = None
-        if use_tuned and flash and not residual:
+        if use_tuned and flash and not isinstance(network, ResidualNetwork):  # tuned attention kernels
             found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
             if found is not None:
                 tuned, path = found

@@ -14,7 +14,7 @@ import ctypes
 from collections.abc import Callable
 
 from lc0py.backends.gpu.compile_cache import KernelCache
-from lc0py.backends.gpu.platform import Event, Platform
+from lc0py.backends.gpu.platform import Event, KernelArg, Platform
 from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
 
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
@@ -211,20 +211,20 @@ class GpuOps:
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
         blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
-        args = [P(x), P(v), I(bsz), I(c)]
+        args: list[KernelArg] = [P(x), P(v), I(bsz), I(c)]
         self.p.launch(self.k_wino_in, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
 
     def winograd_output(self, m: int, bias: int, y: int, bsz: int, c: int, act: int) -> None:
         """NHWC ``y = act(Aᵀ M A + bias)`` from the 36 GEMM outputs (``bias`` 0: none)."""
         blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
-        args = [P(m), P(bias), P(y), I(bsz), I(c), I(act)]
+        args: list[KernelArg] = [P(m), P(bias), P(y), I(bsz), I(c), I(act)]
         self.p.launch(self.k_wino_out, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
 
     def im2col3x3(self, x: int, cols: int, rows: int, c: int) -> None:
         """``cols[r, t*c + k] = x[neighbour(r, t), k]`` (0 off the board): ``[rows, c]`` -> ``[rows, 9c]``."""
         per = c // self.vec if c % self.vec == 0 else c
         blocks = max(1, min((rows * 9 * per + 255) // 256, 65535))
-        args = [P(x), P(cols), I(rows), I(c)]
+        args: list[KernelArg] = [P(x), P(cols), I(rows), I(c)]
         self.p.launch(self.k_im2col, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
 
     def se_residual(

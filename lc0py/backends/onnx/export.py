@@ -41,7 +41,7 @@ so the default (``DEFAULT_ATTENTION``) is the portable ``plain``; GPU providers 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -110,7 +110,7 @@ def network_to_onnx(
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be positive (or None for dynamic)")
     float_type = np.float16 if fp16 else np.float32
-    exporter: _Exporter
+    exporter: GraphOps[Network] | GraphOps[ResidualNetwork]
     if isinstance(network, ResidualNetwork):
         from lc0py.backends.onnx.export_residual import ResidualExporter, check_residual_supported
 
@@ -176,11 +176,15 @@ def _f64(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.float64)
 
 
-class _Exporter:
-    """Emits the graph of one network; every method returns the name of its output tensor."""
+NetT = TypeVar("NetT", bound=Network | ResidualNetwork)
+
+
+class GraphOps(Generic[NetT]):
+    """The building blocks shared by both bodies' exporters (activations, dense, LayerNorm, the
+    attention policy) over one network; every method returns the name of its output tensor."""
 
     def __init__(
-        self, network: Network, float_type: type, opset: int, attention: str, wdl_softmax: bool
+        self, network: NetT, float_type: type, opset: int, attention: str, wdl_softmax: bool
     ) -> None:
         self.net = network
         self.wdl_softmax = wdl_softmax
@@ -189,9 +193,6 @@ class _Exporter:
         self.attention = attention
         self._smolgen_w: str | None = None
         self._mish_consts: tuple[str, str] | None = None
-
-    def describe(self, fp16: bool, attention: str) -> str:
-        return _describe(self.net, fp16, attention)
 
     # --- building blocks ---
     def activation(self, x: str, act: Activation, name: str) -> str:
@@ -261,6 +262,46 @@ class _Exporter:
             epsilon=float(ln.eps),
             stash_type=1,  # statistics in float32 also for float16 models
         )
+
+    def attention_policy(self, p: str, pol: PolicyHead) -> str:
+        """The attention policy after its embedding: tokens ``[B·64, Pe]`` -> ``/output/policy``."""
+        g = self.g
+        pd = pol.wq.n_out
+        q = self.dense(p, pol.wq, "/policy/Q", scale=1.0 / math.sqrt(pd))
+        q = g.reshape(q, [-1, 64, pd], "/policy/Q/reshape")
+        k = self.dense(p, pol.wk, "/policy/K")
+        k = g.reshape(k, [-1, 64, pd], "/policy/K/reshape")
+        kt = g.transpose(k, [0, 2, 1], "/policy/K/transpose")
+        logits = g.op("MatMul", [q, kt], "/policy/matmul")  # [B, 64 from, 64 to], scaled through Q
+        # Promotion offsets from the to-square keys (rank 8), knight column folded in; unscaled.
+        w4 = _f64(pol.promotion)
+        w_prom = (w4[:3] + w4[3:4]).T  # [Pd, 3]: queen, rook, bishop
+        k8 = g.slice(k, [56], [64], [1], "/policy/promotion/slice")  # [B, 8, Pd]
+        off = g.op("MatMul", [k8, g.weight("/policy/promotion/weight", w_prom)], "/policy/promotion/matmul")
+        off = g.op("Unsqueeze", [off, g.int64("/policy/promotion/axes1", [1])], "/policy/promotion/offsets")
+        pawn = g.slice(logits, [48, 56], [56, 64], [1, 2], "/policy/promotion/pawn")  # [B, 8 i, 8 j]
+        pawn = g.op("Unsqueeze", [pawn, g.int64("/policy/promotion/axes3", [3])], "/policy/promotion/moves")
+        promo = g.op("Add", [pawn, off], "/policy/promotion/add")  # [B, 8 i, 8 j, 1] + [B, 1, 8 j, 3 r]
+        promo = g.reshape(promo, [-1, 8 * 24], "/policy/promotion/reshape")
+        flat = g.reshape(logits, [-1, 64 * 64], "/policy/reshape")
+        flat = g.op("Concat", [flat, promo], "/policy/concat", axis=1)  # [B, 4288]
+        index = g.int64("/const/mapping_table", _policy_gather())
+        return g.op("Gather", [flat, index], OUTPUT_POLICY, axis=1)
+
+    def describe(self, fp16: bool, attention: str) -> str:
+        """The model's doc string."""
+        raise NotImplementedError
+
+    def build(self) -> tuple[str, str, str | None]:
+        """The whole graph: the names of the policy, value and moves-left (``None``: absent) outputs."""
+        raise NotImplementedError
+
+
+class _Exporter(GraphOps[Network]):
+    """Emits the graph of one attention-body network."""
+
+    def describe(self, fp16: bool, attention: str) -> str:
+        return _describe(self.net, fp16, attention)
 
     # --- the network ---
     def build(self) -> tuple[str, str, str | None]:
@@ -404,31 +445,6 @@ class _Exporter:
         net = self.net
         p = self.dense(h, net.policy.embedding, "/policy/dense1", net.default_act)
         return self.attention_policy(p, net.policy)
-
-    def attention_policy(self, p: str, pol: PolicyHead) -> str:
-        """The attention policy after its embedding: tokens ``[B·64, Pe]`` -> ``/output/policy``."""
-        g = self.g
-        pd = pol.wq.n_out
-        q = self.dense(p, pol.wq, "/policy/Q", scale=1.0 / math.sqrt(pd))
-        q = g.reshape(q, [-1, 64, pd], "/policy/Q/reshape")
-        k = self.dense(p, pol.wk, "/policy/K")
-        k = g.reshape(k, [-1, 64, pd], "/policy/K/reshape")
-        kt = g.transpose(k, [0, 2, 1], "/policy/K/transpose")
-        logits = g.op("MatMul", [q, kt], "/policy/matmul")  # [B, 64 from, 64 to], scaled through Q
-        # Promotion offsets from the to-square keys (rank 8), knight column folded in; unscaled.
-        w4 = _f64(pol.promotion)
-        w_prom = (w4[:3] + w4[3:4]).T  # [Pd, 3]: queen, rook, bishop
-        k8 = g.slice(k, [56], [64], [1], "/policy/promotion/slice")  # [B, 8, Pd]
-        off = g.op("MatMul", [k8, g.weight("/policy/promotion/weight", w_prom)], "/policy/promotion/matmul")
-        off = g.op("Unsqueeze", [off, g.int64("/policy/promotion/axes1", [1])], "/policy/promotion/offsets")
-        pawn = g.slice(logits, [48, 56], [56, 64], [1, 2], "/policy/promotion/pawn")  # [B, 8 i, 8 j]
-        pawn = g.op("Unsqueeze", [pawn, g.int64("/policy/promotion/axes3", [3])], "/policy/promotion/moves")
-        promo = g.op("Add", [pawn, off], "/policy/promotion/add")  # [B, 8 i, 8 j, 1] + [B, 1, 8 j, 3 r]
-        promo = g.reshape(promo, [-1, 8 * 24], "/policy/promotion/reshape")
-        flat = g.reshape(logits, [-1, 64 * 64], "/policy/reshape")
-        flat = g.op("Concat", [flat, promo], "/policy/concat", axis=1)  # [B, 4288]
-        index = g.int64("/const/mapping_table", _policy_gather())
-        return g.op("Gather", [flat, index], OUTPUT_POLICY, axis=1)
 
     def value_head(self, h: str) -> str:
         """WDL softmax or classical tanh (§9)."""

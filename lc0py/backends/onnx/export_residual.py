@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from lc0py.backends.onnx.export import _Exporter
+from lc0py.backends.onnx.export import GraphOps
 from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_MLH, OUTPUT_POLICY, OUTPUT_VALUE, OUTPUT_WDL
 from lc0py.errors import UnsupportedNetError
 from lc0py.weights.network import Activation, EncoderLayer
@@ -46,10 +46,8 @@ def check_residual_supported(network: ResidualNetwork) -> None:
         raise UnsupportedNetError(f"ONNX export: value head with {network.value.fc2.n_out} outputs")
 
 
-class ResidualExporter(_Exporter):
-    """Emits the graph of one residual network (reuses ``_Exporter``'s dense/activation/LN)."""
-
-    net: ResidualNetwork  # type: ignore[assignment]
+class ResidualExporter(GraphOps[ResidualNetwork]):
+    """Emits the graph of one residual network (with the shared dense/activation/LN/attention policy)."""
 
     def describe(self, fp16: bool, attention: str) -> str:
         n = self.net

@@ -156,7 +156,7 @@ class OnnxBackend(BackendBase):
         self._ort = (ort, options, provider, provider_options)
         self.cache_hit = False
         entry = cache.cache_entry(network, **settings)
-        self.session = None
+        self.session: Any = None  # an onnxruntime.InferenceSession; None once closed
         path = entry.verified_path() if entry is not None else None  # hashed: a swapped file is refused
         if entry is not None and path is not None:
             try:
@@ -227,17 +227,22 @@ class OnnxBackend(BackendBase):
         return NetworkOutput(policy=policy, wdl=wdl.astype(np.float32), moves_left=mlh)
 
     def _run(self, planes: np.ndarray) -> list[np.ndarray]:
+        session = self.session
+        if session is None:
+            raise RuntimeError(f"{self.name}: the backend was closed")
         if not self.iobinding:
-            return self.session.run(self._outputs, {INPUT_PLANES: planes})  # type: ignore[no-any-return]
-        binding = self.session.io_binding()
+            outputs: list[np.ndarray] = session.run(self._outputs, {INPUT_PLANES: planes})
+            return outputs
+        binding = session.io_binding()
         binding.bind_cpu_input(INPUT_PLANES, planes)
         for name in self._outputs:  # outputs land in host memory directly
             binding.bind_output(name, "cpu")
-        self.session.run_with_iobinding(binding)
-        return binding.copy_outputs_to_cpu()  # type: ignore[no-any-return]
+        session.run_with_iobinding(binding)
+        copied: list[np.ndarray] = binding.copy_outputs_to_cpu()
+        return copied
 
     def close(self) -> None:
-        self.session = None  # type: ignore[assignment]
+        self.session = None
 
     def __repr__(self) -> str:
         return (

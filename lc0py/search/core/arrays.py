@@ -76,7 +76,7 @@ class TreeArrays(NamedTuple):
     sibling: np.ndarray
     edge0: np.ndarray
     nedges: np.ndarray
-    index: np.ndarray
+    index: np.ndarray  # type: ignore[assignment]  # shadows tuple.index (read by name in compiled code)
     term: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
@@ -87,18 +87,14 @@ class TreeArrays(NamedTuple):
 
 
 def allocate(node_capacity: int, edge_capacity: int) -> TreeArrays:
-    nodes = [np.zeros(node_capacity, dtype=t) for _, t in NODE_FIELDS]
-    return TreeArrays(
-        *nodes,
-        np.zeros(edge_capacity, np.uint16),
-        np.zeros(edge_capacity, np.uint16),
-        np.zeros(4, np.int64),
-    )
+    nodes: list[np.ndarray] = [np.zeros(node_capacity, dtype=t) for _, t in NODE_FIELDS]
+    edges = [np.zeros(edge_capacity, np.uint16), np.zeros(edge_capacity, np.uint16)]
+    return TreeArrays._make([*nodes, *edges, np.zeros(4, np.int64)])
 
 
 def grow(t: TreeArrays, node_capacity: int, edge_capacity: int) -> TreeArrays:
     """Copies of the arrays with at least the given capacities (contents kept)."""
-    out = []
+    out: list[np.ndarray] = []
     for name, _ in NODE_FIELDS:
         a = getattr(t, name)
         if len(a) < node_capacity:
@@ -112,7 +108,7 @@ def grow(t: TreeArrays, node_capacity: int, edge_capacity: int) -> TreeArrays:
         emove[: len(t.emove)] = t.emove
         ep = np.zeros(edge_capacity, np.uint16)
         ep[: len(t.ep)] = t.ep
-    return TreeArrays(*out, emove, ep, t.meta)
+    return TreeArrays._make([*out, emove, ep, t.meta])
 
 
 def capacity_bytes(t: TreeArrays) -> int:

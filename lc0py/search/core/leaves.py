@@ -69,7 +69,7 @@ class Requests(NamedTuple):
     idx: np.ndarray  # int16 [cap, 256]
     masks: np.ndarray  # uint64 [cap, 112]
     values: np.ndarray  # float32 [cap, 112]
-    count: np.ndarray  # int64 [1]
+    count: np.ndarray  # type: ignore[assignment]  # int64 [1]; shadows tuple.count (name used when compiled)
 
 
 def make_positions(game: list[np.ndarray]) -> Positions:

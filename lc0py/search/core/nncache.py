@@ -33,9 +33,11 @@ class CacheArrays(NamedTuple):
     key: np.ndarray  # uint64 [capacity]
     qdm: np.ndarray  # float32 [capacity, 3]
     start: np.ndarray  # int64 [capacity]: absolute position of the first code
-    count: np.ndarray  # int16 [capacity]: number of codes (-1: empty slot)
+    # int16 [capacity]: number of codes (-1: empty slot). ``count`` and ``index`` shadow the tuple
+    # methods (a checker reports an override); the compiled code reads the fields by these names.
+    count: np.ndarray  # type: ignore[assignment]
     codes: np.ndarray  # uint16 [capacity * CODES_PER_ENTRY]
-    index: np.ndarray  # int32 [power of two >= 2 capacity]: slot or -1
+    index: np.ndarray  # type: ignore[assignment]  # int32 [power of two >= 2 capacity]: slot or -1
     meta: np.ndarray  # int64 [8]
 
 

@@ -90,6 +90,20 @@ def test_info_and_empty_batch(tiny: Network) -> None:
     assert "onnx-cpu" in repr(backend)
 
 
+@pytest.mark.parametrize("opts", ["", "iobinding=on"])
+def test_evaluate_after_close_says_so(tiny: Network, opts: str) -> None:
+    """A closed backend refuses work with its name, not an AttributeError on a dropped session."""
+    from lc0py.chess import PositionHistory, encode_batch
+
+    backend = create_backend("onnx-cpu", tiny, opts)
+    batch = encode_batch([PositionHistory.from_fen(None).encode(backend.info.input_format)])
+    assert np.isfinite(backend.evaluate(batch).policy).all()
+    backend.close()
+    backend.close()  # idempotent
+    with pytest.raises(RuntimeError, match="onnx-cpu: the backend was closed"):
+        backend.evaluate(batch)
+
+
 @pytest.mark.parametrize(
     "opts, match",
     [
