@@ -8,7 +8,8 @@
 //   se_residual  after a block's second convolution, one block per position:
 //                y += b; [SE: p = mean_s y; h = act(W1 p + b1); z = W2 h + b2;
 //                y = sigmoid(z[:C]) * y + z[C:]]; out = act(y + skip). lc0's SE layout: the
-//                first C outputs of fc2 are the (sigmoid) scale, the second C the bias.
+//                first C outputs of fc2 are the (sigmoid) scale, the second C the bias. fc2 is
+//                packed transposed, w2t [S, 2C]: consecutive threads read consecutive outputs.
 #include "common.h"
 #include "activations.h"
 
@@ -41,7 +42,7 @@ extern "C" __global__ void im2col3x3(const T* LC0_RESTRICT x, T* LC0_RESTRICT co
 // w1 == nullptr: a block without SE, out = act(y + b + skip). out may alias skip (same element).
 extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, const T* skip,
                                        T* out, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                                       const T* LC0_RESTRICT w2, const T* LC0_RESTRICT b2, int c, int se,
+                                       const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
                                        int act) {
     extern __shared__ float se_smem[];
     const int b = blockIdx.x;
@@ -69,7 +70,7 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
         __syncthreads();
         for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {  // fc2: K = S, one thread per output
             float acc = to_f32(b2[o]);
-            for (int k = 0; k < se; ++k) acc += to_f32(w2[(size_t)o * se + k]) * hidden[k];
+            for (int k = 0; k < se; ++k) acc += to_f32(w2t[(size_t)k * 2 * c + o]) * hidden[k];
             gate[o] = o < c ? activate(acc, LC0_ACT_SIGMOID) : acc;
         }
         __syncthreads();
@@ -160,5 +161,105 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
                 const unsigned sq = (4 * ty + r) * 8 + 4 * tx + f;
                 store_f32(&y[((size_t)b * 64 + sq) * c + ch], activate(out[r * 4 + f] + bb, act));
             }
+    }
+}
+
+// The whole Winograd output step of a convolution in one kernel (lc0's cuda backend fuses it the
+// same way, its OutputInputTransform): one thread per channel (blockDim.x == c, c % WARP_SIZE == 0,
+// c <= 512), blockDim.y positions per block, the channel's whole 8x8 board in registers, so the
+// next convolution's input transform (whose 6x6 patches straddle the 4x4 tiles) needs no trip
+// through memory:
+//   y = A^T M A + bias  ->  [SE: y = sigmoid(z[:C]) * y + z[C:], z = W2 act(W1 mean(y) + b1) + b2]
+//   ->  [+ skip]  ->  act  ->  out (NHWC rows; optional)  ->  v = B^T d B of the 4 tiles (optional)
+// Per block: conv1's step writes only V for conv2 (h never reaches memory); conv2's step writes
+// the new residual stream x (the next skip and the heads' input) and V for the next block.
+// w1 == nullptr: no SE. SE fc2 is packed transposed, w2t [se, 2c], so a warp's reads coalesce.
+// Dynamic shared memory with SE: blockDim.y * (c + se) floats (pooled[c], hidden[se]).
+// out may alias skip (each thread reads its own element before writing it).
+#ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
+#define LC0_FUSED_MAX_C 512
+#endif
+extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
+winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                      T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                      const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
+                      int act) {
+    extern __shared__ float fused_smem[];
+    const int ch = threadIdx.x;
+    const int b = blockIdx.x * blockDim.y + threadIdx.y;
+    const bool live = b < batch;  // tail positions still reach every __syncthreads
+    const size_t tiles = (size_t)batch * 4;
+    const float bb = to_f32(bias[ch]);
+    float board[64];
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) {
+        const int ty = tt >> 1, tx = tt & 1;
+        const size_t bt = (size_t)b * 4 + tt;
+        float mm[36], tmp[24], o[16];
+#pragma unroll
+        for (int k = 0; k < 36; ++k) mm[k] = live ? to_f32(m[((size_t)k * tiles + bt) * c + ch]) : 0.f;
+#pragma unroll
+        for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) wino_at6(tmp + r * 6, 1, o + r * 4, 1);
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int f = 0; f < 4; ++f) board[(4 * ty + r) * 8 + 4 * tx + f] = o[r * 4 + f] + bb;
+    }
+    if (w1 != nullptr) {
+        float* pooled = fused_smem + threadIdx.y * (c + se);
+        float* hidden = pooled + c;
+        float sum = 0.f;
+#pragma unroll
+        for (int s = 0; s < 64; ++s) sum += board[s];
+        pooled[ch] = sum * (1.f / 64.f);
+        __syncthreads();
+        const int lane = ch % WARP_SIZE, warp = ch / WARP_SIZE, warps = c / WARP_SIZE;
+        for (int o = warp; o < se; o += warps) {  // fc1: one warp per output, K = c
+            float acc = 0.f;
+            for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
+            acc = warp_sum(acc);
+            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+        }
+        __syncthreads();
+        float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
+        for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift, K = se
+            const float h = hidden[k];
+            scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
+            shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
+        }
+        scale = activate(scale, LC0_ACT_SIGMOID);
+#pragma unroll
+        for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
+    }
+    const size_t base = (size_t)b * 64 * c + ch;
+#pragma unroll
+    for (int s = 0; s < 64; ++s) {
+        float t = board[s];
+        if (skip != nullptr && live) t += to_f32(skip[base + (size_t)s * c]);
+        t = activate(t, act);
+        board[s] = t;
+        if (out != nullptr && live) store_f32(&out[base + (size_t)s * c], t);
+    }
+    if (v == nullptr || !live) return;
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) {
+        const int ty = tt >> 1, tx = tt & 1;
+        const size_t bt = (size_t)b * 4 + tt;
+        float d[36], tmp[36], o[36];
+#pragma unroll
+        for (int r = 0; r < 6; ++r)
+#pragma unroll
+            for (int f = 0; f < 6; ++f) {
+                const int rank = 4 * ty - 1 + r, file = 4 * tx - 1 + f;
+                d[r * 6 + f] = (rank >= 0 && rank < 8 && file >= 0 && file < 8) ? board[rank * 8 + file] : 0.f;
+            }
+#pragma unroll
+        for (int f = 0; f < 6; ++f) wino_bt6(d + f, 6, tmp + f, 6);
+#pragma unroll
+        for (int r = 0; r < 6; ++r) wino_bt6(tmp + r * 6, 1, o + r * 6, 1);
+#pragma unroll
+        for (int k = 0; k < 36; ++k) store_f32(&v[((size_t)k * tiles + bt) * c + ch], o[k]);
     }
 }

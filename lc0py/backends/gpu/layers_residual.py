@@ -15,6 +15,16 @@ small kernels (kernels/residual.hip, policy_map.hip)::
             body's head, SELU embedding)
     value / moves-left: 1x1 conv GEMM + act, fc1 + act, fc2 (the attention body's ``FcHead``)
 
+With Winograd convolutions on a body whose width ``winograd_output_fused`` takes (``fused``), each
+convolution is one batched GEMM between two fused transform steps, as lc0's cuda backend does it::
+
+    V      = Bᵀ d B of the input planes              winograd_input (input conv only)
+    M      = 36 GEMMs V · Uᵀ
+    x, V   = act(Aᵀ M A + b) and its transform       winograd_output_fused (no skip, no SE)
+    per block:
+      M    = V · U1ᵀ;  V = transform(act(Aᵀ M A + b1))                (h never reaches memory)
+      M    = V · U2ᵀ;  x, V = act(SE(Aᵀ M A + b2) + x) and its transform
+
 The value heads run on the side stream while the policy runs on the main one (as in ``GpuModel``);
 they only read ``x``.
 """
@@ -57,13 +67,22 @@ class Conv3x3:
     def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
         self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
 
-    def forward(self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int) -> None:
+    def multiply(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """Winograd: the 36 batched GEMMs ``M[k] = V[k] · U[k]ᵀ`` (``V`` already transformed)."""
+        cin, cout, tiles = self.c_in, self.c_out, bsz * 4
+        ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
+                 batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
+
+    def forward(
+        self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int, transformed: bool = False
+    ) -> None:
+        """``out = conv(x)`` (+ bias, act); ``transformed``: ``buf.wino_v`` already holds ``x``'s
+        Winograd input transform (a fused step wrote it)."""
         cin, cout = self.c_in, self.c_out
         if self.winograd:
-            tiles = bsz * 4
-            ops.winograd_input(x, buf.wino_v, bsz, cin)
-            ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
-                     batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
+            if not transformed:
+                ops.winograd_input(x, buf.wino_v, bsz, cin)
+            self.multiply(ops, buf, bsz)
             bias, act = (self.w.b, self.act) if self.act is not None else (0, ACT_NONE)
             ops.winograd_output(buf.wino_m, bias, out, bsz, cout, act)
             return
@@ -75,35 +94,54 @@ class Conv3x3:
 
 
 class ResidualBlock:
-    """Two 3x3 convolutions, then SE (optional) + skip + activation in one kernel."""
+    """Two 3x3 convolutions, then SE (optional) + skip + activation in one kernel.
+
+    ``fused``: ``buf.wino_v`` holds ``x``'s transform on entry, and the block leaves the new
+    ``x``'s transform there when ``transform_next`` (the convolution policy reads it)."""
 
     def __init__(
-        self, w: ResidualBlockWeights[int], s: ResidualShape, act: int, index: int, se_hidden: int
+        self, w: ResidualBlockWeights[int], s: ResidualShape, act: int, index: int, se_hidden: int,
+        fused: bool = False,
     ) -> None:
-        self.w, self.s, self.act, self.index, self.se_hidden = w, s, act, index, se_hidden
+        self.w, self.s, self.act, self.index, self.se_hidden, self.fused = w, s, act, index, se_hidden, fused
         self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
         self.conv2 = Conv3x3(w.conv2, s.C, s.C, None, s.winograd)
 
-    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
-        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
-        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, transform_next: bool = True) -> None:
         se = self.w.se
         gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b) if se is not None else None
-        ops.se_residual(buf.conv, self.w.conv2.b, buf.x, buf.x, gate, self.s.C, self.se_hidden, self.act, bsz)
+        c = self.s.C
+        if self.fused:
+            self.conv1.multiply(ops, buf, bsz)
+            ops.winograd_fused(buf.wino_m, self.w.conv1.b, 0, 0, buf.wino_v, None, c, 0, self.act, bsz)
+            self.conv2.multiply(ops, buf, bsz)
+            v_next = buf.wino_v if transform_next else 0
+            ops.winograd_fused(buf.wino_m, self.w.conv2.b, buf.x, buf.x, v_next, gate, c, self.se_hidden,
+                               self.act, bsz)
+            return
+        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
+        ops.se_residual(buf.conv, self.w.conv2.b, buf.x, buf.x, gate, c, self.se_hidden, self.act, bsz)
 
 
 class ConvPolicyHead:
     """3x3 conv + act, 3x3 conv to P planes, lc0's 73x64 -> 1858 map (bias added in the gather)."""
 
-    def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int) -> None:
-        self.w, self.s = w, s
+    def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int, fused: bool = False) -> None:
+        self.w, self.s, self.act, self.fused = w, s, act, fused
         self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
         self.conv2 = Conv3x3(ConvWeights(w.conv2_w, 0), s.C, s.P, None, s.winograd)  # bias: in the gather
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """``fused``: ``buf.wino_v`` holds ``x``'s transform (the last block wrote it)."""
         w, s = self.w, self.s
-        self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
-        self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
+        if self.fused:
+            self.conv1.multiply(ops, buf, bsz)
+            ops.winograd_fused(buf.wino_m, w.conv1.b, 0, 0, buf.wino_v, None, s.C, 0, self.act, bsz)
+            self.conv2.forward(ops, buf, 0, buf.conv, bsz, transformed=True)
+        else:
+            self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
+            self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
         ops.gather_bias(buf.conv, SEQ * s.P, w.gather, w.out_bias, buf.out_policy, bsz)
 
 
@@ -134,15 +172,18 @@ class GpuResidualModel:
         self.s = s
         act = activation_code(net.default_act)
         ops.prepare_residual()
+        self.act = act
+        #: Winograd convolutions through ``winograd_output_fused`` (when it takes this width)
+        self.fused = s.winograd and ops.can_fuse_winograd(s.C)
         self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
         self.blocks = [
-            ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0)
+            ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0, self.fused)
             for i, (bw, b) in enumerate(zip(w.blocks, net.blocks, strict=True))
         ]
         pol = w.policy
         self.policy: ConvPolicyHead | ClassicalPolicyHead | AttentionPolicyHead
         if isinstance(pol, ConvPolicyWeights):
-            self.policy = ConvPolicyHead(pol, s, act)
+            self.policy = ConvPolicyHead(pol, s, act, self.fused)
         elif isinstance(pol, ClassicalPolicyWeights):
             self.policy = ClassicalPolicyHead(pol, s, act)
         else:
@@ -156,11 +197,19 @@ class GpuResidualModel:
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None = None) -> None:
         ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
-        self.input.forward(ops, buf, buf.tokens, buf.x, bsz)
+        if self.fused:
+            ops.winograd_input(buf.tokens, buf.wino_v, bsz, PLANES)
+            self.input.multiply(ops, buf, bsz)
+            ops.winograd_fused(
+                buf.wino_m, self.input.w.b, 0, buf.x, buf.wino_v, None, self.s.C, 0, self.act, bsz
+            )
+        else:
+            self.input.forward(ops, buf, buf.tokens, buf.x, bsz)
         if tap is not None:
             tap("input", buf.x, self.s.C)
+        conv_policy = isinstance(self.policy, ConvPolicyHead)
         for block in self.blocks:
-            block.forward(ops, buf, bsz)
+            block.forward(ops, buf, bsz, transform_next=conv_policy or block is not self.blocks[-1])
             if tap is not None:
                 tap(f"block{block.index}.output", buf.x, self.s.C)
         ops.branch(0, lambda: self._value_heads(ops, buf, bsz))

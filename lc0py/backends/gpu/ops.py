@@ -20,6 +20,10 @@ from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 
 
+#: The widest body ``winograd_output_fused`` takes (one thread per channel; its launch bounds).
+FUSED_WINOGRAD_MAX_C = 512
+
+
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
     16-byte chunks in registers (more threads per row rather than a long serial chain per
@@ -207,6 +211,34 @@ class GpuOps:
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
         self.k_wino_in = self.function("residual.hip", "winograd_input", {})
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
+        self.k_wino_fused = self.function(
+            "residual.hip", "winograd_output_fused", {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
+        )
+
+    def can_fuse_winograd(self, c: int) -> bool:
+        """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole
+        waves per position (its SE layer is a warp per output), at most ``FUSED_WINOGRAD_MAX_C``."""
+        return c <= FUSED_WINOGRAD_MAX_C and c % self.p.info.warp_size == 0
+
+    def winograd_fused(
+        self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
+        c: int, s: int, act: int, bsz: int,
+    ) -> None:
+        """From the 36 GEMM outputs ``M``: ``y = act(SE(Aᵀ M A + bias) + skip)`` written to NHWC
+        ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
+        ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``."""
+        assert self.can_fuse_winograd(c), c
+        per_block = max(1, 256 // c)  # positions per block: at least 256 threads where c allows
+        w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
+        smem = per_block * (c + s) * 4 if se is not None else 0
+        self.p.launch(
+            self.k_wino_fused,
+            ((bsz + per_block - 1) // per_block, 1, 1),
+            (c, per_block, 1),
+            smem,
+            self.stream,
+            [P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)],
+        )
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
@@ -231,7 +263,7 @@ class GpuOps:
         self, y: int, bias: int, skip: int, out: int, se: tuple[int, int, int, int] | None, c: int, s: int,
         act: int, bsz: int,
     ) -> None:
-        """``out = act(SE(y + bias) + skip)`` per position (``se`` = fc1_w, fc1_b, fc2_w, fc2_b, or
+        """``out = act(SE(y + bias) + skip)`` per position (``se`` = fc1_w, fc1_b, fc2_wᵀ, fc2_b, or
         None for a block without SE: ``act(y + bias + skip)``); ``out`` may be ``skip``."""
         w1, b1, w2, b2 = se if se is not None else (0, 0, 0, 0)
         smem = (3 * c + s) * 4 if se is not None else 0

@@ -125,7 +125,9 @@ class ConvWeights(Generic[A]):
 
 @dataclass
 class SeWeights(Generic[A]):
-    """Squeeze-and-excitation: ``fc1 [S, C]`` (+ default activation), ``fc2 [2C, S]`` (scale | bias)."""
+    """Squeeze-and-excitation: ``fc1 [S, C]`` (+ default activation), ``fc2`` transposed to ``[S, 2C]``
+    (outputs: scale | bias; transposed so the kernels' threads, one per output, read consecutive
+    addresses)."""
 
     fc1_w: A
     fc1_b: A
@@ -228,7 +230,7 @@ def pack_residual_model(
         se = None
         if block.se is not None:
             f1, f2 = block.se.fc1, block.se.fc2
-            se = SeWeights(f1.w, _bias(f1), f2.w, _bias(f2))
+            se = SeWeights(f1.w, _bias(f1), f2.w.T, _bias(f2))
         blocks.append(ResidualBlockWeights(_conv(block.conv1, winograd), _conv(block.conv2, winograd), se))
     pol = net.policy
     policy: ResidualPolicyWeights[np.ndarray]

@@ -119,6 +119,13 @@ RESIDUAL_CASES = {
     "res-tiny-classical-winograd": dict(
         preset="res-tiny", policy="classical", policy_channels=8, winograd=True
     ),
+    # widths winograd_output_fused takes: 8 positions per block (32 filters), one (256), no SE
+    "res-32-conv-winograd-fused": dict(preset="res-tiny", filters=32, se_hidden=8, winograd=True),
+    "res-20x256-1block-winograd-fused": dict(preset="res-20x256", blocks=1, winograd=True),
+    "res-64-attention-noSE-winograd-fused": dict(
+        preset="res-tiny", filters=64, se=False, policy="attention", policy_embedding=32, policy_dmodel=32,
+        winograd=True,
+    ),
 }
 
 
@@ -135,6 +142,7 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
     gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd)
     try:
         assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
+        assert gpu.model.fused is case.endswith("-fused")  # res-tiny's 16 filters: the unfused kernels
         assert len(gpu.model.blocks) == len(net.blocks)
         assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)
         weights = leaves(gpu.model_weights)

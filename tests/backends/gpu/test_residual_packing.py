@@ -95,7 +95,8 @@ def emulate_residual(
         y = _conv3(h, bw.conv2, None) + bw.conv2.b  # se_residual adds the bias first
         if bw.se is not None:
             pooled = y.mean(axis=1)
-            z = activation(act, pooled @ bw.se.fc1_w.T + bw.se.fc1_b) @ bw.se.fc2_w.T + bw.se.fc2_b
+            hidden = activation(act, pooled @ bw.se.fc1_w.T + bw.se.fc1_b)
+            z = hidden @ bw.se.fc2_w + bw.se.fc2_b  # fc2 packed [S, 2C]
             scale = 1 / (1 + np.exp(-z[:, : s.C]))
             y = scale[:, None] * y + z[:, None, s.C :]
         x = activation(act, y + x)
