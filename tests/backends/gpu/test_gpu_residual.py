@@ -39,6 +39,11 @@ NETS = {
     "res-tiny-attention": ("res-tiny", dict(policy="attention", policy_embedding=32, policy_dmodel=32)),
     "res-20x256-2blocks": ("res-20x256", dict(blocks=2)),
     "t78-2blocks": ("t78", dict(blocks=2)),
+    # Winograd forced on narrow bodies: winograd_output_fused with several positions per block
+    "res-32-winograd": ("res-tiny", dict(filters=32, se_hidden=8, winograd=True)),
+    "res-64-noSE-classical-winograd": (
+        "res-tiny", dict(filters=64, se=False, policy="classical", policy_channels=32, winograd=True)
+    ),
 }
 
 
@@ -56,10 +61,12 @@ def cuda_platform():  # type: ignore[no-untyped-def]
     p.close()
 
 
-def _check(platform: Any, net: Any, fp16: bool, label: str) -> None:
+def _check(platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None) -> None:
+    from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
 
-    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=16)
+    wino = winograd_default(net) if winograd is None else winograd
+    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=16, winograd=wino)
     try:
         batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
         trace: dict[str, np.ndarray] = {}
@@ -86,19 +93,24 @@ def _check(platform: Any, net: Any, fp16: bool, label: str) -> None:
 @pytest.mark.parametrize("case", sorted(NETS))
 def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> None:  # type: ignore[no-untyped-def]
     preset, overrides = NETS[case]
-    _check(cuda_platform, random_network(preset, 7, **overrides), fp16, case)
+    overrides = dict(overrides)
+    winograd = overrides.pop("winograd", None)
+    _check(cuda_platform, random_network(preset, 7, **overrides), fp16, case, winograd)
 
 
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("winograd", [None, True], ids=["auto", "winograd"])
 @pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
-def test_real_residual_net(cuda_platform, name: str, fp16: bool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_real_residual_net(  # type: ignore[no-untyped-def]
+    cuda_platform, name: str, fp16: bool, winograd: bool | None, tmp_path: Path
+) -> None:
     found = [d / f"{name}.pb.gz" for d in NET_DIRS if (d / f"{name}.pb.gz").is_file()]
     if not found:
         pytest.skip(f"{name}.pb.gz is in none of {[str(d) for d in NET_DIRS]}")
     src = found[0]
     path = tmp_path / src.name
     shutil.copyfile(src, path)
-    _check(cuda_platform, load_network(path), fp16, name)
+    _check(cuda_platform, load_network(path), fp16, name, winograd)
 
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
