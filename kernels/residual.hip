@@ -224,6 +224,7 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
         }
         __syncthreads();
         float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
+#pragma unroll 8
         for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift, K = se
             const float h = hidden[k];
             scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
@@ -234,11 +235,21 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
         for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
     }
     const size_t base = (size_t)b * 64 * c + ch;
+    if (skip != nullptr && live) {
+        // Every skip load before the first store to out: out may alias skip, so a load after a
+        // store could not be moved above it, and 64 dependent round trips to memory would follow.
+#pragma unroll
+        for (int s0 = 0; s0 < 64; s0 += 16) {
+            float sk[16];
+#pragma unroll
+            for (int s = 0; s < 16; ++s) sk[s] = to_f32(skip[base + (size_t)(s0 + s) * c]);
+#pragma unroll
+            for (int s = 0; s < 16; ++s) board[s0 + s] += sk[s];
+        }
+    }
 #pragma unroll
     for (int s = 0; s < 64; ++s) {
-        float t = board[s];
-        if (skip != nullptr && live) t += to_f32(skip[base + (size_t)s * c]);
-        t = activate(t, act);
+        const float t = activate(board[s], act);
         board[s] = t;
         if (out != nullptr && live) store_f32(&out[base + (size_t)s * c], t);
     }
