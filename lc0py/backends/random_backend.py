@@ -47,11 +47,18 @@ _M2 = np.uint64(0x94D049BB133111EB)
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser, vectorised (uint64 arithmetic wraps modulo 2^64)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+    return _mix_in_place(x.copy())
+
+
+def _mix_in_place(x: np.ndarray) -> np.ndarray:
+    """``_mix`` overwriting ``x`` (a fresh uint64 array; saves the temporaries: the search-only
+    benchmark hashes every position it evaluates)."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def planes_hash(batch: PlanesBatch, seed: int = 0) -> np.ndarray:
@@ -60,9 +67,13 @@ def planes_hash(batch: PlanesBatch, seed: int = 0) -> np.ndarray:
     weights = _mix(np.arange(1, 2 * n + 1, dtype=np.uint64) + np.uint64(seed & 0xFFFFFFFF))
     vals = batch.values.view(np.uint32).astype(np.uint64)
     with np.errstate(over="ignore"):
-        h = (_mix(batch.masks) * weights[:n]).sum(axis=1, dtype=np.uint64)
-        h = h + (_mix(vals) * weights[n:]).sum(axis=1, dtype=np.uint64)
-        return _mix(h)
+        masks = _mix(batch.masks)
+        masks *= weights[:n]
+        h = masks.sum(axis=1, dtype=np.uint64)
+        vals = _mix_in_place(vals)
+        vals *= weights[n:]
+        h += vals.sum(axis=1, dtype=np.uint64)
+        return _mix_in_place(h)
 
 
 class RandomBackend(BackendBase):
