@@ -273,7 +273,8 @@ def pick_nodes(
                 if child < 0:
                     child = spawn_child(t, node, best_idx)
                     kid[best_idx] = child
-                reverted[0] += revert_two_fold(t, child, plen)
+                if t.term[child] == TWO_FOLD:  # (test here: a call passing the tree costs ~0.15 µs)
+                    reverted[0] += revert_two_fold(t, child, plen)
                 decremented = False
                 if not (t.n[child] == 0 and t.nif[child] > 0):
                     t.nif[child] += 1
