@@ -174,34 +174,23 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
 // Per block: conv1's step writes only V for conv2 (h never reaches memory); conv2's step writes
 // the new residual stream x (the next skip and the heads' input) and V for the next block.
 // w1 == nullptr: no SE. SE fc2 is packed transposed, w2t [se, 2c], so a warp's reads coalesce.
+// Dynamic shared memory with SE: blockDim.y * (c + se) floats (pooled[c], hidden[se]).
 // out may alias skip (each thread reads its own element before writing it).
 #ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
 #define LC0_FUSED_MAX_C 512
 #endif
-// Where a thread keeps its channel's board: registers (64 floats of its own), or a column of
-// shared memory (stride c: consecutive threads, consecutive banks), which frees ~64 registers per
-// thread for more resident warps at the price of 64 KB per 256-filter position.
-struct RegisterBoard {
-    float v[64];
-    LC0_DEVICE float& operator[](int i) { return v[i]; }
-};
-struct SharedBoard {
-    float* p;
-    int stride;
-    LC0_DEVICE float& operator[](int i) { return p[i * stride]; }
-};
-
-template <class Board>
-LC0_DEVICE void fused_output_step(Board& board, float* pooled, const T* LC0_RESTRICT m,
-                                  const T* LC0_RESTRICT bias, const T* skip, T* out, T* LC0_RESTRICT v,
-                                  const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                                  const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
-                                  int se, int act) {
+extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
+winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                      T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                      const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
+                      int act) {
+    extern __shared__ float fused_smem[];
     const int ch = threadIdx.x;
     const int b = blockIdx.x * blockDim.y + threadIdx.y;
     const bool live = b < batch;  // tail positions still reach every __syncthreads
     const size_t tiles = (size_t)batch * 4;
     const float bb = to_f32(bias[ch]);
+    float board[64];
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) {
         const int ty = tt >> 1, tx = tt & 1;
@@ -219,6 +208,7 @@ LC0_DEVICE void fused_output_step(Board& board, float* pooled, const T* LC0_REST
             for (int f = 0; f < 4; ++f) board[(4 * ty + r) * 8 + 4 * tx + f] = o[r * 4 + f] + bb;
     }
     if (w1 != nullptr) {
+        float* pooled = fused_smem + threadIdx.y * (c + se);
         float* hidden = pooled + c;
         float sum = 0.f;
 #pragma unroll
@@ -283,29 +273,4 @@ LC0_DEVICE void fused_output_step(Board& board, float* pooled, const T* LC0_REST
 #pragma unroll
         for (int k = 0; k < 36; ++k) store_f32(&v[((size_t)k * tiles + bt) * c + ch], o[k]);
     }
-}
-
-// Dynamic shared memory: blockDim.y * (c + se) floats with SE (pooled[c], hidden[se]).
-extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
-winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                      T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                      const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                      int act) {
-    extern __shared__ float fused_smem[];
-    RegisterBoard board;
-    fused_output_step(board, fused_smem + threadIdx.y * (c + se), m, bias, skip, out, v, w1, b1, w2t, b2,
-                      batch, c, se, act);
-}
-
-// The same with the boards in shared memory. Dynamic shared memory: blockDim.y * (64c + c + se)
-// floats (boards [blockDim.y][64][c], then pooled/hidden per position).
-extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
-winograd_output_fused_smem(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                           T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                           const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                           int act) {
-    extern __shared__ float fused_smem[];
-    SharedBoard board{fused_smem + threadIdx.y * 64 * c + threadIdx.x, c};
-    float* pooled = fused_smem + blockDim.y * 64 * c + threadIdx.y * (c + se);
-    fused_output_step(board, pooled, m, bias, skip, out, v, w1, b1, w2t, b2, batch, c, se, act);
 }

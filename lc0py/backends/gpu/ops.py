@@ -211,23 +211,14 @@ class GpuOps:
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
         self.k_wino_in = self.function("residual.hip", "winograd_input", {})
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
-        fused_defines = {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
-        self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
-        self.k_wino_fused_smem = self.function("residual.hip", "winograd_output_fused_smem", fused_defines)
+        self.k_wino_fused = self.function(
+            "residual.hip", "winograd_output_fused", {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
+        )
 
     def can_fuse_winograd(self, c: int) -> bool:
         """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole
         waves per position (its SE layer is a warp per output), at most ``FUSED_WINOGRAD_MAX_C``."""
         return c <= FUSED_WINOGRAD_MAX_C and c % self.p.info.warp_size == 0
-
-    def fused_winograd_variant(self, c: int, s: int, per_block: int) -> tuple[int, int]:
-        """``(kernel, dynamic shared bytes)``: the boards in shared memory where they fit (fewer
-        registers per thread, more resident warps), else in registers."""
-        smem_boards = per_block * (64 * c + c + s) * 4
-        if smem_boards <= self.p.info.shared_mem_per_block_optin:
-            self.p.set_max_dynamic_shared(self.k_wino_fused_smem, smem_boards)
-            return self.k_wino_fused_smem, smem_boards
-        return self.k_wino_fused, per_block * (c + s) * 4
 
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
@@ -239,9 +230,9 @@ class GpuOps:
         assert self.can_fuse_winograd(c), c
         per_block = max(1, 256 // c)  # positions per block: at least 256 threads where c allows
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
-        kernel, smem = self.fused_winograd_variant(c, s, per_block)
+        smem = per_block * (c + s) * 4 if se is not None else 0
         self.p.launch(
-            kernel,
+            self.k_wino_fused,
             ((bsz + per_block - 1) // per_block, 1, 1),
             (c, per_block, 1),
             smem,
