@@ -73,6 +73,22 @@ class Conv3x3:
         ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
                  batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
 
+    def forward_fused(
+        self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
+        skip: int = 0, se: tuple[int, int, int, int] | None = None, se_hidden: int = 0,
+        act: int | None = None,
+    ) -> None:
+        """Winograd with the fused output step (``winograd_output_fused``): ``buf.wino_v`` (already
+        transformed) -> the GEMMs -> ``y = act(SE(conv + b) + skip)``, stored to NHWC ``out``
+        (0: not stored) and, with ``transform_next``, transformed back into ``buf.wino_v`` for the
+        next convolution. ``act``: this layer's unless given (a block's second convolution takes
+        the block's, applied after the skip)."""
+        self.multiply(ops, buf, bsz)
+        v_next = buf.wino_v if transform_next else 0
+        act_code = self.act if act is None else act
+        assert act_code is not None
+        ops.winograd_fused(buf.wino_m, self.w.b, skip, out, v_next, se, self.c_out, se_hidden, act_code, bsz)
+
     def forward(
         self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int, transformed: bool = False
     ) -> None:
@@ -112,12 +128,9 @@ class ResidualBlock:
         gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b) if se is not None else None
         c = self.s.C
         if self.fused:
-            self.conv1.multiply(ops, buf, bsz)
-            ops.winograd_fused(buf.wino_m, self.w.conv1.b, 0, 0, buf.wino_v, None, c, 0, self.act, bsz)
-            self.conv2.multiply(ops, buf, bsz)
-            v_next = buf.wino_v if transform_next else 0
-            ops.winograd_fused(buf.wino_m, self.w.conv2.b, buf.x, buf.x, v_next, gate, c, self.se_hidden,
-                               self.act, bsz)
+            self.conv1.forward_fused(ops, buf, bsz)
+            self.conv2.forward_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
+                                     se=gate, se_hidden=self.se_hidden, act=self.act)
             return
         self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
         self.conv2.forward(ops, buf, buf.x1, buf.conv, bsz)
@@ -128,7 +141,7 @@ class ConvPolicyHead:
     """3x3 conv + act, 3x3 conv to P planes, lc0's 73x64 -> 1858 map (bias added in the gather)."""
 
     def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int, fused: bool = False) -> None:
-        self.w, self.s, self.act, self.fused = w, s, act, fused
+        self.w, self.s, self.fused = w, s, fused
         self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
         self.conv2 = Conv3x3(ConvWeights(w.conv2_w, 0), s.C, s.P, None, s.winograd)  # bias: in the gather
 
@@ -136,8 +149,7 @@ class ConvPolicyHead:
         """``fused``: ``buf.wino_v`` holds ``x``'s transform (the last block wrote it)."""
         w, s = self.w, self.s
         if self.fused:
-            self.conv1.multiply(ops, buf, bsz)
-            ops.winograd_fused(buf.wino_m, w.conv1.b, 0, 0, buf.wino_v, None, s.C, 0, self.act, bsz)
+            self.conv1.forward_fused(ops, buf, bsz)
             self.conv2.forward(ops, buf, 0, buf.conv, bsz, transformed=True)
         else:
             self.conv1.forward(ops, buf, buf.x, buf.x1, bsz)
@@ -172,7 +184,6 @@ class GpuResidualModel:
         self.s = s
         act = activation_code(net.default_act)
         ops.prepare_residual()
-        self.act = act
         #: Winograd convolutions through ``winograd_output_fused`` (when it takes this width)
         self.fused = s.winograd and ops.can_fuse_winograd(s.C)
         self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
@@ -199,10 +210,7 @@ class GpuResidualModel:
         ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
         if self.fused:
             ops.winograd_input(buf.tokens, buf.wino_v, bsz, PLANES)
-            self.input.multiply(ops, buf, bsz)
-            ops.winograd_fused(
-                buf.wino_m, self.input.w.b, 0, buf.x, buf.wino_v, None, self.s.C, 0, self.act, bsz
-            )
+            self.input.forward_fused(ops, buf, bsz, out=buf.x)
         else:
             self.input.forward(ops, buf, buf.tokens, buf.x, bsz)
         if tap is not None:
