@@ -61,14 +61,18 @@ def cuda_platform():  # type: ignore[no-untyped-def]
     p.close()
 
 
-def _check(platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None) -> None:
+def _check(
+    platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
+    staged: bool = True,
+) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
 
     wino = winograd_default(net) if winograd is None else winograd
-    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=16, winograd=wino)
+    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino)
+    gpu.ops.staged_fused = staged
     try:
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+        batch = random_batch(size, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
         trace: dict[str, np.ndarray] = {}
         ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
@@ -96,6 +100,25 @@ def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> Non
     overrides = dict(overrides)
     winograd = overrides.pop("winograd", None)
     _check(cuda_platform, random_network(preset, 7, **overrides), fp16, case, winograd)
+
+
+@pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
+@pytest.mark.parametrize(("case", "size"), [("res-20x256-2blocks", 300), ("res-32-winograd", 1100)])
+def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def]
+    cuda_platform, case: str, size: int, staged: bool
+) -> None:
+    """Both kernels of the fused Winograd step (fp16), on batches with more position groups than
+    the staged kernel has persistent blocks (each block loops over double-buffered stages) and,
+    at 32 filters (8 positions per block), a partial last group."""
+    from lc0py.backends.gpu.ops import GpuOps
+
+    preset, overrides = NETS[case]
+    overrides = dict(overrides)
+    overrides.pop("winograd", None)
+    net = random_network(preset, 11, **overrides)
+    groups = -(-size // GpuOps.fused_positions_per_block(net.filters))
+    assert groups > cuda_platform.info.sm_count  # the staged kernel's blocks each take several
+    _check(cuda_platform, net, True, f"{case} staged={staged}", True, size=size, staged=staged)
 
 
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
