@@ -58,8 +58,8 @@ class GpuOps:
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
         #: the fused Winograd step through its shared-memory-staged kernel where that fits
-        #: (``False``: always the direct kernel; tests compare the two)
-        self.staged_fused = True
+        #: (backend option ``winograd_staged``; ``False``: always the direct kernel)
+        self.staged_fused = False
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -237,8 +237,9 @@ class GpuOps:
         return 2 * stage + (per * (c + s) * 4 if se else 0)
 
     def can_stage_fused(self, c: int, s: int, se: bool, skip: bool) -> bool:
-        """Whether the staged kernel's two stages fit the device's shared memory (fp16 bodies of
-        <= 256 filters and fp32 bodies of <= 128 on an H100's 227 KiB; else the direct kernel)."""
+        """Whether the staged kernel's two stages fit the device's shared memory. A stage holds
+        208 rows of 256 threads' channels, ~106 KiB in fp16: fp16 bodies of <= 256 filters fit an
+        H100's 227 KiB; fp32, 512 filters and AMD's 64 KiB take the direct kernel."""
         fits = self.staged_fused_smem(c, s, se, skip) <= self.p.info.shared_mem_per_block_optin
         return self.staged_fused and fits and (c * self.elem) % 16 == 0
 

@@ -63,14 +63,13 @@ def cuda_platform():  # type: ignore[no-untyped-def]
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool = True,
+    staged: bool = False,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
 
     wino = winograd_default(net) if winograd is None else winograd
-    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino)
-    gpu.ops.staged_fused = staged
+    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino, winograd_staged=staged)
     try:
         batch = random_batch(size, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
         trace: dict[str, np.ndarray] = {}
