@@ -1,4 +1,5 @@
-"""kernels/residual.hip's fused Winograd output step, run on the CPU wave emulator.
+"""kernels/residual.hip run on the CPU wave emulator: the fused Winograd output step, and the
+unfused kernels (im2col3x3, winograd_input, winograd_output, se_residual) that other widths use.
 
 The CI machines have no GPU, and the project's GPU time is rationed: this is the execution check
 that runs on every commit for both fused-step kernels -- ``winograd_output_fused`` (M and skip
@@ -71,19 +72,30 @@ def _reference(
     tiles = np.einsum("ri,ijbyxc,fj->byxrfc", A_T, mt, A_T)  # [b, ty, tx, 4, 4, c]
     board = tiles.transpose(0, 1, 3, 2, 4, 5).reshape(batch, 8, 8, c) + bias
     if se is not None:
-        w1, b1, w2t, b2 = se
-        hidden = _act(board.mean(axis=(1, 2)) @ w1.T + b1, act)  # the kernel's fc1 uses the body's act
-        z = hidden @ w2t + b2
-        board = board / (1.0 + np.exp(-z[:, None, None, :c])) + z[:, None, None, c:]
+        board = _se(board, se, act)
     if skip is not None:
         board = board + skip.reshape(batch, 8, 8, c)
     board = _act(board, act)
+    return board.reshape(batch * 64, c), _input_transform(board)
+
+
+def _se(board: np.ndarray, se: tuple[np.ndarray, ...], act: int) -> np.ndarray:
+    """lc0's SE on ``[B, 8, 8, C]``: fc2's first C outputs are the sigmoid scale, the rest a bias."""
+    w1, b1, w2t, b2 = se
+    c = board.shape[-1]
+    hidden = _act(board.mean(axis=(1, 2)) @ w1.T + b1, act)  # the kernels' fc1 uses the body's act
+    z = hidden @ w2t + b2
+    return board / (1.0 + np.exp(-z[:, None, None, :c])) + z[:, None, None, c:]
+
+
+def _input_transform(board: np.ndarray) -> np.ndarray:
+    """``V [36, B*4, C]`` = Bᵀ d B of the 6x6 zero-padded patches of ``[B, 8, 8, C]``."""
+    batch, c = board.shape[0], board.shape[-1]
     padded = np.zeros((batch, 10, 10, c))
     padded[:, 1:9, 1:9] = board
     rows = [[padded[:, 4 * ty : 4 * ty + 6, 4 * tx : 4 * tx + 6] for tx in range(2)] for ty in range(2)]
     patches = np.stack([np.stack(r, 1) for r in rows], 1)  # [b, ty, tx, 6, 6, c]
-    v = np.einsum("ri,byxijc,fj->rfbyxc", B_T, patches, B_T).reshape(36, batch * 4, c)
-    return board.reshape(batch * 64, c), v
+    return np.einsum("ri,byxijc,fj->rfbyxc", B_T, patches, B_T).reshape(36, batch * 4, c)
 
 
 @pytest.fixture(scope="module")
@@ -109,15 +121,7 @@ def test_fused_winograd_step_on_emulator(
     fp16 = cid.endswith("fp16")
     dtype = np.float16 if fp16 else np.float32
     rng = np.random.default_rng()  # fresh inputs every run
-    arrays = {
-        "m": 0.5 * rng.standard_normal((36, batch * 4, c)),
-        "bias": 0.1 * rng.standard_normal(c),
-        "skip": rng.standard_normal((batch * 64, c)),
-        "w1": rng.standard_normal((se_hidden, c)) / np.sqrt(c),
-        "b1": 0.1 * rng.standard_normal(se_hidden),
-        "w2t": rng.standard_normal((se_hidden, 2 * c)) / np.sqrt(max(se_hidden, 1)),
-        "b2": 0.1 * rng.standard_normal(2 * c),
-    }
+    arrays = _inputs(rng, batch, c, se_hidden)
     stored = {k: v.astype(dtype) for k, v in arrays.items()}  # the kernel's inputs, as it reads them
     for name, a in stored.items():
         a.tofile(tmp_path / f"{name}.bin")
@@ -142,3 +146,54 @@ def test_fused_winograd_step_on_emulator(
         assert not np.isnan(got).any(), f"{name}: {int(np.isnan(got).sum())} elements never written"
         err = relative_error(got, want)
         assert err <= limit, f"{cid} {case} {kernel}: {name} relative error {err:.2e} > {limit}"
+
+
+def _inputs(rng: np.random.Generator, batch: int, c: int, se_hidden: int) -> dict[str, np.ndarray]:
+    return {
+        "x": rng.standard_normal((batch * 64, c)),
+        "m": 0.5 * rng.standard_normal((36, batch * 4, c)),
+        "bias": 0.1 * rng.standard_normal(c),
+        "skip": rng.standard_normal((batch * 64, c)),
+        "w1": rng.standard_normal((se_hidden, c)) / np.sqrt(c),
+        "b1": 0.1 * rng.standard_normal(se_hidden),
+        "w2t": rng.standard_normal((se_hidden, 2 * c)) / np.sqrt(max(se_hidden, 1)),
+        "b2": 0.1 * rng.standard_normal(2 * c),
+    }
+
+
+@pytest.mark.parametrize("se_hidden", [8, 0], ids=["se", "noSE"])
+@pytest.mark.parametrize("cid", [c[0] for c in CONFIGS])
+def test_unfused_residual_kernels_on_emulator(
+    emulators: dict[str, Path], tmp_path: Path, cid: str, se_hidden: int
+) -> None:
+    """im2col3x3, winograd_input and winograd_output through their grid-stride loops (fewer blocks
+    than work), se_residual one block per position, against the same float64 model."""
+    batch, c, act = 3, 64, ACT_MISH
+    dtype = np.float16 if cid.endswith("fp16") else np.float32
+    stored = {k: v.astype(dtype) for k, v in _inputs(np.random.default_rng(), batch, c, se_hidden).items()}
+    for name, a in stored.items():
+        a.tofile(tmp_path / f"{name}.bin")
+    e = {k: v.astype(np.float64) for k, v in stored.items()}
+    x = e["x"].reshape(batch, 8, 8, c)
+    padded = np.zeros((batch, 10, 10, c))
+    padded[:, 1:9, 1:9] = x
+    taps = [padded[:, dr : dr + 8, df : df + 8] for dr in range(3) for df in range(3)]  # t = dr*3 + df
+    want = {
+        "cols": np.concatenate(taps, axis=-1).reshape(batch * 64, 9 * c),
+        "vin": _input_transform(x),
+        "y": _reference(e["m"], e["bias"], None, None, act)[0],
+    }
+    t = x + e["bias"]
+    if se_hidden:
+        t = _se(t, (e["w1"], e["b1"], e["w2t"], e["b2"]), act)
+    want["se"] = _act(t + e["skip"].reshape(batch, 8, 8, c), act).reshape(batch * 64, c)
+
+    args = ["other", batch, c, se_hidden, act, tmp_path]
+    run = subprocess.run([str(emulators[cid]), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{cid}:\n{run.stdout}{run.stderr}"
+    limit = 1e-2 if dtype == np.float16 else 1e-4
+    for name, ref in want.items():
+        got = np.fromfile(tmp_path / f"{name}.bin", dtype=dtype).reshape(ref.shape).astype(np.float64)
+        assert not np.isnan(got).any(), f"{name}: {int(np.isnan(got).sum())} elements never written"
+        err = relative_error(got, ref)
+        assert err <= limit, f"{cid} {name}: relative error {err:.2e} > {limit}"

@@ -1,6 +1,7 @@
-// Runs the real kernels/residual.hip fused Winograd output step (winograd_output_fused and
-// winograd_output_fused_staged) on the CPU wave emulator: 2-D blocks (c channels x per
-// positions), __syncthreads, the SE's warp reductions, dynamic shared memory. On AMD the staged
+// Runs the real kernels/residual.hip on the CPU wave emulator: the fused Winograd output step
+// (winograd_output_fused and winograd_output_fused_staged: 2-D blocks of c channels x per
+// positions, __syncthreads, the SE's warp reductions, dynamic shared memory) and, with `other`,
+// the unfused kernels (im2col3x3, winograd_input, winograd_output, se_residual). On AMD the staged
 // kernel's async copies are plain copies (prelude_hiprtc.h), so this checks its stage layout,
 // the persistent loop over position groups and the partial last group, not cp.async timing.
 // Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
@@ -9,6 +10,10 @@
 //   se > 0 w1.bin [se, c], b1.bin [se], w2t.bin [se, 2c], b2.bin [2c], all of the kernel's T.
 //   Writes out.bin [batch*64, c] (out aliases skip when both are on, as in the backend) and
 //   v.bin [36, batch*4, c]; unwritten elements stay NaN. grid: the staged kernel's block count.
+// Usage: residual_emu other batch c se act dir
+//   dir holds x.bin [batch*64, c], m.bin, bias.bin, skip.bin and (se > 0) the SE weights; writes
+//   cols.bin (im2col3x3 of x), vin.bin (winograd_input of x), y.bin (winograd_output of m, bias,
+//   act), se.bin (se_residual of x as y, bias, skip, SE, act).
 #include "wave_emu.h"
 // clang-format off
 #include "prelude_hiprtc.h"
@@ -37,7 +42,42 @@ static void write_t(const std::string& path, const std::vector<T>& v) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), (std::streamsize)(v.size() * sizeof(T)));
 }
 
+static int run_other(int batch, int c, int se, int act, const std::string& dir) {
+    const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
+    T nan;
+    store_f32(&nan, __builtin_nanf(""));
+    auto x = read_t(dir + "/x.bin", rows);
+    auto m = read_t(dir + "/m.bin", mv);
+    auto bias = read_t(dir + "/bias.bin", (size_t)c);
+    auto skip = read_t(dir + "/skip.bin", rows);
+    std::vector<T> w1, b1, w2t, b2;
+    if (se > 0) {
+        w1 = read_t(dir + "/w1.bin", (size_t)se * c);
+        b1 = read_t(dir + "/b1.bin", (size_t)se);
+        w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
+        b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
+    }
+    std::vector<T> cols(rows * 9, nan), vin(mv, nan), y(rows, nan), out(rows, nan);
+    const emu_dim3 few{3, 1, 1};  // fewer blocks than work: the grid-stride loops run
+    emu::run_grid(few, 256, [&] { im2col3x3(x.data(), cols.data(), batch * 64, c); });
+    emu::run_grid(few, 256, [&] { winograd_input(x.data(), vin.data(), batch, c); });
+    emu::run_grid(few, 256, [&] { winograd_output(m.data(), bias.data(), y.data(), batch, c, act); });
+    if ((size_t)(3 * c + se) * 4 > sizeof(se_smem)) return 3;
+    emu::run_grid(emu_dim3{(unsigned)batch, 1, 1}, 256, [&] {
+        se_residual(x.data(), bias.data(), skip.data(), out.data(), se > 0 ? w1.data() : nullptr, b1.data(),
+                    w2t.data(), b2.data(), c, se, act);
+    });
+    for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
+    write_t(dir + "/cols.bin", cols);
+    write_t(dir + "/vin.bin", vin);
+    write_t(dir + "/y.bin", y);
+    write_t(dir + "/se.bin", out);
+    return emu::g_errors.empty() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 7 && std::string(argv[1]) == "other")
+        return run_other(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
     if (argc != 11) {
         std::fprintf(stderr, "usage: %s staged|direct batch c se act skip out v grid dir\n", argv[0]);
         return 2;
