@@ -73,6 +73,7 @@ LC0_DEVICE float lc0_rsqrt(float x) { return rsqrtf(x); }
 // Shared-memory address as the 32-bit value ldmatrix/cp.async want.
 LC0_DEVICE u32 lc0_smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
+#if __CUDA_ARCH__ >= 800
 LC0_DEVICE void async_copy16(void* smem, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(lc0_smem_addr(smem)), "l"(gmem));
 }
@@ -81,3 +82,11 @@ template <int N>
 LC0_DEVICE void async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
+#else  // before sm_80 (Volta, Turing): a plain 16-byte copy, complete when it returns
+LC0_DEVICE void async_copy16(void* smem, const void* gmem) {
+    *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+}
+LC0_DEVICE void async_commit() {}
+template <int N>
+LC0_DEVICE void async_wait() {}
+#endif

@@ -86,6 +86,20 @@ def test_other_kernels_compile(arch: str, source: str, defines: dict[str, int]) 
     assert len(_compile(source, defines, arch)) > 1000
 
 
+#: What a GPU before sm_80 (Volta, Turing) compiles: everything but the flash kernel (no
+#: mma.sync.m16n8k16 there; ``mma_kind`` is None). cp.async does not exist before sm_80 either, so
+#: the prelude's async copies become plain copies there.
+PRE_SM80 = [case for case in OTHER if case[0] != "layernorm.hip" or case[1]["LC0_LN_N"] == 768]
+
+
+@pytest.mark.parametrize(
+    ("source", "defines"), PRE_SM80,
+    ids=[f"{s}-{'-'.join(f'{k}{v}' for k, v in d.items())}" for s, d in PRE_SM80],
+)
+def test_non_flash_kernels_compile_before_sm80(source: str, defines: dict[str, int]) -> None:
+    assert len(_compile(source, defines, "sm_75")) > 1000
+
+
 def test_compile_error_carries_log() -> None:
     from lc0py.errors import KernelCompileError
 
