@@ -190,7 +190,8 @@ class Search:
             # already evaluated, keeps its priors, as in lc0)
             samples = self._rng.gamma(params.noise_alpha, 1.0, noise_core.SAMPLES)
             self.worker.root_noise = samples.astype(np.float32)
-        tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - cache.nbytes())
+        self._cache_bytes = cache.nbytes()  # its arrays are allocated whole, before the search
+        tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - self._cache_bytes)
         self._update_root_filter()
 
     # ------------------------------------------------------------------ public control ----
@@ -377,7 +378,7 @@ class Search:
             losing_edges=int(out[4]),
             may_resign=bool(out[5]),
             mate_depth=int(out[6]) or None,
-            memory_bytes=self.tree.bytes_used() + self.cache.nbytes(),
+            memory_bytes=self.tree.bytes_used() + self._cache_bytes,
             tree_nodes=self.tree.num_nodes,
             node_bytes=self.bytes_per_node(),
             batch_visits=self.target,

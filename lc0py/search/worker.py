@@ -320,10 +320,11 @@ class SearchWorker:
         """Finish the leaves the compiled extension left for the tables (KIND_TB_PROBE; lc0's
         ``ExtendNode``): a successful WDL probe makes a tablebase terminal (one ``tbhits``), a
         failed one (a table missing) extends the leaf as any other."""
+        if self.tablebase is None:  # the compiled extension marks such leaves only with tables
+            return
         pending = np.flatnonzero(batch.kinds[: batch.count] == L.KIND_TB_PROBE)
         if not len(pending):
             return
-        assert self.tablebase is not None, "tablebase leaves without tables"
         root = self.root_id
         words = np.zeros(B.POS_WORDS, np.uint64)
         for i in pending:
