@@ -6,6 +6,7 @@ import math
 import random
 
 import numpy as np
+import pytest
 
 from lc0py.search.core.numeric import cpuct, fast_log, prior_code, prior_value
 from lc0py.search.params import SearchParams
@@ -121,6 +122,27 @@ def test_collision_budget_scaling() -> None:
     mid = collisions_left(p, 10000)
     assert 1 < mid < 80000
     assert abs(mid - round(1 + 79999 * ((10000 - 28) / (145000 - 28)) ** 1.25)) <= 1
+
+
+def _collisions_left_numpy(p: SearchParams, nodes: float) -> int:
+    """``CalculateCollisionsLeft`` in numpy float32 scalars (the definition the compiled
+    ``gather.collision_budget`` must match to the last bit)."""
+    start, end = p.max_collision_visits_scaling_start, p.max_collision_visits_scaling_end
+    high = p.max_collision_visits
+    if nodes >= end:
+        return high
+    if nodes <= start:
+        return 1
+    f = np.float32
+    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(p.max_collision_visits_scaling_power)
+    return int(math.floor(float(f(1) + f(high - 1) * f(ratio)) + 0.5))
+
+
+@pytest.mark.parametrize("power", [1.25, 1.0, 0.7, 2.3])
+def test_collision_budget_matches_the_float32_definition_everywhere(power: float) -> None:
+    p = SearchParams(max_collision_visits_scaling_power=power)
+    nodes = list(range(0, 150_001, 1 if power == 1.25 else 7)) + [0.5, 28.5, 10_000.25, float("inf")]
+    assert [collisions_left(p, n) for n in nodes] == [_collisions_left_numpy(p, n) for n in nodes]
 
 
 def test_edges_sort_by_prior_like_lc0s_std_sort() -> None:

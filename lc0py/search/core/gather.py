@@ -159,6 +159,20 @@ def cancel_visits(t: TreeArrays, root: int, picks: np.ndarray, count: int) -> No
             t.nif[picks[i, 0]] -= 1
 
 
+@njit
+def collision_budget(nodes: float, start: int, end: int, high: int, power: float) -> int:
+    """lc0's ``CalculateCollisionsLeft`` (float32 pow and mix, rounded half away from zero):
+    ``MaxCollisionVisits`` scaled from 1 at ``start`` nodes to ``high`` at ``end``."""
+    if nodes >= end:
+        return high
+    if nodes <= start:
+        return 1
+    f = np.float32
+    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(power)
+    x = f(1) + f(high - 1) * ratio
+    return int(np.floor(np.float64(x) + 0.5))
+
+
 # state slots of ``gather_minibatch`` (kept between calls when the arrays had to grow)
 G_MB, G_LEFT, G_OOO_START, G_COUNT, G_NEED = 0, 1, 2, 3, 4
 GATHER_DONE = 0
