@@ -225,7 +225,7 @@ def sort_edges(t: TreeArrays, node: int, w: np.ndarray, stack: np.ndarray) -> No
     _sort_pool(t.emove, t.ep, t.edge0[node], np.int32(t.nedges[node]), w, stack)
 
 
-@njit
+@njit(inline="always")
 def _position_row(
     parent: np.ndarray,
     emove: np.ndarray,
