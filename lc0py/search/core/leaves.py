@@ -200,7 +200,7 @@ def lc0_sort_packed(w: np.ndarray, n: int, stack: np.ndarray) -> None:
             w[uj] = v
 
 
-@njit
+@njit(inline="always")
 def _sort_pool(mv: np.ndarray, cd: np.ndarray, e0: int, n: int, w: np.ndarray, stack: np.ndarray) -> None:
     """``mv[e0:e0+n]``/``cd[e0:e0+n]`` sorted by ``lc0_sort_packed`` through ``w``."""
     for i in range(n):
@@ -218,7 +218,7 @@ def lc0_sort(mv: np.ndarray, cd: np.ndarray, n: int) -> None:
     _sort_pool(mv, cd, 0, n, np.empty(n, np.uint32), np.empty((3, SORT_STACK), np.int64))
 
 
-@njit
+@njit(inline="always")
 def sort_edges(t: TreeArrays, node: int, w: np.ndarray, stack: np.ndarray) -> None:
     """``Node::SortEdges``: by prior code, descending, as lc0's ``std::sort`` orders them.
     ``w``: uint32 scratch of ``B.MAX_MOVES``, ``stack``: int64 ``[3, SORT_STACK]``."""
