@@ -190,7 +190,9 @@ class Search:
             # already evaluated, keeps its priors, as in lc0)
             samples = self._rng.gamma(params.noise_alpha, 1.0, noise_core.SAMPLES)
             self.worker.root_noise = samples.astype(np.float32)
-        tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - cache.nbytes())
+        self._cache_bytes = cache.nbytes()  # its arrays are allocated whole, before the search
+        self._root_stats_out = np.zeros(7, np.int64)  # root_stats' output, reused every batch
+        tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - self._cache_bytes)
         self._update_root_filter()
 
     # ------------------------------------------------------------------ public control ----
@@ -359,27 +361,32 @@ class Search:
         self._maybe_send_info()
 
     def _iteration_stats(self) -> IterationStats:
-        t = self.tree.arrays
-        out = np.zeros(7, np.int64)
-        root = self.root_id
-        absolute = bool(self.prm[P_FPU_ABS_ROOT])
-        root_stats(t, root, absolute, float(self.prm[P_FPU_ROOT]), float(self.prm[P_DRAW_ODD]), out)
+        """lc0's ``PopulateCommonIterationStats`` (after every batch: each value read once)."""
+        out = self._root_stats_out
+        prm = self.prm
+        absolute, fpu, draw = bool(prm[P_FPU_ABS_ROOT]), float(prm[P_FPU_ROOT]), float(prm[P_DRAW_ODD])
+        root_stats(self.tree.arrays, self.root_id, absolute, fpu, draw, out)
+        counters = self.worker.stats
+        playouts = int(counters[G.S_PLAYOUTS])
+        used = self.tree.bytes_used()
+        nodes = self.tree.num_nodes
+        edges, largest, second, win, losing, may_resign, mate = out.tolist()
         return IterationStats(
             time_since_movestart=self.elapsed_ms(),
-            total_nodes=self.playouts + self.initial_visits,
-            nodes_since_movestart=self.playouts,
+            total_nodes=playouts + self.initial_visits,
+            nodes_since_movestart=playouts,
             batches_since_movestart=self.batches,
-            average_depth=self.sum_depth // (self.playouts or 1),
-            edges=int(out[0]),
-            largest_n=int(out[1]),
-            second_n=int(out[2]),
-            win_found=bool(out[3]),
-            losing_edges=int(out[4]),
-            may_resign=bool(out[5]),
-            mate_depth=int(out[6]) or None,
-            memory_bytes=self.tree.bytes_used() + self.cache.nbytes(),
-            tree_nodes=self.tree.num_nodes,
-            node_bytes=self.bytes_per_node(),
+            average_depth=int(counters[G.S_DEPTH_SUM]) // (playouts or 1),
+            edges=edges,
+            largest_n=largest,
+            second_n=second,
+            win_found=bool(win),
+            losing_edges=losing,
+            may_resign=bool(may_resign),
+            mate_depth=mate or None,
+            memory_bytes=used + self._cache_bytes,
+            tree_nodes=nodes,
+            node_bytes=used / max(1, nodes),  # bytes_per_node()
             batch_visits=self.target,
         )
 

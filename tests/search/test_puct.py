@@ -6,6 +6,7 @@ import math
 import random
 
 import numpy as np
+import pytest
 
 from lc0py.search.core.numeric import cpuct, fast_log, prior_code, prior_value
 from lc0py.search.params import SearchParams
@@ -123,6 +124,27 @@ def test_collision_budget_scaling() -> None:
     assert abs(mid - round(1 + 79999 * ((10000 - 28) / (145000 - 28)) ** 1.25)) <= 1
 
 
+def _collisions_left_numpy(p: SearchParams, nodes: float) -> int:
+    """``CalculateCollisionsLeft`` in numpy float32 scalars (the definition the compiled
+    ``gather.collision_budget`` must match to the last bit)."""
+    start, end = p.max_collision_visits_scaling_start, p.max_collision_visits_scaling_end
+    high = p.max_collision_visits
+    if nodes >= end:
+        return high
+    if nodes <= start:
+        return 1
+    f = np.float32
+    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(p.max_collision_visits_scaling_power)
+    return int(math.floor(float(f(1) + f(high - 1) * f(ratio)) + 0.5))
+
+
+@pytest.mark.parametrize("power", [1.25, 1.0, 0.7, 2.3])
+def test_collision_budget_matches_the_float32_definition_everywhere(power: float) -> None:
+    p = SearchParams(max_collision_visits_scaling_power=power)
+    nodes = list(range(0, 150_001, 1 if power == 1.25 else 7)) + [0.5, 28.5, 10_000.25, float("inf")]
+    assert [collisions_left(p, n) for n in nodes] == [_collisions_left_numpy(p, n) for n in nodes]
+
+
 def test_edges_sort_by_prior_like_lc0s_std_sort() -> None:
     from lc0py.search.core.leaves import lc0_sort
 
@@ -140,3 +162,80 @@ def test_edges_sort_by_prior_like_lc0s_std_sort() -> None:
             if n <= 16:  # libstdc++ sorts short ranges by insertion: stable
                 order = np.argsort(-codes.astype(np.int32), kind="stable")
                 assert m.tolist() == moves[order].tolist()
+
+
+def _std_sort_reference(mv: list[int], cd: list[int]) -> None:
+    """libstdc++'s ``std::sort`` by descending code on parallel lists (plain Python: the
+    two-array transliteration the compiled, packed ``lc0_sort_packed`` must reproduce)."""
+    n = len(cd)
+
+    def swap(i: int, j: int) -> None:
+        mv[i], mv[j] = mv[j], mv[i]
+        cd[i], cd[j] = cd[j], cd[i]
+
+    def linear_insert(i: int) -> None:
+        vm, vc = mv[i], cd[i]
+        j = i - 1
+        while vc > cd[j]:
+            mv[j + 1], cd[j + 1] = mv[j], cd[j]
+            j -= 1
+        mv[j + 1], cd[j + 1] = vm, vc
+
+    def insertion_sort(lo: int, hi: int) -> None:
+        for i in range(lo + 1, hi):
+            if cd[i] > cd[lo]:
+                vm, vc = mv[i], cd[i]
+                mv[lo + 1 : i + 1], cd[lo + 1 : i + 1] = mv[lo:i], cd[lo:i]
+                mv[lo], cd[lo] = vm, vc
+            else:
+                linear_insert(i)
+
+    def median_to_first(r: int, a: int, b: int, c: int) -> None:
+        if cd[a] > cd[b]:
+            swap(r, b if cd[b] > cd[c] else (c if cd[a] > cd[c] else a))
+        else:
+            swap(r, a if cd[a] > cd[c] else (c if cd[b] > cd[c] else b))
+
+    def introsort(lo: int, hi: int, d: int) -> None:
+        while hi - lo > 16:
+            if d == 0:
+                insertion_sort(lo, hi)
+                return
+            d -= 1
+            median_to_first(lo, lo + 1, lo + (hi - lo) // 2, hi - 1)
+            first, last = lo + 1, hi
+            while True:
+                while cd[first] > cd[lo]:
+                    first += 1
+                last -= 1
+                while cd[lo] > cd[last]:
+                    last -= 1
+                if not first < last:
+                    break
+                swap(first, last)
+                first += 1
+            introsort(first, hi, d)
+            hi = first
+
+    introsort(0, n, 2 * (n.bit_length() - 1) if n else 0)
+    if n > 16:
+        insertion_sort(0, 16)
+        for i in range(16, n):
+            linear_insert(i)
+    else:
+        insertion_sort(0, n)
+
+
+def test_packed_edge_sort_is_libstdcxx_std_sort_with_ties() -> None:
+    from lc0py.search.core.leaves import lc0_sort
+
+    rng = np.random.default_rng(3)
+    for n in [3, 16, 17, 18, 31, 40, 64, 100, 218]:
+        for trial in range(25):
+            high = [2, 5, n, 60000][trial % 4]  # from nearly all equal to nearly all distinct
+            codes = rng.integers(0, high, n).astype(np.uint16)
+            moves = rng.permutation(4096)[:n].astype(np.uint16)
+            want_m, want_c = moves.tolist(), codes.tolist()
+            _std_sort_reference(want_m, want_c)
+            lc0_sort(moves, codes, n)
+            assert moves.tolist() == want_m and codes.tolist() == want_c

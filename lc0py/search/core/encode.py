@@ -180,7 +180,7 @@ def _is_startpos(hist: np.ndarray, idx: int) -> bool:
     return True
 
 
-@njit
+@njit(inline="always")
 def _write_step(
     hist: np.ndarray, idx: int, rep: int, undo: bool, black: bool, transform: int, base: int, out: np.ndarray
 ) -> None:

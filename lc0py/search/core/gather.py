@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from lc0py.search.core.arrays import TreeArrays
-from lc0py.search.core.backup import add_in_flight, backup, cancel_collision
+from lc0py.search.core.backup import add_in_flight, backup_rows, cancel_collision
 from lc0py.search.core.jit import njit
 from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Requests, extend_picks
 from lc0py.search.core.nncache import CacheArrays
@@ -60,21 +60,23 @@ def resolve_out_of_order(
     if not some:
         return end
     remove = np.zeros(end - start, np.bool_)
+    rows = np.empty(end - start, np.int64)
+    count = 0
     for i in range(end - 1, start - 1, -1):
         node = picks[i, 0]
         if picks[i, 4] != 0:
             cancel_collision(t, node, root, picks[i, 2])
             remove[i - start] = True
-        elif kinds[i] == KIND_CACHE_HIT:
-            backup(t, picks[i, 0], root, -vals[i, 0], vals[i, 1], vals[i, 2], picks[i, 2], sticky)
+        elif kinds[i] == KIND_CACHE_HIT or t.term[node] != 0:
+            # backed up below, in this order (a terminal's own value replaces vals[i]; the
+            # collisions cancelled meanwhile touch only visits in flight, which backups
+            # never read)
+            rows[count] = i
+            count += 1
             _count_visit(picks, i, stats)
             stats[S_OOO] += 1
             remove[i - start] = True
-        elif t.term[node] != 0:
-            backup(t, picks[i, 0], root, t.wl[node], t.d[node], t.m[node], picks[i, 2], sticky)
-            _count_visit(picks, i, stats)
-            stats[S_OOO] += 1
-            remove[i - start] = True
+    backup_rows(t, root, picks, vals, rows, count, sticky)
     k = start
     for i in range(start, end):
         if not remove[i - start]:
@@ -127,23 +129,24 @@ def backup_batch(
     results, rescaled by ``core/rescale.py``); returns whether any visit was backed up."""
     work = False
     b = 0
+    rows = np.empty(count, np.int64)
+    n_rows = 0
     for i in range(count):
         if picks[i, 4] != 0:
             continue
         work = True
-        node = picks[i, 0]
         if kinds[i] == KIND_NN:
             v, dd = rescale_leaf(prm, picks[i, 1], -np.float32(q[b]), d[b])
-            backup(t, picks[i, 0], root, v, dd, m[b], picks[i, 2], sticky)
-            _count_visit(picks, i, stats)
+            vals[i, 0] = -v
+            vals[i, 1] = dd
+            vals[i, 2] = m[b]
             b += 1
             stats[S_NN] += 1
-        elif t.term[node] != 0:
-            backup(t, picks[i, 0], root, t.wl[node], t.d[node], t.m[node], picks[i, 2], sticky)
-            _count_visit(picks, i, stats)
-        else:  # cache hit kept in order (out-of-order evaluation off)
-            backup(t, picks[i, 0], root, -vals[i, 0], vals[i, 1], vals[i, 2], picks[i, 2], sticky)
-            _count_visit(picks, i, stats)
+        # else: a cache hit's value is in vals[i]; a terminal's own value replaces it
+        _count_visit(picks, i, stats)
+        rows[n_rows] = i
+        n_rows += 1
+    backup_rows(t, root, picks, vals, rows, n_rows, sticky)
     return work
 
 
@@ -154,6 +157,20 @@ def cancel_visits(t: TreeArrays, root: int, picks: np.ndarray, count: int) -> No
         if picks[i, 4] == 0:
             cancel_collision(t, picks[i, 0], root, 1)
             t.nif[picks[i, 0]] -= 1
+
+
+@njit
+def collision_budget(nodes: float, start: int, end: int, high: int, power: float) -> int:
+    """lc0's ``CalculateCollisionsLeft`` (float32 pow and mix, rounded half away from zero):
+    ``MaxCollisionVisits`` scaled from 1 at ``start`` nodes to ``high`` at ``end``."""
+    if nodes >= end:
+        return high
+    if nodes <= start:
+        return 1
+    f = np.float32
+    ratio = f(f(f(nodes) - f(start)) / f(end - start)) ** f(power)
+    x = f(1) + f(high - 1) * ratio
+    return int(np.floor(np.float64(x) + 0.5))
 
 
 # state slots of ``gather_minibatch`` (kept between calls when the arrays had to grow)

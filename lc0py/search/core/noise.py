@@ -19,7 +19,7 @@ import numpy as np
 from lc0py.search.core import board as B
 from lc0py.search.core.arrays import TreeArrays
 from lc0py.search.core.jit import njit
-from lc0py.search.core.leaves import Positions, sort_edges
+from lc0py.search.core.leaves import SORT_STACK, Positions, sort_edges
 from lc0py.search.core.numeric import prior_code, prior_value
 
 F32 = np.float32
@@ -59,5 +59,5 @@ def apply_root_noise(t: TreeArrays, root: int, pos: Positions, noise: np.ndarray
         p = prior_value(codes[j]) * keep + e * F32(noise[j]) / total
         t.emove[e0 + j] = moves[j]
         t.ep[e0 + j] = prior_code(p)
-    sort_edges(t, root)
+    sort_edges(t, root, np.empty(B.MAX_MOVES, np.uint32), np.empty((3, SORT_STACK), np.int64))
     return True

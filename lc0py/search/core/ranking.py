@@ -13,56 +13,85 @@ from lc0py.search.core.pick import node_q
 F32 = np.float32
 
 
-@njit
-def _rank(t: TreeArrays, c: int) -> int:
-    """0 terminal loss, 1 tablebase loss, 2 other, 3 tablebase win, 4 terminal win."""
-    if c < 0 or t.n[c] == 0 or t.term[c] == 0 or t.wl[c] == 0.0:
-        return 2
-    if t.term[c] == TABLEBASE:
-        return 1 if t.wl[c] < 0.0 else 3
-    return 0 if t.wl[c] < 0.0 else 4
+# columns of ``_edge_keys``: what lc0's comparison reads of an edge's child
+K_RANK, K_N, K_TERM, K_TB, K_M, K_Q, K_PRIOR = 0, 1, 2, 3, 4, 5, 6
 
 
 @njit
-def better(t: TreeArrays, node: int, a: int, ca: int, b: int, cb: int, draw_score: float) -> bool:
-    """True when edge ``a`` (child ``ca``, −1 if none) is preferred to edge ``b``."""
-    ra = _rank(t, ca)
-    rb = _rank(t, cb)
+def _edge_keys(t: TreeArrays, node: int, draw_score: float, kids: np.ndarray) -> np.ndarray:
+    """Per edge of ``node`` (child ``kids[e]``, −1 if none): rank (0 terminal loss, 1 tablebase
+    loss, 2 other, 3 tablebase win, 4 terminal win), N, terminal, tablebase, M, Q (0 without
+    visits) and prior, as float64 (exact for these int32/float32 values). Read once, so the
+    comparisons below make no call that passes the tree (each cost ~14 atomic
+    reference-count operations, and a ranking makes O(edges²) comparisons)."""
+    ne = len(kids)
+    keys = np.zeros((ne, 7), np.float64)
+    e0 = t.edge0[node]
+    for e in range(ne):
+        c = kids[e]
+        keys[e, K_PRIOR] = prior_value(t.ep[e0 + e])
+        rank = 2
+        if c >= 0:
+            n = t.n[c]
+            term = t.term[c]
+            wl = t.wl[c]
+            if n != 0 and term != 0 and wl != 0.0:
+                if term == TABLEBASE:
+                    rank = 1 if wl < 0.0 else 3
+                else:
+                    rank = 0 if wl < 0.0 else 4
+            keys[e, K_N] = n
+            keys[e, K_TERM] = term != 0
+            keys[e, K_TB] = term == TABLEBASE
+            keys[e, K_M] = t.m[c]
+            if n > 0:
+                keys[e, K_Q] = node_q(t, c, draw_score)
+        keys[e, K_RANK] = rank
+    return keys
+
+
+@njit
+def _better(keys: np.ndarray, a: int, b: int) -> bool:
+    """True when edge ``a`` is preferred to edge ``b`` (lc0's ``GetBestChildrenNoTemperature``
+    order: proven wins first, then by visits, Q and prior; among proven results the shortest
+    win and the longest loss)."""
+    ra = keys[a, K_RANK]
+    rb = keys[b, K_RANK]
     if ra != rb:
         return ra > rb
-    na = t.n[ca] if ca >= 0 else 0
-    nb = t.n[cb] if cb >= 0 else 0
-    if ra == 2 and na != 0 and nb != 0 and t.term[ca] != 0 and t.term[cb] != 0:
-        tba = t.term[ca] == TABLEBASE
-        tbb = t.term[cb] == TABLEBASE
-        if tba != tbb:
-            return tba < tbb
-        return t.m[ca] < t.m[cb]
+    na = keys[a, K_N]
+    nb = keys[b, K_N]
+    if ra == 2 and na != 0 and nb != 0 and keys[a, K_TERM] != 0 and keys[b, K_TERM] != 0:
+        if keys[a, K_TB] != keys[b, K_TB]:
+            return keys[a, K_TB] < keys[b, K_TB]
+        return keys[a, K_M] < keys[b, K_M]
     if ra == 2:
         if na != nb:
             return na > nb
-        qa = node_q(t, ca, draw_score) if na > 0 else F32(0.0)
-        qb = node_q(t, cb, draw_score) if nb > 0 else F32(0.0)
-        if qa != qb:
-            return qa > qb
-        e0 = t.edge0[node]
-        return prior_value(t.ep[e0 + a]) > prior_value(t.ep[e0 + b])
-    ma = t.m[ca] if ca >= 0 else F32(0.0)
-    mb = t.m[cb] if cb >= 0 else F32(0.0)
+        if keys[a, K_Q] != keys[b, K_Q]:
+            return keys[a, K_Q] > keys[b, K_Q]
+        return keys[a, K_PRIOR] > keys[b, K_PRIOR]
     if ra > 2:
-        return ma < mb
-    return ma > mb
+        return keys[a, K_M] < keys[b, K_M]
+    return keys[a, K_M] > keys[b, K_M]
+
+
+@njit
+def _children(t: TreeArrays, node: int) -> np.ndarray:
+    """The child node of each edge of ``node`` (−1: none)."""
+    kids = np.full(np.int32(t.nedges[node]), -1, np.int32)
+    c = t.child[node]
+    while c >= 0:
+        kids[t.index[c]] = c
+        c = t.sibling[c]
+    return kids
 
 
 @njit
 def ranked_edges(t: TreeArrays, node: int, draw_score: float, allowed: np.ndarray) -> np.ndarray:
     """Edge indices of ``node`` best first (``allowed``: per edge 0/1, empty = all)."""
     ne = np.int32(t.nedges[node])
-    kids = np.full(ne, -1, np.int32)
-    c = t.child[node]
-    while c >= 0:
-        kids[t.index[c]] = c
-        c = t.sibling[c]
+    keys = _edge_keys(t, node, draw_score, _children(t, node))
     order = np.empty(ne, np.int32)
     k = 0
     for e in range(ne):
@@ -75,7 +104,7 @@ def ranked_edges(t: TreeArrays, node: int, draw_score: float, allowed: np.ndarra
     for i in range(1, k):
         x = order[i]
         j = i - 1
-        while j >= 0 and better(t, node, x, kids[x], order[j], kids[order[j]], draw_score):
+        while j >= 0 and _better(keys, x, order[j]):
             order[j + 1] = order[j]
             j -= 1
         order[j + 1] = x
@@ -88,16 +117,12 @@ def best_edge(t: TreeArrays, node: int, draw_score: float, allowed: np.ndarray) 
     if t.n[node] == 0 or t.edge0[node] < 0:
         return -1
     ne = np.int32(t.nedges[node])
-    kids = np.full(ne, -1, np.int32)
-    c = t.child[node]
-    while c >= 0:
-        kids[t.index[c]] = c
-        c = t.sibling[c]
+    keys = _edge_keys(t, node, draw_score, _children(t, node))
     best = -1
     for e in range(ne):
         if len(allowed) > 0 and allowed[e] == 0:
             continue
-        if best < 0 or better(t, node, e, kids[e], best, kids[best], draw_score):
+        if best < 0 or _better(keys, e, best):
             best = e
     return best
 
