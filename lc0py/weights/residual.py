@@ -28,6 +28,7 @@ import numpy as np
 
 from lc0py.weights.network import (
     Activation,
+    BaseNetwork,
     DefaultActivation,
     Dense,
     EncoderLayer,
@@ -144,27 +145,20 @@ class ConvMovesLeftHead:
 
 
 @dataclass
-class ResidualNetwork:
+class ResidualNetwork(BaseNetwork):
     """A loaded classical residual network with the selected policy/value heads.
 
     Shares the attributes search and the backends read from an attention ``Network``
-    (``format``, ``has_wdl``, ``has_moves_left``, head names, ``license``, ``min_version``).
+    (``BaseNetwork``: ``format``, ``has_wdl``, head names, ``license``, ``min_version``) and
+    ``has_moves_left``.
     """
 
-    format: NetworkFormat
     input: Conv  # 3x3, 112 -> C
     blocks: list[ResidualBlock]
     policy: ResidualPolicy
     value: ConvValueHead
     moves_left: ConvMovesLeftHead | None
     default_act: Activation
-    min_version: tuple[int, int, int] = (0, 0, 0)
-    policy_head_name: str = "vanilla"
-    value_head_name: str = "winner"
-    available_policy_heads: tuple[str, ...] = ("vanilla",)
-    available_value_heads: tuple[str, ...] = ("winner",)
-    license: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def filters(self) -> int:
@@ -180,27 +174,8 @@ class ResidualNetwork:
         return sum(1 for b in self.blocks if b.se is not None)
 
     @property
-    def has_wdl(self) -> bool:
-        """Search treats the value as WDL when the format's output says so (lc0's rule)."""
-        return self.format.output == OutputFormat.WDL
-
-    @property
     def has_moves_left(self) -> bool:
         return self.moves_left is not None
-
-    def parameter_count(self) -> int:
-        """Number of (folded) weight parameters, as a describenet extra."""
-        total = 0
-        stack: list[object] = [self.input, self.blocks, self.policy, self.value, self.moves_left]
-        while stack:
-            obj = stack.pop()
-            if isinstance(obj, np.ndarray):
-                total += int(obj.size)
-            elif isinstance(obj, list | tuple):
-                stack.extend(obj)
-            elif hasattr(obj, "__dataclass_fields__"):
-                stack.extend(getattr(obj, name) for name in obj.__dataclass_fields__)
-        return total
 
     def flops_per_position(self) -> int:
         """Multiply-add FLOPs (2 per MAC) of one forward pass (direct convolution, no Winograd)."""
