@@ -33,9 +33,7 @@ from lc0py.weights.network import (
     Dense,
     EncoderLayer,
     MovesLeftFormat,
-    NetworkFormat,
     NetworkKind,
-    OutputFormat,
     PolicyFormat,
     PolicyHead,
     ValueFormat,
@@ -357,7 +355,9 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     from lc0py.weights.loader import (
         _build_heads,
         _check_heads_and_activation,
-        _input_format,
+        _metadata,
+        _moves_left_dense,
+        _network_format,
         _policy_sources,
         _Reader,
         _select,
@@ -405,40 +405,18 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     moves_left = None
     if int(nf.moves_left) == MovesLeftFormat.V1:
         conv = _conv(r, w.moves_left, "moves_left", channels, 1)
-        fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", 64 * conv.n_out, "", "the moves-left hidden size")
-        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
-                    r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
-        moves_left = ConvMovesLeftHead(conv, fc1, fc2)
+        moves_left = ConvMovesLeftHead(conv, *_moves_left_dense(r, w, 64 * conv.n_out))
 
-    fmt = NetworkFormat(
-        input=_input_format(source, int(nf.input)),
-        output=OutputFormat(int(nf.output)) if int(nf.output) in (0, 1, 2) else OutputFormat.UNKNOWN,
-        network=NetworkKind(int(nf.network)),
-        policy=PolicyFormat(policy_format),
-        value=ValueFormat(value_format),
-        moves_left=MovesLeftFormat(int(nf.moves_left)),
-        default_activation=DefaultActivation(int(nf.default_activation)),
-        smolgen_activation=Activation(int(nf.smolgen_activation)),
-        ffn_activation=Activation(int(nf.ffn_activation)),
-        input_embedding=_embedding_value(int(nf.input_embedding)),
-    )
-    v = net.min_version
     default_act = Activation.MISH if nf.default_activation == DefaultActivation.MISH else Activation.RELU
     return ResidualNetwork(
-        format=fmt,
+        format=_network_format(nf, source, _embedding_value(int(nf.input_embedding))),
         input=input_conv,
         blocks=blocks,
         policy=policy,
         value=value,
         moves_left=moves_left,
         default_act=default_act,
-        min_version=(int(v.major), int(v.minor), int(v.patch)),
-        policy_head_name=policy_head,
-        value_head_name=value_head,
-        available_policy_heads=tuple(policy_sources),
-        available_value_heads=tuple(value_sources),
-        license=str(net.license),
-        extra={"policy_heads": all_policy, "value_heads": all_value},
+        **_metadata(net, (policy_head, policy_sources, all_policy), (value_head, value_sources, all_value)),
     )
 
 
