@@ -288,6 +288,31 @@ class GraphOps(Generic[NetT]):
         index = g.int64("/const/mapping_table", _policy_gather())
         return g.op("Gather", [flat, index], OUTPUT_POLICY, axis=1)
 
+    def value_output(self, v: str, channels: int, fc1: Dense, fc2: Dense, wdl: bool) -> str:
+        """The value head after its per-square layer (``v``: ``channels`` values per square, in the
+        body's layout): flatten to ``[B, 64·channels]``, dense1 with the body's default activation, dense2, then the WDL softmax (logits without
+        ``wdl_softmax``) or tanh (§9)."""
+        g = self.g
+        v = g.reshape(v, [-1, 64 * channels], "/value/reshape")
+        v = self.dense(v, fc1, "/value/dense1", self.net.default_act)
+        v = self.dense(v, fc2, "/value/dense2")
+        if wdl:
+            if not self.wdl_softmax:
+                return g.op("Identity", [v], OUTPUT_WDL)
+            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
+        return g.op("Tanh", [v], OUTPUT_VALUE)
+
+    def moves_left_output(self, m: str, channels: int, fc1: Dense, fc2: Dense) -> str:
+        """The moves-left head after its per-square layer, like ``value_output``; the final ReLU
+        only when ``ip2_mov_b`` exists (blas, §4.6, §10)."""
+        g = self.g
+        m = g.reshape(m, [-1, 64 * channels], "/mlh/reshape")
+        m = self.dense(m, fc1, "/mlh/dense1", self.net.default_act)
+        m = self.dense(m, fc2, "/mlh/dense2")
+        if fc2.b is not None:
+            return g.op("Relu", [m], OUTPUT_MLH)
+        return g.op("Identity", [m], OUTPUT_MLH)
+
     def describe(self, fp16: bool, attention: str) -> str:
         """The model's doc string."""
         raise NotImplementedError
@@ -448,29 +473,17 @@ class _Exporter(GraphOps[Network]):
 
     def value_head(self, h: str) -> str:
         """WDL softmax or classical tanh (§9)."""
-        g, net, head = self.g, self.net, self.net.value
+        net, head = self.net, self.net.value
         v = self.dense(h, head.embedding, "/value/embed", net.default_act)
-        v = g.reshape(v, [-1, 64 * head.embedding.n_out], "/value/reshape")
-        v = self.dense(v, head.fc1, "/value/dense1", net.default_act)
-        v = self.dense(v, head.fc2, "/value/dense2")
-        if head.wdl:
-            if not self.wdl_softmax:
-                return g.op("Identity", [v], OUTPUT_WDL)
-            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
-        return g.op("Tanh", [v], OUTPUT_VALUE)
+        return self.value_output(v, head.embedding.n_out, head.fc1, head.fc2, head.wdl)
 
     def moves_left_head(self, h: str) -> str | None:
         """Moves-left (§10); the final ReLU only when ``ip2_mov_b`` exists (blas, §4.6)."""
-        g, net, head = self.g, self.net, self.net.moves_left
+        net, head = self.net, self.net.moves_left
         if head is None:
             return None
         m = self.dense(h, head.embedding, "/mlh/embed", net.default_act)
-        m = g.reshape(m, [-1, 64 * head.embedding.n_out], "/mlh/reshape")
-        m = self.dense(m, head.fc1, "/mlh/dense1", net.default_act)
-        m = self.dense(m, head.fc2, "/mlh/dense2")
-        if head.fc2.b is not None:
-            return g.op("Relu", [m], OUTPUT_MLH)
-        return g.op("Identity", [m], OUTPUT_MLH)
+        return self.moves_left_output(m, head.embedding.n_out, head.fc1, head.fc2)
 
 
 def _pos_encoding() -> np.ndarray:

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from lc0py.backends.onnx.export import GraphOps
-from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_MLH, OUTPUT_POLICY, OUTPUT_VALUE, OUTPUT_WDL
+from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_POLICY
 from lc0py.errors import UnsupportedNetError
 from lc0py.weights.network import Activation, EncoderLayer
 from lc0py.weights.residual import (
@@ -132,28 +132,16 @@ class ResidualExporter(GraphOps[ResidualNetwork]):
         return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
 
     def residual_value(self, h: str) -> str:
-        g, head, act = self.g, self.net.value, self.net.default_act
-        v = self.conv(h, head.conv, "/value/conv", act)
-        v = g.reshape(v, [-1, head.conv.n_out * 64], "/value/reshape")
-        v = self.dense(v, head.fc1, "/value/dense1", act)
-        v = self.dense(v, head.fc2, "/value/dense2")
-        if head.wdl:
-            if not self.wdl_softmax:
-                return g.op("Identity", [v], OUTPUT_WDL)
-            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
-        return g.op("Tanh", [v], OUTPUT_VALUE)
+        head = self.net.value
+        v = self.conv(h, head.conv, "/value/conv", self.net.default_act)
+        return self.value_output(v, head.conv.n_out, head.fc1, head.fc2, head.wdl)
 
     def residual_moves_left(self, h: str) -> str | None:
-        g, head, act = self.g, self.net.moves_left, self.net.default_act
+        head = self.net.moves_left
         if head is None:
             return None
-        m = self.conv(h, head.conv, "/mlh/conv", act)
-        m = g.reshape(m, [-1, head.conv.n_out * 64], "/mlh/reshape")
-        m = self.dense(m, head.fc1, "/mlh/dense1", act)
-        m = self.dense(m, head.fc2, "/mlh/dense2")
-        if head.fc2.b is not None:
-            return g.op("Relu", [m], OUTPUT_MLH)
-        return g.op("Identity", [m], OUTPUT_MLH)
+        m = self.conv(h, head.conv, "/mlh/conv", self.net.default_act)
+        return self.moves_left_output(m, head.conv.n_out, head.fc1, head.fc2)
 
 
 def _conv_policy_gather() -> np.ndarray:
