@@ -290,8 +290,8 @@ class GraphOps(Generic[NetT]):
 
     def value_output(self, v: str, channels: int, fc1: Dense, fc2: Dense, wdl: bool) -> str:
         """The value head after its per-square layer (``v``: ``channels`` values per square, in the
-        body's layout): flatten to ``[B, 64·channels]``, dense1 with the body's default activation, dense2, then the WDL softmax (logits without
-        ``wdl_softmax``) or tanh (§9)."""
+        body's layout): flatten to ``[B, 64·channels]``, dense1 with the body's default activation,
+        dense2, then the WDL softmax (logits without ``wdl_softmax``) or tanh (§9)."""
         g = self.g
         v = g.reshape(v, [-1, 64 * channels], "/value/reshape")
         v = self.dense(v, fc1, "/value/dense1", self.net.default_act)
