@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.model import cast_network, forward
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
@@ -18,25 +17,12 @@ from tests.backends.conformance import (
     check_backend_against_reference,
     random_batch,
     relative_error,
+    traced_reference,
 )
 
 pytestmark = pytest.mark.gpu
 
 HEADS = ["t82", "t82-h12", "t82-h8", "t82-h6"]  # depth 32, 64, 96, 128
-
-
-@pytest.fixture(scope="module")
-def cuda_platform():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
-
-    p = CudaPlatform(0)
-    yield p
-    p.close()
 
 
 @pytest.fixture(scope="module", params=HEADS)
@@ -51,9 +37,7 @@ def test_flash_fallback_reference(cuda_platform, net, fp16: bool) -> None:  # ty
     gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
     try:
         assert gpu.uses_flash, gpu.flash_choice.reason
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         for flash in (True, False):
             out, taps = gpu.evaluate_traced(batch, flash=flash)
@@ -149,9 +133,7 @@ def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # 
     gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
     try:
         assert gpu.shape.pe_dense
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         out, taps = gpu.evaluate_traced(batch, flash=True)
         errs = {

@@ -12,18 +12,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from lc0py.model import cast_network, forward
 from lc0py.weights.loader import load_network
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
     RTOL_FP32,
     check_backend_against_reference,
-    random_batch,
     relative_error,
+    traced_reference,
 )
 
 pytestmark = pytest.mark.gpu
@@ -47,20 +45,6 @@ NETS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cuda_platform():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
-
-    p = CudaPlatform(0)
-    yield p
-    p.close()
-
-
 def _check(platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
@@ -68,9 +52,7 @@ def _check(platform: Any, net: Any, fp16: bool, label: str, winograd: bool | Non
     wino = winograd_default(net) if winograd is None else winograd
     gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=16, winograd=wino)
     try:
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         out, taps = gpu.evaluate_traced(batch, flash=False)
         errs = {"policy": relative_error(out.policy, ref.policy), "wdl": relative_error(out.wdl, ref.wdl)}
