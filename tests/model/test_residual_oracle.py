@@ -18,7 +18,6 @@ so the comparison holds whatever ``LC0PY_LINEAR16`` says;
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +41,13 @@ from tests.model.test_oracle_lc0 import (  # noqa: E402
     _lc0_input,
     _random_batch,
 )
+from tests.shared_files import real_net  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-SHARED_NETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "nets"
 REAL_NETS = ("maia-1100", "maia-1500", "maia-1900", "meangirl-8")
 CI_POSITIONS = 40
 F32_TOL = 1e-4
-
-
-def real_net(tmp_path: Path, name: str) -> Path:
-    """Copy ``name`` from ../shared/nets into ``tmp_path`` (skip when absent)."""
-    src = SHARED_NETS / f"{name}.pb.gz"
-    if not src.is_file():
-        pytest.skip(f"{src} is not here (real nets live in ../shared/nets beside the clone)")
-    dst = tmp_path / src.name
-    shutil.copyfile(src, dst)
-    return dst
 
 
 def load_032(path: Path, **kwargs: Any) -> Any:

@@ -8,7 +8,6 @@ fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,10 @@ from tests.backends.conformance import (
     relative_error,
     traced_reference,
 )
+from tests.shared_files import real_net
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[3]
-# ../shared/nets beside the clone (CI), or .nets/ in it (ignored; carried to a GPU machine)
-NET_DIRS = (ROOT / ".." / "shared" / "nets", ROOT / ".nets")
 
 NETS = {
     "res-tiny-conv": ("res-tiny", {}),
@@ -86,13 +83,7 @@ def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> Non
 def test_real_residual_net(  # type: ignore[no-untyped-def]
     cuda_platform, name: str, fp16: bool, winograd: bool | None, tmp_path: Path
 ) -> None:
-    found = [d / f"{name}.pb.gz" for d in NET_DIRS if (d / f"{name}.pb.gz").is_file()]
-    if not found:
-        pytest.skip(f"{name}.pb.gz is in none of {[str(d) for d in NET_DIRS]}")
-    src = found[0]
-    path = tmp_path / src.name
-    shutil.copyfile(src, path)
-    _check(cuda_platform, load_network(path), fp16, name, winograd)
+    _check(cuda_platform, load_network(real_net(tmp_path, name)), fp16, name, winograd)
 
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])

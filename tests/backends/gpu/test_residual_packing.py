@@ -10,7 +10,6 @@ transposition, permutation or table fails here, before any device run. The truth
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from lc0py.weights.loader import load_network
 from lc0py.weights.network import Activation
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import random_batch
+from tests.shared_files import real_net
 
 
 def im2col(x: np.ndarray) -> np.ndarray:
@@ -208,18 +208,10 @@ def test_policy_encoders_are_refused_in_one_line() -> None:
         residual_shape(net)
 
 
-SHARED_NETS = Path(__file__).resolve().parents[3] / ".." / "shared" / "nets"
-
-
 @pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
 def test_packed_real_net_reproduces_reference(name: str, tmp_path: Path) -> None:
     """A real residual net (batch norm folded by the loader), copied into tmp; skipped without it."""
-    src = SHARED_NETS / f"{name}.pb.gz"
-    if not src.is_file():
-        pytest.skip(f"{src} is not here")
-    path = tmp_path / src.name
-    shutil.copyfile(src, path)
-    net = load_network(path)
+    net = load_network(real_net(tmp_path, name))
     batch = random_batch(4, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
     planes = batch.dense(np.float64)
     ref = forward(cast_network(net, np.float64), planes, np.float64)
