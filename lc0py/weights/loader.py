@@ -449,17 +449,28 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
 
 
 def _build_value(r: _Reader, msg: Any, prefix: str, e: int, wdl: bool, key: str) -> ValueHead:
+    _require_value_head(r, msg, prefix, key)
+    emb = r.dense(msg, "ip_val_w", "ip_val_b", e, prefix, "the value embedding channels")
+    return ValueHead(emb, *_value_dense(r, msg, prefix, 64 * emb.n_out, wdl))
+
+
+def _require_value_head(r: _Reader, msg: Any, prefix: str, key: str) -> None:
+    """Fail when the selected value head has no weights (either body)."""
     if r.values(msg.ip1_val_b, prefix + "ip1_val_b").size == 0:
         r.fail(f"the value head selected '{key}' is empty ({prefix}ip1_val_b is missing)")
-    emb = r.dense(msg, "ip_val_w", "ip_val_b", e, prefix, "the value embedding channels")
-    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", 64 * emb.n_out, prefix, "the value hidden size")
+
+
+def _value_dense(r: _Reader, msg: Any, prefix: str, n_in: int, wdl: bool) -> tuple[Dense, Dense]:
+    """The value head's dense layers after its embedding or convolution (either body): ``ip1_val``
+    (``n_in`` = 64 x channels -> hidden), ``ip2_val`` (hidden -> 3 WDL logits, or 1 for tanh)."""
+    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", n_in, prefix, "the value hidden size")
     n_out = 3 if wdl else 1
     w2 = r.array(msg.ip2_val_w, prefix + "ip2_val_w", (n_out, fc1.n_out))
     if wdl:
         b2 = r.optional_bias(msg.ip2_val_b, prefix + "ip2_val_b", 3)
     else:  # lc0 reads the tanh head's bias unconditionally
         b2 = r.array(msg.ip2_val_b, prefix + "ip2_val_b", (1,))
-    return ValueHead(emb, fc1, Dense(w2, b2))
+    return fc1, Dense(w2, b2)
 
 
 def _build_heads(r: _Reader, sources: dict[str, Any], selected: str,

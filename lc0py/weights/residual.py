@@ -281,17 +281,11 @@ def _se(r: Any, msg: Any, name: str, channels: int) -> SEUnit:
 
 
 def _value_head(r: Any, msg: Any, prefix: str, channels: int, wdl: bool, key: str) -> ConvValueHead:
-    if r.values(msg.ip1_val_b, prefix + "ip1_val_b").size == 0:
-        r.fail(f"the value head selected '{key}' is empty ({prefix}ip1_val_b is missing)")
+    from lc0py.weights.loader import _require_value_head, _value_dense
+
+    _require_value_head(r, msg, prefix, key)
     conv = _conv(r, msg.value, prefix + "value", channels, 1)
-    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", 64 * conv.n_out, prefix, "the value hidden size")
-    n_out = 3 if wdl else 1
-    w2 = r.array(msg.ip2_val_w, prefix + "ip2_val_w", (n_out, fc1.n_out))
-    if wdl:
-        b2 = r.optional_bias(msg.ip2_val_b, prefix + "ip2_val_b", 3)
-    else:  # lc0 reads the tanh head's bias unconditionally
-        b2 = r.array(msg.ip2_val_b, prefix + "ip2_val_b", (1,))
-    return ConvValueHead(conv, fc1, Dense(w2, b2))
+    return ConvValueHead(conv, *_value_dense(r, msg, prefix, 64 * conv.n_out, wdl))
 
 
 def _policy_head(r: Any, src: Any, policy_format: int, channels: int, pol_headcount: int,
