@@ -263,6 +263,42 @@ class GraphOps(Generic[NetT]):
             stash_type=1,  # statistics in float32 also for float16 models
         )
 
+    def plain_attention(self, x: str, layer: EncoderLayer, heads: int, bias: str | None, name: str) -> str:
+        """Scores, smolgen bias, softmax, values with standard ONNX ops: ``[B·64, E]`` → ``[B·64, D]``.
+
+        Q, K and V are three Gemms (bias fused) whose outputs are split into heads by one
+        Reshape + Transpose each; K is transposed straight to ``[B, H, d, 64]``.
+        """
+        g = self.g
+        d_model = layer.q.n_out
+        depth = d_model // heads
+        split = [-1, 64, heads, depth]
+        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
+        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
+        k = self.dense(x, layer.k, name + "/mha/K")
+        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
+        v = self.dense(x, layer.v, name + "/mha/V")
+        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
+        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")  # [B, H, 64, 64], scaled through Q
+        if bias is not None:
+            s = g.op("Add", [s, bias], name + "/smolgen_weights")
+        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
+        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")  # [B, H, 64, d]
+        o = g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose")
+        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
+
+    def attention_output(self, x: str, o: str, layer: EncoderLayer, act: Activation, alpha: float,
+                         name: str) -> str:
+        """The rest of a post-LN encoder layer after the attention ``o`` (§4): output projection,
+        residual scaled by ``alpha`` (DeepNorm; 1 for the policy encoders of residual nets), LN,
+        FFN with ``act``, residual, LN."""
+        g = self.g
+        y = self.dense(o, layer.out, name + "/mha/out/dense", scale=alpha)
+        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
+        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", act)
+        f = self.dense(f, layer.ffn2, name + "/ffn/dense2", scale=alpha)
+        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+
     def attention_policy(self, p: str, pol: PolicyHead) -> str:
         """The attention policy after its embedding: tokens ``[B·64, Pe]`` -> ``/output/policy``."""
         g = self.g
@@ -383,17 +419,13 @@ class _Exporter(GraphOps[Network]):
 
     def encoder_layer(self, x: str, layer: EncoderLayer, name: str) -> str:
         """One post-LN block (§4): attention, DeepNorm residual, LN, FFN, residual, LN."""
-        g, net = self.g, self.net
+        net = self.net
         bias = self.smolgen(x, layer, name) if layer.smolgen is not None else None
         if self.attention == "contrib":
             o = self.contrib_attention(x, layer, bias, name)
         else:
-            o = self.plain_attention(x, layer, bias, name)
-        y = self.dense(o, layer.out, name + "/mha/out/dense", scale=net.alpha)
-        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
-        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", net.ffn_act)
-        f = self.dense(f, layer.ffn2, name + "/ffn/dense2", scale=net.alpha)
-        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+            o = self.plain_attention(x, layer, net.heads, bias, name)
+        return self.attention_output(x, o, layer, net.ffn_act, net.alpha, name)
 
     def _qkv_weights(self, layer: EncoderLayer) -> tuple[np.ndarray, np.ndarray]:
         """``[E, 3D]`` weights and ``[3D]`` bias of the fused projection (absent bias = 0, §4.6)."""
@@ -401,30 +433,6 @@ class _Exporter(GraphOps[Network]):
         w = np.concatenate([d.w.T for d in parts], axis=1)
         b = np.concatenate([d.b if d.b is not None else np.zeros(d.n_out, np.float32) for d in parts])
         return w, b
-
-    def plain_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
-        """Scores, smolgen bias, softmax, values with standard ONNX ops: ``[B·64, E]`` → ``[B·64, D]``.
-
-        Q, K and V are three Gemms (bias fused) whose outputs are split into heads by one
-        Reshape + Transpose each; K is transposed straight to ``[B, H, d, 64]``.
-        """
-        g, heads = self.g, self.net.heads
-        d_model = layer.q.n_out
-        depth = d_model // heads
-        split = [-1, 64, heads, depth]
-        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
-        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
-        k = self.dense(x, layer.k, name + "/mha/K")
-        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
-        v = self.dense(x, layer.v, name + "/mha/V")
-        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
-        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")  # [B, H, 64, 64], scaled through Q
-        if bias is not None:
-            s = g.op("Add", [s, bias], name + "/smolgen_weights")
-        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
-        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")  # [B, H, 64, d]
-        o = g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose")
-        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
 
     def contrib_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
         """``com.microsoft.Attention``: projection, scaled scores + bias, softmax, values in one op."""
