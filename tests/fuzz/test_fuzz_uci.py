@@ -14,6 +14,7 @@ from pathlib import Path
 import chess
 import pytest
 
+from lc0py.chess.testing import random_moves
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
 from tests.peak_memory import peak_rss_mb
@@ -29,14 +30,7 @@ UNEXPECTED = re.compile(r"^error [A-Z]\w*(Error|Exception)\b")
 
 
 def _moves_from(rng: random.Random, board: chess.Board) -> list[str]:
-    moves = []
-    for _ in range(rng.randint(0, 10)):
-        legal = list(board.legal_moves)
-        if not legal:
-            break
-        move = rng.choice(legal)
-        moves.append(move.uci())
-        board.push(move)
+    moves = random_moves(board, rng.randint(0, 10), rng)
     if rng.random() < 0.1:
         moves.append(rng.choice(["e2e5", "a1a1", "zz", "e7e8q", "0000"]))
     return moves
