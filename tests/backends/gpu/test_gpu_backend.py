@@ -14,7 +14,7 @@ from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
     RTOL_FP32,
-    check_backend_against_reference,
+    check_named_backend,
     random_batch,
     relative_error,
     traced_reference,
@@ -72,15 +72,12 @@ def test_forced_fallback_backend_matches(cuda_platform) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
-def test_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("tiny", 2)
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()
+@pytest.mark.parametrize(
+    ("seed", "embedding"), [(2, "pe_map"), (3, "pe_dense")], ids=["tiny", "tiny-pe_dense"]
+)
+def test_conformance(cuda_platform, name: str, rtol: float, seed: int, embedding: str) -> None:  # type: ignore[no-untyped-def]
+    net = random_network("tiny", seed, embedding=embedding)
+    check_named_backend(name, net, rtol, "max_batch=8", batch_sizes=(1, 7, 33))
 
 
 def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type: ignore[no-untyped-def]
@@ -147,15 +144,3 @@ def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # 
         assert relative_error(got.policy, ref.policy) <= limit
     finally:
         gpu.close()
-
-
-@pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
-def test_conformance_pe_dense(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("tiny", 3, embedding="pe_dense")
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()

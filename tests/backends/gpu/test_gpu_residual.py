@@ -18,7 +18,7 @@ from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
     RTOL_FP32,
-    check_backend_against_reference,
+    check_named_backend,
     relative_error,
     traced_reference,
 )
@@ -88,11 +88,4 @@ def test_real_residual_net(  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
 def test_residual_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("res-tiny", 3)
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()
+    check_named_backend(name, random_network("res-tiny", 3), rtol, "max_batch=8", batch_sizes=(1, 7, 33))
