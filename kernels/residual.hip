@@ -174,30 +174,26 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
 // Per block: conv1's step writes only V for conv2 (h never reaches memory); conv2's step writes
 // the new residual stream x (the next skip and the heads' input) and V for the next block.
 // w1 == nullptr: no SE. SE fc2 is packed transposed, w2t [se, 2c], so a warp's reads coalesce.
-// Dynamic shared memory with SE: blockDim.y * (c + se) floats (pooled[c], hidden[se]).
 // out may alias skip (each thread reads its own element before writing it).
+//
+// Two kernels share the per-position steps below:
+//   winograd_output_fused         reads M and skip straight from global memory (any precision);
+//   winograd_output_fused_staged  persistent blocks that copy the NEXT positions' M and skip into
+//                                 shared memory (cp.async, double-buffered) while computing the
+//                                 current ones: the step is bound by memory latency otherwise
+//                                 (a thread's 4 x 36 two-byte loads come in 4 dependent rounds).
 #ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
 #define LC0_FUSED_MAX_C 512
 #endif
-extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
-winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                      T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                      const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                      int act) {
-    extern __shared__ float fused_smem[];
-    const int ch = threadIdx.x;
-    const int b = blockIdx.x * blockDim.y + threadIdx.y;
-    const bool live = b < batch;  // tail positions still reach every __syncthreads
-    const size_t tiles = (size_t)batch * 4;
-    const float bb = to_f32(bias[ch]);
-    float board[64];
+
+// board = A^T M A + bias of one position's 4 tiles; M element (k, tile) at mk[k*kstride + tile*tstride].
+LC0_DEVICE void fused_board(const T* mk, size_t kstride, size_t tstride, float bb, bool live, float* board) {
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) {
         const int ty = tt >> 1, tx = tt & 1;
-        const size_t bt = (size_t)b * 4 + tt;
         float mm[36], tmp[24], o[16];
 #pragma unroll
-        for (int k = 0; k < 36; ++k) mm[k] = live ? to_f32(m[((size_t)k * tiles + bt) * c + ch]) : 0.f;
+        for (int k = 0; k < 36; ++k) mm[k] = live ? to_f32(mk[k * kstride + tt * tstride]) : 0.f;
 #pragma unroll
         for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
 #pragma unroll
@@ -207,57 +203,63 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
 #pragma unroll
             for (int f = 0; f < 4; ++f) board[(4 * ty + r) * 8 + 4 * tx + f] = o[r * 4 + f] + bb;
     }
-    if (w1 != nullptr) {
-        float* pooled = fused_smem + threadIdx.y * (c + se);
-        float* hidden = pooled + c;
-        float sum = 0.f;
+}
+
+// SE on the board: every thread of the block calls it (two __syncthreads); pooled[c] and hidden[se]
+// are this position's shared-memory floats.
+LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC0_RESTRICT w1,
+                         const T* LC0_RESTRICT b1, const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2,
+                         int ch, int c, int se, int act) {
+    float sum = 0.f;
 #pragma unroll
-        for (int s = 0; s < 64; ++s) sum += board[s];
-        pooled[ch] = sum * (1.f / 64.f);
-        __syncthreads();
-        const int lane = ch % WARP_SIZE, warp = ch / WARP_SIZE, warps = c / WARP_SIZE;
-        for (int o = warp; o < se; o += warps) {  // fc1: one warp per output, K = c
-            float acc = 0.f;
-            for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
-            acc = warp_sum(acc);
-            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
-        }
-        __syncthreads();
-        float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
-#pragma unroll 8
-        for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift, K = se
-            const float h = hidden[k];
-            scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
-            shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
-        }
-        scale = activate(scale, LC0_ACT_SIGMOID);
-#pragma unroll
-        for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
+    for (int s = 0; s < 64; ++s) sum += board[s];
+    pooled[ch] = sum * (1.f / 64.f);
+    __syncthreads();
+    const int lane = ch % WARP_SIZE, warp = ch / WARP_SIZE, warps = c / WARP_SIZE;
+    for (int o = warp; o < se; o += warps) {  // fc1: one warp per output, K = c
+        float acc = 0.f;
+        for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
+        acc = warp_sum(acc);
+        if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
     }
-    const size_t base = (size_t)b * 64 * c + ch;
-    if (skip != nullptr && live) {
+    __syncthreads();
+    float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
+#pragma unroll 8
+    for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift, K = se
+        const float h = hidden[k];
+        scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
+        shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
+    }
+    scale = activate(scale, LC0_ACT_SIGMOID);
+#pragma unroll
+    for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
+}
+
+// board += skip (square s at sk[s*c]; nullptr: none), act, then out (NHWC, at out[s*c]; nullptr:
+// not stored) and the 4 tiles' input transform (tile t at v[k*vk + t*c]; nullptr: not stored).
+LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT v, size_t vk, int c, int act) {
+    if (sk != nullptr) {
         // Every skip load before the first store to out: out may alias skip, so a load after a
         // store could not be moved above it, and 64 dependent round trips to memory would follow.
 #pragma unroll
         for (int s0 = 0; s0 < 64; s0 += 16) {
-            float sk[16];
+            float t[16];
 #pragma unroll
-            for (int s = 0; s < 16; ++s) sk[s] = to_f32(skip[base + (size_t)(s0 + s) * c]);
+            for (int s = 0; s < 16; ++s) t[s] = to_f32(sk[(size_t)(s0 + s) * c]);
 #pragma unroll
-            for (int s = 0; s < 16; ++s) board[s0 + s] += sk[s];
+            for (int s = 0; s < 16; ++s) board[s0 + s] += t[s];
         }
     }
 #pragma unroll
     for (int s = 0; s < 64; ++s) {
         const float t = activate(board[s], act);
         board[s] = t;
-        if (out != nullptr && live) store_f32(&out[base + (size_t)s * c], t);
+        if (out != nullptr) store_f32(&out[(size_t)s * c], t);
     }
-    if (v == nullptr || !live) return;
+    if (v == nullptr) return;
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) {
         const int ty = tt >> 1, tx = tt & 1;
-        const size_t bt = (size_t)b * 4 + tt;
         float d[36], tmp[36], o[36];
 #pragma unroll
         for (int r = 0; r < 6; ++r)
@@ -271,6 +273,94 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
 #pragma unroll
         for (int r = 0; r < 6; ++r) wino_bt6(tmp + r * 6, 1, o + r * 6, 1);
 #pragma unroll
-        for (int k = 0; k < 36; ++k) store_f32(&v[((size_t)k * tiles + bt) * c + ch], o[k]);
+        for (int k = 0; k < 36; ++k) store_f32(&v[k * vk + (size_t)tt * c], o[k]);
+    }
+}
+
+// Dynamic shared memory with SE: blockDim.y * (c + se) floats (pooled[c], hidden[se]).
+extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
+winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                      T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                      const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
+                      int act) {
+    extern __shared__ float fused_smem[];
+    const int ch = threadIdx.x;
+    const int b = blockIdx.x * blockDim.y + threadIdx.y;
+    const bool live = b < batch;  // tail positions still reach every __syncthreads
+    const size_t tiles = (size_t)batch * 4;
+    float board[64];
+    fused_board(m + (size_t)b * 4 * c + ch, tiles * c, c, to_f32(bias[ch]), live, board);
+    if (w1 != nullptr) {
+        float* pooled = fused_smem + threadIdx.y * (c + se);
+        fused_se(board, pooled, pooled + c, w1, b1, w2t, b2, ch, c, se, act);
+    }
+    if (!live) return;
+    const size_t base = (size_t)b * 64 * c + ch;
+    fused_finish(board, skip != nullptr ? skip + base : nullptr, out != nullptr ? out + base : nullptr,
+                 v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
+}
+
+// Copies the M rows (36 runs of 4*n*c elements) and skip rows (64*n*c) of positions
+// first .. first+n-1 into one stage of shared memory: M as [36][4*per][c], then skip [64*per][c].
+LC0_DEVICE void fused_stage_copy(T* stage, const T* m, const T* skip, size_t tiles, int first, int n,
+                                 int per, int c) {
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+    const int run = 4 * n * c / LC0_VEC;  // 16-byte chunks per k
+    const int m_chunks = 36 * run;
+    const int chunks = m_chunks + (skip != nullptr ? 64 * n * c / LC0_VEC : 0);
+    for (int i = tid; i < chunks; i += threads) {
+        if (i < m_chunks) {
+            const int k = i / run, j = i - k * run;
+            async_copy16(stage + (size_t)k * 4 * per * c + (size_t)j * LC0_VEC,
+                         m + ((size_t)k * tiles + (size_t)first * 4) * c + (size_t)j * LC0_VEC);
+        } else {
+            const int j = i - m_chunks;
+            async_copy16(stage + (size_t)36 * 4 * per * c + (size_t)j * LC0_VEC,
+                         skip + (size_t)first * 64 * c + (size_t)j * LC0_VEC);
+        }
+    }
+}
+
+// Persistent: block g handles position groups g, g + gridDim.x, ... (blockDim.y positions each).
+// Dynamic shared memory: two stages of (36*4 + 64 [with skip]) * blockDim.y * c elements of T,
+// then (SE) blockDim.y * (c + se) floats. c * sizeof(T) must be a multiple of 16 bytes.
+extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
+winograd_output_fused_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                             T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                             const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
+                             int se, int act) {
+    extern __shared__ uint4 staged_smem[];  // uint4: 16-byte alignment for the async copies
+    const int ch = threadIdx.x, per = blockDim.y;
+    const int groups = (batch + per - 1) / per;
+    const size_t tiles = (size_t)batch * 4;
+    const size_t m_elems = (size_t)36 * 4 * per * c;
+    const size_t stage_elems = m_elems + (skip != nullptr ? (size_t)64 * per * c : 0);
+    T* stages = reinterpret_cast<T*>(staged_smem);
+    float* pooled = reinterpret_cast<float*>(stages + 2 * stage_elems) + threadIdx.y * (c + se);
+    const float bb = to_f32(bias[ch]);
+    int g = blockIdx.x;
+    if (g < groups) fused_stage_copy(stages, m, skip, tiles, g * per, min(per, batch - g * per), per, c);
+    async_commit();
+    for (int s = 0; g < groups; g += gridDim.x, s ^= 1) {
+        const int next = g + gridDim.x;
+        if (next < groups)
+            fused_stage_copy(stages + (s ^ 1) * stage_elems, m, skip, tiles, next * per,
+                             min(per, batch - next * per), per, c);
+        async_commit();
+        async_wait<1>();  // this thread's copies of stage s have landed ...
+        __syncthreads();  // ... and everyone else's
+        const T* st = stages + s * stage_elems;
+        const int b = g * per + threadIdx.y;
+        const bool live = b < batch;
+        float board[64];
+        fused_board(st + (size_t)threadIdx.y * 4 * c + ch, (size_t)4 * per * c, c, bb, live, board);
+        if (w1 != nullptr) fused_se(board, pooled, pooled + c, w1, b1, w2t, b2, ch, c, se, act);
+        if (live) {
+            const size_t base = (size_t)b * 64 * c + ch;
+            fused_finish(board, skip != nullptr ? st + m_elems + (size_t)threadIdx.y * 64 * c + ch : nullptr,
+                         out != nullptr ? out + base : nullptr,
+                         v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
+        }
+        __syncthreads();  // stage s is read: the next iteration copies into it
     }
 }

@@ -13,7 +13,9 @@ and the NN cache behaves as with a real net:
 
 Options (``--backend-opts``): ``seed=<int>`` (default 0), ``uniform=on`` (all logits 0),
 ``delay_ms=<float>`` (sleep per batch to imitate a device; work is done in a thread so
-``evaluate_async`` really overlaps), ``input_format=<int>`` (planes format the search encodes;
+``evaluate_async`` really overlaps), ``delay_per_position_us=<float>`` (plus this much per position:
+a device whose time grows with the batch, e.g. T82 on an H100 is close to ``delay_ms=1.3,
+delay_per_position_us=22``), ``input_format=<int>`` (planes format the search encodes;
 default: the network's, else 1 = classical), ``wdl=on|off``, ``moves_left=on|off``.
 """
 
@@ -109,26 +111,31 @@ class RandomBackend(BackendBase):
         seed: int = 0,
         uniform: bool = False,
         delay_ms: float = 0.0,
+        delay_per_position_us: float = 0.0,
     ) -> None:
         self.info = BackendInfo(
             input_format=input_format,
             has_wdl=has_wdl,
             has_moves_left=has_moves_left,
             recommended_batch=256,
-            asynchronous=delay_ms > 0,
+            asynchronous=delay_ms > 0 or delay_per_position_us > 0,
         )
         self.seed = seed
         self.delay_ms = delay_ms
+        self.delay_per_position_us = delay_per_position_us
         self._device: ThreadPoolExecutor | None = None
         rng = np.random.default_rng(seed)
+        # its compiled hash, loaded (or compiled, once per installation) now, not in a timed search
+        planes_hash(PlanesBatch(np.zeros((1, 112), np.uint64), np.zeros((1, 112), np.float32)), seed)
         if uniform:
             self._table = np.zeros((1, POLICY_SIZE), dtype=np.float32)
         else:
             self._table = rng.random((TABLE_ROWS, POLICY_SIZE), dtype=np.float32)
 
     def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
-        if self.delay_ms > 0:
-            time.sleep(self.delay_ms / 1000.0)
+        delay = self.device_time(len(batch))
+        if delay > 0:
+            time.sleep(delay)
         h = planes_hash(batch, self.seed)
         q = ((h % np.uint64(200000)).astype(np.int64) - 100000).astype(np.float32) / 100000.0
         if self.info.has_wdl:
@@ -144,8 +151,12 @@ class RandomBackend(BackendBase):
             ml = np.zeros(len(batch), dtype=np.float32)
         return NetworkOutput(policy=policy, wdl=wdl, moves_left=ml)
 
+    def device_time(self, positions: int) -> float:
+        """Seconds the imitated device takes for a batch of ``positions`` (0: no device)."""
+        return (self.delay_ms + positions * self.delay_per_position_us / 1000.0) / 1000.0
+
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
-        if self.delay_ms <= 0:
+        if not self.info.asynchronous:
             return ReadyOutput(self.evaluate(batch))
         # Imitate a device: one queue, batches computed in order while the caller gathers.
         if self._device is None:
@@ -168,6 +179,9 @@ def create(network: Network | None, options: BackendOptions) -> RandomBackend:
         seed=options.take("seed", 0, hi=2**32 - 1),
         uniform=options.take("uniform", False),
         delay_ms=options.take("delay_ms", 0.0, hi=60_000.0),  # at most a minute per batch
+        delay_per_position_us=options.take("delay_per_position_us", 0.0, hi=60_000.0),
     )
-    options.finish(("seed", "uniform", "delay_ms", "input_format", "wdl", "moves_left"))
+    options.finish(
+        ("seed", "uniform", "delay_ms", "delay_per_position_us", "input_format", "wdl", "moves_left")
+    )
     return backend

@@ -58,6 +58,12 @@ def warm_up() -> float:
         search.join()
         search.info()
         search.best_move()
+        # What this tiny search never reaches, compiled here with the argument types the search
+        # passes (a first call does nothing): undoing the visits of a batch still in flight when a
+        # search stops -- which a cold cache would otherwise compile after `stop`, before bestmove.
+        from lc0py.search.core import gather
+
+        gather.cancel_visits(tree.arrays, search.worker.root_id, np.zeros((1, 5), np.int32), 0)
         tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", ["a1a2"])
         _done = True
         return time.perf_counter() - start

@@ -33,3 +33,25 @@ def test_compiled_hash_matches_the_numpy_definition(rows: int, seed: int) -> Non
     assert np.array_equal(masks, before)  # the batch is left as it was
     masks[0, 3] ^= np.uint64(1)
     assert planes_hash(batch, seed)[0] != got[0]  # one bit of one plane changes the hash
+
+
+def test_per_position_delay_imitates_a_device_whose_time_grows_with_the_batch() -> None:
+    """``delay_per_position_us``: the batch's device time is the fixed part plus one share per
+    position, and the backend queues work asynchronously (the search overlaps its gathering)."""
+    from lc0py.backends.options import BackendOptions
+    from lc0py.backends.random_backend import create
+
+    backend = create(None, BackendOptions.parse("delay_ms=1.5,delay_per_position_us=20", "random"))
+    try:
+        assert backend.info.asynchronous
+        assert backend.device_time(0) == pytest.approx(1.5e-3)
+        assert backend.device_time(256) == pytest.approx(1.5e-3 + 256 * 20e-6)
+        rng = np.random.default_rng()
+        masks = rng.integers(0, 2**64, size=(3, 112), dtype=np.uint64)
+        batch = PlanesBatch(masks, np.ones((3, 112), np.float32))
+        pending = backend.evaluate_async(batch)
+        assert np.array_equal(pending.result().wdl, backend.evaluate(batch).wdl)
+    finally:
+        backend.close()
+    plain = create(None, BackendOptions.parse("", "random"))
+    assert not plain.info.asynchronous and plain.device_time(256) == 0.0

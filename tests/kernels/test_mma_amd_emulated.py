@@ -19,8 +19,6 @@ code generation for AMD (test_compile_amd.py covers compilation), timing.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,9 +26,9 @@ import numpy as np
 import pytest
 
 from lc0py.backends.accuracy import relative_error
+from tests.kernels.emu_build import finish_build, host_clangxx, start_build
 
 ROOT = Path(__file__).resolve().parents[2]
-EMU = Path(__file__).resolve().parent / "amd_emu"
 
 # (id, defines): both matrix-core branches, with DPP and with ds_bpermute row reductions.
 CONFIGS = [
@@ -40,14 +38,6 @@ CONFIGS = [
     ("mfma-cdna-dpp", ["-DEMU_MFMA"]),
     ("mfma-cdna-bpermute", ["-DEMU_MFMA", "-DLC0_AMD_NO_DPP"]),
 ]
-
-
-def _host_clang() -> str | None:
-    """clang++ is needed (ext_vector_type, _Float16 on x86-64); CI's clang-19 package has it."""
-    for name in (os.environ.get("LC0_CLANGXX", ""), "clang++-19", "clang++"):
-        if name and shutil.which(name):
-            return name
-    return None
 
 
 def _flash_configs() -> list[tuple[str, list[str]]]:
@@ -90,38 +80,16 @@ FLASH_CONFIGS = _flash_configs()
 @pytest.fixture(scope="module")
 def emulator_binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Build all configurations in parallel (a few seconds each)."""
-    cxx = _host_clang()
+    cxx = host_clangxx()
     if cxx is None:
         pytest.skip("clang++ (clang-19) not installed: apt-get install clang-19")
     out = tmp_path_factory.mktemp("amd_emu")
-    procs = {}
-    jobs = [(cid, d, "mma_amd_emu_test.cpp", "-O0") for cid, d in CONFIGS]
-    jobs += [(cid, d, "flash_emu_main.cpp", "-O0") for cid, d in FLASH_CONFIGS]
-    for cid, defines, main, opt in jobs:
-        exe = out / cid
-        cmd = [
-            cxx,
-            "-std=c++20",
-            opt,
-            "-Wall",
-            "-Wno-psabi",
-            *defines,
-            "-I",
-            str(ROOT / "kernels"),
-            "-I",
-            str(EMU),
-            "-x",
-            "c++",
-            str(EMU / main),
-            "-o",
-            str(exe),
-            "-pthread",
-        ]
-        procs[cid] = (exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    jobs = [(cid, d, "mma_amd_emu_test.cpp") for cid, d in CONFIGS]
+    jobs += [(cid, d, "flash_emu_main.cpp") for cid, d in FLASH_CONFIGS]
+    procs = {cid: (out / cid, start_build(cxx, main, defines, out / cid)) for cid, defines, main in jobs}
     built = {}
     for cid, (exe, proc) in procs.items():
-        log, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, f"{cid}: host build of the emulator failed:\n{log}"
+        finish_build(cid, proc)
         built[cid] = exe
     return built
 

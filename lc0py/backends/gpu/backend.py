@@ -12,6 +12,9 @@ Backend options (``--backend-opts``):
                               heads x depth and dtype (``off``: the built-in defaults)
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
                               (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
+``winograd_staged`` ``off``   residual nets, fused Winograd step: the shared-memory-staged kernel (cp.async,
+                              double-buffered; fp16 bodies of <= 256 filters). Off until measured on
+                              a GPU: docs/performance.md, "The staged fused Winograd step"
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -36,6 +39,7 @@ log = logging.getLogger("lc0py.backends.gpu")
 KNOWN_OPTIONS = (
     "flash",
     "winograd",
+    "winograd_staged",
     "graphs",
     "max_batch",
     "gpu",
@@ -94,6 +98,7 @@ class GpuBackend(BackendBase):
         use_tuned = options.take("tuned", True)
         winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
+        winograd_staged = options.take("winograd_staged", False)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)
@@ -119,6 +124,7 @@ class GpuBackend(BackendBase):
                 max_batch=max_batch,
                 flash_overrides=overrides,
                 winograd=winograd,
+                winograd_staged=winograd_staged,
             )
         except BaseException:
             self.platform.close()

@@ -61,6 +61,7 @@ class GpuNetwork:
         max_batch: int = 256,
         flash_overrides: dict[str, int] | None = None,
         winograd: bool = False,
+        winograd_staged: bool = False,
     ) -> None:
         self.p = platform
         self.net = network
@@ -80,6 +81,7 @@ class GpuNetwork:
             rshape = residual_shape(network, winograd)
             self.shape: NetShape | ResidualShape = rshape
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
+            self.ops.staged_fused = winograd_staged
             rweights = self._upload(pack_residual_model(network, self.np_dtype, winograd))
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape)

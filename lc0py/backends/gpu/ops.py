@@ -57,6 +57,9 @@ class GpuOps:
         self._events: list[Event] = (
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
+        #: the fused Winograd step through its shared-memory-staged kernel where that fits
+        #: (backend option ``winograd_staged``; ``False``: always the direct kernel)
+        self.staged_fused = False
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -211,14 +214,34 @@ class GpuOps:
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
         self.k_wino_in = self.function("residual.hip", "winograd_input", {})
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
-        self.k_wino_fused = self.function(
-            "residual.hip", "winograd_output_fused", {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
-        )
+        fused_defines = {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
+        self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
+        self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_staged", fused_defines)
+        self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
 
     def can_fuse_winograd(self, c: int) -> bool:
         """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole
         waves per position (its SE layer is a warp per output), at most ``FUSED_WINOGRAD_MAX_C``."""
         return c <= FUSED_WINOGRAD_MAX_C and c % self.p.info.warp_size == 0
+
+    @staticmethod
+    def fused_positions_per_block(c: int) -> int:
+        """Positions per block of the fused step: at least 256 threads where ``c`` allows."""
+        return max(1, 256 // c)
+
+    def staged_fused_smem(self, c: int, s: int, se: bool, skip: bool) -> int:
+        """Dynamic shared memory of ``winograd_output_fused_staged``: two stages of the next
+        positions' ``M`` (and skip) rows, plus the SE's pooled/hidden floats."""
+        per = self.fused_positions_per_block(c)
+        stage = (36 * 4 + (64 if skip else 0)) * per * c * self.elem
+        return 2 * stage + (per * (c + s) * 4 if se else 0)
+
+    def can_stage_fused(self, c: int, s: int, se: bool, skip: bool) -> bool:
+        """Whether the staged kernel's two stages fit the device's shared memory. A stage holds
+        208 rows of 256 threads' channels, ~106 KiB in fp16: fp16 bodies of <= 256 filters fit an
+        H100's 227 KiB; fp32, 512 filters and AMD's 64 KiB take the direct kernel."""
+        fits = self.staged_fused_smem(c, s, se, skip) <= self.p.info.shared_mem_per_block_optin
+        return self.staged_fused and fits and (c * self.elem) % 16 == 0
 
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
@@ -226,19 +249,26 @@ class GpuOps:
     ) -> None:
         """From the 36 GEMM outputs ``M``: ``y = act(SE(Aᵀ M A + bias) + skip)`` written to NHWC
         ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
-        ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``."""
+        ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``.
+
+        Staged (when it fits): one persistent block per multiprocessor's share of shared memory,
+        each copying its next positions' rows into shared memory while computing the current ones."""
         assert self.can_fuse_winograd(c), c
-        per_block = max(1, 256 // c)  # positions per block: at least 256 threads where c allows
+        per = self.fused_positions_per_block(c)
+        groups = (bsz + per - 1) // per
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
-        smem = per_block * (c + s) * 4 if se is not None else 0
-        self.p.launch(
-            self.k_wino_fused,
-            ((bsz + per_block - 1) // per_block, 1, 1),
-            (c, per_block, 1),
-            smem,
-            self.stream,
-            [P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)],
-        )
+        args: list[KernelArg] = [
+            P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
+        ]
+        if self.can_stage_fused(c, s, se is not None, skip != 0):
+            smem = self.staged_fused_smem(c, s, se is not None, skip != 0)
+            info = self.p.info
+            per_sm = max(1, min(info.shared_mem_per_block_optin // smem, 2048 // (c * per)))
+            grid = min(groups, info.sm_count * per_sm)
+            self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, per, 1), smem, self.stream, args)
+            return
+        smem = per * (c + s) * 4 if se is not None else 0
+        self.p.launch(self.k_wino_fused, (groups, 1, 1), (c, per, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""

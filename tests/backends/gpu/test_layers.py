@@ -35,6 +35,7 @@ class PointerPlatform(RecordingPlatform):
         self.regions: list[tuple[int, int]] = []
         self._top = 1 << 32
         self.used: list[int] = []
+        self.launched: list[int] = []  # kernel handles, in launch order
 
     def alloc(self, nbytes: int) -> int:
         base = self._top
@@ -44,6 +45,7 @@ class PointerPlatform(RecordingPlatform):
 
     def launch(self, fn: int, grid: Any, block: Any, smem: int, stream: int, args: list[Any]) -> None:
         self.used += [a.value for a in args if isinstance(a, ctypes.c_void_p) and a.value]
+        self.launched.append(fn)
 
     def gemm(self, stream: int, m: int, n: int, k: int, a: int, *args: Any, **kw: Any) -> None:
         lda, b, ldb, c, ldc = args
@@ -152,5 +154,28 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
         assert len(gpu.model.blocks) == len(net.blocks)
         assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=1)
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False])
+@pytest.mark.parametrize("staged", [True, False])
+def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool) -> None:
+    """``winograd_staged=on`` runs the staged fused step where its two shared-memory stages fit
+    (fp16 at 256 filters: 2 x 106 KiB of an H100's 227), else the direct kernel (fp32)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    plat = PointerPlatform()
+    net = _net("res-20x256", blocks=2)
+    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=True, winograd_staged=staged)
+    try:
+        assert gpu.ops.staged_fused is staged
+        masks = np.random.default_rng(2).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+        n_staged = plat.launched.count(gpu.ops.k_wino_staged)
+        n_direct = plat.launched.count(gpu.ops.k_wino_fused)
+        assert n_staged + n_direct == 1 + 2 * len(net.blocks) + 1  # input conv, 2 per block, policy conv
+        assert (n_staged > 0) is (staged and fp16)
+        assert n_staged == 0 or n_direct == 0
     finally:
         gpu.close()

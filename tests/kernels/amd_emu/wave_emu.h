@@ -118,12 +118,14 @@ auto collective(const In& mine, F f) {
     return out;
 }
 
-// Run body() for every thread of every block of a 1-D-block grid: blocks one after another, the
-// threads of a block concurrently (waves of EMU_WAVE consecutive threads, as on the hardware).
-inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& body) {
+// Run body() for every thread of every block of a grid: blocks one after another, the threads of
+// a block concurrently (waves of EMU_WAVE consecutive linear thread ids, x fastest, as on the
+// hardware).
+inline void run_grid(emu_dim3 grid, emu_dim3 block, const std::function<void()>& body) {
+    const int threads = (int)(block.x * block.y * block.z);
     if (threads % EMU_WAVE) error("block size is not a multiple of the wave size");
     gridDim = grid;
-    blockDim = emu_dim3{(unsigned)threads, 1, 1};
+    blockDim = block;
     for (unsigned bz = 0; bz < grid.z; ++bz)
         for (unsigned by = 0; by < grid.y; ++by)
             for (unsigned bx = 0; bx < grid.x; ++bx) {
@@ -133,7 +135,8 @@ inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& bo
                 std::vector<std::thread> th;
                 for (int t = 0; t < threads; ++t)
                     th.emplace_back([&, t] {
-                        threadIdx = emu_dim3{(unsigned)t, 0, 0};
+                        const unsigned u = (unsigned)t;
+                        threadIdx = emu_dim3{u % block.x, (u / block.x) % block.y, u / (block.x * block.y)};
                         blockIdx = emu_dim3{bx, by, bz};
                         t_lane = t % EMU_WAVE;
                         t_wave = waves[t / EMU_WAVE].get();
@@ -142,6 +145,9 @@ inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& bo
                     });
                 for (auto& x : th) x.join();
             }
+}
+inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& body) {
+    run_grid(grid, emu_dim3{(unsigned)threads, 1, 1}, body);
 }
 
 // One wave: body(lane).

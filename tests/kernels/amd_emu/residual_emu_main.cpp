@@ -1,0 +1,127 @@
+// Runs the real kernels/residual.hip on the CPU wave emulator: the fused Winograd output step
+// (winograd_output_fused and winograd_output_fused_staged: 2-D blocks of c channels x per
+// positions, __syncthreads, the SE's warp reductions, dynamic shared memory) and, with `other`,
+// the unfused kernels (im2col3x3, winograd_input, winograd_output, se_residual). On AMD the staged
+// kernel's async copies are plain copies (prelude_hiprtc.h), so this checks its stage layout,
+// the persistent loop over position groups and the partial last group, not cp.async timing.
+// Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
+// Usage: residual_emu staged|direct batch c se act skip out v grid dir
+//   dir holds m.bin [36, batch*4, c], bias.bin [c], and with skip skip.bin [batch*64, c], with
+//   se > 0 w1.bin [se, c], b1.bin [se], w2t.bin [se, 2c], b2.bin [2c], all of the kernel's T.
+//   Writes out.bin [batch*64, c] (out aliases skip when both are on, as in the backend) and
+//   v.bin [36, batch*4, c]; unwritten elements stay NaN. grid: the staged kernel's block count.
+// Usage: residual_emu other batch c se act dir
+//   dir holds x.bin [batch*64, c], m.bin, bias.bin, skip.bin and (se > 0) the SE weights; writes
+//   cols.bin (im2col3x3 of x), vin.bin (winograd_input of x), y.bin (winograd_output of m, bias,
+//   act), se.bin (se_residual of x as y, bias, skip, SE, act).
+#include "wave_emu.h"
+// clang-format off
+#include "prelude_hiprtc.h"
+#include "residual.hip"
+// clang-format on
+
+#include <fstream>
+
+// the kernels' `extern __shared__` arrays (blocks run one after another)
+alignas(16) float fused_smem[1 << 14];
+alignas(16) float se_smem[1 << 14];  // se_residual (compiled with the file, not run here)
+alignas(16) uint4 staged_smem[(512 << 10) / sizeof(uint4)];  // fp32 stages too (the device has 227 KiB)
+
+static std::vector<T> read_t(const std::string& path, size_t n) {
+    std::vector<T> v(n);
+    std::ifstream f(path, std::ios::binary);
+    f.read(reinterpret_cast<char*>(v.data()), (std::streamsize)(n * sizeof(T)));
+    if (!f) {
+        std::fprintf(stderr, "cannot read %zu elements from %s\n", n, path.c_str());
+        std::exit(2);
+    }
+    return v;
+}
+
+static void write_t(const std::string& path, const std::vector<T>& v) {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), (std::streamsize)(v.size() * sizeof(T)));
+}
+
+static int run_other(int batch, int c, int se, int act, const std::string& dir) {
+    const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
+    T nan;
+    store_f32(&nan, __builtin_nanf(""));
+    auto x = read_t(dir + "/x.bin", rows);
+    auto m = read_t(dir + "/m.bin", mv);
+    auto bias = read_t(dir + "/bias.bin", (size_t)c);
+    auto skip = read_t(dir + "/skip.bin", rows);
+    std::vector<T> w1, b1, w2t, b2;
+    if (se > 0) {
+        w1 = read_t(dir + "/w1.bin", (size_t)se * c);
+        b1 = read_t(dir + "/b1.bin", (size_t)se);
+        w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
+        b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
+    }
+    std::vector<T> cols(rows * 9, nan), vin(mv, nan), y(rows, nan), out(rows, nan);
+    const emu_dim3 few{3, 1, 1};  // fewer blocks than work: the grid-stride loops run
+    emu::run_grid(few, 256, [&] { im2col3x3(x.data(), cols.data(), batch * 64, c); });
+    emu::run_grid(few, 256, [&] { winograd_input(x.data(), vin.data(), batch, c); });
+    emu::run_grid(few, 256, [&] { winograd_output(m.data(), bias.data(), y.data(), batch, c, act); });
+    if ((size_t)(3 * c + se) * 4 > sizeof(se_smem)) return 3;
+    emu::run_grid(emu_dim3{(unsigned)batch, 1, 1}, 256, [&] {
+        se_residual(x.data(), bias.data(), skip.data(), out.data(), se > 0 ? w1.data() : nullptr, b1.data(),
+                    w2t.data(), b2.data(), c, se, act);
+    });
+    for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
+    write_t(dir + "/cols.bin", cols);
+    write_t(dir + "/vin.bin", vin);
+    write_t(dir + "/y.bin", y);
+    write_t(dir + "/se.bin", out);
+    return emu::g_errors.empty() ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc == 7 && std::string(argv[1]) == "other")
+        return run_other(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
+    if (argc != 11) {
+        std::fprintf(stderr, "usage: %s staged|direct batch c se act skip out v grid dir\n", argv[0]);
+        return 2;
+    }
+    const bool staged = std::string(argv[1]) == "staged";
+    const int batch = std::atoi(argv[2]), c = std::atoi(argv[3]), se = std::atoi(argv[4]), act = std::atoi(argv[5]);
+    const bool has_skip = std::atoi(argv[6]) != 0, has_out = std::atoi(argv[7]) != 0, has_v = std::atoi(argv[8]) != 0;
+    const int grid = std::atoi(argv[9]);
+    const std::string dir = argv[10];
+    const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
+    T nan;
+    store_f32(&nan, __builtin_nanf(""));
+    auto m = read_t(dir + "/m.bin", mv);
+    auto bias = read_t(dir + "/bias.bin", (size_t)c);
+    std::vector<T> skip = has_skip ? read_t(dir + "/skip.bin", rows) : std::vector<T>();
+    std::vector<T> w1, b1, w2t, b2;
+    if (se > 0) {
+        w1 = read_t(dir + "/w1.bin", (size_t)se * c);
+        b1 = read_t(dir + "/b1.bin", (size_t)se);
+        w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
+        b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
+    }
+    std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
+    T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
+    const int per = c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
+    const size_t stage = (size_t)(36 * 4 + (has_skip ? 64 : 0)) * per * c * sizeof(T);
+    const size_t smem = (staged ? 2 * stage : 0) + (se > 0 ? (size_t)per * (c + se) * 4 : 0);
+    if (smem > sizeof(staged_smem) || (size_t)per * (c + se) * 4 > sizeof(fused_smem)) return 3;
+    const int groups = (batch + per - 1) / per;
+    std::printf("%s: wave %d, T %zu bytes, c %d, %d positions/block, %d blocks, shared %zu B\n", argv[1],
+                WARP_SIZE, sizeof(T), c, per, staged ? grid : groups, smem);
+    const T* pw1 = se > 0 ? w1.data() : nullptr;
+    emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, emu_dim3{(unsigned)c, (unsigned)per, 1}, [&] {
+        if (staged)
+            winograd_output_fused_staged(m.data(), bias.data(), has_skip ? skip.data() : nullptr, out,
+                                         has_v ? v.data() : nullptr, pw1, b1.data(), w2t.data(), b2.data(), batch,
+                                         c, se, act);
+        else
+            winograd_output_fused(m.data(), bias.data(), has_skip ? skip.data() : nullptr, out,
+                                  has_v ? v.data() : nullptr, pw1, b1.data(), w2t.data(), b2.data(), batch, c, se,
+                                  act);
+    });
+    for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
+    if (has_out) write_t(dir + "/out.bin", has_skip ? skip : out_own);
+    if (has_v) write_t(dir + "/v.bin", v);
+    return emu::g_errors.empty() ? 0 : 1;
+}
