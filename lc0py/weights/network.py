@@ -105,16 +105,11 @@ class WeightsEncoding(enum.IntEnum):
     FLOAT32 = 4
 
 
-@dataclass
-class Dense:
-    """A dense layer ``y = x @ w.T + b``; ``w`` is ``[out, in]``.
-
-    ``b is None`` means the file has no bias for this layer; lc0's blas backend then applies
-    neither bias nor activation (docs/attention-body.md §4.6), and so do we.
-    """
+class WeightedLayer:
+    """``n_out`` and ``n_in`` of a layer whose weight ``w`` is ``[out, in, ...]`` (dense layers,
+    convolutions)."""
 
     w: np.ndarray
-    b: np.ndarray | None
 
     @property
     def n_out(self) -> int:
@@ -123,6 +118,18 @@ class Dense:
     @property
     def n_in(self) -> int:
         return int(self.w.shape[1])
+
+
+@dataclass
+class Dense(WeightedLayer):
+    """A dense layer ``y = x @ w.T + b``; ``w`` is ``[out, in]``.
+
+    ``b is None`` means the file has no bias for this layer; lc0's blas backend then applies
+    neither bias nor activation (docs/attention-body.md §4.6), and so do we.
+    """
+
+    w: np.ndarray
+    b: np.ndarray | None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from lc0py.weights.network import (
     PolicyFormat,
     PolicyHead,
     ValueFormat,
+    WeightedLayer,
 )
 
 #: lc0's ``kEpsilon`` for folding batch norm into convolutions (network_legacy.cc).
@@ -52,19 +53,11 @@ RESIDUAL_KINDS = (NetworkKind.CLASSICAL_WITH_HEADFORMAT, NetworkKind.SE_WITH_HEA
 
 
 @dataclass
-class Conv:
+class Conv(WeightedLayer):
     """A convolution with batch norm already folded in: ``w [out, in, k, k]``, ``b [out]``."""
 
     w: np.ndarray
     b: np.ndarray
-
-    @property
-    def n_out(self) -> int:
-        return int(self.w.shape[0])
-
-    @property
-    def n_in(self) -> int:
-        return int(self.w.shape[1])
 
     @property
     def kernel(self) -> int:
