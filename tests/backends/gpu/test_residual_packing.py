@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lc0py.backends.base import wdl_from_value
 from lc0py.backends.gpu.weights import AttentionPolicyWeights, Buffers, FcHeadWeights, arrays_of
 from lc0py.backends.gpu.weights_residual import (
     ClassicalPolicyWeights,
@@ -122,13 +123,7 @@ def emulate_residual(
                 r = idx - 4096
                 i, j, rr = r // 24, (r % 24) // 3, r % 3
                 policy[:, k] = lg[:, (48 + i) * 64 + 56 + j] + off[:, j, rr] + off[:, j, 3]
-    z = _fc_head(x, w.value, act)
-    if s.v_out == 3:
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        wdl = e / e.sum(axis=1, keepdims=True)
-    else:
-        q = np.tanh(z[:, 0])
-        wdl = np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+    wdl = wdl_from_value(_fc_head(x, w.value, act))
     mlh = np.maximum(_fc_head(x, w.moves_left, act)[:, 0], 0) if w.moves_left is not None else np.zeros(bsz)
     return policy, wdl, mlh
 
