@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,25 @@ def flash_params(depth: int, arch: str, q_len: int, kv_len: int) -> FlashParams:
     if depth <= 64 and q_len >= 128 and kv_len > p.kv_tile:
         return replace(p, warps=8, min_blocks=2)
     return replace(p, warps=max(1, min(4, -(-q_len // 16))))
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One attention call as both implementations take it: the shape, the device operands
+    (``o`` has ``q``'s shape and layout), the bias pointer ``g`` (0: none) with its batch and head
+    strides in elements (0: broadcast), the causal flag and the scale of the scores."""
+
+    shape: Shape
+    q: DeviceArray
+    k: DeviceArray
+    v: DeviceArray
+    o: DeviceArray
+    layout: str
+    g: int
+    g_b: int
+    g_h: int
+    causal: bool
+    scale: float
 
 
 class GpuAttention:
@@ -204,11 +223,12 @@ class GpuAttention:
             out = self.empty(q.shape)
         elif out.shape != q.shape:
             raise UsageError(f"out has shape {out.shape}, want {q.shape}")
+        call = _Call(s, q, k, v, out, layout, g, g_b, g_h, causal, scale)
         try:
             if impl == "flash":
-                self._flash(s, q, k, v, out, layout, g, g_b, g_h, causal, scale)
+                self._flash(call)
             elif impl == "naive":
-                self._naive(s, q, k, v, out, layout, g, g_b, g_h, causal, scale)
+                self._naive(call)
             else:
                 raise UsageError(f"impl '{impl}': unknown (available: flash, naive)")
         finally:
@@ -248,28 +268,16 @@ class GpuAttention:
         self._flash_fns[memo] = (fn, p, smem)
         return fn, p, smem
 
-    def _flash(
-        self,
-        s: Shape,
-        q: DeviceArray,
-        k: DeviceArray,
-        v: DeviceArray,
-        o: DeviceArray,
-        layout: str,
-        g: int,
-        g_b: int,
-        g_h: int,
-        causal: bool,
-        scale: float,
-    ) -> None:
-        fn, p, smem = self.flash_function(s.depth, s.q_len, s.kv_len, causal)
-        (qb, qh, qs), (kb, kh, ks) = self._strides(s, layout)
+    def _flash(self, c: _Call) -> None:
+        s = c.shape
+        fn, p, smem = self.flash_function(s.depth, s.q_len, s.kv_len, c.causal)
+        (qb, qh, qs), (kb, kh, ks) = self._strides(s, c.layout)
         grid, block = flash_grid(s.q_len, s.heads, s.batch, p, True, self.platform.info.warp_size)
         args: list[KernelArg] = [
-            P(q.ptr),
-            P(k.ptr),
-            P(v.ptr),
-            P(o.ptr),
+            P(c.q.ptr),
+            P(c.k.ptr),
+            P(c.v.ptr),
+            P(c.o.ptr),
             LL(qb),
             LL(qh),
             I(qs),
@@ -279,35 +287,22 @@ class GpuAttention:
             LL(qb),
             LL(qh),
             I(qs),
-            P(g),
-            LL(g_b),
-            LL(g_h),
+            P(c.g),
+            LL(c.g_b),
+            LL(c.g_h),
             I(s.q_len),
             I(s.kv_len),
             I(s.heads),
             I(s.group),
-            F(scale),
+            F(c.scale),
         ]
         self.platform.launch(fn, grid, block, smem, self.stream, args)
 
-    def _naive(
-        self,
-        s: Shape,
-        q: DeviceArray,
-        k: DeviceArray,
-        v: DeviceArray,
-        o: DeviceArray,
-        layout: str,
-        g: int,
-        g_b: int,
-        g_h: int,
-        causal: bool,
-        scale: float,
-    ) -> None:
-        pl, st, d = self.platform, self.stream, s.depth
+    def _naive(self, c: _Call) -> None:
+        s, pl, st, d = c.shape, self.platform, self.stream, c.shape.depth
         lq, lk, grp = s.q_len, s.kv_len, s.group
         scores = self.workspace(s.batch * s.heads * lq * lk * 2)
-        if layout == "bhsd":
+        if c.layout == "bhsd":
             # (b, kv head) flattened has uniform strides; one batched GEMM per group member
             calls = [
                 (r * lq * d, 0, r * lq * lk, s.batch * s.kv_heads, grp * lq * d, lk * d, d, d)
@@ -334,15 +329,15 @@ class GpuAttention:
                 lq,
                 lk,
                 d,
-                q.ptr + 2 * qo,
+                c.q.ptr + 2 * qo,
                 ldq,
-                k.ptr + 2 * ko,
+                c.k.ptr + 2 * ko,
                 ldk,
                 scores + 2 * so,
                 lk,
                 dtype="fp16",
                 trans_b=True,
-                alpha=scale,
+                alpha=c.scale,
                 batch=n,
                 stride_a=sq,
                 stride_b=sk,
@@ -358,7 +353,7 @@ class GpuAttention:
             (threads, 1, 1),
             0,
             st,
-            [P(scores), P(g), LL(g_b), LL(g_h), I(s.heads), I(lq), I(lk), I(int(causal)), F(1.0)],
+            [P(scores), P(c.g), LL(c.g_b), LL(c.g_h), I(s.heads), I(lq), I(lk), I(int(c.causal)), F(1.0)],
         )
         for qo, ko, so, n, sq, sk, ldq, ldk in calls:  # O = P V (O has Q's layout)
             pl.gemm(
@@ -368,9 +363,9 @@ class GpuAttention:
                 lk,
                 scores + 2 * so,
                 lk,
-                v.ptr + 2 * ko,
+                c.v.ptr + 2 * ko,
                 ldk,
-                o.ptr + 2 * qo,
+                c.o.ptr + 2 * qo,
                 ldq,
                 dtype="fp16",
                 batch=n,

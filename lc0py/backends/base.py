@@ -68,6 +68,16 @@ class NetworkOutput:
         return self.wdl[:, 0] - self.wdl[:, 2]
 
 
+def wdl_from_value(z: np.ndarray) -> np.ndarray:
+    """``(W, D, L) [B, 3]`` from a value head's raw output ``z``: the softmax of ``[B, 3]`` WDL
+    logits, or ``((1+q)/2, 0, (1-q)/2)`` with ``q = tanh(z)`` for a classical head's ``[B, 1]``."""
+    if z.shape[1] == 3:
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    q = np.tanh(z[:, 0])
+    return np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+
+
 class PendingOutput(Protocol):
     """Handle of a submitted batch; ``result()`` blocks until the outputs are on the host."""
 

@@ -231,6 +231,20 @@ PLAYOUT_FENS: tuple[str | None, ...] = (
 )
 
 
+def random_moves(board: chess.Board, plies: int, rng: random.Random) -> list[str]:
+    """Play up to ``plies`` uniformly random legal moves on ``board`` (fewer when the game ends);
+    returns them as UCI strings."""
+    moves: list[str] = []
+    for _ in range(plies):
+        legal = list(board.legal_moves)
+        if not legal:
+            break
+        move = rng.choice(legal)
+        moves.append(move.uci())
+        board.push(move)
+    return moves
+
+
 def random_games(
     n: int, seed: int, max_plies: int = 80, start_fens: tuple[str | None, ...] = PLAYOUT_FENS
 ) -> list[PositionHistory]:
@@ -244,14 +258,7 @@ def random_games(
     while len(games) < n:
         fen = rng.choice(start_fens)
         board = chess.Board() if fen is None else chess.Board(fen)
-        moves = []
-        for _ in range(rng.randrange(0, max_plies)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            move = rng.choice(legal)
-            moves.append(move.uci())
-            board.push(move)
+        moves = random_moves(board, rng.randrange(0, max_plies), rng)
         if board.is_game_over(claim_draw=False):
             continue
         games.append(PositionHistory.from_fen(fen, moves))

@@ -152,15 +152,21 @@ class EntryStore:
             return None, "it was built from other inputs"
         return path, ""
 
-    def load(self, name: str, inputs: str) -> bytes | None:
-        """The entry's bytes if present and verified; else ``None`` (a bad entry is logged and
-        removed, so the caller's rebuild replaces it)."""
+    def _entry_path(self, name: str, inputs: str) -> Path | None:
+        """The entry's file when the cache is usable and its record matches ``inputs``; else
+        ``None`` (a mismatching entry is dropped)."""
         if not self.usable():
             return None
         path, reason = self._mismatch(name, inputs)
+        if path is None and reason:
+            self._drop(name, reason)
+        return path
+
+    def load(self, name: str, inputs: str) -> bytes | None:
+        """The entry's bytes if present and verified; else ``None`` (a bad entry is logged and
+        removed, so the caller's rebuild replaces it)."""
+        path = self._entry_path(name, inputs)
         if path is None:
-            if reason:
-                self._drop(name, reason)
             return None
         try:
             data = path.read_bytes()
@@ -177,12 +183,8 @@ class EntryStore:
     def verified_path(self, name: str, inputs: str) -> Path | None:
         """Like ``load`` for large entries opened by path (the ONNX model): hashes the file in
         chunks and returns its path, or ``None``."""
-        if not self.usable():
-            return None
-        path, reason = self._mismatch(name, inputs)
+        path = self._entry_path(name, inputs)
         if path is None:
-            if reason:
-                self._drop(name, reason)
             return None
         record = self._record(name) or {}
         try:

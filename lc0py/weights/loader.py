@@ -14,7 +14,7 @@ import gzip
 import os
 import zlib
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
 
 import numpy as np
 
@@ -449,17 +449,28 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
 
 
 def _build_value(r: _Reader, msg: Any, prefix: str, e: int, wdl: bool, key: str) -> ValueHead:
+    _require_value_head(r, msg, prefix, key)
+    emb = r.dense(msg, "ip_val_w", "ip_val_b", e, prefix, "the value embedding channels")
+    return ValueHead(emb, *_value_dense(r, msg, prefix, 64 * emb.n_out, wdl))
+
+
+def _require_value_head(r: _Reader, msg: Any, prefix: str, key: str) -> None:
+    """Fail when the selected value head has no weights (either body)."""
     if r.values(msg.ip1_val_b, prefix + "ip1_val_b").size == 0:
         r.fail(f"the value head selected '{key}' is empty ({prefix}ip1_val_b is missing)")
-    emb = r.dense(msg, "ip_val_w", "ip_val_b", e, prefix, "the value embedding channels")
-    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", 64 * emb.n_out, prefix, "the value hidden size")
+
+
+def _value_dense(r: _Reader, msg: Any, prefix: str, n_in: int, wdl: bool) -> tuple[Dense, Dense]:
+    """The value head's dense layers after its embedding or convolution (either body): ``ip1_val``
+    (``n_in`` = 64 x channels -> hidden), ``ip2_val`` (hidden -> 3 WDL logits, or 1 for tanh)."""
+    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", n_in, prefix, "the value hidden size")
     n_out = 3 if wdl else 1
     w2 = r.array(msg.ip2_val_w, prefix + "ip2_val_w", (n_out, fc1.n_out))
     if wdl:
         b2 = r.optional_bias(msg.ip2_val_b, prefix + "ip2_val_b", 3)
     else:  # lc0 reads the tanh head's bias unconditionally
         b2 = r.array(msg.ip2_val_b, prefix + "ip2_val_b", (1,))
-    return ValueHead(emb, fc1, Dense(w2, b2))
+    return fc1, Dense(w2, b2)
 
 
 def _build_heads(r: _Reader, sources: dict[str, Any], selected: str,
@@ -608,26 +619,10 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     moves_left = None
     if int(nf.moves_left) == MovesLeftFormat.V1:
         emb = r.dense(w, "ip_mov_w", "ip_mov_b", e, "", "the moves-left embedding channels")
-        fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", 64 * emb.n_out, "", "the moves-left hidden size")
-        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
-                    r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
-        moves_left = MovesLeftHead(emb, fc1, fc2)
+        moves_left = MovesLeftHead(emb, *_moves_left_dense(r, w, 64 * emb.n_out))
 
-    fmt = NetworkFormat(
-        input=_input_format(source, int(nf.input)),
-        output=OutputFormat(int(nf.output)) if int(nf.output) in (0, 1, 2) else OutputFormat.UNKNOWN,
-        network=NetworkKind(int(nf.network)),
-        policy=PolicyFormat(int(nf.policy)),
-        value=ValueFormat(int(nf.value)),
-        moves_left=MovesLeftFormat(int(nf.moves_left)),
-        default_activation=DefaultActivation(int(nf.default_activation)),
-        smolgen_activation=Activation(int(nf.smolgen_activation)),
-        ffn_activation=Activation(int(nf.ffn_activation)),
-        input_embedding=stored_embedding,
-    )
-    v = net.min_version
     return Network(
-        format=fmt,
+        format=_network_format(nf, source, stored_embedding),
         embedding=embedding,
         encoders=encoders,
         heads=heads,
@@ -640,6 +635,58 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
         smolgen_act=smolgen_act,
         alpha=float((2.0 * len(encoders)) ** -0.25),
         encoder_eps=eps,
+        **_metadata(net, (policy_head, policy_sources, all_policy), (value_head, value_sources, all_value)),
+    )
+
+
+def _moves_left_dense(r: _Reader, w: Any, n_in: int) -> tuple[Dense, Dense]:
+    """The moves-left head's dense layers after its embedding (attention body) or convolution
+    (residual body): ``ip1_mov`` (``n_in`` = 64 x channels -> hidden), ``ip2_mov`` (hidden -> 1)."""
+    fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", n_in, "", "the moves-left hidden size")
+    fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
+                r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
+    return fc1, fc2
+
+
+def _network_format(nf: Any, source: str, input_embedding: InputEmbedding) -> NetworkFormat:
+    """The stored ``network_format`` as lc0py's enums (an output lc0py does not know is UNKNOWN);
+    ``input_embedding`` as the body reads it."""
+    return NetworkFormat(
+        input=_input_format(source, int(nf.input)),
+        output=OutputFormat(int(nf.output)) if int(nf.output) in (0, 1, 2) else OutputFormat.UNKNOWN,
+        network=NetworkKind(int(nf.network)),
+        policy=PolicyFormat(int(nf.policy)),
+        value=ValueFormat(int(nf.value)),
+        moves_left=MovesLeftFormat(int(nf.moves_left)),
+        default_activation=DefaultActivation(int(nf.default_activation)),
+        smolgen_activation=Activation(int(nf.smolgen_activation)),
+        ffn_activation=Activation(int(nf.ffn_activation)),
+        input_embedding=input_embedding,
+    )
+
+
+class _Metadata(TypedDict):
+    """``BaseNetwork``'s keyword fields as the loader fills them for either body."""
+
+    min_version: tuple[int, int, int]
+    policy_head_name: str
+    value_head_name: str
+    available_policy_heads: tuple[str, ...]
+    available_value_heads: tuple[str, ...]
+    license: str
+    extra: dict[str, object]
+
+
+_Heads = tuple[str, dict[str, Any], dict[str, Any]]
+
+
+def _metadata(net: Any, policy: _Heads, value: _Heads) -> _Metadata:
+    """Version gate, license and heads. ``policy`` and ``value`` are each (the selected name, the
+    heads the net stores by name, the heads that built: ``_build_heads``'s second result, kept in
+    ``extra``)."""
+    v = net.min_version
+    (policy_head, policy_sources, all_policy), (value_head, value_sources, all_value) = policy, value
+    return _Metadata(
         min_version=(int(v.major), int(v.minor), int(v.patch)),
         policy_head_name=policy_head,
         value_head_name=value_head,

@@ -12,7 +12,7 @@ activations) are resolved once here, so backends never re-derive them.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 
@@ -105,16 +105,11 @@ class WeightsEncoding(enum.IntEnum):
     FLOAT32 = 4
 
 
-@dataclass
-class Dense:
-    """A dense layer ``y = x @ w.T + b``; ``w`` is ``[out, in]``.
-
-    ``b is None`` means the file has no bias for this layer; lc0's blas backend then applies
-    neither bias nor activation (docs/attention-body.md §4.6), and so do we.
-    """
+class WeightedLayer:
+    """``n_out`` and ``n_in`` of a layer whose weight ``w`` is ``[out, in, ...]`` (dense layers,
+    convolutions)."""
 
     w: np.ndarray
-    b: np.ndarray | None
 
     @property
     def n_out(self) -> int:
@@ -123,6 +118,18 @@ class Dense:
     @property
     def n_in(self) -> int:
         return int(self.w.shape[1])
+
+
+@dataclass
+class Dense(WeightedLayer):
+    """A dense layer ``y = x @ w.T + b``; ``w`` is ``[out, in]``.
+
+    ``b is None`` means the file has no bias for this layer; lc0's blas backend then applies
+    neither bias nor activation (docs/attention-body.md §4.6), and so do we.
+    """
+
+    w: np.ndarray
+    b: np.ndarray | None
 
 
 @dataclass
@@ -237,7 +244,52 @@ class NetworkFormat:
 
 
 @dataclass
-class Network:
+class BaseNetwork:
+    """What every loaded network carries whatever its body (attention ``Network``, convolutional
+    ``ResidualNetwork``): its format, the version gate, the selected and available head names, the
+    license and unknown extras; and what search and the tools read from it alike.
+
+    The fields after ``format`` are keyword-only, so each body's own fields follow ``format`` in
+    its constructor.
+    """
+
+    format: NetworkFormat
+    _: KW_ONLY
+    min_version: tuple[int, int, int] = (0, 0, 0)
+    policy_head_name: str = "vanilla"
+    value_head_name: str = "winner"
+    available_policy_heads: tuple[str, ...] = ("vanilla",)
+    available_value_heads: tuple[str, ...] = ("winner",)
+    license: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def has_wdl(self) -> bool:
+        """Search treats the value as WDL when the format's output says so (lc0's rule)."""
+        return self.format.output == OutputFormat.WDL
+
+    def parameter_count(self) -> int:
+        """Number of weight parameters (every array reachable from the fields but ``extra``, an
+        array held twice counted once), as a describenet extra."""
+        total = 0
+        stack: list[object] = [self]
+        seen: set[int] = set()
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, np.ndarray):
+                total += int(obj.size)
+            elif isinstance(obj, list | tuple):
+                stack.extend(obj)
+            elif hasattr(obj, "__dataclass_fields__"):
+                stack.extend(getattr(obj, name) for name in obj.__dataclass_fields__ if name != "extra")
+        return total
+
+
+@dataclass
+class Network(BaseNetwork):
     """A loaded attention-body network with the selected policy/value heads.
 
     Resolved values backends use directly:
@@ -246,7 +298,6 @@ class Network:
       * ``encoder_eps``: 1e-3 for PE_DENSE nets, else 1e-6 (already stored in each LayerNorm).
     """
 
-    format: NetworkFormat
     embedding: Embedding
     encoders: list[EncoderLayer]
     heads: int
@@ -259,13 +310,6 @@ class Network:
     smolgen_act: Activation
     alpha: float
     encoder_eps: float
-    min_version: tuple[int, int, int] = (0, 0, 0)
-    policy_head_name: str = "vanilla"
-    value_head_name: str = "winner"
-    available_policy_heads: tuple[str, ...] = ("vanilla",)
-    available_value_heads: tuple[str, ...] = ("winner",)
-    license: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
 
     # --- derived sizes (docs/weights-format.md §6.1) ---
     @property
@@ -296,31 +340,8 @@ class Network:
         return self.smolgen_w is not None and any(e.smolgen is not None for e in self.encoders)
 
     @property
-    def has_wdl(self) -> bool:
-        """Search treats the value as WDL when the format's output says so (lc0's rule)."""
-        return self.format.output == OutputFormat.WDL
-
-    @property
     def has_moves_left(self) -> bool:
         return self.moves_left is not None
-
-    def parameter_count(self) -> int:
-        """Number of weight parameters (all arrays), as a describenet extra."""
-        total = 0
-        stack: list[object] = [self]
-        seen: set[int] = set()
-        while stack:
-            obj = stack.pop()
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            if isinstance(obj, np.ndarray):
-                total += int(obj.size)
-            elif isinstance(obj, list | tuple):
-                stack.extend(obj)
-            elif hasattr(obj, "__dataclass_fields__"):
-                stack.extend(getattr(obj, name) for name in obj.__dataclass_fields__ if name != "extra")
-        return total
 
     def flops_per_position(self) -> int:
         """Multiply-add FLOPs (2 per MAC) of one forward pass (docs/attention-body.md §13)."""

@@ -28,16 +28,16 @@ import numpy as np
 
 from lc0py.weights.network import (
     Activation,
+    BaseNetwork,
     DefaultActivation,
     Dense,
     EncoderLayer,
     MovesLeftFormat,
-    NetworkFormat,
     NetworkKind,
-    OutputFormat,
     PolicyFormat,
     PolicyHead,
     ValueFormat,
+    WeightedLayer,
 )
 
 #: lc0's ``kEpsilon`` for folding batch norm into convolutions (network_legacy.cc).
@@ -53,19 +53,11 @@ RESIDUAL_KINDS = (NetworkKind.CLASSICAL_WITH_HEADFORMAT, NetworkKind.SE_WITH_HEA
 
 
 @dataclass
-class Conv:
+class Conv(WeightedLayer):
     """A convolution with batch norm already folded in: ``w [out, in, k, k]``, ``b [out]``."""
 
     w: np.ndarray
     b: np.ndarray
-
-    @property
-    def n_out(self) -> int:
-        return int(self.w.shape[0])
-
-    @property
-    def n_in(self) -> int:
-        return int(self.w.shape[1])
 
     @property
     def kernel(self) -> int:
@@ -144,27 +136,20 @@ class ConvMovesLeftHead:
 
 
 @dataclass
-class ResidualNetwork:
+class ResidualNetwork(BaseNetwork):
     """A loaded classical residual network with the selected policy/value heads.
 
     Shares the attributes search and the backends read from an attention ``Network``
-    (``format``, ``has_wdl``, ``has_moves_left``, head names, ``license``, ``min_version``).
+    (``BaseNetwork``: ``format``, ``has_wdl``, head names, ``license``, ``min_version``) and
+    ``has_moves_left``.
     """
 
-    format: NetworkFormat
     input: Conv  # 3x3, 112 -> C
     blocks: list[ResidualBlock]
     policy: ResidualPolicy
     value: ConvValueHead
     moves_left: ConvMovesLeftHead | None
     default_act: Activation
-    min_version: tuple[int, int, int] = (0, 0, 0)
-    policy_head_name: str = "vanilla"
-    value_head_name: str = "winner"
-    available_policy_heads: tuple[str, ...] = ("vanilla",)
-    available_value_heads: tuple[str, ...] = ("winner",)
-    license: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def filters(self) -> int:
@@ -180,27 +165,8 @@ class ResidualNetwork:
         return sum(1 for b in self.blocks if b.se is not None)
 
     @property
-    def has_wdl(self) -> bool:
-        """Search treats the value as WDL when the format's output says so (lc0's rule)."""
-        return self.format.output == OutputFormat.WDL
-
-    @property
     def has_moves_left(self) -> bool:
         return self.moves_left is not None
-
-    def parameter_count(self) -> int:
-        """Number of (folded) weight parameters, as a describenet extra."""
-        total = 0
-        stack: list[object] = [self.input, self.blocks, self.policy, self.value, self.moves_left]
-        while stack:
-            obj = stack.pop()
-            if isinstance(obj, np.ndarray):
-                total += int(obj.size)
-            elif isinstance(obj, list | tuple):
-                stack.extend(obj)
-            elif hasattr(obj, "__dataclass_fields__"):
-                stack.extend(getattr(obj, name) for name in obj.__dataclass_fields__)
-        return total
 
     def flops_per_position(self) -> int:
         """Multiply-add FLOPs (2 per MAC) of one forward pass (direct convolution, no Winograd)."""
@@ -308,17 +274,11 @@ def _se(r: Any, msg: Any, name: str, channels: int) -> SEUnit:
 
 
 def _value_head(r: Any, msg: Any, prefix: str, channels: int, wdl: bool, key: str) -> ConvValueHead:
-    if r.values(msg.ip1_val_b, prefix + "ip1_val_b").size == 0:
-        r.fail(f"the value head selected '{key}' is empty ({prefix}ip1_val_b is missing)")
+    from lc0py.weights.loader import _require_value_head, _value_dense
+
+    _require_value_head(r, msg, prefix, key)
     conv = _conv(r, msg.value, prefix + "value", channels, 1)
-    fc1 = r.dense(msg, "ip1_val_w", "ip1_val_b", 64 * conv.n_out, prefix, "the value hidden size")
-    n_out = 3 if wdl else 1
-    w2 = r.array(msg.ip2_val_w, prefix + "ip2_val_w", (n_out, fc1.n_out))
-    if wdl:
-        b2 = r.optional_bias(msg.ip2_val_b, prefix + "ip2_val_b", 3)
-    else:  # lc0 reads the tanh head's bias unconditionally
-        b2 = r.array(msg.ip2_val_b, prefix + "ip2_val_b", (1,))
-    return ConvValueHead(conv, fc1, Dense(w2, b2))
+    return ConvValueHead(conv, *_value_dense(r, msg, prefix, 64 * conv.n_out, wdl))
 
 
 def _policy_head(r: Any, src: Any, policy_format: int, channels: int, pol_headcount: int,
@@ -382,7 +342,9 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     from lc0py.weights.loader import (
         _build_heads,
         _check_heads_and_activation,
-        _input_format,
+        _metadata,
+        _moves_left_dense,
+        _network_format,
         _policy_sources,
         _Reader,
         _select,
@@ -430,40 +392,18 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     moves_left = None
     if int(nf.moves_left) == MovesLeftFormat.V1:
         conv = _conv(r, w.moves_left, "moves_left", channels, 1)
-        fc1 = r.dense(w, "ip1_mov_w", "ip1_mov_b", 64 * conv.n_out, "", "the moves-left hidden size")
-        fc2 = Dense(r.array(w.ip2_mov_w, "ip2_mov_w", (1, fc1.n_out)),
-                    r.optional_bias(w.ip2_mov_b, "ip2_mov_b", 1))
-        moves_left = ConvMovesLeftHead(conv, fc1, fc2)
+        moves_left = ConvMovesLeftHead(conv, *_moves_left_dense(r, w, 64 * conv.n_out))
 
-    fmt = NetworkFormat(
-        input=_input_format(source, int(nf.input)),
-        output=OutputFormat(int(nf.output)) if int(nf.output) in (0, 1, 2) else OutputFormat.UNKNOWN,
-        network=NetworkKind(int(nf.network)),
-        policy=PolicyFormat(policy_format),
-        value=ValueFormat(value_format),
-        moves_left=MovesLeftFormat(int(nf.moves_left)),
-        default_activation=DefaultActivation(int(nf.default_activation)),
-        smolgen_activation=Activation(int(nf.smolgen_activation)),
-        ffn_activation=Activation(int(nf.ffn_activation)),
-        input_embedding=_embedding_value(int(nf.input_embedding)),
-    )
-    v = net.min_version
     default_act = Activation.MISH if nf.default_activation == DefaultActivation.MISH else Activation.RELU
     return ResidualNetwork(
-        format=fmt,
+        format=_network_format(nf, source, _embedding_value(int(nf.input_embedding))),
         input=input_conv,
         blocks=blocks,
         policy=policy,
         value=value,
         moves_left=moves_left,
         default_act=default_act,
-        min_version=(int(v.major), int(v.minor), int(v.patch)),
-        policy_head_name=policy_head,
-        value_head_name=value_head,
-        available_policy_heads=tuple(policy_sources),
-        available_value_heads=tuple(value_sources),
-        license=str(net.license),
-        extra={"policy_heads": all_policy, "value_heads": all_value},
+        **_metadata(net, (policy_head, policy_sources, all_policy), (value_head, value_sources, all_value)),
     )
 
 

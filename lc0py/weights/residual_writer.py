@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lc0py.weights import proto
-from lc0py.weights.network import MovesLeftFormat, NetworkKind, WeightsEncoding
+from lc0py.weights.network import NetworkKind, WeightsEncoding
 from lc0py.weights.residual import (
     ClassicalPolicyHead,
     Conv,
@@ -22,33 +21,14 @@ from lc0py.weights.residual import (
     ResidualNetwork,
     ResidualPolicy,
 )
-
-_POLICY_FIELDS = {"vanilla": "vanilla", "optimistic": "optimistic_st", "soft": "soft", "opponent": "opponent"}
-_VALUE_FIELDS = {"winner": "winner", "q": "q", "st": "st"}
+from lc0py.weights.writer import all_heads, new_net, write_heads
 
 
 def residual_to_proto(network: ResidualNetwork, wr: Any, enc: WeightsEncoding) -> Any:
     """The ``pblczero.Net`` for ``network``; ``wr`` is ``writer._Writer`` (encodes the layers)."""
-    net = proto.Net()
-    net.magic = proto.WEIGHT_MAGIC
-    if network.license:
-        net.license = network.license
-    min_version = (0, 30, 0) if enc == WeightsEncoding.LINEAR16 else (0, 33, 0)
-    net.min_version.major, net.min_version.minor, net.min_version.patch = min_version
-    if min_version < (0, 33, 0):
-        net.format.weights_encoding = proto.Format.LINEAR16
-
-    f = network.format
     multihead = len(network.available_policy_heads) > 1 or len(network.available_value_heads) > 1
-    nf = net.format.network_format
-    nf.input = int(f.input)
-    nf.output = int(f.output)
-    se = network.se_blocks > 0
-    nf.network = int(NetworkKind.SE_WITH_HEADFORMAT if se else NetworkKind.CLASSICAL_WITH_HEADFORMAT)
-    nf.policy = int(f.policy)
-    nf.value = int(f.value)
-    nf.moves_left = int(MovesLeftFormat.V1 if network.moves_left is not None else MovesLeftFormat.NONE)
-    nf.default_activation = int(f.default_activation)
+    kind = NetworkKind.SE_WITH_HEADFORMAT if network.se_blocks > 0 else NetworkKind.CLASSICAL_WITH_HEADFORMAT
+    net = new_net(network, enc, kind)
 
     w = net.weights
     _conv(wr, w.input, network.input)
@@ -61,14 +41,9 @@ def residual_to_proto(network: ResidualNetwork, wr: Any, enc: WeightsEncoding) -
             wr.dense(res.se, "w2", "b2", block.se.fc2)
 
     if multihead:
-        policies = _heads(network, "policy_heads", network.policy)
-        values = _heads(network, "value_heads", network.value)
-        for name, head in policies.items():
-            if name in _POLICY_FIELDS:
-                _policy(wr, getattr(w.policy_heads, _POLICY_FIELDS[name]), head)
-        for name, vhead in values.items():
-            if name in _VALUE_FIELDS:
-                _value(wr, getattr(w.value_heads, _VALUE_FIELDS[name]), vhead)
+        write_heads(w, all_heads(network, "policy_heads", network.policy),
+                    all_heads(network, "value_heads", network.value),
+                    lambda msg, head: _policy(wr, msg, head), lambda msg, head: _value(wr, msg, head))
     else:
         _policy(wr, w, network.policy)
         _value(wr, w, network.value)
@@ -107,9 +82,3 @@ def _value(wr: Any, msg: Any, head: ConvValueHead) -> None:
     wr.dense(msg, "ip1_val_w", "ip1_val_b", head.fc1)
     wr.dense(msg, "ip2_val_w", "ip2_val_b", head.fc2)
 
-
-def _heads(network: ResidualNetwork, key: str, head: Any) -> dict[str, Any]:
-    heads = network.extra.get(key)
-    if isinstance(heads, dict) and heads:
-        return dict(heads)
-    return {"vanilla" if key == "policy_heads" else "winner": head}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from lc0py.storage.atomic import write_atomically
 from lc0py.weights import proto
 from lc0py.weights.decode import ENCODING_NAMES, encode_layer
 from lc0py.weights.network import (
+    BaseNetwork,
     Dense,
     EncoderLayer,
     InputEmbedding,
@@ -117,26 +119,11 @@ def network_to_proto(network: Network | ResidualNetwork, encoding: str | Weights
         from lc0py.weights.residual_writer import residual_to_proto
 
         return residual_to_proto(network, wr, enc)
-    net = proto.Net()
-    net.magic = proto.WEIGHT_MAGIC
-    if network.license:
-        net.license = network.license
-    min_version = (0, 30, 0) if enc == WeightsEncoding.LINEAR16 else (0, 33, 0)
-    net.min_version.major, net.min_version.minor, net.min_version.patch = min_version
-    if min_version < (0, 33, 0):
-        net.format.weights_encoding = proto.Format.LINEAR16
-
     f = network.format
     multihead = f.network == NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT
+    net = new_net(network, enc, NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT if multihead
+                  else NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT)
     nf = net.format.network_format
-    nf.input = int(f.input)
-    nf.output = int(f.output)
-    nf.network = int(NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT if multihead
-                     else NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT)
-    nf.policy = int(f.policy)
-    nf.value = int(f.value)
-    nf.moves_left = int(MovesLeftFormat.V1 if network.moves_left is not None else MovesLeftFormat.NONE)
-    nf.default_activation = int(f.default_activation)
     nf.smolgen_activation = int(network.smolgen_act)
     nf.ffn_activation = int(network.ffn_act)
     nf.input_embedding = int(f.input_embedding)
@@ -163,17 +150,13 @@ def network_to_proto(network: Network | ResidualNetwork, encoding: str | Weights
         wr.put(w.smolgen_w, network.smolgen_w)
 
     if multihead:
-        policies = _heads(network, "policy_heads", network.policy_head_name, network.policy)
-        values = _heads(network, "value_heads", network.value_head_name, network.value)
+        policies = all_heads(network, "policy_heads", network.policy)
         shared = policies.get("vanilla", network.policy).embedding
         wr.dense(w.policy_heads, "ip_pol_w", "ip_pol_b", shared)
-        for name, head in policies.items():
-            if name in _POLICY_FIELDS:
-                msg = getattr(w.policy_heads, _POLICY_FIELDS[name])
-                wr.policy(msg, head, with_embedding=not _same_dense(head.embedding, shared))
-        for name, vhead in values.items():
-            if name in _VALUE_FIELDS:
-                wr.value(getattr(w.value_heads, _VALUE_FIELDS[name]), vhead)
+        write_heads(w, policies, all_heads(network, "value_heads", network.value),
+                    lambda msg, head: wr.policy(msg, head,
+                                                with_embedding=not _same_dense(head.embedding, shared)),
+                    wr.value)
     else:
         wr.policy(w, network.policy)
         wr.value(w, network.value)
@@ -186,12 +169,47 @@ def network_to_proto(network: Network | ResidualNetwork, encoding: str | Weights
     return net
 
 
-def _heads(network: Network, key: str, selected: str, head: Any) -> dict[str, Any]:
-    """All heads kept in ``network.extra[key]``; without them, the selected head as the default."""
+def new_net(network: Network | ResidualNetwork, enc: WeightsEncoding, kind: NetworkKind) -> Any:
+    """A ``pblczero.Net`` with what every body writes alike: magic, license, the version gate of
+    ``enc`` and the ``network_format`` fields both bodies have (``kind`` as ``network``)."""
+    net = proto.Net()
+    net.magic = proto.WEIGHT_MAGIC
+    if network.license:
+        net.license = network.license
+    min_version = (0, 30, 0) if enc == WeightsEncoding.LINEAR16 else (0, 33, 0)
+    net.min_version.major, net.min_version.minor, net.min_version.patch = min_version
+    if min_version < (0, 33, 0):
+        net.format.weights_encoding = proto.Format.LINEAR16
+    f = network.format
+    nf = net.format.network_format
+    nf.input = int(f.input)
+    nf.output = int(f.output)
+    nf.network = int(kind)
+    nf.policy = int(f.policy)
+    nf.value = int(f.value)
+    nf.moves_left = int(MovesLeftFormat.V1 if network.moves_left is not None else MovesLeftFormat.NONE)
+    nf.default_activation = int(f.default_activation)
+    return net
+
+
+def all_heads(network: BaseNetwork, key: str, head: Any) -> dict[str, Any]:
+    """All heads kept in ``network.extra[key]``; without them, the selected ``head`` as the default."""
     heads = network.extra.get(key)
     if isinstance(heads, dict) and heads:
         return dict(heads)
     return {"vanilla" if key == "policy_heads" else "winner": head}
+
+
+def write_heads(w: Any, policies: dict[str, Any], values: dict[str, Any],
+                policy: Callable[[Any, Any], None], value: Callable[[Any, Any], None]) -> None:
+    """Write the heads lc0's multi-head format has a field for into ``w.policy_heads`` /
+    ``w.value_heads``: ``policy(message, head)`` and ``value(message, head)`` write one head."""
+    for name, head in policies.items():
+        if name in _POLICY_FIELDS:
+            policy(getattr(w.policy_heads, _POLICY_FIELDS[name]), head)
+    for name, vhead in values.items():
+        if name in _VALUE_FIELDS:
+            value(getattr(w.value_heads, _VALUE_FIELDS[name]), vhead)
 
 
 #: Payloads above this size are gzip-"stored" (level 0) unless a level is given: random weights

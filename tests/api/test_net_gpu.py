@@ -10,17 +10,14 @@ import pytest
 import lc0py
 from lc0py.backends.accuracy import relative_error, tolerance
 from lc0py.weights.presets import random_network
+from tests.nvidia import require_nvidia_gpu
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def network():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
+    require_nvidia_gpu()
     return random_network("t82", 5, layers=2)
 
 

@@ -12,17 +12,14 @@ import pytest
 from lc0py.attention import attention
 from lc0py.attention.reference import attention_numpy
 from lc0py.backends.accuracy import flash_tolerance, relative_error
+from tests.nvidia import require_nvidia_gpu
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def engine():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
+    require_nvidia_gpu()
     from lc0py.attention.gpu import GpuAttention
 
     eng = GpuAttention(vendor="nvidia")

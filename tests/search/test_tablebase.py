@@ -14,18 +14,12 @@ import chess.syzygy
 import pytest
 
 from lc0py.search.tablebase import SyzygyTablebase
-
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "syzygy"
+from tests.shared_files import syzygy_tables
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED.is_dir() or not any(SHARED.glob("*.rtbw")):
-        pytest.skip("no Syzygy tables in ../shared/syzygy")
-    folder = tmp_path_factory.mktemp("syzygy")
-    for f in SHARED.glob("*.rtb?"):
-        shutil.copy(f, folder / f.name)
-    return folder
+    return syzygy_tables(tmp_path_factory.mktemp("syzygy"))
 
 
 def _wdl_after(tb: chess.syzygy.Tablebase, board: chess.Board, move: chess.Move) -> int:

@@ -1,77 +1,16 @@
-"""A UCI engine subprocess driven line by line, with timeouts (python-chess ``test.py`` spirit)."""
+"""Fixtures of the UCI tests: engine subprocesses (``tests.uci.process.UciProcess``), the tiny net."""
 
 from __future__ import annotations
 
-import os
-import queue
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.uci.process import HANG_GUARD_S, ROOT, UciProcess
+
+__all__ = ["HANG_GUARD_S", "UciProcess", "engine_factory", "tiny_weights"]
+
 TINY = ROOT / "weights" / "tiny-seed1.pb.gz"
-
-# How long a test waits for an engine line before it calls the engine hung. A hang guard only,
-# generous for a loaded 2-core CI machine: no test asserts how fast an answer comes.
-HANG_GUARD_S = 120.0
-
-
-class UciProcess:
-    def __init__(self, *args: str) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "lc0py", "uci", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            cwd=ROOT,
-            env=env,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def expect(self, pred: Callable[[str], bool], timeout: float = HANG_GUARD_S) -> list[str]:
-        """Lines up to and including the first that satisfies ``pred``."""
-        got: list[str] = []
-        end = time.perf_counter() + timeout
-        while True:
-            left = end - time.perf_counter()
-            if left <= 0:
-                raise AssertionError(f"timeout; got {got[-5:]}")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            got.append(line)
-            self.seen.append(line)
-            if pred(line):
-                return got
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.send("quit")
-                self.proc.wait(HANG_GUARD_S)
-            except Exception:
-                self.proc.kill()
 
 
 @pytest.fixture

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import chess
 import pytest
 
+from tests.shared_files import syzygy_tables
 from tests.uci.test_uci_honest import TINY, Session
-
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "syzygy"
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED.is_dir() or not any(SHARED.glob("*.rtbw")):
-        pytest.skip("no Syzygy tables in ../shared/syzygy")
-    folder = tmp_path_factory.mktemp("syzygy")
-    for f in SHARED.glob("*.rtb?"):
-        shutil.copy(f, folder / f.name)
-    return folder
+    return syzygy_tables(tmp_path_factory.mktemp("syzygy"))
 
 
 def _tbhits(lines: list[str]) -> int:

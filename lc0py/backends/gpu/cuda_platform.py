@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg, Platform
+from lc0py.backends.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg
+from lc0py.backends.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 from lc0py.errors import BackendUnavailable, KernelCompileError
 
 log = logging.getLogger("lc0py.backends.gpu")
 
 INSTALL_HINT = "cuda-python is not installed (pip install 'lc0py[cuda]')"
-CUBLAS_WORKSPACE = 32 << 20  # cuBLAS may not allocate while a graph is captured: give it this
 
 
 def _driver() -> Any:
@@ -163,7 +163,9 @@ def _check_nvrtc(result: Any, what: str) -> Any:
 
 # ------------------------------------------------------------------------------- cuBLAS ---------
 _CUBLAS_OP_N, _CUBLAS_OP_T = 0, 1
+_CUBLAS_OPS = {False: _CUBLAS_OP_N, True: _CUBLAS_OP_T}
 _CUDA_R_32F, _CUDA_R_16F = 0, 2
+_CUDA_DTYPES = {"fp16": _CUDA_R_16F, "fp32": _CUDA_R_32F}
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_GEMM_DEFAULT = -1
 _CUBLAS_STATUS = {
@@ -253,12 +255,18 @@ class _Cublas:
 
 
 # ------------------------------------------------------------------------------- platform -------
-class CudaPlatform(Platform):
-    """One NVIDIA GPU through the CUDA driver API (primary context), NVRTC and cuBLAS."""
+class CudaPlatform(VendorPlatform):
+    """One NVIDIA GPU through the CUDA driver API (primary context), NVRTC and cuBLAS.
+
+    ``close`` leaves the primary context retained: policy arrays handed to callers may still view
+    pinned buffers of this context, which must outlive the backend (freed on release).
+    """
 
     vendor = "nvidia"
+    blas_name = "cuBLAS"
 
     def __init__(self, device: int = 0) -> None:
+        super().__init__()
         drv = _driver()
         self._drv = drv
         try:
@@ -296,20 +304,7 @@ class CudaPlatform(Platform):
             l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
         )
         self._arch_option, self.binary_kind = nvrtc_target(self.cc)
-        self._objs: dict[int, Any] = {}  # int handle -> cuda-python object
         self._cublas: _Cublas | None = None
-        self._cublas_handles: dict[int, ctypes.c_void_p] = {}
-        self._workspaces: list[int] = []
-        self._closed = False
-
-    # ---- helpers --------------------------------------------------------------------------
-    def _keep(self, obj: Any) -> int:
-        h = int(obj)
-        self._objs[h] = obj
-        return h
-
-    def _stream(self, stream: int) -> Any:
-        return self._objs.get(stream, 0) if stream else 0
 
     # ---- memory ----------------------------------------------------------------------------
     def _bind_current_thread(self) -> None:
@@ -330,14 +325,6 @@ class CudaPlatform(Platform):
         if buf.ptr:
             _check(self._drv.cuMemFreeHost(buf.ptr), "cuMemFreeHost")
             buf.ptr = 0
-
-    @staticmethod
-    def _host_ptr(x: np.ndarray | HostBuffer) -> int:
-        if isinstance(x, HostBuffer):
-            return x.ptr
-        if not x.flags["C_CONTIGUOUS"]:
-            raise ValueError("host array must be C-contiguous")
-        return int(x.ctypes.data)
 
     def copy_h2d(self, dst: int, src: np.ndarray | HostBuffer, nbytes: int, stream: int) -> None:
         if nbytes:
@@ -452,114 +439,45 @@ class CudaPlatform(Platform):
         )
 
     # ---- BLAS ------------------------------------------------------------------------------
-    def _blas(self, stream: int) -> ctypes.c_void_p:
-        """The cuBLAS handle of ``stream``: one handle and workspace per stream, so GEMMs on two
-        streams (the forked smolgen branch) never share a workspace concurrently."""
-        handle = self._cublas_handles.get(stream)
-        if handle is None:
-            if self._cublas is None:
-                self._cublas = _Cublas()
-            handle = ctypes.c_void_p()
-            _Cublas.check(self._cublas.lib.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
-            ws = self.alloc(CUBLAS_WORKSPACE)
-            self._workspaces.append(ws)
-            _Cublas.check(
-                self._cublas.lib.cublasSetWorkspace_v2(handle, ws, CUBLAS_WORKSPACE), "cublasSetWorkspace"
-            )
-            _Cublas.check(self._cublas.lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
-            self._cublas_handles[stream] = handle
+    def _new_blas_handle(self) -> ctypes.c_void_p:
+        if self._cublas is None:
+            self._cublas = _Cublas()
+        handle = ctypes.c_void_p()
+        _Cublas.check(self._cublas.lib.cublasCreate_v2(ctypes.byref(handle)), "cublasCreate")
         return handle
 
-    def gemm(
-        self,
-        stream: int,
-        m: int,
-        n: int,
-        k: int,
-        a: int,
-        lda: int,
-        b: int,
-        ldb: int,
-        c: int,
-        ldc: int,
-        *,
-        dtype: str,
-        trans_a: bool = False,
-        trans_b: bool = False,
-        alpha: float = 1.0,
-        beta: float = 0.0,
-        batch: int = 1,
-        stride_a: int = 0,
-        stride_b: int = 0,
-        stride_c: int = 0,
-        bias: int = 0,
-        epilogue: str | None = None,
+    def _bind_blas_handle(self, handle: ctypes.c_void_p, stream: int) -> None:
+        assert self._cublas is not None
+        lib = self._cublas.lib
+        ws = self._blas_workspace()
+        _Cublas.check(lib.cublasSetWorkspace_v2(handle, ws, BLAS_WORKSPACE), "cublasSetWorkspace")
+        _Cublas.check(lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
+
+    def _destroy_blas_handle(self, handle: ctypes.c_void_p) -> None:
+        if self._cublas is not None:
+            self._cublas.lib.cublasDestroy_v2(handle)
+
+    def _column_major_gemm(
+        self, handle: ctypes.c_void_p, call: GemmCall, dtype: str, alpha: float, beta: float
     ) -> None:
-        if epilogue is not None:
-            raise GpuError(f"cuBLAS gemm: epilogue '{epilogue}' not supported on this platform")
-        handle = self._blas(stream)
         cb = self._cublas
         assert cb is not None
-        if dtype == "fp16":
-            t = _CUDA_R_16F
-        elif dtype == "fp32":
-            t = _CUDA_R_32F
-        else:
-            raise ValueError(f"gemm dtype '{dtype}' (fp16, fp32)")
         al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
-        # Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-        opb = _CUBLAS_OP_T if trans_b else _CUBLAS_OP_N
-        opa = _CUBLAS_OP_T if trans_a else _CUBLAS_OP_N
-        if batch == 1:
-            st = cb.lib.cublasGemmEx(
-                handle,
-                opb,
-                opa,
-                n,
-                m,
-                k,
-                ctypes.byref(al),
-                b,
-                t,
-                ldb,
-                a,
-                t,
-                lda,
-                ctypes.byref(be),
-                c,
-                t,
-                ldc,
-                _CUBLAS_COMPUTE_32F,
-                _CUBLAS_GEMM_DEFAULT,
-            )
-            _Cublas.check(st, f"cublasGemmEx(m={m}, n={n}, k={k})")
+        args = call.blas_args(
+            handle,
+            _CUBLAS_OPS,
+            _CUDA_DTYPES[dtype],
+            ctypes.byref(al),
+            ctypes.byref(be),
+            _CUBLAS_COMPUTE_32F,
+            _CUBLAS_GEMM_DEFAULT,
+        )
+        if call.batch == 1:
+            _Cublas.check(cb.lib.cublasGemmEx(*args), f"cublasGemmEx({call.describe()})")
         else:
-            st = cb.lib.cublasGemmStridedBatchedEx(
-                handle,
-                opb,
-                opa,
-                n,
-                m,
-                k,
-                ctypes.byref(al),
-                b,
-                t,
-                ldb,
-                stride_b,
-                a,
-                t,
-                lda,
-                stride_a,
-                ctypes.byref(be),
-                c,
-                t,
-                ldc,
-                stride_c,
-                batch,
-                _CUBLAS_COMPUTE_32F,
-                _CUBLAS_GEMM_DEFAULT,
+            _Cublas.check(
+                cb.lib.cublasGemmStridedBatchedEx(*args), f"cublasGemmStridedBatchedEx({call.describe()})"
             )
-            _Cublas.check(st, f"cublasGemmStridedBatchedEx(m={m}, n={n}, k={k}, batch={batch})")
 
     # ---- graphs ----------------------------------------------------------------------------
     def begin_capture(self, stream: int) -> None:
@@ -581,21 +499,6 @@ class CudaPlatform(Platform):
         obj = self._objs.pop(graph, None)
         if obj is not None:
             _check(self._drv.cuGraphExecDestroy(obj), "cuGraphExecDestroy")
-
-    # ---- lifetime --------------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._cublas is not None:
-            for handle in self._cublas_handles.values():
-                self._cublas.lib.cublasDestroy_v2(handle)
-            self._cublas_handles.clear()
-        for ws in self._workspaces:
-            self.free(ws)
-        self._workspaces.clear()
-        # The primary context stays retained: policy arrays handed to callers may still view
-        # pinned buffers of this context, which must outlive the backend (freed on release).
 
 
 @functools.lru_cache(maxsize=1)

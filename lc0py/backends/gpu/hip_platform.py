@@ -45,16 +45,15 @@ from lc0py.backends.gpu.platform import (
     GpuError,
     HostBuffer,
     KernelArg,
-    Platform,
     amd_mma_kind,
 )
+from lc0py.backends.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 from lc0py.errors import BackendUnavailable, KernelCompileError
 
 log = logging.getLogger("lc0py.backends.gpu")
 
 INSTALL_HINT = "hip-python is not installed (pip install 'lc0py[rocm]')"
 NO_RUNTIME = "no AMD GPU/ROCm runtime found"
-BLAS_WORKSPACE = 32 << 20  # rocBLAS must not allocate while a graph is captured: give it this
 
 # hipModuleLaunchKernel "extra" markers (hip_runtime_api.h: ((void*)0x01), 0x02, 0x03).
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
@@ -172,54 +171,6 @@ class LaunchExtra:
 
 
 # ------------------------------------------------------------------------------- hipBLAS -------
-@dataclass(frozen=True)
-class GemmCall:
-    """One column-major hipBLAS GEMM equivalent to a row-major ``Platform.gemm`` request.
-
-    Row-major ``C[M,N] = op(A) op(B)`` is column-major ``C^T[N,M] = op(B)^T op(A)^T``: the
-    row-major buffers *are* the column-major transposes, so B goes first, m and n swap, the
-    transpose flags stay with their matrices, and every leading dimension is the row stride.
-    """
-
-    trans_first: bool  # op of the first column-major operand (our B)
-    trans_second: bool  # op of the second (our A)
-    m: int
-    n: int
-    k: int
-    first: int
-    ld_first: int
-    stride_first: int
-    second: int
-    ld_second: int
-    stride_second: int
-    c: int
-    ldc: int
-    stride_c: int
-    batch: int
-
-
-def row_major_gemm(
-    m: int,
-    n: int,
-    k: int,
-    a: int,
-    lda: int,
-    b: int,
-    ldb: int,
-    c: int,
-    ldc: int,
-    *,
-    trans_a: bool,
-    trans_b: bool,
-    batch: int = 1,
-    stride_a: int = 0,
-    stride_b: int = 0,
-    stride_c: int = 0,
-) -> GemmCall:
-    """Map the row-major request onto hipBLAS's column-major call (see ``GemmCall``)."""
-    return GemmCall(trans_b, trans_a, n, m, k, b, ldb, stride_b, a, lda, stride_a, c, ldc, stride_c, batch)
-
-
 class _HipBlasApi:
     """hipblasGemmEx spelled for the installed hip-python (the C API changed its enums twice)."""
 
@@ -337,13 +288,15 @@ def _device_properties(hip: Any, device: int) -> Any:
         return props
 
 
-class HipPlatform(Platform):
+class HipPlatform(VendorPlatform):
     """One AMD GPU through the HIP runtime, hiprtc and hipBLAS (hip-python)."""
 
     vendor = "amd"
     binary_kind = "hsaco"
+    blas_name = "hipBLAS"
 
     def __init__(self, device: int = 0) -> None:
+        super().__init__()
         hip = _import("hip")
         self._hip = hip
         try:
@@ -378,28 +331,7 @@ class HipPlatform(Platform):
                 self.info.name,
                 self.info.arch,
             )
-        self._objs: dict[int, Any] = {}  # int handle -> hip-python object
         self._blas: _HipBlasApi | None = None
-        self._blas_handles: dict[int, Any] = {}  # stream -> hipBLAS handle bound to it
-        self._workspaces: list[int] = []
-        self._closed = False
-
-    # ---- helpers --------------------------------------------------------------------------
-    def _keep(self, obj: Any) -> int:
-        h = int(obj)
-        self._objs[h] = obj
-        return h
-
-    def _stream(self, stream: int) -> Any:
-        return self._objs.get(stream, 0) if stream else 0
-
-    @staticmethod
-    def _host_ptr(x: np.ndarray | HostBuffer) -> int:
-        if isinstance(x, HostBuffer):
-            return x.ptr
-        if not x.flags["C_CONTIGUOUS"]:
-            raise ValueError("host array must be C-contiguous")
-        return int(x.ctypes.data)
 
     # ---- memory ----------------------------------------------------------------------------
     def _bind_current_thread(self) -> None:
@@ -563,127 +495,43 @@ class HipPlatform(Platform):
         )
 
     # ---- BLAS ------------------------------------------------------------------------------
-    def _hipblas(self, stream: int) -> tuple[_HipBlasApi, Any]:
-        """The hipBLAS API and the handle of ``stream``: one handle (and rocBLAS workspace) per
-        stream, so GEMMs on two streams (the forked smolgen branch) never share a workspace."""
+    def _new_blas_handle(self) -> Any:
         if self._blas is None:
             self._blas = _HipBlasApi(_import("hipblas"), self._hip)
-        api = self._blas
-        handle = self._blas_handles.get(stream)
-        if handle is None:
-            handle = _check_blas(api.lib.hipblasCreate(), "hipblasCreate")
-            self._blas_handles[stream] = handle
-            if hasattr(api.lib, "hipblasSetWorkspace"):  # hipBLAS >= 2.x; needed under graph capture
-                ws = self.alloc(BLAS_WORKSPACE)
-                self._workspaces.append(ws)
-                _check_blas(api.lib.hipblasSetWorkspace(handle, ws, BLAS_WORKSPACE), "hipblasSetWorkspace")
-            _check_blas(api.lib.hipblasSetStream(handle, self._stream(stream)), "hipblasSetStream")
-        return api, handle
+        return _check_blas(self._blas.lib.hipblasCreate(), "hipblasCreate")
 
-    def gemm(
-        self,
-        stream: int,
-        m: int,
-        n: int,
-        k: int,
-        a: int,
-        lda: int,
-        b: int,
-        ldb: int,
-        c: int,
-        ldc: int,
-        *,
-        dtype: str,
-        trans_a: bool = False,
-        trans_b: bool = False,
-        alpha: float = 1.0,
-        beta: float = 0.0,
-        batch: int = 1,
-        stride_a: int = 0,
-        stride_b: int = 0,
-        stride_c: int = 0,
-        bias: int = 0,
-        epilogue: str | None = None,
-    ) -> None:
-        if epilogue is not None:
-            raise GpuError(f"hipBLAS gemm: epilogue '{epilogue}' not supported on this platform")
-        if dtype not in ("fp16", "fp32"):
-            raise ValueError(f"gemm dtype '{dtype}' (fp16, fp32)")
-        api, h = self._hipblas(stream)
-        t = api.dtypes[dtype]
-        g = row_major_gemm(
-            m,
-            n,
-            k,
-            a,
-            lda,
-            b,
-            ldb,
-            c,
-            ldc,
-            trans_a=trans_a,
-            trans_b=trans_b,
-            batch=batch,
-            stride_a=stride_a,
-            stride_b=stride_b,
-            stride_c=stride_c,
-        )
+    def _bind_blas_handle(self, handle: Any, stream: int) -> None:
+        assert self._blas is not None
+        lib = self._blas.lib
+        if hasattr(lib, "hipblasSetWorkspace"):  # hipBLAS >= 2.x; needed under graph capture
+            ws = self._blas_workspace()
+            _check_blas(lib.hipblasSetWorkspace(handle, ws, BLAS_WORKSPACE), "hipblasSetWorkspace")
+        _check_blas(lib.hipblasSetStream(handle, self._stream(stream)), "hipblasSetStream")
+
+    def _destroy_blas_handle(self, handle: Any) -> None:
+        if self._blas is not None:
+            try:
+                self._blas.lib.hipblasDestroy(handle)
+            except Exception:  # closing must not fail half-way
+                pass
+
+    def _column_major_gemm(self, handle: Any, call: GemmCall, dtype: str, alpha: float, beta: float) -> None:
+        api = self._blas
+        assert api is not None
         al, be = ctypes.c_float(alpha), ctypes.c_float(beta)  # compute type 32F: float scalars
-        opf, ops = api.op[g.trans_first], api.op[g.trans_second]
-        if batch == 1:
-            _check_blas(
-                api.gemm(
-                    h,
-                    opf,
-                    ops,
-                    g.m,
-                    g.n,
-                    g.k,
-                    ctypes.addressof(al),
-                    g.first,
-                    t,
-                    g.ld_first,
-                    g.second,
-                    t,
-                    g.ld_second,
-                    ctypes.addressof(be),
-                    g.c,
-                    t,
-                    g.ldc,
-                    api.compute,
-                    api.algo,
-                ),
-                f"hipblasGemmEx(m={m}, n={n}, k={k})",
-            )
+        args = call.blas_args(
+            handle,
+            api.op,
+            api.dtypes[dtype],
+            ctypes.addressof(al),
+            ctypes.addressof(be),
+            api.compute,
+            api.algo,
+        )
+        if call.batch == 1:
+            _check_blas(api.gemm(*args), f"hipblasGemmEx({call.describe()})")
         else:
-            _check_blas(
-                api.gemm_batched(
-                    h,
-                    opf,
-                    ops,
-                    g.m,
-                    g.n,
-                    g.k,
-                    ctypes.addressof(al),
-                    g.first,
-                    t,
-                    g.ld_first,
-                    g.stride_first,
-                    g.second,
-                    t,
-                    g.ld_second,
-                    g.stride_second,
-                    ctypes.addressof(be),
-                    g.c,
-                    t,
-                    g.ldc,
-                    g.stride_c,
-                    batch,
-                    api.compute,
-                    api.algo,
-                ),
-                f"hipblasGemmStridedBatchedEx(m={m}, n={n}, k={k}, batch={batch})",
-            )
+            _check_blas(api.gemm_batched(*args), f"hipblasGemmStridedBatchedEx({call.describe()})")
 
     # ---- graphs ----------------------------------------------------------------------------
     def begin_capture(self, stream: int) -> None:
@@ -708,22 +556,6 @@ class HipPlatform(Platform):
         obj = self._objs.pop(graph, None)
         if obj is not None:
             _check(self._hip.hipGraphExecDestroy(obj), "hipGraphExecDestroy", self._hip)
-
-    # ---- lifetime --------------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        if self._blas is not None:
-            for handle in self._blas_handles.values():
-                try:
-                    self._blas.lib.hipblasDestroy(handle)
-                except Exception:  # closing must not fail half-way
-                    pass
-            self._blas_handles.clear()
-        for ws in self._workspaces:
-            self.free(ws)
-        self._workspaces.clear()
 
 
 @functools.lru_cache(maxsize=1)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lc0py.backends.base import NetworkOutput, PlanesBatch
+from lc0py.backends.base import NetworkOutput, PlanesBatch, wdl_from_value
 from lc0py.backends.gpu.layers import GpuModel, Tap
 from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
@@ -309,13 +309,7 @@ class GpuRunner:
         assert pool is not None
         weakref.finalize(owner, pool.release, policy_buf)
         policy = np.ctypeslib.as_array(owner).reshape(n, POLICY_OUT)
-        z = slot.value.view(self.np_dtype, (n, s.v_out)).astype(np.float32)
-        if s.v_out == 3:
-            e = np.exp(z - z.max(axis=1, keepdims=True))
-            wdl = e / e.sum(axis=1, keepdims=True)
-        else:
-            q = np.tanh(z[:, 0])
-            wdl = np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+        wdl = wdl_from_value(slot.value.view(self.np_dtype, (n, s.v_out)).astype(np.float32))
         if s.mlh:
             mlh = slot.mlh.view(self.np_dtype, (n,)).astype(np.float32)
             if self.moves_left_relu:

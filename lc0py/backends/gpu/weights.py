@@ -37,7 +37,7 @@ import numpy as np
 
 from lc0py.errors import UnsupportedNetError
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
-from lc0py.weights.network import Activation, Dense, EncoderLayer, InputEmbedding, Network
+from lc0py.weights.network import Activation, Dense, EncoderLayer, InputEmbedding, Network, PolicyHead
 
 SEQ = 64
 PLANES = 112
@@ -141,7 +141,8 @@ def net_shape(net: Network) -> NetShape:
     )
 
 
-def _bias(d: Dense) -> np.ndarray:
+def bias_of(d: Dense) -> np.ndarray:
+    """``d``'s bias; zeros for a layer stored without one (the kernels always add a bias)."""
     return d.b if d.b is not None else np.zeros(d.n_out, np.float32)
 
 
@@ -248,16 +249,16 @@ def _ffn(
 ) -> FfnWeights[np.ndarray]:
     return FfnWeights(
         w1=ffn1.w,
-        b1=_bias(ffn1),
+        b1=bias_of(ffn1),
         w2=ffn2.w,
-        b2_alpha=_bias(ffn2).astype(np.float64) * alpha,
+        b2_alpha=bias_of(ffn2).astype(np.float64) * alpha,
         ln_g=ln_g,
         ln_b=ln_b,
     )
 
 
 def _fc_head(emb: Dense, fc1: Dense, fc2: Dense) -> FcHeadWeights[np.ndarray]:
-    return FcHeadWeights(emb.w, _bias(emb), fc1.w, _bias(fc1), fc2.w, _bias(fc2))
+    return FcHeadWeights(emb.w, bias_of(emb), fc1.w, bias_of(fc1), fc2.w, bias_of(fc2))
 
 
 def _embedding(
@@ -269,7 +270,7 @@ def _embedding(
     add = emb.add_gate.T if shape.gating and emb.add_gate is not None else None
     if not shape.pe_dense:
         pe = pos_encoding_table(np.float64)
-        sqbias = _bias(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
+        sqbias = bias_of(emb.dense).astype(np.float64)[None, :] + pe @ w[:, PLANES:].T  # [64, E]
         return PeMapEmbeddingWeights(w=w[:, :PLANES], sqbias=sqbias, mult=mult, add=add)
     assert emb.preproc is not None and emb.ln is not None
     ffn = None
@@ -279,9 +280,9 @@ def _embedding(
     return PeDenseEmbeddingWeights(
         w=w[:, :PLANES],
         wu=w[:, PLANES:],
-        b=_bias(emb.dense),
+        b=bias_of(emb.dense),
         pre_w=emb.preproc.w,
-        pre_b=_bias(emb.preproc),
+        pre_b=bias_of(emb.preproc),
         ln_g=emb.ln.gamma,
         ln_b=emb.ln.beta,
         ffn=ffn,
@@ -300,19 +301,21 @@ def _encoder(layer: EncoderLayer, shape: NetShape, alpha: float) -> EncoderWeigh
         sgc[: shape.hc] = sg.compress
         smolgen = SmolgenWeights(
             d1_w=sg.dense1.w,
-            d1_b=_bias(sg.dense1),
+            d1_b=bias_of(sg.dense1),
             ln1_g=sg.ln1.gamma,
             ln1_b=sg.ln1.beta,
             d2_w=sg.dense2.w,
-            d2_b=_bias(sg.dense2),
+            d2_b=bias_of(sg.dense2),
             ln2_g=sg.ln2.gamma,
             ln2_b=sg.ln2.beta,
         )
     return EncoderWeights(
         qkv_w=np.concatenate([layer.q.w, layer.k.w, layer.v.w, sgc], axis=0),
-        qkv_b=np.concatenate([_bias(layer.q), _bias(layer.k), _bias(layer.v), np.zeros(extra, np.float32)]),
+        qkv_b=np.concatenate(
+            [bias_of(layer.q), bias_of(layer.k), bias_of(layer.v), np.zeros(extra, np.float32)]
+        ),
         out_w=layer.out.w,
-        out_b_alpha=_bias(layer.out).astype(np.float64) * alpha,
+        out_b_alpha=bias_of(layer.out).astype(np.float64) * alpha,
         ln1_g=layer.ln1.gamma,
         ln1_b=layer.ln1.beta,
         ffn=_ffn(layer.ffn1, layer.ffn2, layer.ln2.gamma, layer.ln2.beta, alpha),
@@ -329,25 +332,29 @@ def pack_model(net: Network, dtype: type) -> ModelWeights[np.ndarray]:
         # Pre-multiplied by log2(e): every attention kernel works in the exp2 domain, so the
         # bias G they read is already G·log2(e) and costs no multiply per logit.
         smolgen_w = net.smolgen_w.astype(np.float64) * LOG2E
-    pol = net.policy
-    policy = AttentionPolicyWeights(
-        emb_w=pol.embedding.w,
-        emb_b=_bias(pol.embedding),
-        qk_w=np.concatenate([pol.wq.w, pol.wk.w], axis=0),
-        qk_b=np.concatenate([_bias(pol.wq), _bias(pol.wk)]),
-        promo=pol.promotion,
-        gather=np.ascontiguousarray(attention_policy_gather(), dtype=np.int32),
-    )
     v, m = net.value, net.moves_left
     model = ModelWeights(
         embedding=_embedding(net, shape),
         encoders=[_encoder(layer, shape, net.alpha) for layer in net.encoders],
         smolgen_w=smolgen_w,
-        policy=policy,
+        policy=attention_policy_weights(net.policy),
         value=_fc_head(v.embedding, v.fc1, v.fc2),
         moves_left=_fc_head(m.embedding, m.fc1, m.fc2) if m is not None else None,
     )
-    return map_arrays(model, lambda a: a if a.dtype == np.int32 else np.ascontiguousarray(a, dtype=dtype))
+    return cast_arrays(model, dtype)
+
+
+def attention_policy_weights(pol: PolicyHead) -> AttentionPolicyWeights[np.ndarray]:
+    """The attention policy head's host arrays (either body): the embedding, Q and K stacked for
+    one GEMM, the promotion weights and the gather into lc0's 1858 order."""
+    return AttentionPolicyWeights(
+        emb_w=pol.embedding.w,
+        emb_b=bias_of(pol.embedding),
+        qk_w=np.concatenate([pol.wq.w, pol.wk.w], axis=0),
+        qk_b=np.concatenate([bias_of(pol.wq), bias_of(pol.wk)]),
+        promo=pol.promotion,
+        gather=np.ascontiguousarray(attention_policy_gather(), dtype=np.int32),
+    )
 
 
 R = TypeVar("R")
@@ -365,6 +372,12 @@ def map_arrays(record: R, fn: Callable[[Any], Any]) -> R:
         values = {f.name: map_arrays(getattr(record, f.name), fn) for f in fields(record)}
         return type(record)(**values)
     return fn(record)  # type: ignore[no-any-return]
+
+
+def cast_arrays(record: R, dtype: type) -> R:
+    """``record`` with every array contiguous in ``dtype``, the int32 gather tables left as they
+    are: what the upload copies."""
+    return map_arrays(record, lambda a: a if a.dtype == np.int32 else np.ascontiguousarray(a, dtype=dtype))
 
 
 def leaves(record: object) -> list[Any]:

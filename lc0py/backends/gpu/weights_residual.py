@@ -36,10 +36,12 @@ from lc0py.backends.gpu.weights import (
     A,
     AttentionPolicyWeights,
     FcHeadWeights,
-    map_arrays,
+    attention_policy_weights,
+    bias_of,
+    cast_arrays,
 )
 from lc0py.errors import UnsupportedNetError
-from lc0py.model.tables import attention_policy_gather, conv_policy_gather
+from lc0py.model.tables import conv_policy_gather
 from lc0py.weights.network import Dense
 from lc0py.weights.residual import (
     ClassicalPolicyHead,
@@ -196,10 +198,6 @@ def square_major(w: np.ndarray, channels: int) -> np.ndarray:
     return w.reshape(n_out, channels, SEQ).transpose(0, 2, 1).reshape(n_out, SEQ * channels)
 
 
-def _bias(d: Dense) -> np.ndarray:
-    return d.b if d.b is not None else np.zeros(d.n_out, np.float32)
-
-
 def _conv(conv: Conv, winograd: bool = False) -> ConvWeights[np.ndarray]:
     w = winograd_filter(conv) if winograd and conv.kernel == 3 else conv_matrix(conv)
     return ConvWeights(w, np.asarray(conv.b))
@@ -208,7 +206,12 @@ def _conv(conv: Conv, winograd: bool = False) -> ConvWeights[np.ndarray]:
 def _conv_head(conv: Conv, fc1: Dense, fc2: Dense) -> FcHeadWeights[np.ndarray]:
     """A 1x1 convolution + two dense layers as the attention body's per-square FC head."""
     return FcHeadWeights(
-        conv_matrix(conv), np.asarray(conv.b), square_major(fc1.w, conv.n_out), _bias(fc1), fc2.w, _bias(fc2)
+        conv_matrix(conv),
+        np.asarray(conv.b),
+        square_major(fc1.w, conv.n_out),
+        bias_of(fc1),
+        fc2.w,
+        bias_of(fc2),
     )
 
 
@@ -230,7 +233,7 @@ def pack_residual_model(
         se = None
         if block.se is not None:
             f1, f2 = block.se.fc1, block.se.fc2
-            se = SeWeights(f1.w, _bias(f1), f2.w.T, _bias(f2))
+            se = SeWeights(f1.w, bias_of(f1), f2.w.T, bias_of(f2))
         blocks.append(ResidualBlockWeights(_conv(block.conv1, winograd), _conv(block.conv2, winograd), se))
     pol = net.policy
     policy: ResidualPolicyWeights[np.ndarray]
@@ -240,19 +243,14 @@ def pack_residual_model(
         policy = ConvPolicyWeights(_conv(pol.conv1, winograd), conv2, out_bias, gather)
     elif isinstance(pol, ClassicalPolicyHead):
         policy = ClassicalPolicyWeights(
-            _conv(pol.conv), square_major(pol.fc.w, s.P), _bias(pol.fc), np.arange(POLICY_OUT, dtype=np.int32)
+            _conv(pol.conv),
+            square_major(pol.fc.w, s.P),
+            bias_of(pol.fc),
+            np.arange(POLICY_OUT, dtype=np.int32),
         )
     else:
         assert isinstance(pol, ResidualAttentionPolicyHead)
-        h = pol.head
-        policy = AttentionPolicyWeights(
-            emb_w=h.embedding.w,
-            emb_b=_bias(h.embedding),
-            qk_w=np.concatenate([h.wq.w, h.wk.w], axis=0),
-            qk_b=np.concatenate([_bias(h.wq), _bias(h.wk)]),
-            promo=h.promotion,
-            gather=np.ascontiguousarray(attention_policy_gather(), dtype=np.int32),
-        )
+        policy = attention_policy_weights(pol.head)
     v, m = net.value, net.moves_left
     model = ResidualModelWeights(
         input=_conv(net.input, winograd),
@@ -261,7 +259,7 @@ def pack_residual_model(
         value=_conv_head(v.conv, v.fc1, v.fc2),
         moves_left=_conv_head(m.conv, m.fc1, m.fc2) if m is not None else None,
     )
-    return map_arrays(model, lambda a: a if a.dtype == np.int32 else np.ascontiguousarray(a, dtype=dtype))
+    return cast_arrays(model, dtype)
 
 
 def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, int]:

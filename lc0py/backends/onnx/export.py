@@ -263,6 +263,42 @@ class GraphOps(Generic[NetT]):
             stash_type=1,  # statistics in float32 also for float16 models
         )
 
+    def plain_attention(self, x: str, layer: EncoderLayer, heads: int, bias: str | None, name: str) -> str:
+        """Scores, smolgen bias, softmax, values with standard ONNX ops: ``[B·64, E]`` → ``[B·64, D]``.
+
+        Q, K and V are three Gemms (bias fused) whose outputs are split into heads by one
+        Reshape + Transpose each; K is transposed straight to ``[B, H, d, 64]``.
+        """
+        g = self.g
+        d_model = layer.q.n_out
+        depth = d_model // heads
+        split = [-1, 64, heads, depth]
+        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
+        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
+        k = self.dense(x, layer.k, name + "/mha/K")
+        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
+        v = self.dense(x, layer.v, name + "/mha/V")
+        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
+        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")  # [B, H, 64, 64], scaled through Q
+        if bias is not None:
+            s = g.op("Add", [s, bias], name + "/smolgen_weights")
+        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
+        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")  # [B, H, 64, d]
+        o = g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose")
+        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
+
+    def attention_output(self, x: str, o: str, layer: EncoderLayer, act: Activation, alpha: float,
+                         name: str) -> str:
+        """The rest of a post-LN encoder layer after the attention ``o`` (§4): output projection,
+        residual scaled by ``alpha`` (DeepNorm; 1 for the policy encoders of residual nets), LN,
+        FFN with ``act``, residual, LN."""
+        g = self.g
+        y = self.dense(o, layer.out, name + "/mha/out/dense", scale=alpha)
+        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
+        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", act)
+        f = self.dense(f, layer.ffn2, name + "/ffn/dense2", scale=alpha)
+        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+
     def attention_policy(self, p: str, pol: PolicyHead) -> str:
         """The attention policy after its embedding: tokens ``[B·64, Pe]`` -> ``/output/policy``."""
         g = self.g
@@ -287,6 +323,31 @@ class GraphOps(Generic[NetT]):
         flat = g.op("Concat", [flat, promo], "/policy/concat", axis=1)  # [B, 4288]
         index = g.int64("/const/mapping_table", _policy_gather())
         return g.op("Gather", [flat, index], OUTPUT_POLICY, axis=1)
+
+    def value_output(self, v: str, channels: int, fc1: Dense, fc2: Dense, wdl: bool) -> str:
+        """The value head after its per-square layer (``v``: ``channels`` values per square, in the
+        body's layout): flatten to ``[B, 64·channels]``, dense1 with the body's default activation,
+        dense2, then the WDL softmax (logits without ``wdl_softmax``) or tanh (§9)."""
+        g = self.g
+        v = g.reshape(v, [-1, 64 * channels], "/value/reshape")
+        v = self.dense(v, fc1, "/value/dense1", self.net.default_act)
+        v = self.dense(v, fc2, "/value/dense2")
+        if wdl:
+            if not self.wdl_softmax:
+                return g.op("Identity", [v], OUTPUT_WDL)
+            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
+        return g.op("Tanh", [v], OUTPUT_VALUE)
+
+    def moves_left_output(self, m: str, channels: int, fc1: Dense, fc2: Dense) -> str:
+        """The moves-left head after its per-square layer, like ``value_output``; the final ReLU
+        only when ``ip2_mov_b`` exists (blas, §4.6, §10)."""
+        g = self.g
+        m = g.reshape(m, [-1, 64 * channels], "/mlh/reshape")
+        m = self.dense(m, fc1, "/mlh/dense1", self.net.default_act)
+        m = self.dense(m, fc2, "/mlh/dense2")
+        if fc2.b is not None:
+            return g.op("Relu", [m], OUTPUT_MLH)
+        return g.op("Identity", [m], OUTPUT_MLH)
 
     def describe(self, fp16: bool, attention: str) -> str:
         """The model's doc string."""
@@ -358,17 +419,13 @@ class _Exporter(GraphOps[Network]):
 
     def encoder_layer(self, x: str, layer: EncoderLayer, name: str) -> str:
         """One post-LN block (§4): attention, DeepNorm residual, LN, FFN, residual, LN."""
-        g, net = self.g, self.net
+        net = self.net
         bias = self.smolgen(x, layer, name) if layer.smolgen is not None else None
         if self.attention == "contrib":
             o = self.contrib_attention(x, layer, bias, name)
         else:
-            o = self.plain_attention(x, layer, bias, name)
-        y = self.dense(o, layer.out, name + "/mha/out/dense", scale=net.alpha)
-        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
-        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", net.ffn_act)
-        f = self.dense(f, layer.ffn2, name + "/ffn/dense2", scale=net.alpha)
-        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+            o = self.plain_attention(x, layer, net.heads, bias, name)
+        return self.attention_output(x, o, layer, net.ffn_act, net.alpha, name)
 
     def _qkv_weights(self, layer: EncoderLayer) -> tuple[np.ndarray, np.ndarray]:
         """``[E, 3D]`` weights and ``[3D]`` bias of the fused projection (absent bias = 0, §4.6)."""
@@ -376,30 +433,6 @@ class _Exporter(GraphOps[Network]):
         w = np.concatenate([d.w.T for d in parts], axis=1)
         b = np.concatenate([d.b if d.b is not None else np.zeros(d.n_out, np.float32) for d in parts])
         return w, b
-
-    def plain_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
-        """Scores, smolgen bias, softmax, values with standard ONNX ops: ``[B·64, E]`` → ``[B·64, D]``.
-
-        Q, K and V are three Gemms (bias fused) whose outputs are split into heads by one
-        Reshape + Transpose each; K is transposed straight to ``[B, H, d, 64]``.
-        """
-        g, heads = self.g, self.net.heads
-        d_model = layer.q.n_out
-        depth = d_model // heads
-        split = [-1, 64, heads, depth]
-        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
-        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
-        k = self.dense(x, layer.k, name + "/mha/K")
-        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
-        v = self.dense(x, layer.v, name + "/mha/V")
-        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
-        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")  # [B, H, 64, 64], scaled through Q
-        if bias is not None:
-            s = g.op("Add", [s, bias], name + "/smolgen_weights")
-        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
-        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")  # [B, H, 64, d]
-        o = g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose")
-        return g.reshape(o, [-1, d_model], name + "/mha/out/reshape")
 
     def contrib_attention(self, x: str, layer: EncoderLayer, bias: str | None, name: str) -> str:
         """``com.microsoft.Attention``: projection, scaled scores + bias, softmax, values in one op."""
@@ -448,29 +481,17 @@ class _Exporter(GraphOps[Network]):
 
     def value_head(self, h: str) -> str:
         """WDL softmax or classical tanh (§9)."""
-        g, net, head = self.g, self.net, self.net.value
+        net, head = self.net, self.net.value
         v = self.dense(h, head.embedding, "/value/embed", net.default_act)
-        v = g.reshape(v, [-1, 64 * head.embedding.n_out], "/value/reshape")
-        v = self.dense(v, head.fc1, "/value/dense1", net.default_act)
-        v = self.dense(v, head.fc2, "/value/dense2")
-        if head.wdl:
-            if not self.wdl_softmax:
-                return g.op("Identity", [v], OUTPUT_WDL)
-            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
-        return g.op("Tanh", [v], OUTPUT_VALUE)
+        return self.value_output(v, head.embedding.n_out, head.fc1, head.fc2, head.wdl)
 
     def moves_left_head(self, h: str) -> str | None:
         """Moves-left (§10); the final ReLU only when ``ip2_mov_b`` exists (blas, §4.6)."""
-        g, net, head = self.g, self.net, self.net.moves_left
+        net, head = self.net, self.net.moves_left
         if head is None:
             return None
         m = self.dense(h, head.embedding, "/mlh/embed", net.default_act)
-        m = g.reshape(m, [-1, 64 * head.embedding.n_out], "/mlh/reshape")
-        m = self.dense(m, head.fc1, "/mlh/dense1", net.default_act)
-        m = self.dense(m, head.fc2, "/mlh/dense2")
-        if head.fc2.b is not None:
-            return g.op("Relu", [m], OUTPUT_MLH)
-        return g.op("Identity", [m], OUTPUT_MLH)
+        return self.moves_left_output(m, head.embedding.n_out, head.fc1, head.fc2)
 
 
 def _pos_encoding() -> np.ndarray:

@@ -16,12 +16,10 @@ attention-policy graph of ``export.py``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from lc0py.backends.onnx.export import GraphOps
-from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_MLH, OUTPUT_POLICY, OUTPUT_VALUE, OUTPUT_WDL
+from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_POLICY
 from lc0py.errors import UnsupportedNetError
 from lc0py.weights.network import Activation, EncoderLayer
 from lc0py.weights.residual import (
@@ -110,50 +108,20 @@ class ResidualExporter(GraphOps[ResidualNetwork]):
 
     def policy_encoder(self, x: str, layer: EncoderLayer, heads: int, name: str) -> str:
         """Post-LN encoder layer without DeepNorm scaling, SELU FFN (policy encoders of residual nets)."""
-        g = self.g
-        d_model = layer.q.n_out
-        depth = d_model // heads
-        split = [-1, 64, heads, depth]
-        q = self.dense(x, layer.q, name + "/mha/Q", scale=1.0 / math.sqrt(depth))
-        q = g.transpose(g.reshape(q, split, name + "/mha/Q/reshape"), [0, 2, 1, 3], name + "/mha/Q/transpose")
-        k = self.dense(x, layer.k, name + "/mha/K")
-        k = g.transpose(g.reshape(k, split, name + "/mha/K/reshape"), [0, 2, 3, 1], name + "/mha/K/transpose")
-        v = self.dense(x, layer.v, name + "/mha/V")
-        v = g.transpose(g.reshape(v, split, name + "/mha/V/reshape"), [0, 2, 1, 3], name + "/mha/V/transpose")
-        s = g.op("MatMul", [q, k], name + "/mha/QK/matmul")
-        a = g.op("Softmax", [s], name + "/mha/QK/softmax", axis=-1)
-        o = g.op("MatMul", [a, v], name + "/mha/QKV/matmul")
-        o = g.reshape(g.transpose(o, [0, 2, 1, 3], name + "/mha/out/transpose"), [-1, d_model],
-                      name + "/mha/out/reshape")
-        y = self.dense(o, layer.out, name + "/mha/out/dense")
-        x1 = self.layer_norm(g.op("Add", [y, x], name + "/mha/out/skip"), layer.ln1, name + "/ln1")
-        f = self.dense(x1, layer.ffn1, name + "/ffn/dense1", _POLICY_ACT)
-        f = self.dense(f, layer.ffn2, name + "/ffn/dense2")
-        return self.layer_norm(g.op("Add", [f, x1], name + "/ffn/skip"), layer.ln2, name + "/ln2")
+        o = self.plain_attention(x, layer, heads, None, name)
+        return self.attention_output(x, o, layer, _POLICY_ACT, 1.0, name)
 
     def residual_value(self, h: str) -> str:
-        g, head, act = self.g, self.net.value, self.net.default_act
-        v = self.conv(h, head.conv, "/value/conv", act)
-        v = g.reshape(v, [-1, head.conv.n_out * 64], "/value/reshape")
-        v = self.dense(v, head.fc1, "/value/dense1", act)
-        v = self.dense(v, head.fc2, "/value/dense2")
-        if head.wdl:
-            if not self.wdl_softmax:
-                return g.op("Identity", [v], OUTPUT_WDL)
-            return g.op("Softmax", [v], OUTPUT_WDL, axis=-1)
-        return g.op("Tanh", [v], OUTPUT_VALUE)
+        head = self.net.value
+        v = self.conv(h, head.conv, "/value/conv", self.net.default_act)
+        return self.value_output(v, head.conv.n_out, head.fc1, head.fc2, head.wdl)
 
     def residual_moves_left(self, h: str) -> str | None:
-        g, head, act = self.g, self.net.moves_left, self.net.default_act
+        head = self.net.moves_left
         if head is None:
             return None
-        m = self.conv(h, head.conv, "/mlh/conv", act)
-        m = g.reshape(m, [-1, head.conv.n_out * 64], "/mlh/reshape")
-        m = self.dense(m, head.fc1, "/mlh/dense1", act)
-        m = self.dense(m, head.fc2, "/mlh/dense2")
-        if head.fc2.b is not None:
-            return g.op("Relu", [m], OUTPUT_MLH)
-        return g.op("Identity", [m], OUTPUT_MLH)
+        m = self.conv(h, head.conv, "/mlh/conv", self.net.default_act)
+        return self.moves_left_output(m, head.conv.n_out, head.fc1, head.fc2)
 
 
 def _conv_policy_gather() -> np.ndarray:

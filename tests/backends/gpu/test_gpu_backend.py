@@ -10,33 +10,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.model import cast_network, forward
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
     RTOL_FP32,
-    check_backend_against_reference,
+    check_named_backend,
     random_batch,
     relative_error,
+    traced_reference,
 )
 
 pytestmark = pytest.mark.gpu
 
 HEADS = ["t82", "t82-h12", "t82-h8", "t82-h6"]  # depth 32, 64, 96, 128
-
-
-@pytest.fixture(scope="module")
-def cuda_platform():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
-
-    p = CudaPlatform(0)
-    yield p
-    p.close()
 
 
 @pytest.fixture(scope="module", params=HEADS)
@@ -51,9 +37,7 @@ def test_flash_fallback_reference(cuda_platform, net, fp16: bool) -> None:  # ty
     gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
     try:
         assert gpu.uses_flash, gpu.flash_choice.reason
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         for flash in (True, False):
             out, taps = gpu.evaluate_traced(batch, flash=flash)
@@ -88,15 +72,12 @@ def test_forced_fallback_backend_matches(cuda_platform) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
-def test_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("tiny", 2)
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()
+@pytest.mark.parametrize(
+    ("seed", "embedding"), [(2, "pe_map"), (3, "pe_dense")], ids=["tiny", "tiny-pe_dense"]
+)
+def test_conformance(cuda_platform, name: str, rtol: float, seed: int, embedding: str) -> None:  # type: ignore[no-untyped-def]
+    net = random_network("tiny", seed, embedding=embedding)
+    check_named_backend(name, net, rtol, "max_batch=8", batch_sizes=(1, 7, 33))
 
 
 def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type: ignore[no-untyped-def]
@@ -149,9 +130,7 @@ def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # 
     gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
     try:
         assert gpu.shape.pe_dense
-        batch = random_batch(9, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         out, taps = gpu.evaluate_traced(batch, flash=True)
         errs = {
@@ -165,15 +144,3 @@ def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # 
         assert relative_error(got.policy, ref.policy) <= limit
     finally:
         gpu.close()
-
-
-@pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
-def test_conformance_pe_dense(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("tiny", 3, embedding="pe_dense")
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()

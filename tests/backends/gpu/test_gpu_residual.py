@@ -8,29 +8,24 @@ fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from lc0py.model import cast_network, forward
 from lc0py.weights.loader import load_network
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import (
     RTOL_FP16,
     RTOL_FP32,
-    check_backend_against_reference,
-    random_batch,
+    check_named_backend,
     relative_error,
+    traced_reference,
 )
+from tests.shared_files import real_net
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parents[3]
-# ../shared/nets beside the clone (CI), or .nets/ in it (ignored; carried to a GPU machine)
-NET_DIRS = (ROOT / ".." / "shared" / "nets", ROOT / ".nets")
 
 NETS = {
     "res-tiny-conv": ("res-tiny", {}),
@@ -47,20 +42,6 @@ NETS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cuda_platform():  # type: ignore[no-untyped-def]
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    reason = probe()
-    if reason is not None:
-        pytest.skip(reason)
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
-
-    p = CudaPlatform(0)
-    yield p
-    p.close()
-
-
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
     staged: bool = False,
@@ -71,9 +52,7 @@ def _check(
     wino = winograd_default(net) if winograd is None else winograd
     gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino, winograd_staged=staged)
     try:
-        batch = random_batch(size, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
-        trace: dict[str, np.ndarray] = {}
-        ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64, trace=trace)
+        batch, ref, trace = traced_reference(net, size)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         out, taps = gpu.evaluate_traced(batch, flash=False)
         errs = {"policy": relative_error(out.policy, ref.policy), "wdl": relative_error(out.wdl, ref.wdl)}
@@ -126,22 +105,9 @@ def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def
 def test_real_residual_net(  # type: ignore[no-untyped-def]
     cuda_platform, name: str, fp16: bool, winograd: bool | None, tmp_path: Path
 ) -> None:
-    found = [d / f"{name}.pb.gz" for d in NET_DIRS if (d / f"{name}.pb.gz").is_file()]
-    if not found:
-        pytest.skip(f"{name}.pb.gz is in none of {[str(d) for d in NET_DIRS]}")
-    src = found[0]
-    path = tmp_path / src.name
-    shutil.copyfile(src, path)
-    _check(cuda_platform, load_network(path), fp16, name, winograd)
+    _check(cuda_platform, load_network(real_net(tmp_path, name)), fp16, name, winograd)
 
 
 @pytest.mark.parametrize(("name", "rtol"), [("cuda", RTOL_FP32), ("cuda-fp16", RTOL_FP16)])
 def test_residual_conformance(cuda_platform, name: str, rtol: float) -> None:  # type: ignore[no-untyped-def]
-    from lc0py.backends.registry import create_backend
-
-    net = random_network("res-tiny", 3)
-    backend = create_backend(name, net, "max_batch=8")
-    try:
-        check_backend_against_reference(backend, net, rtol, batch_sizes=(1, 7, 33))
-    finally:
-        backend.close()
+    check_named_backend(name, random_network("res-tiny", 3), rtol, "max_batch=8", batch_sizes=(1, 7, 33))

