@@ -155,12 +155,13 @@ class RandomBackend(BackendBase):
         self.delay_per_position_us = delay_per_position_us
         self._device: ThreadPoolExecutor | None = None
         rng = np.random.default_rng(seed)
-        # its compiled hash, loaded (or compiled, once per installation) now, not in a timed search
-        planes_hash(PlanesBatch(np.zeros((1, 112), np.uint64), np.zeros((1, 112), np.float32)), seed)
         if uniform:
             self._table = np.zeros((1, POLICY_SIZE), dtype=np.float32)
         else:
             self._table = rng.random((TABLE_ROWS, POLICY_SIZE), dtype=np.float32)
+        # its compiled functions, loaded (or compiled, once per installation) now, not in a timed search
+        h = planes_hash(PlanesBatch(np.zeros((1, 112), np.uint64), np.zeros((1, 112), np.float32)), seed)
+        _outputs_from_hash(h, len(self._table), has_wdl, has_moves_left)
 
     def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
         delay = self.device_time(len(batch))
