@@ -42,21 +42,36 @@ static void write_t(const std::string& path, const std::vector<T>& v) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), (std::streamsize)(v.size() * sizeof(T)));
 }
 
-static int run_other(int batch, int c, int se, int act, const std::string& dir) {
-    const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
+// SE weights (empty with se == 0: the kernels get nullptr for w1 and skip SE).
+struct SeWeights {
+    std::vector<T> w1, b1, w2t, b2;
+};
+static SeWeights read_se(const std::string& dir, int se, int c) {
+    SeWeights w;
+    if (se > 0) {
+        w.w1 = read_t(dir + "/w1.bin", (size_t)se * c);
+        w.b1 = read_t(dir + "/b1.bin", (size_t)se);
+        w.w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
+        w.b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
+    }
+    return w;
+}
+
+// NaN in the kernel's T: outputs start poisoned, so an element no thread wrote shows.
+static T nan_t() {
     T nan;
     store_f32(&nan, __builtin_nanf(""));
+    return nan;
+}
+
+static int run_other(int batch, int c, int se, int act, const std::string& dir) {
+    const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
+    const T nan = nan_t();
     auto x = read_t(dir + "/x.bin", rows);
     auto m = read_t(dir + "/m.bin", mv);
     auto bias = read_t(dir + "/bias.bin", (size_t)c);
     auto skip = read_t(dir + "/skip.bin", rows);
-    std::vector<T> w1, b1, w2t, b2;
-    if (se > 0) {
-        w1 = read_t(dir + "/w1.bin", (size_t)se * c);
-        b1 = read_t(dir + "/b1.bin", (size_t)se);
-        w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
-        b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
-    }
+    const SeWeights sew = read_se(dir, se, c);
     std::vector<T> cols(rows * 9, nan), vin(mv, nan), y(rows, nan), out(rows, nan);
     const emu_dim3 few{3, 1, 1};  // fewer blocks than work: the grid-stride loops run
     emu::run_grid(few, 256, [&] { im2col3x3(x.data(), cols.data(), batch * 64, c); });
@@ -64,8 +79,8 @@ static int run_other(int batch, int c, int se, int act, const std::string& dir) 
     emu::run_grid(few, 256, [&] { winograd_output(m.data(), bias.data(), y.data(), batch, c, act); });
     if ((size_t)(3 * c + se) * 4 > sizeof(se_smem)) return 3;
     emu::run_grid(emu_dim3{(unsigned)batch, 1, 1}, 256, [&] {
-        se_residual(x.data(), bias.data(), skip.data(), out.data(), se > 0 ? w1.data() : nullptr, b1.data(),
-                    w2t.data(), b2.data(), c, se, act);
+        se_residual(x.data(), bias.data(), skip.data(), out.data(), se > 0 ? sew.w1.data() : nullptr,
+                    sew.b1.data(), sew.w2t.data(), sew.b2.data(), c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
     write_t(dir + "/cols.bin", cols);
@@ -88,18 +103,11 @@ int main(int argc, char** argv) {
     const int grid = std::atoi(argv[9]);
     const std::string dir = argv[10];
     const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
-    T nan;
-    store_f32(&nan, __builtin_nanf(""));
+    const T nan = nan_t();
     auto m = read_t(dir + "/m.bin", mv);
     auto bias = read_t(dir + "/bias.bin", (size_t)c);
     std::vector<T> skip = has_skip ? read_t(dir + "/skip.bin", rows) : std::vector<T>();
-    std::vector<T> w1, b1, w2t, b2;
-    if (se > 0) {
-        w1 = read_t(dir + "/w1.bin", (size_t)se * c);
-        b1 = read_t(dir + "/b1.bin", (size_t)se);
-        w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
-        b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
-    }
+    const SeWeights sew = read_se(dir, se, c);
     std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
     T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
     const int per = c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
@@ -109,16 +117,12 @@ int main(int argc, char** argv) {
     const int groups = (batch + per - 1) / per;
     std::printf("%s: wave %d, T %zu bytes, c %d, %d positions/block, %d blocks, shared %zu B\n", argv[1],
                 WARP_SIZE, sizeof(T), c, per, staged ? grid : groups, smem);
-    const T* pw1 = se > 0 ? w1.data() : nullptr;
+    auto* kernel = staged ? winograd_output_fused_staged : winograd_output_fused;  // one signature
+    const T* sk = has_skip ? skip.data() : nullptr;
+    T* pv = has_v ? v.data() : nullptr;
+    const T* pw1 = se > 0 ? sew.w1.data() : nullptr;
     emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, emu_dim3{(unsigned)c, (unsigned)per, 1}, [&] {
-        if (staged)
-            winograd_output_fused_staged(m.data(), bias.data(), has_skip ? skip.data() : nullptr, out,
-                                         has_v ? v.data() : nullptr, pw1, b1.data(), w2t.data(), b2.data(), batch,
-                                         c, se, act);
-        else
-            winograd_output_fused(m.data(), bias.data(), has_skip ? skip.data() : nullptr, out,
-                                  has_v ? v.data() : nullptr, pw1, b1.data(), w2t.data(), b2.data(), batch, c, se,
-                                  act);
+        kernel(m.data(), bias.data(), sk, out, pv, pw1, sew.b1.data(), sew.w2t.data(), sew.b2.data(), batch, c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
     if (has_out) write_t(dir + "/out.bin", has_skip ? skip : out_own);
