@@ -7,7 +7,7 @@
 set -u
 R=$OUT/r; mkdir -p $R
 ( while sleep 20; do tar -czf $OUT/partial.tgz -C $OUT r 2>/dev/null; done ) &
-export PYTHONPATH=$PWD/.whl/site:$PWD PYTHONUNBUFFERED=1 LC0PY_KERNEL_CACHE=/tmp/kc
+export PYTHONPATH=$PWD/.whl/site:$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 LC0PY_KERNEL_CACHE=/tmp/kc
 L=$R/staged.log
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u; echo "tree ${C:-?}; A = winograd_staged=off, B = on"; } >$L
 f=/tmp/res-20x256.pb.gz; [ -f $f ] || python3 -m lc0py make-net --preset res-20x256 -o $f >>$L 2>&1
