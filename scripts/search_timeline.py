@@ -122,6 +122,7 @@ def main() -> None:
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=256)
     ap.add_argument("--no-overlap", action="store_true")
+    ap.add_argument("--threads", type=int, default=0, help="lc0's Threads: minibatches in flight (0: auto)")
     ap.add_argument("--skip", type=int, default=1, help="positions run first and not counted (warm-up)")
     args = ap.parse_args()
 
@@ -129,7 +130,9 @@ def main() -> None:
     if args.backend == "random" and args.delay_ms:
         opts = ",".join(x for x in (opts, f"delay_ms={args.delay_ms}") if x)
     backend = create_backend(args.backend, args.weights, opts)
-    params = SearchParams(minibatch_size=args.minibatch_size, overlap=not args.no_overlap)
+    params = SearchParams(
+        minibatch_size=args.minibatch_size, overlap=not args.no_overlap, threads=args.threads
+    )
     cache = NNCache(200000)
     t0 = time.perf_counter()
     prepare_for_search(backend, params)  # graph captures, as the engine does at isready

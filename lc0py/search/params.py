@@ -47,6 +47,10 @@ class SearchParams:
     history_fill: str = "fen_only"
     nncache_size: int = 2000000
     overlap: bool = True  # gather the next minibatch while the backend evaluates (lc0py only)
+    # lc0's Threads: minibatches whose visits may be in flight at once (0: auto, as 2; see
+    # worker.batches_in_flight). One thread gathers them; those gathered while the device is
+    # busy go to it as one batch, as lc0's multiplexing backend joins its threads' batches.
+    threads: int = 0
     verbose_move_stats: bool = False
     # lc0's WDL rescaling of every NN evaluation (contempt, draw-rate sharpening; issue 12): the
     # search applies lc0py.search.wdl_rescale with these; the UCI layer computes them.

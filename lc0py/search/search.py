@@ -64,7 +64,7 @@ from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
-from lc0py.search.worker import Batch, SearchWorker, params_array
+from lc0py.search.worker import Batch, SearchWorker, batches_in_flight, params_array
 
 _EMPTY = np.zeros(0, np.uint8)
 
@@ -177,7 +177,8 @@ class Search:
         self._hints = Hints()
         self._best_root_edge = -1
         self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
-        self._inflight: list[Batch] = []
+        self._inflight: list[Batch] = []  # gathered and not backed up yet, oldest first
+        self._held: list[Batch] = []  # gathered while the device was busy, not handed over yet
         self.worker = SearchWorker(
             tree, backend, params, cache, self.input_format, self.prm, self._stop_flag, tablebase
         )
@@ -283,10 +284,13 @@ class Search:
 
     def _work(self) -> None:
         """lc0's ``ExecuteOneIteration`` in a loop (the worker's gather → evaluate → backup, then
-        this controller's stoppers and info); with ``overlap`` one more batch is gathered while
-        the backend computes the previous one."""
+        this controller's stoppers and info). With ``overlap`` the next minibatch is gathered
+        while the backend computes the previous one; with ``Threads`` above 2, minibatches
+        gathered while the device already has a batch queued wait here and go to it together."""
         overlap = self.params.overlap
+        limit = batches_in_flight(self.params)
         inflight = self._inflight
+        held = self._held
         worker = self.worker
         with self._lock:
             if self._root_has_no_moves():
@@ -297,41 +301,70 @@ class Search:
                 # its visits, one legal move, a proven win...) is answered without a playout.
                 self._maybe_trigger_stop()
         while not self._stop.is_set():
+            full = False
             with self._lock:
                 if self._released:
                     break
-                batch = worker.gather(self._hints.remaining_playouts, self._allowed, self._best_root_child())
+                room = self.target - sum(b.nn_count for b in held)
+                hints, best = self._hints, self._best_root_child()
+                batch = worker.gather(hints.remaining_playouts, self._allowed, best, room if held else None)
                 self.initial_visits -= batch.reverted
                 self._note_first_playout()
                 worker.collect_collisions(batch)
                 if batch.nn_count:
-                    worker.submit(batch)
                     inflight.append(batch)
+                    held.append(batch)
+                    if self._groups_computing() < 2:
+                        self._launch_held()
+                    full = bool(held) and sum(b.nn_count for b in held) >= self.target
                 else:
                     worker.complete(batch, None)
                     self._after_batch()
                     if not inflight:
                         continue
-            if inflight and (len(inflight) >= 2 or not overlap or self._stop.is_set() or not batch.nn_count):
+            if inflight and (
+                len(inflight) >= limit or full or not overlap or self._stop.is_set() or not batch.nn_count
+            ):
                 self._complete_oldest()
         if not self._bestmove_wanted:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
 
+    def _groups_computing(self) -> int:
+        """(lock held) Network batches handed to the backend and not finished yet."""
+        handles = {id(b.pending) for b in self._inflight if b.pending is not None and not b.pending.done()}
+        return len(handles)
+
+    def _launch_held(self) -> None:
+        """(lock held) Hand the minibatches gathered so far to the backend as one batch."""
+        if self._held:
+            self.worker.submit(self._held)
+            self._held.clear()
+
     def _complete_oldest(self) -> bool:
+        """Wait for the oldest network batch and back up every minibatch it carried; then the
+        minibatches that waited for the device go to it."""
         with self._lock:
             batch = self._inflight[0] if self._inflight and not self._released else None
+            if batch is not None and batch.pending is None:
+                self._launch_held()
         if batch is None:
             return False
-        assert batch.pending is not None
-        out = batch.pending.result()  # outside the lock: the backend may take long
+        pending = batch.pending
+        assert pending is not None
+        out = pending.result()  # outside the lock: the backend may take long
         with self._lock:
+            group = [b for b in self._inflight if b.pending is pending]
             if self._released:  # the search answered meanwhile: keep the evaluations only
-                self.worker.apply(batch, out, to_tree=False)
+                for b in group:
+                    self.worker.apply(b, out, to_tree=False)
                 return False
-            self._inflight.remove(batch)
-            self.worker.complete(batch, out)
-            self._after_batch()
+            for b in group:
+                self._inflight.remove(b)
+                self.worker.complete(b, out)
+                self._after_batch()
+            if self._held and self._groups_computing() < 2:
+                self._launch_held()
         return True
 
     def _release_tree(self) -> None:
@@ -345,6 +378,7 @@ class Search:
             if batch.pending is not None and batch.pending.done():
                 self.worker.apply(batch, batch.pending.result(), to_tree=False)
         self._inflight.clear()
+        self._held.clear()
         self.worker.cancel_shared_collisions()
 
     # ------------------------------------------------------------------ stopping ----
@@ -686,8 +720,8 @@ class Search:
             if self._responded:
                 return
             self._responded = True
-            self._release_tree()
             try:
+                self._release_tree()
                 self.cb.on_info(self.info())  # at least one score line before bestmove
                 if self.params.verbose_move_stats:
                     self.cb.on_verbose(self)

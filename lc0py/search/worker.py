@@ -83,7 +83,10 @@ class Batch:
         self.ooo = 0  # visits resolved out of order while gathering
         self.reverted = 0  # visits of reused two-fold draws undone while gathering
         self.requests = L.make_requests(capacity)
+        # The backend's handle (None: gathered, not yet handed over), shared by the minibatches
+        # joined into one network batch; ``offset`` is this one's first row in its outputs.
         self.pending: Future[NetworkOutput] | Deferred | PendingOutput | None = None
+        self.offset = 0
 
     def reserve(self, rows: int) -> None:
         """Room for ``rows`` more picks and network requests."""
@@ -112,6 +115,7 @@ class Batch:
         self.reverted = 0
         self.requests.count[0] = 0
         self.pending = None
+        self.offset = 0
 
     @property
     def nn_count(self) -> int:
@@ -168,6 +172,15 @@ def collisions_left(params: SearchParams, nodes: float) -> int:
 def minibatch_target(params: SearchParams, info: BackendInfo) -> int:
     """Positions a minibatch gathers at most (``MinibatchSize``, else the backend's choice)."""
     return max(1, params.minibatch_size or info.recommended_batch or 256)
+
+
+def batches_in_flight(params: SearchParams) -> int:
+    """Minibatches whose visits may be in flight at once: lc0's ``Threads`` (each of its search
+    threads holds one), at least two with ``SearchOverlap`` (the next one is gathered while the
+    backend computes the last), one without."""
+    if not params.overlap:
+        return 1
+    return max(2, params.threads)
 
 
 def largest_batch(params: SearchParams, info: BackendInfo) -> int:
@@ -236,32 +249,48 @@ class SearchWorker:
             self._executor.shutdown(wait=False)
             self._executor = None
 
-    def submit(self, batch: Batch) -> None:
-        """Hand the batch to the backend. With ``overlap``, an asynchronous backend (a GPU: its
-        ``evaluate_async`` only queues the batch) is called from this thread, so the batch joins
-        the device's queue behind the one in flight and the device never waits for the host; a
-        host backend runs on the engine's evaluation thread while this thread gathers. Without
-        ``overlap`` it runs when the worker waits for it (outside the tree lock, so ``stop`` and
-        the watchdog are answered meanwhile)."""
-        planes = batch.planes()
-        backend = self.backend
-        if self.params.overlap and backend.info.asynchronous:
-            batch.pending = backend.evaluate_async(planes)
-            return
-
-        def evaluate() -> NetworkOutput:
-            return backend.evaluate_async(planes).result()
-
-        if self.params.overlap:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
-            batch.pending = self._executor.submit(evaluate)
+    def submit(self, batches: list[Batch]) -> None:
+        """Hand ``batches`` to the backend as one network batch. Several minibatches gathered
+        while the device was busy travel together (lc0's ``multiplexing`` backend joins its
+        search threads' batches the same way): one launch of ``sum`` positions costs the device
+        far less than that many small ones. With ``overlap``, an asynchronous backend (a GPU:
+        its ``evaluate_async`` only queues the batch) is called from this thread, so the batch
+        joins the device's queue behind the one in flight and the device never waits for the
+        host; a host backend runs on the engine's evaluation thread while this thread gathers.
+        Without ``overlap`` it runs when the worker waits for it (outside the tree lock, so
+        ``stop`` and the watchdog are answered meanwhile)."""
+        offset = 0
+        for batch in batches:
+            batch.offset = offset
+            offset += batch.nn_count
+        if len(batches) == 1:
+            planes = batches[0].planes()
         else:
-            batch.pending = Deferred(evaluate)
+            planes = PlanesBatch.concat([b.planes() for b in batches])
+        backend = self.backend
+        pending: Future[NetworkOutput] | Deferred | PendingOutput
+        if self.params.overlap and backend.info.asynchronous:
+            pending = backend.evaluate_async(planes)
+        else:
 
-    def gather(self, remaining_playouts: float, allowed: np.ndarray, best_root_child: int) -> Batch:
-        """``GatherMinibatch`` (compiled: ``gather.gather_minibatch``); grows the tree and the
-        batch when a pick round needs more room than they have."""
+            def evaluate() -> NetworkOutput:
+                return backend.evaluate_async(planes).result()
+
+            if self.params.overlap:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(1, thread_name_prefix="lc0py-eval")
+                pending = self._executor.submit(evaluate)
+            else:
+                pending = Deferred(evaluate)
+        for batch in batches:
+            batch.pending = pending
+
+    def gather(
+        self, remaining_playouts: float, allowed: np.ndarray, best_root_child: int, room: int | None = None
+    ) -> Batch:
+        """``GatherMinibatch`` (compiled: ``gather.gather_minibatch``) of at most ``room``
+        positions (default: the minibatch size); grows the tree and the batch when a pick round
+        needs more room than they have."""
         params = self.params
         tree = self.tree
         root = self.root_id
@@ -270,6 +299,7 @@ class SearchWorker:
             batch.reset()
         else:
             batch = Batch(self.target + 2)  # the size prepare_for_search readies the backend for
+        target = self.target if room is None else max(1, min(room, self.target))
         state = np.zeros(8, np.int64)
         cur_n = int(tree.arrays.n[root])
         state[G.G_LEFT] = collisions_left(params, min(cur_n, remaining_playouts))
@@ -295,7 +325,7 @@ class SearchWorker:
                 self._fill,
                 params.sticky_endgames,
                 params.out_of_order_eval,
-                self.target,
+                target,
                 self.max_ooo,
                 state,
                 self.stats,
@@ -312,7 +342,8 @@ class SearchWorker:
         batch.reverted = int(self.stats[G.S_REVERTED]) - reverted
         batch.ooo = int(self.stats[G.S_OOO] - state[G.G_OOO_START])
         self._probe_tablebase(batch)
-        self._prefetch(batch)
+        prefetch = self.params.max_prefetch
+        self._prefetch(batch, prefetch if room is None else min(room, prefetch))
         return batch
 
     def _probe_tablebase(self, batch: Batch) -> None:
@@ -343,12 +374,11 @@ class SearchWorker:
                 batch.vals, batch.requests, self.prm, False,
             )
 
-    def _prefetch(self, batch: Batch) -> None:
-        """lc0's ``MaybePrefetchIntoCache``: a batch with fewer than ``MaxPrefetch`` network
-        requests is topped up with positions the search will likely want next (into the NN
-        cache only)."""
+    def _prefetch(self, batch: Batch, limit: int) -> None:
+        """lc0's ``MaybePrefetchIntoCache``: a batch with fewer than ``limit`` (``MaxPrefetch``,
+        or less for a minibatch joining others) network requests is topped up with positions
+        the search will likely want next (into the NN cache only)."""
         used = batch.nn_count
-        limit = self.params.max_prefetch
         if self._stop_flag[0] or not self._use_cache or used == 0 or used >= limit:
             return
         batch.reserve(limit)
@@ -379,11 +409,12 @@ class SearchWorker:
         self._n_shared = 0
 
     def apply(self, batch: Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
-        n = batch.nn_count
-        q = np.ascontiguousarray(out.q[:n], dtype=np.float32)
-        d = np.ascontiguousarray(out.wdl[:n, 1], dtype=np.float32)
-        m = np.ascontiguousarray(out.moves_left[:n], dtype=np.float32)
-        policy = np.ascontiguousarray(out.policy[:n], dtype=np.float32)
+        """Store the batch's rows of ``out`` in the tree (``to_tree``) and the NN cache."""
+        rows = slice(batch.offset, batch.offset + batch.nn_count)
+        q = np.ascontiguousarray(out.q[rows], dtype=np.float32)
+        d = np.ascontiguousarray(out.wdl[rows, 1], dtype=np.float32)
+        m = np.ascontiguousarray(out.moves_left[rows], dtype=np.float32)
+        policy = np.ascontiguousarray(out.policy[rows], dtype=np.float32)
         L.apply_results(
             self.tree.arrays,
             batch.requests,

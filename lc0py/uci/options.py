@@ -31,6 +31,8 @@ SHORT_FLAGS = {
     "LogFile": "-l",
     "SyzygyPath": "-s",
 }
+MAX_THREADS = 128  # lc0's maximum
+
 _TRUE = {"true", "1", "on", "yes"}
 _FALSE = {"false", "0", "off", "no"}
 
@@ -187,10 +189,12 @@ def build_table() -> list[OptionSpec]:
             0,
             "--threads",
             0,
-            1,
+            MAX_THREADS,
             group=B,
-            help="search threads: 0 (auto) or 1; lc0py runs one search worker (plus the backend's "
-            "evaluation thread with SearchOverlap), more are refused",
+            param="threads",
+            help="minibatches in flight at once, as lc0's search threads (0: auto = 2 with "
+            "SearchOverlap): one thread gathers them, and those gathered while the device is busy "
+            "go to it as one batch",
         ),
         OptionSpec(
             "NNCacheSize",

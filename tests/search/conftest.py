@@ -104,3 +104,21 @@ def _make_search_fixture():  # type: ignore[no-untyped-def]
 @pytest.fixture(name="hand_node")
 def _hand_node_fixture():  # type: ignore[no-untyped-def]
     return hand_node
+
+
+def check_tree(tree: NodeTree) -> None:
+    """No visit left in flight; every expanded, non-terminal node has N = 1 + its children's N."""
+    t = tree.arrays
+    n = tree.num_nodes
+    assert (t.nif[:n] == 0).all()
+    stack = [tree.root_id]
+    while stack:
+        x = stack.pop()
+        kids = []
+        c = int(t.child[x])
+        while c >= 0:
+            kids.append(c)
+            c = int(t.sibling[c])
+        if t.n[x] > 0 and t.term[x] == 0 and t.edge0[x] >= 0:
+            assert t.n[x] == 1 + sum(int(t.n[k]) for k in kids)
+        stack.extend(kids)

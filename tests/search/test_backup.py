@@ -12,6 +12,7 @@ from lc0py.search.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 from lc0py.search.tree import NodeTree
+from tests.search.conftest import check_tree
 
 
 def _q(backend: RandomBackend, history: PositionHistory) -> tuple[float, float]:
@@ -155,24 +156,6 @@ def test_cache_never_mixes_positions_with_colliding_int_hashes(make_search) -> N
     assert s.error is None and s.root.n >= 6000
 
 
-def _check_tree(tree: NodeTree) -> None:
-    """No visit left in flight; every expanded, non-terminal node has N = 1 + its children's N."""
-    t = tree.arrays
-    n = tree.num_nodes
-    assert (t.nif[:n] == 0).all()
-    stack = [tree.root_id]
-    while stack:
-        x = stack.pop()
-        kids = []
-        c = int(t.child[x])
-        while c >= 0:
-            kids.append(c)
-            c = int(t.sibling[c])
-        if t.n[x] > 0 and t.term[x] == 0 and t.edge0[x] >= 0:
-            assert t.n[x] == 1 + sum(int(t.n[k]) for k in kids)
-        stack.extend(kids)
-
-
 def test_trees_stay_consistent_through_stops_reuse_and_overlap() -> None:
     import random
     import time
@@ -188,7 +171,11 @@ def test_trees_stay_consistent_through_stops_reuse_and_overlap() -> None:
         moves: list[str] = []
         for _ply in range(8):
             tree.reset_to_position(None, moves)
-            params = SearchParams(overlap=rng.random() < 0.5, minibatch_size=rng.choice([1, 7, 32, 256]))
+            params = SearchParams(
+                overlap=rng.random() < 0.5,
+                minibatch_size=rng.choice([1, 7, 32, 256]),
+                threads=rng.choice([0, 2, 4, 8]),
+            )
             s = Search(
                 tree, backend, params, SearchLimits(nodes=rng.choice([50, 400]), smart_pruning=False), cache
             )
@@ -201,7 +188,7 @@ def test_trees_stay_consistent_through_stops_reuse_and_overlap() -> None:
                 s.run()
             s.join(120.0)
             assert s.error is None
-            _check_tree(tree)
+            check_tree(tree)
             best, _ = s.best_move()
             board.push(best)
             moves.append(best.uci())

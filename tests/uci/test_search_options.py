@@ -1,4 +1,4 @@
-"""Search options the compiled core acts on: Threads is refused above 1 (never silently ignored),
+"""Search options the compiled core acts on: Threads (lc0's range) reaches the search parameters,
 RamLimitMb reaches the search limits."""
 
 from __future__ import annotations
@@ -9,11 +9,14 @@ from lc0py.errors import UsageError
 from lc0py.uci.options import Options
 
 
-def test_threads_above_one_is_refused() -> None:
+def test_threads_takes_lc0s_range_and_reaches_the_search() -> None:
     o = Options()
-    o.set("Threads", "1")
-    with pytest.raises(UsageError, match="Threads"):
-        o.set("Threads", "2")
+    for value in (0, 1, 4, 128):
+        o.set("Threads", str(value))
+        assert o.search_params().threads == value
+    for bad in ("-1", "129", "two"):
+        with pytest.raises(UsageError, match="Threads"):
+            o.set("Threads", bad)
 
 
 def test_ram_limit_is_an_option() -> None:
