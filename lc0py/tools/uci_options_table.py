@@ -24,9 +24,6 @@ _KEYWORDS = ("default", "min", "max", "var")
 DELIBERATE: dict[str, str] = {
     "Backend": "lc0py's own backends (auto, numpy, onnx-*, cuda*, rocm*, gpu, random); default "
     "auto picks the best one available, where lc0's default is the first backend built in",
-    "Threads": "one search thread (max 1): the compiled core gathers the next minibatch while the "
-    "backend computes the current one; several gatherers are not built yet, so values above 1 are "
-    "refused rather than silently ignored",
 }
 
 
