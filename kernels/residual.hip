@@ -216,30 +216,11 @@ LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC
     pooled[ch] = sum * (1.f / 64.f);
     __syncthreads();
     const int lane = ch % WARP_SIZE, warp = ch / WARP_SIZE, warps = c / WARP_SIZE;
-    // fc1: one warp per output, K = c; a warp's FC1_OUTS outputs share one pass over k, so their
-    // weight loads are in flight together (one output at a time made se/warps x c/WARP_SIZE
-    // dependent round trips to L2 while the board holds most registers). Each output still sums
-    // its k in the same order: the results are unchanged.
-    constexpr int FC1_OUTS = 4;
-    for (int o0 = warp; o0 < se; o0 += FC1_OUTS * warps) {
-        float acc[FC1_OUTS];
-#pragma unroll
-        for (int j = 0; j < FC1_OUTS; ++j) acc[j] = 0.f;
-#pragma unroll 2
-        for (int k = lane; k < c; k += WARP_SIZE) {
-            const float p = pooled[k];
-#pragma unroll
-            for (int j = 0; j < FC1_OUTS; ++j) {
-                const int o = o0 + j * warps;
-                if (o < se) acc[j] += to_f32(w1[(size_t)o * c + k]) * p;
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < FC1_OUTS; ++j) {
-            const int o = o0 + j * warps;
-            const float total = warp_sum(acc[j]);  // the whole warp: o is the same on every lane
-            if (o < se && lane == 0) hidden[o] = activate(total + to_f32(b1[o]), act);
-        }
+    for (int o = warp; o < se; o += warps) {  // fc1: one warp per output, K = c
+        float acc = 0.f;
+        for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
+        acc = warp_sum(acc);
+        if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
     }
     __syncthreads();
     float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
