@@ -235,17 +235,6 @@ LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC
     for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
 }
 
-// board = ACT(board) (ACT 0: the run-time act), stored to out (NHWC, at out[s*c]) unless nullptr.
-template <int ACT>
-LC0_DEVICE void fused_activate(float* board, T* out, int c, int act = ACT) {
-#pragma unroll
-    for (int s = 0; s < 64; ++s) {
-        const float t = activate(board[s], ACT ? ACT : act);
-        board[s] = t;
-        if (out != nullptr) store_f32(&out[(size_t)s * c], t);
-    }
-}
-
 // board += skip (square s at sk[s*c]; nullptr: none), act, then out (NHWC, at out[s*c]; nullptr:
 // not stored) and the 4 tiles' input transform (tile t at v[k*vk + t*c]; nullptr: not stored).
 LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT v, size_t vk, int c, int act) {
@@ -261,14 +250,11 @@ LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT 
             for (int s = 0; s < 16; ++s) board[s0 + s] += t[s];
         }
     }
-    // One uniform branch on the activation for the whole board, not one per square: a run-time
-    // switch inside the unrolled loop compiled to 64 indirect branches with their reconvergence
-    // bookkeeping, ~7 % of the step's instructions (SASS of winograd_output_fused, sm_90).
-    switch (act) {
-        case LC0_ACT_RELU: fused_activate<LC0_ACT_RELU>(board, out, c); break;
-        case LC0_ACT_MISH: fused_activate<LC0_ACT_MISH>(board, out, c); break;
-        case LC0_ACT_NONE: fused_activate<LC0_ACT_NONE>(board, out, c); break;
-        default: fused_activate<0>(board, out, c, act); break;
+#pragma unroll
+    for (int s = 0; s < 64; ++s) {
+        const float t = activate(board[s], act);
+        board[s] = t;
+        if (out != nullptr) store_f32(&out[(size_t)s * c], t);
     }
     if (v == nullptr) return;
 #pragma unroll
