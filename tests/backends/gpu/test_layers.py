@@ -181,14 +181,14 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool)
         gpu.close()
 
 
-@pytest.mark.parametrize(("blocks", "narrow"), [(4, True), (0, False)])
-def test_winograd_blocks_option_compiles_a_narrow_fused_kernel(blocks: int, narrow: bool) -> None:
+@pytest.mark.parametrize(("preset", "blocks", "narrow"), [("res-20x256", 4, True), ("res-20x256", 0, False)])
+def test_winograd_blocks_option_compiles_a_narrow_fused_kernel(preset: str, blocks: int, narrow: bool) -> None:
     """``winograd_blocks=n`` runs bodies of <= 256 filters on a direct fused kernel compiled for
     ``n`` blocks per multiprocessor (a distinct module: its defines differ); 0 keeps the one kernel."""
     from lc0py.backends.gpu.network import GpuNetwork
 
     plat = PointerPlatform()
-    net = _net("res-20x256", blocks=2)
+    net = _net(preset, blocks=2)
     gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, winograd_blocks=blocks)
     try:
         assert (gpu.ops.k_wino_fused_narrow != gpu.ops.k_wino_fused) is narrow
