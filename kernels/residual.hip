@@ -185,9 +185,6 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
 #ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
 #define LC0_FUSED_MAX_C 512
 #endif
-#ifndef LC0_FUSED_MIN_BLOCKS  // blocks per multiprocessor the direct kernel's registers must allow
-#define LC0_FUSED_MIN_BLOCKS 1  // (backend option winograd_blocks; 1: up to 128 registers at 512 threads)
-#endif
 
 // board = A^T M A + bias of one position's 4 tiles; M element (k, tile) at mk[k*kstride + tile*tstride].
 LC0_DEVICE void fused_board(const T* mk, size_t kstride, size_t tstride, float bb, bool live, float* board) {
@@ -281,7 +278,7 @@ LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT 
 }
 
 // Dynamic shared memory with SE: blockDim.y * (c + se) floats (pooled[c], hidden[se]).
-extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C, LC0_FUSED_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
 winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
                       T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                       const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,

@@ -73,7 +73,6 @@ OTHER = [
     ("policy_map.hip", {"LC0_FP16": 0}),
     ("residual.hip", {"LC0_FP16": 1}),  # residual (SE-ResNet) bodies: im2col3x3 + se_residual
     ("residual.hip", {"LC0_FP16": 0}),
-    ("residual.hip", {"LC0_FP16": 1, "LC0_FUSED_MAX_C": 256, "LC0_FUSED_MIN_BLOCKS": 4}),  # winograd_blocks=4
 ]
 
 

@@ -13,11 +13,8 @@ Backend options (``--backend-opts``):
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
                               (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
 ``winograd_staged`` ``off``   residual nets, fused Winograd step: the shared-memory-staged kernel (cp.async,
-                              double-buffered; fp16 bodies of <= 256 filters). Measured slower than the
-                              direct kernel: docs/performance.md, "The staged fused Winograd step"
-``winograd_blocks`` ``0``     residual nets of <= 256 filters, fused Winograd step: compile the direct kernel
-                              for this many blocks per multiprocessor (2-4; caps its registers, e.g.
-                              4: 64). 0: the one kernel for every width (up to 128 registers)
+                              double-buffered; fp16 bodies of <= 256 filters). Off until measured on
+                              a GPU: docs/performance.md, "The staged fused Winograd step"
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -43,7 +40,6 @@ KNOWN_OPTIONS = (
     "flash",
     "winograd",
     "winograd_staged",
-    "winograd_blocks",
     "graphs",
     "max_batch",
     "gpu",
@@ -103,7 +99,6 @@ class GpuBackend(BackendBase):
         winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
         winograd_staged = options.take("winograd_staged", False)
-        winograd_blocks = options.take("winograd_blocks", 0, hi=8)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)
@@ -130,7 +125,6 @@ class GpuBackend(BackendBase):
                 flash_overrides=overrides,
                 winograd=winograd,
                 winograd_staged=winograd_staged,
-                winograd_blocks=winograd_blocks,
             )
         except BaseException:
             self.platform.close()

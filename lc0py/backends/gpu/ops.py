@@ -22,7 +22,6 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 
 #: The widest body ``winograd_output_fused`` takes (one thread per channel; its launch bounds).
 FUSED_WINOGRAD_MAX_C = 512
-NARROW_FUSED_THREADS = 256  # the fused step's block for bodies of <= 256 filters (fused_positions_per_block)
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -61,10 +60,6 @@ class GpuOps:
         #: the fused Winograd step through its shared-memory-staged kernel where that fits
         #: (backend option ``winograd_staged``; ``False``: always the direct kernel)
         self.staged_fused = False
-        #: blocks per multiprocessor the direct fused kernel is compiled to allow for bodies of
-        #: <= 256 filters (backend option ``winograd_blocks``; 0: one kernel for every width,
-        #: up to 128 registers a thread). More blocks cap the registers (3: 85, 4: 64) and spill.
-        self.fused_min_blocks = 0
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -221,10 +216,6 @@ class GpuOps:
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
         fused_defines = {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
-        self.k_wino_fused_narrow = self.k_wino_fused
-        if self.fused_min_blocks:
-            narrow = {"LC0_FUSED_MAX_C": NARROW_FUSED_THREADS, "LC0_FUSED_MIN_BLOCKS": self.fused_min_blocks}
-            self.k_wino_fused_narrow = self.function("residual.hip", "winograd_output_fused", narrow)
         self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_staged", fused_defines)
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
 
@@ -277,8 +268,7 @@ class GpuOps:
             self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, per, 1), smem, self.stream, args)
             return
         smem = per * (c + s) * 4 if se is not None else 0
-        kernel = self.k_wino_fused_narrow if c * per <= NARROW_FUSED_THREADS else self.k_wino_fused
-        self.p.launch(kernel, (groups, 1, 1), (c, per, 1), smem, self.stream, args)
+        self.p.launch(self.k_wino_fused, (groups, 1, 1), (c, per, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""

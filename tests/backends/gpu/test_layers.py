@@ -179,22 +179,3 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool)
         assert n_staged == 0 or n_direct == 0
     finally:
         gpu.close()
-
-
-@pytest.mark.parametrize(("preset", "blocks", "narrow"), [("res-20x256", 4, True), ("res-20x256", 0, False)])
-def test_winograd_blocks_option_compiles_a_narrow_fused_kernel(preset: str, blocks: int, narrow: bool) -> None:
-    """``winograd_blocks=n`` runs bodies of <= 256 filters on a direct fused kernel compiled for
-    ``n`` blocks per multiprocessor (a distinct module: its defines differ); 0 keeps the one kernel."""
-    from lc0py.backends.gpu.network import GpuNetwork
-
-    plat = PointerPlatform()
-    net = _net(preset, blocks=2)
-    gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, winograd_blocks=blocks)
-    try:
-        assert (gpu.ops.k_wino_fused_narrow != gpu.ops.k_wino_fused) is narrow
-        masks = np.random.default_rng(3).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
-        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
-        fused = 1 + 2 * len(net.blocks) + 1  # input conv, 2 per block, policy conv
-        assert plat.launched.count(gpu.ops.k_wino_fused_narrow) == fused
-    finally:
-        gpu.close()
