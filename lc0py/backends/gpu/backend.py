@@ -13,8 +13,8 @@ Backend options (``--backend-opts``):
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
                               (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
 ``winograd_staged`` ``off``   residual nets, fused Winograd step: the shared-memory-staged kernel (cp.async,
-                              double-buffered; fp16 bodies of <= 256 filters). Off until measured on
-                              a GPU: docs/performance.md, "The staged fused Winograd step"
+                              double-buffered; fp16 bodies of <= 256 filters). Measured slower than the
+                              direct kernel: docs/performance.md, "The staged fused Winograd step"
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
