@@ -300,6 +300,138 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
                  v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
 }
 
+// ---- the same step with a position's four tiles on four threads (backend option winograd_split) --
+// blockDim (c, 4): x = channel, y = tile (ty = y >> 1, tx = y & 1); one position per block. Each thread
+// holds its tile's 4x4 quadrant of the board (16 floats where the direct kernel holds 64), so its
+// live state is a quarter: Nsight Compute found the direct kernel issue-bound at 16 warps per SM,
+// held there by 128 registers a thread. The SE pools through shared memory, and the next
+// convolution's 6x6 input patches take their halo from the neighbouring quadrants' row and column
+// next to the board's centre, exchanged through shared memory.
+// Dynamic shared memory: 36*c + se floats (partial sums [4][c], hidden [se], edges [4][8][c]).
+#ifndef LC0_SPLIT_MAX_THREADS
+#define LC0_SPLIT_MAX_THREADS 1024
+#endif
+
+// The 6x6 patch of tile (TY, TX) from its quadrant q and the other quadrants' exported edges
+// (edges + tile*8*c: that tile's row next to the centre [4], then its column [4], stride c).
+template <int TY, int TX>
+LC0_DEVICE void split_patch(const float* q, const float* edges, int c, float* d) {
+#pragma unroll
+    for (int r = 0; r < 6; ++r)
+#pragma unroll
+        for (int f = 0; f < 6; ++f) {
+            const int rank = 4 * TY - 1 + r, file = 4 * TX - 1 + f;
+            float x = 0.f;
+            if (rank >= 0 && rank < 8 && file >= 0 && file < 8) {
+                const int nty = rank >> 2, ntx = file >> 2, lr = rank - 4 * nty, lf = file - 4 * ntx;
+                if (nty == TY && ntx == TX) {
+                    x = q[lr * 4 + lf];
+                } else {
+                    const float* nb = edges + (size_t)(nty * 2 + ntx) * 8 * c;
+                    // another row of tiles: the neighbour's row next to the centre (the corner too)
+                    x = nty != TY ? nb[(size_t)lf * c] : nb[(size_t)(4 + lr) * c];
+                }
+            }
+            d[r * 6 + f] = x;
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
+winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                            T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                            const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
+                            int act) {
+    extern __shared__ float fused_smem[];
+    const int ch = threadIdx.x, tt = threadIdx.y, ty = tt >> 1, tx = tt & 1;
+    const int b = blockIdx.x;
+    const size_t tiles = (size_t)batch * 4;
+    float* part = fused_smem;    // [4][c]: this position's per-tile channel sums, then the pooled mean
+    float* hidden = part + 4 * c;  // [se]
+    float* edges = hidden + se;    // [4][8][c]
+    float q[16];
+    {
+        const T* mk = m + ((size_t)b * 4 + tt) * c + ch;
+        float mm[36], tmp[24];
+#pragma unroll
+        for (int k = 0; k < 36; ++k) mm[k] = to_f32(mk[(size_t)k * tiles * c]);
+#pragma unroll
+        for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) wino_at6(tmp + r * 6, 1, q + r * 4, 1);
+        const float bb = to_f32(bias[ch]);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) q[i] += bb;
+    }
+    if (w1 != nullptr) {
+        float sum = 0.f;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) sum += q[i];
+        part[tt * c + ch] = sum;
+        __syncthreads();
+        if (tt == 0) part[ch] = (part[ch] + part[c + ch] + part[2 * c + ch] + part[3 * c + ch]) * (1.f / 64.f);
+        __syncthreads();
+        // fc1: one warp per output over all 4*c threads (c is a multiple of the warp: a warp
+        // never spans two tiles), K = c
+        const int lin = tt * c + ch, lane = lin % WARP_SIZE, warp = lin / WARP_SIZE, warps = 4 * c / WARP_SIZE;
+        for (int o = warp; o < se; o += warps) {
+            float acc = 0.f;
+            for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * part[k];
+            acc = warp_sum(acc);
+            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+        }
+        __syncthreads();
+        float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
+#pragma unroll 8
+        for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift (each tile's thread)
+            const float h = hidden[k];
+            scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
+            shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
+        }
+        scale = activate(scale, LC0_ACT_SIGMOID);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) q[i] = scale * q[i] + shift;
+    }
+    // square (4*ty + r, 4*tx + f) of position b at row b*64 + square (NHWC)
+    const size_t base = (size_t)b * 64 * c + ch + (size_t)(32 * ty + 4 * tx) * c;
+    if (skip != nullptr) {
+        float t[16];  // every skip load before the first store: out may alias skip
+#pragma unroll
+        for (int i = 0; i < 16; ++i) t[i] = to_f32(skip[base + (size_t)((i >> 2) * 8 + (i & 3)) * c]);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) q[i] += t[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        q[i] = activate(q[i], act);
+        if (out != nullptr) store_f32(&out[base + (size_t)((i >> 2) * 8 + (i & 3)) * c], q[i]);
+    }
+    if (v == nullptr) return;  // uniform: no barrier follows for anyone
+    {
+        const int er = ty == 0 ? 3 : 0, ec = tx == 0 ? 3 : 0;  // the row and column next to the centre
+        float* mine = edges + (size_t)tt * 8 * c + ch;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mine[(size_t)j * c] = q[er * 4 + j];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mine[(size_t)(4 + j) * c] = q[j * 4 + ec];
+    }
+    __syncthreads();
+    float d[36], tmp[36], o[36];
+    const float* my_edges = edges + ch;
+    switch (tt) {  // uniform per warp: the patch's shape is known at compile time in each case
+        case 0: split_patch<0, 0>(q, my_edges, c, d); break;
+        case 1: split_patch<0, 1>(q, my_edges, c, d); break;
+        case 2: split_patch<1, 0>(q, my_edges, c, d); break;
+        default: split_patch<1, 1>(q, my_edges, c, d); break;
+    }
+#pragma unroll
+    for (int f = 0; f < 6; ++f) wino_bt6(d + f, 6, tmp + f, 6);
+#pragma unroll
+    for (int r = 0; r < 6; ++r) wino_bt6(tmp + r * 6, 1, o + r * 6, 1);
+    T* vt = v + ((size_t)b * 4 + tt) * c + ch;
+#pragma unroll
+    for (int k = 0; k < 36; ++k) store_f32(&vt[(size_t)k * tiles * c], o[k]);
+}
+
 // Copies the M rows (36 runs of 4*n*c elements) and skip rows (64*n*c) of positions
 // first .. first+n-1 into one stage of shared memory: M as [36][4*per][c], then skip [64*per][c].
 LC0_DEVICE void fused_stage_copy(T* stage, const T* m, const T* skip, size_t tiles, int first, int n,

@@ -2,10 +2,12 @@
 unfused kernels (im2col3x3, winograd_input, winograd_output, se_residual) that other widths use.
 
 The CI machines have no GPU, and the project's GPU time is rationed: this is the execution check
-that runs on every commit for both fused-step kernels -- ``winograd_output_fused`` (M and skip
-read from global memory) and ``winograd_output_fused_staged`` (persistent blocks that copy the
+that runs on every commit for the three fused-step kernels -- ``winograd_output_fused`` (M and
+skip read from global memory), ``winograd_output_fused_staged`` (persistent blocks that copy the
 next position group's M and skip rows into a second shared-memory stage while computing the
-current one). ``amd_emu/residual_emu_main.cpp`` compiles the real kernel source with
+current one) and ``winograd_output_fused_split`` (a position's four tiles on four threads, the
+SE pooled and the 6x6 patches' halo exchanged through shared memory).
+``amd_emu/residual_emu_main.cpp`` compiles the real kernel source with
 ``prelude_hiprtc.h`` against the emulator (``amd_emu/wave_emu.h``: lockstep waves, 2-D blocks,
 ``__syncthreads``, the SE's cross-lane reductions) and the outputs are compared with a float64
 numpy model of the step's documented semantics (the kernel file's header):
@@ -111,7 +113,7 @@ def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {cid: out / cid for cid in procs}
 
 
-@pytest.mark.parametrize("kernel", ["staged", "direct"])
+@pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
 @pytest.mark.parametrize("cid", [c[0] for c in CONFIGS])
 def test_fused_winograd_step_on_emulator(
@@ -129,10 +131,10 @@ def test_fused_winograd_step_on_emulator(
     se = (exact["w1"], exact["b1"], exact["w2t"], exact["b2"]) if se_hidden else None
     want_out, want_v = _reference(exact["m"], exact["bias"], exact["skip"] if has_skip else None, se, act)
 
-    per = max(1, 256 // c)
+    per = 1 if kernel == "split" else max(1, 256 // c)  # split: one position (4*c threads) a block
     groups = -(-batch // per)
     grid = max(1, groups // 2)  # staged: fewer blocks than groups, so every block loops
-    assert kernel == "direct" or (grid < groups and batch % per != 0)
+    assert kernel != "staged" or (grid < groups and batch % per != 0)
     args = [kernel, batch, c, se_hidden, act, int(has_skip), int(has_out), int(has_v), grid, tmp_path]
     run = subprocess.run([str(emulators[cid]), *map(str, args)], capture_output=True, text=True, timeout=300)
     print(run.stdout)

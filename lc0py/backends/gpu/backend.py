@@ -15,6 +15,9 @@ Backend options (``--backend-opts``):
 ``winograd_staged`` ``off``   residual nets, fused Winograd step: the shared-memory-staged kernel (cp.async,
                               double-buffered; fp16 bodies of <= 256 filters). Measured slower than the
                               direct kernel: docs/performance.md, "The staged fused Winograd step"
+``winograd_split``  ``off``   residual nets of <= 256 filters, fused Winograd step: a position's four tiles on
+                              four threads (64 registers a thread, where the direct kernel needs 128;
+                              docs/performance.md, "The split fused Winograd step")
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -40,6 +43,7 @@ KNOWN_OPTIONS = (
     "flash",
     "winograd",
     "winograd_staged",
+    "winograd_split",
     "graphs",
     "max_batch",
     "gpu",
@@ -99,6 +103,7 @@ class GpuBackend(BackendBase):
         winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
         winograd_staged = options.take("winograd_staged", False)
+        winograd_split = options.take("winograd_split", False)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)
@@ -125,6 +130,7 @@ class GpuBackend(BackendBase):
                 flash_overrides=overrides,
                 winograd=winograd,
                 winograd_staged=winograd_staged,
+                winograd_split=winograd_split,
             )
         except BaseException:
             self.platform.close()

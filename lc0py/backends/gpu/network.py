@@ -62,6 +62,7 @@ class GpuNetwork:
         flash_overrides: dict[str, int] | None = None,
         winograd: bool = False,
         winograd_staged: bool = False,
+        winograd_split: bool = False,
     ) -> None:
         self.p = platform
         self.net = network
@@ -82,6 +83,7 @@ class GpuNetwork:
             self.shape: NetShape | ResidualShape = rshape
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
             self.ops.staged_fused = winograd_staged
+            self.ops.split_fused = winograd_split
             rweights = self._upload(pack_residual_model(network, self.np_dtype, winograd))
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape)

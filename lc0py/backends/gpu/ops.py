@@ -22,6 +22,7 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 
 #: The widest body ``winograd_output_fused`` takes (one thread per channel; its launch bounds).
 FUSED_WINOGRAD_MAX_C = 512
+SPLIT_FUSED_MAX_THREADS = 1024  # kernels/residual.hip LC0_SPLIT_MAX_THREADS: 4 tiles x c channels a block
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -60,6 +61,9 @@ class GpuOps:
         #: the fused Winograd step through its shared-memory-staged kernel where that fits
         #: (backend option ``winograd_staged``; ``False``: always the direct kernel)
         self.staged_fused = False
+        #: the fused Winograd step with a position's four tiles on four threads where it fits
+        #: (backend option ``winograd_split``; ``False``: the direct or staged kernel)
+        self.split_fused = False
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -214,9 +218,13 @@ class GpuOps:
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
         self.k_wino_in = self.function("residual.hip", "winograd_input", {})
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
-        fused_defines = {"LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C}
+        fused_defines = {
+            "LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C,
+            "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
+        }
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
         self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_staged", fused_defines)
+        self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
 
     def can_fuse_winograd(self, c: int) -> bool:
@@ -243,6 +251,17 @@ class GpuOps:
         fits = self.staged_fused_smem(c, s, se, skip) <= self.p.info.shared_mem_per_block_optin
         return self.staged_fused and fits and (c * self.elem) % 16 == 0
 
+    def can_split_fused(self, c: int) -> bool:
+        """Whether ``winograd_output_fused_split`` runs this body: with ``split_fused`` on, a
+        position's 4 x ``c`` threads must fit one block (<= 256 filters)."""
+        return self.split_fused and self.can_fuse_winograd(c) and 4 * c <= SPLIT_FUSED_MAX_THREADS
+
+    @staticmethod
+    def split_fused_smem(c: int, s: int) -> int:
+        """Dynamic shared memory of the split kernel: per-tile sums [4][c], SE hidden [s] and
+        the quadrants' edges next to the board's centre [4][8][c], in floats."""
+        return (36 * c + s) * 4
+
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
         c: int, s: int, act: int, bsz: int,
@@ -260,6 +279,10 @@ class GpuOps:
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
         ]
+        if self.can_split_fused(c):
+            smem = self.split_fused_smem(c, s)
+            self.p.launch(self.k_wino_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
+            return
         if self.can_stage_fused(c, s, se is not None, skip != 0):
             smem = self.staged_fused_smem(c, s, se is not None, skip != 0)
             info = self.p.info

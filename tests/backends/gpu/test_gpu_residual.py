@@ -44,13 +44,16 @@ NETS = {
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool = False,
+    staged: bool = False, split: bool = False,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
 
     wino = winograd_default(net) if winograd is None else winograd
-    gpu = GpuNetwork(platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino, winograd_staged=staged)
+    gpu = GpuNetwork(
+        platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino,
+        winograd_staged=staged, winograd_split=split,
+    )
     try:
         batch, ref, trace = traced_reference(net, size)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
@@ -80,14 +83,14 @@ def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> Non
     _check(cuda_platform, random_network(preset, 7, **overrides), fp16, case, winograd)
 
 
-@pytest.mark.parametrize("staged", [True, False], ids=["staged", "direct"])
+@pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
 @pytest.mark.parametrize(("case", "size"), [("res-20x256-2blocks", 300), ("res-32-winograd", 1100)])
 def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def]
-    cuda_platform, case: str, size: int, staged: bool
+    cuda_platform, case: str, size: int, kernel: str
 ) -> None:
-    """Both kernels of the fused Winograd step (fp16), on batches with more position groups than
-    the staged kernel has persistent blocks (each block loops over double-buffered stages) and,
-    at 32 filters (8 positions per block), a partial last group."""
+    """The three kernels of the fused Winograd step (fp16), on batches with more position groups
+    than the staged kernel has persistent blocks (each block loops over double-buffered stages)
+    and, at 32 filters (8 positions per block), a partial last group."""
     from lc0py.backends.gpu.ops import GpuOps
 
     preset, overrides = NETS[case]
@@ -96,7 +99,8 @@ def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def
     net = random_network(preset, 11, **overrides)
     groups = -(-size // GpuOps.fused_positions_per_block(net.filters))
     assert groups > cuda_platform.info.sm_count  # the staged kernel's blocks each take several
-    _check(cuda_platform, net, True, f"{case} staged={staged}", True, size=size, staged=staged)
+    staged, split = kernel == "staged", kernel == "split"
+    _check(cuda_platform, net, True, f"{case} {kernel}", True, size=size, staged=staged, split=split)
 
 
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])

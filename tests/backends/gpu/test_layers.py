@@ -179,3 +179,26 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool)
         assert n_staged == 0 or n_direct == 0
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize(
+    ("preset", "split", "expect_split"),
+    [("res-20x256", True, True), ("res-20x256", False, False), ("t78", True, False)],
+)
+def test_winograd_split_option_picks_the_fused_kernel(preset: str, split: bool, expect_split: bool) -> None:
+    """``winograd_split=on`` runs every fused step of a body of <= 256 filters on the split kernel
+    (4 x c threads a block); 512 filters would need 2,048 threads, so t78 keeps the direct one."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    plat = PointerPlatform()
+    net = _net(preset, blocks=2)
+    gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, winograd_split=split)
+    try:
+        masks = np.random.default_rng(4).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+        n_split = plat.launched.count(gpu.ops.k_wino_split)
+        n_direct = plat.launched.count(gpu.ops.k_wino_fused)
+        assert n_split + n_direct == 2 * len(net.blocks) + (2 if preset == "res-20x256" else 1)
+        assert (n_split > 0) is expect_split and (n_direct > 0) is not expect_split
+    finally:
+        gpu.close()

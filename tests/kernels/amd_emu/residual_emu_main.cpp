@@ -94,10 +94,10 @@ int main(int argc, char** argv) {
     if (argc == 7 && std::string(argv[1]) == "other")
         return run_other(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
     if (argc != 11) {
-        std::fprintf(stderr, "usage: %s staged|direct batch c se act skip out v grid dir\n", argv[0]);
+        std::fprintf(stderr, "usage: %s staged|direct|split batch c se act skip out v grid dir\n", argv[0]);
         return 2;
     }
-    const bool staged = std::string(argv[1]) == "staged";
+    const bool staged = std::string(argv[1]) == "staged", split = std::string(argv[1]) == "split";
     const int batch = std::atoi(argv[2]), c = std::atoi(argv[3]), se = std::atoi(argv[4]), act = std::atoi(argv[5]);
     const bool has_skip = std::atoi(argv[6]) != 0, has_out = std::atoi(argv[7]) != 0, has_v = std::atoi(argv[8]) != 0;
     const int grid = std::atoi(argv[9]);
@@ -110,18 +110,19 @@ int main(int argc, char** argv) {
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
     T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
-    const int per = c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
+    const int per = split ? 1 : c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block (split: one)
     const size_t stage = (size_t)(36 * 4 + (has_skip ? 64 : 0)) * per * c * sizeof(T);
-    const size_t smem = (staged ? 2 * stage : 0) + (se > 0 ? (size_t)per * (c + se) * 4 : 0);
-    if (smem > sizeof(staged_smem) || (size_t)per * (c + se) * 4 > sizeof(fused_smem)) return 3;
+    const size_t smem = split ? (size_t)(36 * c + se) * 4 : (staged ? 2 * stage : 0) + (se > 0 ? (size_t)per * (c + se) * 4 : 0);
+    if (smem > sizeof(staged_smem) || (split ? smem : (size_t)per * (c + se) * 4) > sizeof(fused_smem)) return 3;
     const int groups = (batch + per - 1) / per;
     std::printf("%s: wave %d, T %zu bytes, c %d, %d positions/block, %d blocks, shared %zu B\n", argv[1],
                 WARP_SIZE, sizeof(T), c, per, staged ? grid : groups, smem);
-    auto* kernel = staged ? winograd_output_fused_staged : winograd_output_fused;  // one signature
+    auto* kernel = staged ? winograd_output_fused_staged : split ? winograd_output_fused_split : winograd_output_fused;
     const T* sk = has_skip ? skip.data() : nullptr;
     T* pv = has_v ? v.data() : nullptr;
     const T* pw1 = se > 0 ? sew.w1.data() : nullptr;
-    emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, emu_dim3{(unsigned)c, (unsigned)per, 1}, [&] {
+    const emu_dim3 block{(unsigned)c, (unsigned)(split ? 4 : per), 1};  // split: x = channel, y = tile
+    emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, block, [&] {
         kernel(m.data(), bias.data(), sk, out, pv, pw1, sew.b1.data(), sew.w2t.data(), sew.b2.data(), batch, c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
