@@ -306,6 +306,13 @@ class Search:
                 if self._released:
                     break
                 room = self.target - sum(b.nn_count for b in held)
+                full = bool(held) and room <= 0
+            if full:  # no room for another minibatch: wait for the oldest batch, then send these
+                self._complete_oldest()
+                continue
+            with self._lock:
+                if self._released:
+                    break
                 hints, best = self._hints, self._best_root_child()
                 batch = worker.gather(hints.remaining_playouts, self._allowed, best, room if held else None)
                 self.initial_visits -= batch.reverted
@@ -314,7 +321,7 @@ class Search:
                 if batch.nn_count:
                     inflight.append(batch)
                     held.append(batch)
-                    if self._groups_computing() < 2:
+                    if self._groups_outstanding() < 2:
                         self._launch_held()
                     full = bool(held) and sum(b.nn_count for b in held) >= self.target
                 else:
@@ -330,10 +337,11 @@ class Search:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
 
-    def _groups_computing(self) -> int:
-        """(lock held) Network batches handed to the backend and not finished yet."""
-        handles = {id(b.pending) for b in self._inflight if b.pending is not None and not b.pending.done()}
-        return len(handles)
+    def _groups_outstanding(self) -> int:
+        """(lock held) Network batches handed to the backend and not backed up yet (finished or
+        not: counting only unfinished ones would let a third batch go out while a finished one
+        waits, and the held minibatches past it grow beyond what the backend was prepared for)."""
+        return len({id(b.pending) for b in self._inflight if b.pending is not None})
 
     def _launch_held(self) -> None:
         """(lock held) Hand the minibatches gathered so far to the backend as one batch."""
@@ -363,7 +371,7 @@ class Search:
                 self._inflight.remove(b)
                 self.worker.complete(b, out)
                 self._after_batch()
-            if self._held and self._groups_computing() < 2:
+            if self._held and self._groups_outstanding() < 2:
                 self._launch_held()
         return True
 
@@ -373,13 +381,19 @@ class Search:
         if self._released:
             return
         self._released = True
-        for batch in self._inflight:
-            self.worker.cancel_visits(batch)
-            if batch.pending is not None and batch.pending.done():
-                self.worker.apply(batch, batch.pending.result(), to_tree=False)
-        self._inflight.clear()
-        self._held.clear()
-        self.worker.cancel_shared_collisions()
+        try:
+            for batch in self._inflight:  # every visit first: a failed batch below must not stop it
+                self.worker.cancel_visits(batch)
+            for batch in self._inflight:  # finished evaluations still fill the NN cache
+                if batch.pending is not None and batch.pending.done():
+                    try:
+                        self.worker.apply(batch, batch.pending.result(), to_tree=False)
+                    except Exception as exc:  # a failed batch: its visits are already undone
+                        self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
+        finally:
+            self._inflight.clear()
+            self._held.clear()
+            self.worker.cancel_shared_collisions()
 
     # ------------------------------------------------------------------ stopping ----
     def _note_first_playout(self) -> None:
@@ -722,6 +736,9 @@ class Search:
             self._responded = True
             try:
                 self._release_tree()
+            except BaseException as exc:  # the tree's counts may be off; the move is still chosen
+                self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
+            try:
                 self.cb.on_info(self.info())  # at least one score line before bestmove
                 if self.params.verbose_move_stats:
                     self.cb.on_verbose(self)

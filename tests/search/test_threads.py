@@ -4,14 +4,17 @@ minibatch must get its own rows of the outputs, and the tree must stay whole."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from lc0py.backends.base import BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.random_backend import RandomBackend
+from lc0py.search import search as search_module
 from lc0py.search import worker as worker_module
 from lc0py.search.params import SearchParams
-from lc0py.search.search import SearchLimits
+from lc0py.search.search import SearchCallbacks, SearchLimits
 from lc0py.search.worker import Batch, batches_in_flight, largest_batch
 from tests.search.conftest import check_tree
 
@@ -102,3 +105,118 @@ def test_two_threads_keep_one_minibatch_per_network_batch(make_search, checked_r
     s.run()
     s.join()
     assert s.error is None and checked_rows and set(checked_rows) == {1}
+
+
+class _Timed:
+    """A batch on an in-order device queue: finished ``at`` (perf_counter), whether or not the
+    search has read it yet."""
+
+    def __init__(self, backend: RandomBackend, planes: PlanesBatch, at: float, fail: bool) -> None:
+        self._backend, self._planes, self._at, self._fail = backend, planes, at, fail
+
+    def done(self) -> bool:
+        return time.perf_counter() >= self._at
+
+    def result(self) -> NetworkOutput:
+        time.sleep(max(0.0, self._at - time.perf_counter()))
+        if self._fail:
+            raise RuntimeError("device lost")
+        return self._backend.evaluate(self._planes)
+
+
+class _QueueDevice(_SlowDevice):
+    def __init__(self, batch_s: float, fail_from: int = 0) -> None:
+        super().__init__()
+        self._batch_s, self._fail_from, self._free_at = batch_s, fail_from, 0.0
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        self.sizes.append(len(batch))
+        self._free_at = max(time.perf_counter(), self._free_at) + self._batch_s
+        return _Timed(self, batch, self._free_at, 0 < self._fail_from <= len(self.sizes))
+
+
+@pytest.mark.parametrize("minibatch", [8, 14, 20, 64])
+def test_finished_batches_waiting_for_backup_never_let_a_batch_outgrow_the_prepared_size(
+    make_search, checked_rows, minibatch: int
+) -> None:
+    """Batches that finish on the device before the search backs them up still count as
+    outstanding: otherwise a third batch goes out, the held minibatches keep joining, and a network
+    batch outgrows ``largest_batch`` (a graph bucket never captured, mid-search). MaxPrefetch is 0
+    here: lc0's prefetch itself may overspend its budget (the last child inherits the previous
+    child's share, ``PrefetchIntoCache``), which is lc0's rule and not this test's subject."""
+    backend = _QueueDevice(0.0005)
+    params = SearchParams(threads=16, minibatch_size=minibatch, max_prefetch=0)
+    s = make_search(backend=backend, params=params, limits=SearchLimits(nodes=4000, smart_pruning=False))
+    s.run()
+    s.join()
+    assert s.error is None and s.playouts >= 4000
+    assert max(backend.sizes) <= largest_batch(params, backend.info), sorted(backend.sizes)[-5:]
+    check_tree(s.tree)
+
+
+@pytest.mark.parametrize("threads", [2, 6])
+def test_a_failing_device_leaves_no_visit_in_flight_and_the_search_still_answers(
+    make_search, threads: int
+) -> None:
+    """A batch that raises ends the search with its error reported; every minibatch's visits in
+    flight are undone (a failed result must not stop the release half-way) and bestmove is the
+    tree's best move, not a fallback."""
+    backend = _QueueDevice(0.002, fail_from=25)
+    messages: list[str] = []
+    moves: list[object] = []
+    callbacks = SearchCallbacks(
+        on_bestmove=lambda best, ponder: moves.append(best), on_message=messages.append
+    )
+    params = SearchParams(threads=threads, minibatch_size=16)
+    s = make_search(
+        backend=backend,
+        params=params,
+        limits=SearchLimits(nodes=20000, smart_pruning=False),
+        callbacks=callbacks,
+    )
+    s.run()
+    s.join()
+    assert isinstance(s.error, RuntimeError) and any("device lost" in m for m in messages)
+    check_tree(s.tree)
+    assert len(moves) == 1 and moves[0] is not None
+    assert s.root.n > 25 * 8  # the tree kept the batches backed up before the failure
+
+
+@pytest.mark.parametrize("minibatch", [8, 14, 20, 64])
+def test_minibatches_join_only_within_the_room_and_two_batches_stay_outstanding(
+    make_search, monkeypatch: pytest.MonkeyPatch, minibatch: int
+) -> None:
+    """With lc0's prefetch on (it tops short minibatches up to 32), on a device whose batches
+    finish before the search reads them: a joining minibatch is gathered only while the held ones
+    leave room under MinibatchSize, the joined ones fit ``MinibatchSize + 2``, and a network batch
+    goes out only while fewer than two are outstanding (finished or not)."""
+    rooms: list[int | None] = []
+    outstanding: list[int] = []
+    joined: list[int] = []
+    gather, launch = worker_module.SearchWorker.gather, search_module.Search._launch_held
+
+    def recording_gather(self, remaining, allowed, best, room=None):  # type: ignore[no-untyped-def]
+        rooms.append(room)
+        return gather(self, remaining, allowed, best, room)
+
+    def recording_launch(self) -> None:  # type: ignore[no-untyped-def]
+        if self._held:
+            outstanding.append(self._groups_outstanding())
+            if len(self._held) > 1:
+                joined.append(sum(b.nn_count for b in self._held))
+        launch(self)
+
+    monkeypatch.setattr(worker_module.SearchWorker, "gather", recording_gather)
+    monkeypatch.setattr(search_module.Search, "_launch_held", recording_launch)
+    backend = _QueueDevice(0.0005)
+    s = make_search(
+        backend=backend, params=SearchParams(threads=16, minibatch_size=minibatch),
+        limits=SearchLimits(nodes=4000, smart_pruning=False),
+    )
+    s.run()
+    s.join()
+    assert s.error is None
+    assert all(r is None or r > 0 for r in rooms), [r for r in rooms if r is not None and r <= 0][:5]
+    assert max(outstanding) <= 1
+    assert all(n <= minibatch + 2 for n in joined), sorted(joined)[-5:]
+    check_tree(s.tree)

@@ -10,6 +10,7 @@ memory, records an event and returns at once; ``PendingBatch.result()`` waits on
 from __future__ import annotations
 
 import ctypes
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -107,19 +108,23 @@ class PendingBatch:
         self._runner, self._slot, self._n = runner, slot, n
         self._policy: HostBuffer | None = policy
         self._out: NetworkOutput | None = None
+        # The search's worker may wait here while a stop on another thread reads the same
+        # finished batch for the NN cache: one of them reads the outputs, the other gets them.
+        self._lock = threading.Lock()
 
     def done(self) -> bool:
         return self._out is not None or self._slot.event.query()
 
     def result(self) -> NetworkOutput:
-        if self._out is None:
-            assert self._policy is not None
-            self._runner.p.bind_thread()
-            wait_without_gil(self._slot.event)
-            self._out = self._runner.read_outputs(self._slot, self._n, self._policy)
-            self._policy = None  # now owned by the returned array
-            self._slot.pending = None
-        return self._out
+        with self._lock:
+            if self._out is None:
+                assert self._policy is not None
+                self._runner.p.bind_thread()
+                wait_without_gil(self._slot.event)
+                self._out = self._runner.read_outputs(self._slot, self._n, self._policy)
+                self._policy = None  # now owned by the returned array
+                self._slot.pending = None
+            return self._out
 
     def __del__(self) -> None:
         if getattr(self, "_policy", None) is not None and self._out is None:
