@@ -251,10 +251,12 @@ class GpuOps:
         fits = self.staged_fused_smem(c, s, se, skip) <= self.p.info.shared_mem_per_block_optin
         return self.staged_fused and fits and (c * self.elem) % 16 == 0
 
-    def can_split_fused(self, c: int) -> bool:
+    def can_split_fused(self, c: int, s: int) -> bool:
         """Whether ``winograd_output_fused_split`` runs this body: with ``split_fused`` on, a
-        position's 4 x ``c`` threads must fit one block (<= 256 filters)."""
-        return self.split_fused and self.can_fuse_winograd(c) and 4 * c <= SPLIT_FUSED_MAX_THREADS
+        position's 4 x ``c`` threads must fit one block (<= 256 filters) and its shared memory
+        the 48 KiB every device gives a block without opting in."""
+        fits = 4 * c <= SPLIT_FUSED_MAX_THREADS and self.split_fused_smem(c, s) <= 48 * 1024
+        return self.split_fused and self.can_fuse_winograd(c) and fits
 
     @staticmethod
     def split_fused_smem(c: int, s: int) -> int:
@@ -279,7 +281,7 @@ class GpuOps:
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
         ]
-        if self.can_split_fused(c):
+        if self.can_split_fused(c, s):
             smem = self.split_fused_smem(c, s)
             self.p.launch(self.k_wino_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
             return
