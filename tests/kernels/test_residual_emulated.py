@@ -55,6 +55,8 @@ CASES = [
     ("conv2-se-skip", 10, 64, 8, ACT_MISH, True, True, True),
     ("conv1-v-only", 19, 64, 0, ACT_RELU, False, False, True),
     ("last-block-out-only", 5, 128, 16, ACT_RELU, True, True, False),
+    # the first block's second convolution: SE, no skip; the split kernel's halo at 128 channels
+    ("se-no-skip-128", 5, 128, 16, ACT_MISH, False, True, True),
 ]
 
 
