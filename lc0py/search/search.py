@@ -301,7 +301,6 @@ class Search:
                 # its visits, one legal move, a proven win...) is answered without a playout.
                 self._maybe_trigger_stop()
         while not self._stop.is_set():
-            full = False
             with self._lock:
                 if self._released:
                     break
