@@ -11,7 +11,7 @@
 //   pack_f16x2(lo, hi)          two floats -> (lo | hi << 16) halves
 //   warp_shfl_xor(v, m)         butterfly shuffle among the lanes of a wave (ds_bpermute)
 //   warp_sync()                 converge the wave and order its shared-memory accesses
-//   lc0_exp2 / lc0_rsqrt        v_exp_f32 / v_rsq_f32 (1 ulp; inputs are never denormal here)
+//   lc0_exp2 / lc0_rsqrt / lc0_rcp  v_exp_f32 / v_rsq_f32 / v_rcp_f32 (1 ulp; inputs are never denormal here)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy. AMD has no cp.async equivalent
 //   async_commit()              before gfx950, so this is a plain 16-byte copy through
@@ -94,6 +94,13 @@ LC0_DEVICE float lc0_exp2(float x) {
 #endif
 }
 LC0_DEVICE float lc0_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
+LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (v_rcp_f32); 1/inf = 0
+#if __has_builtin(__builtin_amdgcn_rcpf)
+    return __builtin_amdgcn_rcpf(x);
+#else
+    return 1.0f / x;
+#endif
+}
 
 typedef unsigned lc0_u32x4 __attribute__((ext_vector_type(4)));
 LC0_DEVICE void async_copy16(void* smem, const void* gmem) {

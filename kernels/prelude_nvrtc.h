@@ -12,7 +12,7 @@
 //   f16_to_f32 / f32_to_f16     conversions (round to nearest even)
 //   warp_shfl_xor(v, m)         butterfly shuffle among the lanes of a warp (float / u32)
 //   warp_sync()                 converge the warp (after per-warp shared-memory writes)
-//   lc0_exp2 / lc0_rsqrt        fast special functions (ex2.approx / rsqrt.approx; rel err ~2^-22)
+//   lc0_exp2 / lc0_rsqrt / lc0_rcp  fast special functions (ex2 / rsqrt / rcp .approx; rel err ~2^-22)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy that does not wait (cp.async on
 //   async_commit()              sm_80+; a plain copy where the vendor has none); commit closes
@@ -69,6 +69,11 @@ LC0_DEVICE float lc0_exp2(float x) {
     return y;
 }
 LC0_DEVICE float lc0_rsqrt(float x) { return rsqrtf(x); }
+LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (one MUFU.RCP); 1/inf = 0
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 // Shared-memory address as the 32-bit value ldmatrix/cp.async want.
 LC0_DEVICE u32 lc0_smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }

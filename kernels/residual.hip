@@ -65,13 +65,13 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
             float acc = 0.f;
             for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
             acc = warp_sum(acc);
-            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+            if (lane == 0) hidden[o] = activate_fast(acc + to_f32(b1[o]), act);
         }
         __syncthreads();
         for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {  // fc2: K = S, one thread per output
             float acc = to_f32(b2[o]);
             for (int k = 0; k < se; ++k) acc += to_f32(w2t[(size_t)k * 2 * c + o]) * hidden[k];
-            gate[o] = o < c ? activate(acc, LC0_ACT_SIGMOID) : acc;
+            gate[o] = o < c ? activate_fast(acc, LC0_ACT_SIGMOID) : acc;
         }
         __syncthreads();
     }
@@ -90,7 +90,7 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
         for (int j = 0; j < vec; ++j) {
             float t = v[j] + to_f32(bias[ch + j]);
             if (has_se) t = gate[ch + j] * t + gate[c + ch + j];
-            v[j] = activate(t + sk[j], act);
+            v[j] = activate_fast(t + sk[j], act);
         }
         if (vec == LC0_VEC) store_vec(out + base + e, v);
         else store_f32(out + base + e, v[0]);
@@ -159,7 +159,7 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
         for (int r = 0; r < 4; ++r)
             for (int f = 0; f < 4; ++f) {
                 const unsigned sq = (4 * ty + r) * 8 + 4 * tx + f;
-                store_f32(&y[((size_t)b * 64 + sq) * c + ch], activate(out[r * 4 + f] + bb, act));
+                store_f32(&y[((size_t)b * 64 + sq) * c + ch], activate_fast(out[r * 4 + f] + bb, act));
             }
     }
 }
@@ -220,7 +220,7 @@ LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC
         float acc = 0.f;
         for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * pooled[k];
         acc = warp_sum(acc);
-        if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+        if (lane == 0) hidden[o] = activate_fast(acc + to_f32(b1[o]), act);
     }
     __syncthreads();
     float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
@@ -230,7 +230,7 @@ LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC
         scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
         shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
     }
-    scale = activate(scale, LC0_ACT_SIGMOID);
+    scale = activate_fast(scale, LC0_ACT_SIGMOID);
 #pragma unroll
     for (int s = 0; s < 64; ++s) board[s] = scale * board[s] + shift;
 }
@@ -250,11 +250,10 @@ LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT 
             for (int s = 0; s < 16; ++s) board[s0 + s] += t[s];
         }
     }
+    activate_fast_n<64>(board, act);
+    if (out != nullptr) {
 #pragma unroll
-    for (int s = 0; s < 64; ++s) {
-        const float t = activate(board[s], act);
-        board[s] = t;
-        if (out != nullptr) store_f32(&out[(size_t)s * c], t);
+        for (int s = 0; s < 64; ++s) store_f32(&out[(size_t)s * c], board[s]);
     }
     if (v == nullptr) return;
 #pragma unroll
@@ -312,28 +311,36 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
 #define LC0_SPLIT_MAX_THREADS 1024
 #endif
 
-// The 6x6 patch of tile (TY, TX) from its quadrant q and the other quadrants' exported edges
+// The 6x6 patch of tile (ty, tx) from its quadrant q and the other quadrants' exported edges
 // (edges + tile*8*c: that tile's row next to the centre [4], then its column [4], stride c).
-template <int TY, int TX>
-LC0_DEVICE void split_patch(const float* q, const float* edges, int c, float* d) {
+// Rows 1-4 x columns 1-4 are q; the outer row on the centre's side is the vertical neighbour's
+// row (its end on the centre's side: the diagonal neighbour's corner), the outer column on that
+// side the horizontal neighbour's column; the two sides off the board are zero. Every index into
+// q and d is a constant and the tile enters only through selects: an index that depended on the
+// tile put q in local memory.
+LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, int c, float* d) {
+    const int tile = ty * 2 + tx;
+    const float* vert = edges + (size_t)(tile ^ 2) * 8 * c;
+    const float* horz = edges + (size_t)(tile ^ 1) * 8 * c + (size_t)4 * c;
+    const float corner = edges[(size_t)(tile ^ 3) * 8 * c + (size_t)(tx ? 3 : 0) * c];
+    float row[6];
+    row[0] = tx ? corner : 0.f;
+    row[5] = tx ? 0.f : corner;
 #pragma unroll
-    for (int r = 0; r < 6; ++r)
+    for (int j = 0; j < 4; ++j) row[1 + j] = vert[(size_t)j * c];
 #pragma unroll
-        for (int f = 0; f < 6; ++f) {
-            const int rank = 4 * TY - 1 + r, file = 4 * TX - 1 + f;
-            float x = 0.f;
-            if (rank >= 0 && rank < 8 && file >= 0 && file < 8) {
-                const int nty = rank >> 2, ntx = file >> 2, lr = rank - 4 * nty, lf = file - 4 * ntx;
-                if (nty == TY && ntx == TX) {
-                    x = q[lr * 4 + lf];
-                } else {
-                    const float* nb = edges + (size_t)(nty * 2 + ntx) * 8 * c;
-                    // another row of tiles: the neighbour's row next to the centre (the corner too)
-                    x = nty != TY ? nb[(size_t)lf * c] : nb[(size_t)(4 + lr) * c];
-                }
-            }
-            d[r * 6 + f] = x;
-        }
+    for (int f = 0; f < 6; ++f) {
+        d[f] = ty ? row[f] : 0.f;
+        d[30 + f] = ty ? 0.f : row[f];
+    }
+#pragma unroll
+    for (int r = 1; r < 5; ++r) {
+        const float h = horz[(size_t)(r - 1) * c];
+        d[r * 6] = tx ? h : 0.f;
+        d[r * 6 + 5] = tx ? 0.f : h;
+#pragma unroll
+        for (int f = 1; f < 5; ++f) d[r * 6 + f] = q[(r - 1) * 4 + f - 1];
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
@@ -377,19 +384,35 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
             float acc = 0.f;
             for (int k = lane; k < c; k += WARP_SIZE) acc += to_f32(w1[(size_t)o * c + k]) * part[k];
             acc = warp_sum(acc);
-            if (lane == 0) hidden[o] = activate(acc + to_f32(b1[o]), act);
+            if (lane == 0) hidden[o] = activate_fast(acc + to_f32(b1[o]), act);
         }
         __syncthreads();
-        float scale = to_f32(b2[ch]), shift = to_f32(b2[c + ch]);
-#pragma unroll 8
-        for (int k = 0; k < se; ++k) {  // fc2: this channel's scale and shift (each tile's thread)
+        // fc2: the channel's four threads each take a quarter of K = se, and add the partial
+        // scales and shifts through shared memory (one thread doing all of K was ~15 % of the
+        // kernel's instructions, repeated on all four)
+        float scale = 0.f, shift = 0.f;
+        const int k0 = tt * se / 4, k1 = (tt + 1) * se / 4;
+#pragma unroll 4
+        for (int k = k0; k < k1; ++k) {
             const float h = hidden[k];
             scale += to_f32(w2t[(size_t)k * 2 * c + ch]) * h;
             shift += to_f32(w2t[(size_t)k * 2 * c + c + ch]) * h;
         }
-        scale = activate(scale, LC0_ACT_SIGMOID);
+        float* partial = edges + (size_t)tt * 2 * c + ch;  // edges is free until the halo exchange
+        partial[0] = scale;
+        partial[c] = shift;
+        __syncthreads();
+        scale = to_f32(b2[ch]);
+        shift = to_f32(b2[c + ch]);
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+            scale += edges[(size_t)t * 2 * c + ch];
+            shift += edges[(size_t)t * 2 * c + c + ch];
+        }
+        scale = activate_fast(scale, LC0_ACT_SIGMOID);
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] = scale * q[i] + shift;
+        __syncthreads();  // every partial is read before the halo exchange overwrites edges
     }
     // square (4*ty + r, 4*tx + f) of position b at row b*64 + square (NHWC)
     const size_t base = (size_t)b * 64 * c + ch + (size_t)(32 * ty + 4 * tx) * c;
@@ -400,29 +423,25 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += t[i];
     }
+    activate_fast_n<16>(q, act);
+    if (out != nullptr) {
+        T* o = out + base;
+        const unsigned row = 8u * (unsigned)c;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        q[i] = activate(q[i], act);
-        if (out != nullptr) store_f32(&out[base + (size_t)((i >> 2) * 8 + (i & 3)) * c], q[i]);
+        for (int i = 0; i < 16; ++i) store_f32(&o[(i >> 2) * row + (unsigned)(i & 3) * (unsigned)c], q[i]);
     }
     if (v == nullptr) return;  // uniform: no barrier follows for anyone
     {
-        const int er = ty == 0 ? 3 : 0, ec = tx == 0 ? 3 : 0;  // the row and column next to the centre
+        // the row and column next to the centre (rank 3 or 4, file 3 or 4), chosen by selects
         float* mine = edges + (size_t)tt * 8 * c + ch;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mine[(size_t)j * c] = q[er * 4 + j];
+        for (int j = 0; j < 4; ++j) mine[(size_t)j * c] = ty ? q[j] : q[12 + j];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mine[(size_t)(4 + j) * c] = q[j * 4 + ec];
+        for (int j = 0; j < 4; ++j) mine[(size_t)(4 + j) * c] = tx ? q[j * 4] : q[j * 4 + 3];
     }
     __syncthreads();
     float d[36], tmp[36], o[36];
-    const float* my_edges = edges + ch;
-    switch (tt) {  // uniform per warp: the patch's shape is known at compile time in each case
-        case 0: split_patch<0, 0>(q, my_edges, c, d); break;
-        case 1: split_patch<0, 1>(q, my_edges, c, d); break;
-        case 2: split_patch<1, 0>(q, my_edges, c, d); break;
-        default: split_patch<1, 1>(q, my_edges, c, d); break;
-    }
+    split_patch(q, edges + ch, ty, tx, c, d);
 #pragma unroll
     for (int f = 0; f < 6; ++f) wino_bt6(d + f, 6, tmp + f, 6);
 #pragma unroll
