@@ -264,6 +264,9 @@ class CudaPlatform(VendorPlatform):
 
     vendor = "nvidia"
     blas_name = "cuBLAS"
+    # cuda.bindings calls the driver without the GIL: on the device a counting thread kept
+    # running through cuEventSynchronize (docs/gpu_check/residual_fastact/gil_wait.py)
+    sync_releases_gil = True
 
     def __init__(self, device: int = 0) -> None:
         super().__init__()

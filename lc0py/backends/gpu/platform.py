@@ -223,6 +223,11 @@ class Platform(ABC):
     def memset(self, ptr: int, byte: int, nbytes: int, stream: int) -> None:
         """Fill ``nbytes`` with ``byte`` (used to poison buffers in tests, zero pads)."""
 
+    #: Whether ``event_synchronize`` lets other Python threads run while it blocks (the binding
+    #: releases the GIL). Then the runner waits for a batch with it; else it polls (runner.py,
+    #: ``wait_without_gil``).
+    sync_releases_gil: bool = False
+
     # ---- streams and events -------------------------------------------------------------
     @abstractmethod
     def create_stream(self) -> int:

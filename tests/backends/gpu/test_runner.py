@@ -8,18 +8,29 @@ import time
 from lc0py.backends.gpu.runner import wait_without_gil
 
 
-class _DeviceEvent:
-    """An event completed by another thread; ``synchronize`` must only be reached once it is."""
+class _Binding:
+    def __init__(self, releases_gil: bool) -> None:
+        self.sync_releases_gil = releases_gil
 
-    def __init__(self) -> None:
+
+class _DeviceEvent:
+    """An event completed by another thread. Where the binding holds the GIL in synchronize, it
+    must only be reached once the event is done; where it releases it, it blocks until done."""
+
+    def __init__(self, releases_gil: bool = False) -> None:
+        self.platform = _Binding(releases_gil)
         self.done = threading.Event()
         self.polls = 0
+        self.syncs = 0
 
     def query(self) -> bool:
         self.polls += 1
         return self.done.is_set()
 
     def synchronize(self) -> None:
+        self.syncs += 1
+        if self.platform.sync_releases_gil:
+            assert self.done.wait(120)
         assert self.done.is_set(), "blocked in synchronize (a binding may hold the GIL there)"
 
 
@@ -37,6 +48,16 @@ def test_wait_polls_until_done_and_lets_other_threads_run() -> None:
     wait_without_gil(ev)  # type: ignore[arg-type]
     t.join(120)
     assert len(progress) == 200 and ev.done.is_set() and ev.polls >= 1
+
+
+def test_wait_blocks_in_synchronize_where_the_binding_releases_the_gil() -> None:
+    """No polling (each poll's sleep overshoots by ~0.1 ms of idle GPU): one synchronize."""
+    ev = _DeviceEvent(releases_gil=True)
+    t = threading.Thread(target=lambda: (time.sleep(0.01), ev.done.set()))
+    t.start()
+    wait_without_gil(ev)  # type: ignore[arg-type]
+    t.join(120)
+    assert ev.done.is_set() and ev.polls == 0 and ev.syncs == 1
 
 
 def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
