@@ -176,12 +176,15 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
 // w1 == nullptr: no SE. SE fc2 is packed transposed, w2t [se, 2c], so a warp's reads coalesce.
 // out may alias skip (each thread reads its own element before writing it).
 //
-// Two kernels share the per-position steps below:
-//   winograd_output_fused         reads M and skip straight from global memory (any precision);
-//   winograd_output_fused_staged  persistent blocks that copy the NEXT positions' M and skip into
-//                                 shared memory (cp.async, double-buffered) while computing the
-//                                 current ones: the step is bound by memory latency otherwise
-//                                 (a thread's 4 x 36 two-byte loads come in 4 dependent rounds).
+// Three kernels do this step:
+//   winograd_output_fused               one thread per channel, M and skip straight from global
+//                                       memory (any precision, c <= 512);
+//   winograd_output_fused_split         a position's four tiles on four threads (c <= 256), the
+//                                       default where it applies (backend option winograd_split);
+//   winograd_output_fused_split_staged  the split step in persistent blocks that copy the NEXT
+//                                       position's M (and this one's skip) into shared memory with
+//                                       cp.async while computing (backend option winograd_staged).
+// (A staged form of the direct kernel was measured 21 % slower and removed: docs/performance.md.)
 #ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
 #define LC0_FUSED_MAX_C 512
 #endif
@@ -299,7 +302,7 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
                  v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
 }
 
-// ---- the same step with a position's four tiles on four threads (backend option winograd_split) --
+// ---- the same step with a position's four tiles on four threads (backend option winograd_split) ----
 // blockDim (c, 4): x = channel, y = tile (ty = y >> 1, tx = y & 1); one position per block. Each thread
 // holds its tile's 4x4 quadrant of the board (16 floats where the direct kernel holds 64), so its
 // live state is a quarter: Nsight Compute found the direct kernel issue-bound at 16 warps per SM,
@@ -343,24 +346,25 @@ LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, 
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
-winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                            T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                            const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                            int act) {
-    extern __shared__ float fused_smem[];
+// One position's fused step on the block's (c, 4) threads (x = channel, y = tile). This thread's M
+// element k at mk[k * kstride]; the position's skip rows (NHWC, square s at sk[s*c]; nullptr: none)
+// and its out rows (out: nullptr, none) at the same indexing; the V rows of its tile at vt[k*vk].
+// STAGED: mk and sk are in shared memory and the skip rows' async copies are waited for (they are
+// the newest group but one: the next position's M was committed after them).
+template <bool STAGED>
+LC0_DEVICE void split_position(const T* mk, size_t kstride, const T* bias, const T* sk, T* out, T* vt, size_t vk,
+                               const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                               const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
+                               int act, float* smem) {
     const int ch = threadIdx.x, tt = threadIdx.y, ty = tt >> 1, tx = tt & 1;
-    const int b = blockIdx.x;
-    const size_t tiles = (size_t)batch * 4;
-    float* part = fused_smem;    // [4][c]: this position's per-tile channel sums, then the pooled mean
+    float* part = smem;            // [4][c]: this position's per-tile channel sums, then the pooled mean
     float* hidden = part + 4 * c;  // [se]
     float* edges = hidden + se;    // [4][8][c]
     float q[16];
     {
-        const T* mk = m + ((size_t)b * 4 + tt) * c + ch;
         float mm[36], tmp[24];
 #pragma unroll
-        for (int k = 0; k < 36; ++k) mm[k] = to_f32(mk[(size_t)k * tiles * c]);
+        for (int k = 0; k < 36; ++k) mm[k] = to_f32(mk[(size_t)k * kstride]);
 #pragma unroll
         for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
 #pragma unroll
@@ -414,23 +418,25 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
         for (int i = 0; i < 16; ++i) q[i] = scale * q[i] + shift;
         __syncthreads();  // every partial is read before the halo exchange overwrites edges
     }
-    // square (4*ty + r, 4*tx + f) of position b at row b*64 + square (NHWC)
-    const size_t base = (size_t)b * 64 * c + ch + (size_t)(32 * ty + 4 * tx) * c;
-    if (skip != nullptr) {
+    // square (4*ty + r, 4*tx + f) of the position: row 8*(4*ty + r) + 4*tx + f (NHWC)
+    const unsigned row = 8u * (unsigned)c, quad = (unsigned)(32 * ty + 4 * tx) * (unsigned)c + (unsigned)ch;
+    if (sk != nullptr) {
+        if (STAGED) {
+            async_wait<1>();
+            __syncthreads();
+        }
         float t[16];  // every skip load before the first store: out may alias skip
 #pragma unroll
-        for (int i = 0; i < 16; ++i) t[i] = to_f32(skip[base + (size_t)((i >> 2) * 8 + (i & 3)) * c]);
+        for (int i = 0; i < 16; ++i) t[i] = to_f32(sk[quad + (i >> 2) * row + (unsigned)(i & 3) * (unsigned)c]);
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += t[i];
     }
     activate_fast_n<16>(q, act);
     if (out != nullptr) {
-        T* o = out + base;
-        const unsigned row = 8u * (unsigned)c;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) store_f32(&o[(i >> 2) * row + (unsigned)(i & 3) * (unsigned)c], q[i]);
+        for (int i = 0; i < 16; ++i) store_f32(&out[quad + (i >> 2) * row + (unsigned)(i & 3) * (unsigned)c], q[i]);
     }
-    if (v == nullptr) return;  // uniform: no barrier follows for anyone
+    if (vt == nullptr) return;  // uniform: no barrier follows for anyone
     {
         // the row and column next to the centre (rank 3 or 4, file 3 or 4), chosen by selects
         float* mine = edges + (size_t)tt * 8 * c + ch;
@@ -446,72 +452,73 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
     for (int f = 0; f < 6; ++f) wino_bt6(d + f, 6, tmp + f, 6);
 #pragma unroll
     for (int r = 0; r < 6; ++r) wino_bt6(tmp + r * 6, 1, o + r * 6, 1);
-    T* vt = v + ((size_t)b * 4 + tt) * c + ch;
 #pragma unroll
-    for (int k = 0; k < 36; ++k) store_f32(&vt[(size_t)k * tiles * c], o[k]);
+    for (int k = 0; k < 36; ++k) store_f32(&vt[(size_t)k * vk], o[k]);
 }
 
-// Copies the M rows (36 runs of 4*n*c elements) and skip rows (64*n*c) of positions
-// first .. first+n-1 into one stage of shared memory: M as [36][4*per][c], then skip [64*per][c].
-LC0_DEVICE void fused_stage_copy(T* stage, const T* m, const T* skip, size_t tiles, int first, int n,
-                                 int per, int c) {
+extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
+winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                            T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                            const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
+                            int act) {
+    extern __shared__ float fused_smem[];
+    const size_t b = blockIdx.x, tiles = (size_t)batch * 4;
+    const size_t tile = b * 4 + threadIdx.y;
+    split_position<false>(m + tile * c + threadIdx.x, tiles * c, bias, skip != nullptr ? skip + b * 64 * c : nullptr,
+                          out != nullptr ? out + b * 64 * c : nullptr,
+                          v != nullptr ? v + tile * c + threadIdx.x : nullptr, tiles * c, w1, b1, w2t, b2, c, se,
+                          act, fused_smem);
+}
+
+// ---- the split step with its loads in flight ahead (backend option winograd_staged) ----------
+// Persistent blocks of (c, 4) threads: block g takes positions g, g + gridDim.x, ... While it
+// computes one position, cp.async copies the next one's M rows into the other of two shared-memory
+// stages, and the current one's skip rows into a third buffer (waited for only after the SE). The
+// split kernel spends its time waiting for its 36 M loads at the start of every position, with a
+// single 1,024-thread block per multiprocessor and nothing else to run (Nsight Compute, H200).
+// Dynamic shared memory: the split kernel's (36c + se) floats rounded up to 16 bytes, two stages of
+// 144c elements of T ([36][4][c]), then the skip rows [64][c]. c * sizeof(T) a multiple of 16.
+LC0_DEVICE void split_copy(T* dst, const T* src, int elems) {
     const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
-    const int run = 4 * n * c / LC0_VEC;  // 16-byte chunks per k
-    const int m_chunks = 36 * run;
-    const int chunks = m_chunks + (skip != nullptr ? 64 * n * c / LC0_VEC : 0);
-    for (int i = tid; i < chunks; i += threads) {
-        if (i < m_chunks) {
-            const int k = i / run, j = i - k * run;
-            async_copy16(stage + (size_t)k * 4 * per * c + (size_t)j * LC0_VEC,
-                         m + ((size_t)k * tiles + (size_t)first * 4) * c + (size_t)j * LC0_VEC);
-        } else {
-            const int j = i - m_chunks;
-            async_copy16(stage + (size_t)36 * 4 * per * c + (size_t)j * LC0_VEC,
-                         skip + (size_t)first * 64 * c + (size_t)j * LC0_VEC);
-        }
+    for (int i = tid; i < elems / LC0_VEC; i += threads) async_copy16(dst + (size_t)i * LC0_VEC, src + (size_t)i * LC0_VEC);
+}
+
+LC0_DEVICE void split_copy_m(T* stage, const T* m, size_t tiles, size_t b, int c) {
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
+    const int run = 4 * c / LC0_VEC;  // 16-byte chunks per k: the position's 4 tile rows
+    for (int i = tid; i < 36 * run; i += threads) {
+        const int k = i / run, j = i - k * run;
+        async_copy16(stage + (size_t)k * 4 * c + (size_t)j * LC0_VEC, m + ((size_t)k * tiles + b * 4) * c + (size_t)j * LC0_VEC);
     }
 }
 
-// Persistent: block g handles position groups g, g + gridDim.x, ... (blockDim.y positions each).
-// Dynamic shared memory: two stages of (36*4 + 64 [with skip]) * blockDim.y * c elements of T,
-// then (SE) blockDim.y * (c + se) floats. c * sizeof(T) must be a multiple of 16 bytes.
-extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
-winograd_output_fused_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                             T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
-                             const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
-                             int se, int act) {
+extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
+winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                                   T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
+                                   const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
+                                   int se, int act) {
     extern __shared__ uint4 staged_smem[];  // uint4: 16-byte alignment for the async copies
-    const int ch = threadIdx.x, per = blockDim.y;
-    const int groups = (batch + per - 1) / per;
-    const size_t tiles = (size_t)batch * 4;
-    const size_t m_elems = (size_t)36 * 4 * per * c;
-    const size_t stage_elems = m_elems + (skip != nullptr ? (size_t)64 * per * c : 0);
-    T* stages = reinterpret_cast<T*>(staged_smem);
-    float* pooled = reinterpret_cast<float*>(stages + 2 * stage_elems) + threadIdx.y * (c + se);
-    const float bb = to_f32(bias[ch]);
-    int g = blockIdx.x;
-    if (g < groups) fused_stage_copy(stages, m, skip, tiles, g * per, min(per, batch - g * per), per, c);
+    float* fsmem = reinterpret_cast<float*>(staged_smem);
+    const size_t fbytes = ((size_t)(36 * c + se) * 4 + 15) / 16 * 16;
+    T* stages = reinterpret_cast<T*>(reinterpret_cast<char*>(staged_smem) + fbytes);
+    T* skipbuf = stages + (size_t)2 * 144 * c;
+    const size_t tiles = (size_t)batch * 4, tile_off = (size_t)threadIdx.y * c + threadIdx.x;
+    size_t b = blockIdx.x;
+    if (b < (size_t)batch) split_copy_m(stages, m, tiles, b, c);
     async_commit();
-    for (int s = 0; g < groups; g += gridDim.x, s ^= 1) {
-        const int next = g + gridDim.x;
-        if (next < groups)
-            fused_stage_copy(stages + (s ^ 1) * stage_elems, m, skip, tiles, next * per,
-                             min(per, batch - next * per), per, c);
+    for (int s = 0; b < (size_t)batch; b += gridDim.x, s ^= 1) {
+        if (skip != nullptr) split_copy(skipbuf, skip + b * 64 * c, 64 * c);
         async_commit();
-        async_wait<1>();  // this thread's copies of stage s have landed ...
+        const size_t next = b + gridDim.x;
+        if (next < (size_t)batch) split_copy_m(stages + (size_t)(s ^ 1) * 144 * c, m, tiles, next, c);
+        async_commit();
+        async_wait<2>();  // this thread's copies of this position's M have landed ...
         __syncthreads();  // ... and everyone else's
-        const T* st = stages + s * stage_elems;
-        const int b = g * per + threadIdx.y;
-        const bool live = b < batch;
-        float board[64];
-        fused_board(st + (size_t)threadIdx.y * 4 * c + ch, (size_t)4 * per * c, c, bb, live, board);
-        if (w1 != nullptr) fused_se(board, pooled, pooled + c, w1, b1, w2t, b2, ch, c, se, act);
-        if (live) {
-            const size_t base = (size_t)b * 64 * c + ch;
-            fused_finish(board, skip != nullptr ? st + m_elems + (size_t)threadIdx.y * 64 * c + ch : nullptr,
-                         out != nullptr ? out + base : nullptr,
-                         v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
-        }
-        __syncthreads();  // stage s is read: the next iteration copies into it
+        split_position<true>(stages + (size_t)s * 144 * c + tile_off, (size_t)4 * c, bias,
+                             skip != nullptr ? skipbuf : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
+                             v != nullptr ? v + (b * 4) * c + tile_off : nullptr, tiles * c, w1, b1, w2t, b2, c,
+                             se, act, fsmem);
+        __syncthreads();  // stage s and the skip rows are read: the next positions' copies go there
     }
 }
+

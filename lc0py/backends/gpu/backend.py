@@ -12,12 +12,13 @@ Backend options (``--backend-opts``):
                               heads x depth and dtype (``off``: the built-in defaults)
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
                               (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
-``winograd_staged`` ``off``   residual nets, fused Winograd step: the shared-memory-staged kernel (cp.async,
-                              double-buffered; fp16 bodies of <= 256 filters). Measured slower than the
-                              direct kernel: docs/performance.md, "The staged fused Winograd step"
-``winograd_split``  ``off``   residual nets of <= 256 filters, fused Winograd step: a position's four tiles on
-                              four threads (64 registers a thread, where the direct kernel needs 128;
-                              docs/performance.md, "The split fused Winograd step")
+``winograd_split``  ``on``    residual nets of <= 256 filters, fused Winograd step: a position's four tiles on
+                              four threads (58 registers a thread, where the one-thread-per-channel kernel
+                              needs 128); ``off``: that kernel. docs/performance.md, "The split fused
+                              Winograd step"
+``winograd_staged`` ``off``   residual nets, with the split step: persistent blocks that copy the next
+                              position's rows into shared memory (cp.async) while computing; where its
+                              stages fit (fp16 <= 256 filters on an H100)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -103,7 +104,7 @@ class GpuBackend(BackendBase):
         winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
         winograd_staged = options.take("winograd_staged", False)
-        winograd_split = options.take("winograd_split", False)
+        winograd_split = options.take("winograd_split", True)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)

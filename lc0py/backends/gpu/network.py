@@ -62,7 +62,7 @@ class GpuNetwork:
         flash_overrides: dict[str, int] | None = None,
         winograd: bool = False,
         winograd_staged: bool = False,
-        winograd_split: bool = False,
+        winograd_split: bool = True,
     ) -> None:
         self.p = platform
         self.net = network

@@ -58,12 +58,12 @@ class GpuOps:
         self._events: list[Event] = (
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
-        #: the fused Winograd step through its shared-memory-staged kernel where that fits
-        #: (backend option ``winograd_staged``; ``False``: always the direct kernel)
-        self.staged_fused = False
         #: the fused Winograd step with a position's four tiles on four threads where it fits
-        #: (backend option ``winograd_split``; ``False``: the direct or staged kernel)
-        self.split_fused = False
+        #: (backend option ``winograd_split``; ``False``: always the direct kernel)
+        self.split_fused = True
+        #: the split step in persistent blocks that copy the next position's rows ahead into
+        #: shared memory, where that fits (backend option ``winograd_staged``)
+        self.staged_fused = False
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -223,8 +223,8 @@ class GpuOps:
             "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
         }
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
-        self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_staged", fused_defines)
         self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
+        self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_split_staged", fused_defines)
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
 
     def can_fuse_winograd(self, c: int) -> bool:
@@ -236,20 +236,6 @@ class GpuOps:
     def fused_positions_per_block(c: int) -> int:
         """Positions per block of the fused step: at least 256 threads where ``c`` allows."""
         return max(1, 256 // c)
-
-    def staged_fused_smem(self, c: int, s: int, se: bool, skip: bool) -> int:
-        """Dynamic shared memory of ``winograd_output_fused_staged``: two stages of the next
-        positions' ``M`` (and skip) rows, plus the SE's pooled/hidden floats."""
-        per = self.fused_positions_per_block(c)
-        stage = (36 * 4 + (64 if skip else 0)) * per * c * self.elem
-        return 2 * stage + (per * (c + s) * 4 if se else 0)
-
-    def can_stage_fused(self, c: int, s: int, se: bool, skip: bool) -> bool:
-        """Whether the staged kernel's two stages fit the device's shared memory. A stage holds
-        208 rows of 256 threads' channels, ~106 KiB in fp16: fp16 bodies of <= 256 filters fit an
-        H100's 227 KiB; fp32, 512 filters and AMD's 64 KiB take the direct kernel."""
-        fits = self.staged_fused_smem(c, s, se, skip) <= self.p.info.shared_mem_per_block_optin
-        return self.staged_fused and fits and (c * self.elem) % 16 == 0
 
     def can_split_fused(self, c: int, s: int) -> bool:
         """Whether ``winograd_output_fused_split`` runs this body: with ``split_fused`` on, a
@@ -264,6 +250,31 @@ class GpuOps:
         the quadrants' edges next to the board's centre [4][8][c], in floats."""
         return (36 * c + s) * 4
 
+    def split_staged_smem(self, c: int, s: int) -> int:
+        """Dynamic shared memory of ``winograd_output_fused_split_staged``: the split kernel's
+        (16-byte aligned), two stages of one position's ``M`` rows [36][4][c] and its skip rows
+        [64][c]: 217 KiB for 256 filters in fp16."""
+        return (self.split_fused_smem(c, s) + 15) // 16 * 16 + (2 * 144 + 64) * c * self.elem
+
+    def can_stage_split(self, c: int, s: int) -> bool:
+        """Whether the staged split kernel runs this body: ``winograd_staged`` on, the split kernel
+        applies, and its stages fit the device's opt-in shared memory (fp16 <= 256 filters and fp32
+        <= 128 on an H100's 227 KiB; AMD's 64 KiB only narrow bodies) in 16-byte rows."""
+        fits = self.split_staged_smem(c, s) <= self.p.info.shared_mem_per_block_optin
+        return self.staged_fused and self.can_split_fused(c, s) and fits and (c * self.elem) % 16 == 0
+
+    def split_staged_grid(self, c: int, s: int, bsz: int) -> int:
+        """Persistent blocks: as many as are resident at once (by shared memory, threads and the
+        kernel's 64-register bound), never more than positions."""
+        info = self.p.info
+        threads = 4 * c
+        per_sm = min(
+            info.shared_mem_per_block_optin // self.split_staged_smem(c, s),
+            2048 // threads,
+            65536 // (64 * threads),
+        )
+        return max(1, min(bsz, info.sm_count * max(1, per_sm)))
+
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
         c: int, s: int, act: int, bsz: int,
@@ -272,8 +283,8 @@ class GpuOps:
         ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
         ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``.
 
-        Staged (when it fits): one persistent block per multiprocessor's share of shared memory,
-        each copying its next positions' rows into shared memory while computing the current ones."""
+        Kernel: the split kernel where it applies (its staged form with ``winograd_staged``), else
+        the direct one (one thread per channel, several narrow positions per block)."""
         assert self.can_fuse_winograd(c), c
         per = self.fused_positions_per_block(c)
         groups = (bsz + per - 1) // per
@@ -281,16 +292,14 @@ class GpuOps:
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
         ]
+        if self.can_stage_split(c, s):
+            grid = self.split_staged_grid(c, s, bsz)
+            smem = self.split_staged_smem(c, s)
+            self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, 4, 1), smem, self.stream, args)
+            return
         if self.can_split_fused(c, s):
             smem = self.split_fused_smem(c, s)
             self.p.launch(self.k_wino_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
-            return
-        if self.can_stage_fused(c, s, se is not None, skip != 0):
-            smem = self.staged_fused_smem(c, s, se is not None, skip != 0)
-            info = self.p.info
-            per_sm = max(1, min(info.shared_mem_per_block_optin // smem, 2048 // (c * per)))
-            grid = min(groups, info.sm_count * per_sm)
-            self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, per, 1), smem, self.stream, args)
             return
         smem = per * (c + s) * 4 if se is not None else 0
         self.p.launch(self.k_wino_fused, (groups, 1, 1), (c, per, 1), smem, self.stream, args)

@@ -44,7 +44,7 @@ NETS = {
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool = False, split: bool = False,
+    staged: bool = False, split: bool = True,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
@@ -88,9 +88,9 @@ def test_residual_matches_reference(cuda_platform, case: str, fp16: bool) -> Non
 def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def]
     cuda_platform, case: str, size: int, kernel: str
 ) -> None:
-    """The three kernels of the fused Winograd step (fp16), on batches with more position groups
-    than the staged kernel has persistent blocks (each block loops over double-buffered stages)
-    and, at 32 filters (8 positions per block), a partial last group."""
+    """The three kernels of the fused Winograd step (fp16), on batches with more positions than
+    the staged kernel has persistent blocks (each block loops over double-buffered stages) and,
+    for the direct kernel at 32 filters (8 positions per block), a partial last group."""
     from lc0py.backends.gpu.ops import GpuOps
 
     preset, overrides = NETS[case]
@@ -99,7 +99,7 @@ def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def
     net = random_network(preset, 11, **overrides)
     groups = -(-size // GpuOps.fused_positions_per_block(net.filters))
     assert groups > cuda_platform.info.sm_count  # the staged kernel's blocks each take several
-    staged, split = kernel == "staged", kernel == "split"
+    staged, split = kernel == "staged", kernel in ("split", "staged")
     _check(cuda_platform, net, True, f"{case} {kernel}", True, size=size, staged=staged, split=split)
 
 

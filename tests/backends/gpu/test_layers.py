@@ -161,22 +161,26 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
 @pytest.mark.parametrize("fp16", [True, False])
 @pytest.mark.parametrize("staged", [True, False])
 def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool) -> None:
-    """``winograd_staged=on`` runs the staged fused step where its two shared-memory stages fit
-    (fp16 at 256 filters: 2 x 106 KiB of an H100's 227), else the direct kernel (fp32)."""
+    """``winograd_staged=on`` runs the staged split step where its stages fit (fp16 at 256
+    filters: 217 KiB of an H100's 227), else the split kernel (fp32 would need 397 KiB)."""
     from lc0py.backends.gpu.network import GpuNetwork
 
     plat = PointerPlatform()
     net = _net("res-20x256", blocks=2)
     gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=True, winograd_staged=staged)
     try:
-        assert gpu.ops.staged_fused is staged
+        assert gpu.ops.staged_fused is staged and gpu.ops.split_fused  # split: the default
         masks = np.random.default_rng(2).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
         gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
         n_staged = plat.launched.count(gpu.ops.k_wino_staged)
-        n_direct = plat.launched.count(gpu.ops.k_wino_fused)
-        assert n_staged + n_direct == 1 + 2 * len(net.blocks) + 1  # input conv, 2 per block, policy conv
+        n_split = plat.launched.count(gpu.ops.k_wino_split)
+        assert plat.launched.count(gpu.ops.k_wino_fused) == 0
+        assert n_staged + n_split == 1 + 2 * len(net.blocks) + 1  # input conv, 2 per block, policy conv
         assert (n_staged > 0) is (staged and fp16)
-        assert n_staged == 0 or n_direct == 0
+        assert n_staged == 0 or n_split == 0
+        if n_staged:
+            assert gpu.ops.split_staged_grid(256, 32, 3) == 3  # never more blocks than positions
+            assert gpu.ops.split_staged_grid(256, 32, 5000) == plat.info.sm_count  # one 1,024-thread block an SM
     finally:
         gpu.close()
 

@@ -1,11 +1,12 @@
 // Runs the real kernels/residual.hip on the CPU wave emulator: the fused Winograd output step
-// (winograd_output_fused and winograd_output_fused_staged: 2-D blocks of c channels x per
-// positions, __syncthreads, the SE's warp reductions, dynamic shared memory) and, with `other`,
-// the unfused kernels (im2col3x3, winograd_input, winograd_output, se_residual). On AMD the staged
-// kernel's async copies are plain copies (prelude_hiprtc.h), so this checks its stage layout,
-// the persistent loop over position groups and the partial last group, not cp.async timing.
+// (winograd_output_fused: 2-D blocks of c channels x per positions; winograd_output_fused_split and
+// its staged form: (c, 4) blocks, one position each; __syncthreads, the SE's warp reductions,
+// dynamic shared memory) and, with `other`, the unfused kernels (im2col3x3, winograd_input,
+// winograd_output, se_residual). On AMD the staged kernel's async copies are plain copies
+// (prelude_hiprtc.h), so this checks its stage layout and its persistent loop over positions
+// (fewer blocks than positions), not cp.async timing.
 // Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
-// Usage: residual_emu staged|direct batch c se act skip out v grid dir
+// Usage: residual_emu staged|direct|split batch c se act skip out v grid dir
 //   dir holds m.bin [36, batch*4, c], bias.bin [c], and with skip skip.bin [batch*64, c], with
 //   se > 0 w1.bin [se, c], b1.bin [se], w2t.bin [se, 2c], b2.bin [2c], all of the kernel's T.
 //   Writes out.bin [batch*64, c] (out aliases skip when both are on, as in the backend) and
@@ -110,18 +111,21 @@ int main(int argc, char** argv) {
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
     T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
-    const int per = split ? 1 : c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block (split: one)
-    const size_t stage = (size_t)(36 * 4 + (has_skip ? 64 : 0)) * per * c * sizeof(T);
-    const size_t smem = split ? (size_t)(36 * c + se) * 4 : (staged ? 2 * stage : 0) + (se > 0 ? (size_t)per * (c + se) * 4 : 0);
-    if (smem > sizeof(staged_smem) || (split ? smem : (size_t)per * (c + se) * 4) > sizeof(fused_smem)) return 3;
+    const bool four = split || staged;  // (c, 4) blocks, one position each
+    const int per = four ? 1 : c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
+    const size_t split_smem = (size_t)(36 * c + se) * 4;
+    // GpuOps.split_staged_smem: the split kernel's floats (16-byte aligned), 2 stages of M, skip rows
+    const size_t smem = staged ? (split_smem + 15) / 16 * 16 + (size_t)(2 * 144 + 64) * c * sizeof(T)
+                        : split ? split_smem : (se > 0 ? (size_t)per * (c + se) * 4 : 0);
+    if (smem > sizeof(staged_smem) || (!staged && smem > sizeof(fused_smem))) return 3;
     const int groups = (batch + per - 1) / per;
     std::printf("%s: wave %d, T %zu bytes, c %d, %d positions/block, %d blocks, shared %zu B\n", argv[1],
                 WARP_SIZE, sizeof(T), c, per, staged ? grid : groups, smem);
-    auto* kernel = staged ? winograd_output_fused_staged : split ? winograd_output_fused_split : winograd_output_fused;
+    auto* kernel = staged ? winograd_output_fused_split_staged : split ? winograd_output_fused_split : winograd_output_fused;
     const T* sk = has_skip ? skip.data() : nullptr;
     T* pv = has_v ? v.data() : nullptr;
     const T* pw1 = se > 0 ? sew.w1.data() : nullptr;
-    const emu_dim3 block{(unsigned)c, (unsigned)(split ? 4 : per), 1};  // split: x = channel, y = tile
+    const emu_dim3 block{(unsigned)c, (unsigned)(four ? 4 : per), 1};  // split: x = channel, y = tile
     emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, block, [&] {
         kernel(m.data(), bias.data(), sk, out, pv, pw1, sew.b1.data(), sew.w2t.data(), sew.b2.data(), batch, c, se, act);
     });
