@@ -16,9 +16,10 @@ Backend options (``--backend-opts``):
                               four threads (58 registers a thread, where the one-thread-per-channel kernel
                               needs 128); ``off``: that kernel. docs/performance.md, "The split fused
                               Winograd step"
-``winograd_staged`` ``off``   residual nets, with the split step: persistent blocks that copy the next
-                              position's rows into shared memory (cp.async) while computing; where its
-                              stages fit (fp16 <= 256 filters on an H100)
+``winograd_staged`` ``auto``  residual nets, with the split step: persistent blocks that copy the next
+                              position's rows into shared memory (cp.async) while computing, where its
+                              stages fit (fp16 <= 256 filters on an H100); ``auto``: for batches that give
+                              every resident block two positions or more (>= 264 on an H100)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -103,7 +104,7 @@ class GpuBackend(BackendBase):
         use_tuned = options.take("tuned", True)
         winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
-        winograd_staged = options.take("winograd_staged", False)
+        winograd_staged = options.take("winograd_staged", None, _auto_or_bool)  # None: auto
         winograd_split = options.take("winograd_split", True)
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:

@@ -61,7 +61,7 @@ class GpuNetwork:
         max_batch: int = 256,
         flash_overrides: dict[str, int] | None = None,
         winograd: bool = False,
-        winograd_staged: bool = False,
+        winograd_staged: bool | None = None,
         winograd_split: bool = True,
     ) -> None:
         self.p = platform

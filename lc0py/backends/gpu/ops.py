@@ -62,8 +62,9 @@ class GpuOps:
         #: (backend option ``winograd_split``; ``False``: always the direct kernel)
         self.split_fused = True
         #: the split step in persistent blocks that copy the next position's rows ahead into
-        #: shared memory, where that fits (backend option ``winograd_staged``)
-        self.staged_fused = False
+        #: shared memory, where that fits (backend option ``winograd_staged``): ``None`` (auto) for
+        #: batches that give every resident block two positions or more, ``True`` always
+        self.staged_fused: bool | None = None
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -256,16 +257,22 @@ class GpuOps:
         [64][c]: 217 KiB for 256 filters in fp16."""
         return (self.split_fused_smem(c, s) + 15) // 16 * 16 + (2 * 144 + 64) * c * self.elem
 
-    def can_stage_split(self, c: int, s: int) -> bool:
-        """Whether the staged split kernel runs this body: ``winograd_staged`` on, the split kernel
-        applies, and its stages fit the device's opt-in shared memory (fp16 <= 256 filters and fp32
-        <= 128 on an H100's 227 KiB; AMD's 64 KiB only narrow bodies) in 16-byte rows."""
-        fits = self.split_staged_smem(c, s) <= self.p.info.shared_mem_per_block_optin
-        return self.staged_fused and self.can_split_fused(c, s) and fits and (c * self.elem) % 16 == 0
+    def can_stage_split(self, c: int, s: int, bsz: int) -> bool:
+        """Whether the staged split kernel runs this batch: the split kernel applies, its stages
+        fit the device's opt-in shared memory (fp16 <= 256 filters and fp32 <= 128 on an H100's
+        227 KiB; AMD's 64 KiB only narrow bodies) in 16-byte rows, and ``winograd_staged`` is on,
+        or auto and the batch gives every resident block at least two positions: with one, there
+        is no next position to copy ahead, only the extra trip through shared memory (H100,
+        res-20x256: 0.87x the split kernel at batch 64, 1.00x at 256, 1.03x at 1024)."""
+        if self.staged_fused is False or not self.can_split_fused(c, s) or (c * self.elem) % 16:
+            return False
+        if self.split_staged_smem(c, s) > self.p.info.shared_mem_per_block_optin:
+            return False
+        return self.staged_fused is True or bsz >= 2 * self.split_staged_blocks(c, s)
 
-    def split_staged_grid(self, c: int, s: int, bsz: int) -> int:
-        """Persistent blocks: as many as are resident at once (by shared memory, threads and the
-        kernel's 64-register bound), never more than positions."""
+    def split_staged_blocks(self, c: int, s: int) -> int:
+        """How many blocks of the staged split kernel are resident at once on the device (by
+        shared memory, threads and the kernel's 64-register bound)."""
         info = self.p.info
         threads = 4 * c
         per_sm = min(
@@ -273,7 +280,11 @@ class GpuOps:
             2048 // threads,
             65536 // (64 * threads),
         )
-        return max(1, min(bsz, info.sm_count * max(1, per_sm)))
+        return info.sm_count * max(1, per_sm)
+
+    def split_staged_grid(self, c: int, s: int, bsz: int) -> int:
+        """Persistent blocks: as many as are resident at once, never more than positions."""
+        return max(1, min(bsz, self.split_staged_blocks(c, s)))
 
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
@@ -283,8 +294,8 @@ class GpuOps:
         ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
         ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``.
 
-        Kernel: the split kernel where it applies (its staged form with ``winograd_staged``), else
-        the direct one (one thread per channel, several narrow positions per block)."""
+        Kernel: the split kernel where it applies (its staged form for large batches, or as
+        ``winograd_staged`` says), else the direct one (one thread per channel, several narrow positions per block)."""
         assert self.can_fuse_winograd(c), c
         per = self.fused_positions_per_block(c)
         groups = (bsz + per - 1) // per
@@ -292,7 +303,7 @@ class GpuOps:
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
         ]
-        if self.can_stage_split(c, s):
+        if self.can_stage_split(c, s, bsz):
             grid = self.split_staged_grid(c, s, bsz)
             smem = self.split_staged_smem(c, s)
             self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, 4, 1), smem, self.stream, args)

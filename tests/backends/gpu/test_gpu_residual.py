@@ -44,7 +44,7 @@ NETS = {
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool = False, split: bool = True,
+    staged: bool | None = None, split: bool = True,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork

@@ -159,10 +159,11 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
 
 
 @pytest.mark.parametrize("fp16", [True, False])
-@pytest.mark.parametrize("staged", [True, False])
-def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool) -> None:
+@pytest.mark.parametrize("staged", [True, False, None], ids=["on", "off", "auto"])
+def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool | None) -> None:
     """``winograd_staged=on`` runs the staged split step where its stages fit (fp16 at 256
-    filters: 217 KiB of an H100's 227), else the split kernel (fp32 would need 397 KiB)."""
+    filters: 217 KiB of an H100's 227), else the split kernel (fp32 would need 397 KiB); ``auto``
+    only for batches that give every resident block (one a multiprocessor here) two positions."""
     from lc0py.backends.gpu.network import GpuNetwork
 
     plat = PointerPlatform()
@@ -176,11 +177,15 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool)
         n_split = plat.launched.count(gpu.ops.k_wino_split)
         assert plat.launched.count(gpu.ops.k_wino_fused) == 0
         assert n_staged + n_split == 1 + 2 * len(net.blocks) + 1  # input conv, 2 per block, policy conv
-        assert (n_staged > 0) is (staged and fp16)
+        assert (n_staged > 0) is (staged is True and fp16)
         assert n_staged == 0 or n_split == 0
-        if n_staged:
+        sms = plat.info.sm_count
+        for bsz in (1, 2 * sms - 1, 2 * sms, 5000):
+            want = fp16 and (staged is True or (staged is None and bsz >= 2 * sms))
+            assert gpu.ops.can_stage_split(256, 32, bsz) is want, bsz
+        if fp16:
             assert gpu.ops.split_staged_grid(256, 32, 3) == 3  # never more blocks than positions
-            assert gpu.ops.split_staged_grid(256, 32, 5000) == plat.info.sm_count  # one 1,024-thread block an SM
+            assert gpu.ops.split_staged_grid(256, 32, 5000) == sms  # one 1,024-thread block an SM
     finally:
         gpu.close()
 
