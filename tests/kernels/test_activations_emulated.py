@@ -48,7 +48,8 @@ def exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if cxx is None:
         pytest.skip("no clang++ for the host emulator build")
     path = tmp_path_factory.mktemp("act") / "activation_emu"
-    finish_build("activation_emu", start_build(cxx, "activation_emu_main.cpp", ["-DEMU_WMMA"], path, opt="-O1"))
+    build = start_build(cxx, "activation_emu_main.cpp", ["-DEMU_WMMA"], path, opt="-O1")
+    finish_build("activation_emu", build)
     return path
 
 

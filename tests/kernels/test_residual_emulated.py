@@ -134,7 +134,7 @@ def test_fused_winograd_step_on_emulator(
     se = (exact["w1"], exact["b1"], exact["w2t"], exact["b2"]) if se_hidden else None
     want_out, want_v = _reference(exact["m"], exact["bias"], exact["skip"] if has_skip else None, se, act)
 
-    per = 1 if kernel in ("split", "staged") else max(1, 256 // c)  # split: one position (4*c threads) a block
+    per = 1 if kernel in ("split", "staged") else max(1, 256 // c)  # split: one position a block
     groups = -(-batch // per)
     grid = max(1, groups // 2)  # staged: fewer persistent blocks than positions, so every block loops
     assert kernel != "staged" or grid < batch

@@ -225,7 +225,9 @@ class GpuOps:
         }
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
         self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
-        self.k_wino_staged = self.function("residual.hip", "winograd_output_fused_split_staged", fused_defines)
+        self.k_wino_staged = self.function(
+            "residual.hip", "winograd_output_fused_split_staged", fused_defines
+        )
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
 
     def can_fuse_winograd(self, c: int) -> bool:
@@ -295,7 +297,8 @@ class GpuOps:
         ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``.
 
         Kernel: the split kernel where it applies (its staged form for large batches, or as
-        ``winograd_staged`` says), else the direct one (one thread per channel, several narrow positions per block)."""
+        ``winograd_staged`` says), else the direct one (one thread per channel, several narrow
+        positions per block)."""
         assert self.can_fuse_winograd(c), c
         per = self.fused_positions_per_block(c)
         groups = (bsz + per - 1) // per
