@@ -300,8 +300,6 @@ class GpuOps:
         ``winograd_staged`` says), else the direct one (one thread per channel, several narrow
         positions per block)."""
         assert self.can_fuse_winograd(c), c
-        per = self.fused_positions_per_block(c)
-        groups = (bsz + per - 1) // per
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
@@ -315,8 +313,9 @@ class GpuOps:
             smem = self.split_fused_smem(c, s)
             self.p.launch(self.k_wino_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
             return
+        per = self.fused_positions_per_block(c)
         smem = per * (c + s) * 4 if se is not None else 0
-        self.p.launch(self.k_wino_fused, (groups, 1, 1), (c, per, 1), smem, self.stream, args)
+        self.p.launch(self.k_wino_fused, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
