@@ -347,12 +347,13 @@ LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, 
 }
 
 // One position's fused step on the block's (c, 4) threads (x = channel, y = tile). This thread's M
-// element k at mk[k * kstride]; the position's skip rows (NHWC, square s at sk[s*c]; nullptr: none)
-// and its out rows (out: nullptr, none) at the same indexing; the V rows of its tile at vt[k*vk].
+// element k at mk[k * kstride] and its channel's bias bb; the position's skip rows (NHWC, square s
+// at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the same indexing; the V rows
+// of its tile at vt[k*vk].
 // STAGED: mk and sk are in shared memory and the skip rows' async copies are waited for (they are
 // the newest group but one: the next position's M was committed after them).
 template <bool STAGED>
-LC0_DEVICE void split_position(const T* mk, size_t kstride, const T* bias, const T* sk, T* out, T* vt, size_t vk,
+LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* sk, T* out, T* vt, size_t vk,
                                const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
                                int act, float* smem) {
@@ -369,7 +370,6 @@ LC0_DEVICE void split_position(const T* mk, size_t kstride, const T* bias, const
         for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
 #pragma unroll
         for (int r = 0; r < 4; ++r) wino_at6(tmp + r * 6, 1, q + r * 4, 1);
-        const float bb = to_f32(bias[ch]);
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += bb;
     }
@@ -464,8 +464,8 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
     extern __shared__ float fused_smem[];
     const size_t b = blockIdx.x, tiles = (size_t)batch * 4;
     const size_t tile = b * 4 + threadIdx.y;
-    split_position<false>(m + tile * c + threadIdx.x, tiles * c, bias, skip != nullptr ? skip + b * 64 * c : nullptr,
-                          out != nullptr ? out + b * 64 * c : nullptr,
+    split_position<false>(m + tile * c + threadIdx.x, tiles * c, to_f32(bias[threadIdx.x]),
+                          skip != nullptr ? skip + b * 64 * c : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                           v != nullptr ? v + tile * c + threadIdx.x : nullptr, tiles * c, w1, b1, w2t, b2, c, se,
                           act, fused_smem);
 }
@@ -483,13 +483,15 @@ LC0_DEVICE void split_copy(T* dst, const T* src, int elems) {
     for (int i = tid; i < elems / LC0_VEC; i += threads) async_copy16(dst + (size_t)i * LC0_VEC, src + (size_t)i * LC0_VEC);
 }
 
-LC0_DEVICE void split_copy_m(T* stage, const T* m, size_t tiles, size_t b, int c) {
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
-    const int run = 4 * c / LC0_VEC;  // 16-byte chunks per k: the position's 4 tile rows
-    for (int i = tid; i < 36 * run; i += threads) {
-        const int k = i / run, j = i - k * run;
-        async_copy16(stage + (size_t)k * 4 * c + (size_t)j * LC0_VEC, m + ((size_t)k * tiles + b * 4) * c + (size_t)j * LC0_VEC);
-    }
+// The position's M rows, 36 of 4c elements of T (run = 4c / LC0_VEC 16-byte chunks each). The
+// block's 4c threads are exactly LC0_VEC runs, so a thread copies chunk j of rows k0, k0 + LC0_VEC,
+// ...: (k0, j) = divmod(thread, run), once per kernel. Dividing every chunk's index by run (a
+// runtime divisor) was ~10 % of the V-only step's instructions (Nsight Compute source counters,
+// docs/performance.md).
+LC0_DEVICE void split_copy_m(T* stage, const T* m, size_t tiles, size_t b, int c, int k0, int j) {
+    const T* src = m + (b * 4) * c + (size_t)j * LC0_VEC;
+    T* dst = stage + (size_t)j * LC0_VEC;
+    for (int k = k0; k < 36; k += LC0_VEC) async_copy16(dst + (size_t)k * 4 * c, src + (size_t)k * tiles * c);
 }
 
 extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
@@ -503,18 +505,20 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
     T* stages = reinterpret_cast<T*>(reinterpret_cast<char*>(staged_smem) + fbytes);
     T* skipbuf = stages + (size_t)2 * 144 * c;
     const size_t tiles = (size_t)batch * 4, tile_off = (size_t)threadIdx.y * c + threadIdx.x;
+    const int run = 4 * c / LC0_VEC, copy_k0 = (int)tile_off / run, copy_j = (int)tile_off - copy_k0 * run;
+    const float bb = to_f32(bias[threadIdx.x]);  // the channel's bias: loaded once, not per position
     size_t b = blockIdx.x;
-    if (b < (size_t)batch) split_copy_m(stages, m, tiles, b, c);
+    if (b < (size_t)batch) split_copy_m(stages, m, tiles, b, c, copy_k0, copy_j);
     async_commit();
     for (int s = 0; b < (size_t)batch; b += gridDim.x, s ^= 1) {
         if (skip != nullptr) split_copy(skipbuf, skip + b * 64 * c, 64 * c);
         async_commit();
         const size_t next = b + gridDim.x;
-        if (next < (size_t)batch) split_copy_m(stages + (size_t)(s ^ 1) * 144 * c, m, tiles, next, c);
+        if (next < (size_t)batch) split_copy_m(stages + (size_t)(s ^ 1) * 144 * c, m, tiles, next, c, copy_k0, copy_j);
         async_commit();
         async_wait<2>();  // this thread's copies of this position's M have landed ...
         __syncthreads();  // ... and everyone else's
-        split_position<true>(stages + (size_t)s * 144 * c + tile_off, (size_t)4 * c, bias,
+        split_position<true>(stages + (size_t)s * 144 * c + tile_off, (size_t)4 * c, bb,
                              skip != nullptr ? skipbuf : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                              v != nullptr ? v + (b * 4) * c + tile_off : nullptr, tiles * c, w1, b1, w2t, b2, c,
                              se, act, fsmem);

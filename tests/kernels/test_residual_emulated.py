@@ -58,6 +58,9 @@ CASES = [
     ("last-block-out-only", 5, 128, 16, ACT_RELU, True, True, False),
     # the first block's second convolution: SE, no skip; the split kernel's halo at 128 channels
     ("se-no-skip-128", 5, 128, 16, ACT_MISH, False, True, True),
+    # a wide SE: more fc1 outputs than the split step has warps (48 > 8 at 64 channels), so warps
+    # take several, and fc2 quarters of 12 (past its loop's unroll by 4)
+    ("se-wide-64", 3, 64, 48, ACT_RELU, True, True, True),
 ]
 
 
