@@ -18,8 +18,8 @@ Backend options (``--backend-opts``):
                               Winograd step"
 ``winograd_staged`` ``auto``  residual nets, with the split step: persistent blocks that copy the next
                               position's rows into shared memory (cp.async) while computing, where its
-                              stages fit (fp16 <= 256 filters on an H100); ``auto``: for batches that give
-                              every resident block two positions or more (>= 264 on an H100)
+                              stages fit (fp16 <= 256 filters on an H100); ``auto``: for batches of 1.5
+                              positions per resident block or more (>= 198 on an H100)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)

@@ -63,7 +63,7 @@ class GpuOps:
         self.split_fused = True
         #: the split step in persistent blocks that copy the next position's rows ahead into
         #: shared memory, where that fits (backend option ``winograd_staged``): ``None`` (auto) for
-        #: batches that give every resident block two positions or more, ``True`` always
+        #: batches of 1.5 positions per resident block or more, ``True`` always
         self.staged_fused: bool | None = None
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
@@ -263,14 +263,15 @@ class GpuOps:
         """Whether the staged split kernel runs this batch: the split kernel applies, its stages
         fit the device's opt-in shared memory (fp16 <= 256 filters and fp32 <= 128 on an H100's
         227 KiB; AMD's 64 KiB only narrow bodies) in 16-byte rows, and ``winograd_staged`` is on,
-        or auto and the batch gives every resident block at least two positions: with one, there
-        is no next position to copy ahead, only the extra trip through shared memory (H100,
-        res-20x256: 0.87x the split kernel at batch 64, 1.00x at 256, 1.03x at 1024)."""
+        or auto and the batch gives the resident blocks at least 1.5 positions each on average:
+        with one, there is no next position to copy ahead, only the extra trip through shared
+        memory (H100, res-20x256, against the split kernel: 0.87x at batch 64, 0.95x at 128,
+        1.00x at 192, 1.04x at 256; docs/performance.md)."""
         if self.staged_fused is False or not self.can_split_fused(c, s) or (c * self.elem) % 16:
             return False
         if self.split_staged_smem(c, s) > self.p.info.shared_mem_per_block_optin:
             return False
-        return self.staged_fused is True or bsz >= 2 * self.split_staged_blocks(c, s)
+        return self.staged_fused is True or 2 * bsz >= 3 * self.split_staged_blocks(c, s)
 
     def split_staged_blocks(self, c: int, s: int) -> int:
         """How many blocks of the staged split kernel are resident at once on the device (by
