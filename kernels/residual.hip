@@ -121,6 +121,28 @@ LC0_DEVICE void wino_at6(const float* m, int s, float* o, int t) {  // o[i*t] = 
     o[3 * t] = m1 - m2 + 8.f * (m3 - m4) + m5;
 }
 
+// SE gates computed outside the step (backend option se_gates; lc0py/backends/gpu/se_fold.py):
+// a block's first convolution writes, per position, tile and channel, four sums of its output h
+// (the quadrant, its rank on the board's edge, its file on the board's edge, their square) to
+// stats [B][16][c] (row tile * 4 + sum); a GEMM and se_gates turn them into the second
+// convolution's gates [B][2c] (sigmoid scale | shift), which its step applies in place of the SE.
+// q: a tile's 4x4 quadrant (q[r*4 + f] = square (4ty + r, 4tx + f)); st: the tile's first row.
+LC0_DEVICE void store_tile_stats(const float* q, int ty, int tx, T* st, int c) {
+    float quad = 0.f, rank = 0.f, file = 0.f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) quad += q[i];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        rank += ty ? q[12 + j] : q[j];
+        file += tx ? q[j * 4 + 3] : q[j * 4];
+    }
+    const float corner = ty ? (tx ? q[15] : q[12]) : (tx ? q[3] : q[0]);
+    store_f32(st, quad);
+    store_f32(st + c, rank);
+    store_f32(st + 2 * (size_t)c, file);
+    store_f32(st + 3 * (size_t)c, corner);
+}
+
 // One thread per (position, tile, channel): channels fastest, so reads and writes coalesce.
 extern "C" __global__ void winograd_input(const T* LC0_RESTRICT x, T* LC0_RESTRICT v, int batch, int c) {
     const unsigned tiles = (unsigned)batch * 4u;
@@ -240,7 +262,8 @@ LC0_DEVICE void fused_se(float* board, float* pooled, float* hidden, const T* LC
 
 // board += skip (square s at sk[s*c]; nullptr: none), act, then out (NHWC, at out[s*c]; nullptr:
 // not stored) and the 4 tiles' input transform (tile t at v[k*vk + t*c]; nullptr: not stored).
-LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT v, size_t vk, int c, int act) {
+LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT v, size_t vk, int c, int act,
+                             T* stats) {
     if (sk != nullptr) {
         // Every skip load before the first store to out: out may alias skip, so a load after a
         // store could not be moved above it, and 64 dependent round trips to memory would follow.
@@ -254,6 +277,16 @@ LC0_DEVICE void fused_finish(float* board, const T* sk, T* out, T* LC0_RESTRICT 
         }
     }
     activate_fast_n<64>(board, act);
+    if (stats != nullptr) {
+#pragma unroll
+        for (int tt = 0; tt < 4; ++tt) {
+            const int ty = tt >> 1, tx = tt & 1;
+            float q[16];
+#pragma unroll
+            for (int i = 0; i < 16; ++i) q[i] = board[(4 * ty + (i >> 2)) * 8 + 4 * tx + (i & 3)];
+            store_tile_stats(q, ty, tx, stats + (size_t)tt * 4 * c, c);
+        }
+    }
     if (out != nullptr) {
 #pragma unroll
         for (int s = 0; s < 64; ++s) store_f32(&out[(size_t)s * c], board[s]);
@@ -284,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(LC0_FUSED_MAX_C)
 winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
                       T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                       const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                      int act) {
+                      int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
     extern __shared__ float fused_smem[];
     const int ch = threadIdx.x;
     const int b = blockIdx.x * blockDim.y + threadIdx.y;
@@ -292,14 +325,20 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
     const size_t tiles = (size_t)batch * 4;
     float board[64];
     fused_board(m + (size_t)b * 4 * c + ch, tiles * c, c, to_f32(bias[ch]), live, board);
-    if (w1 != nullptr) {
+    if (gates != nullptr) {
+        if (!live) return;  // no barrier follows
+        const float scale = to_f32(gates[(size_t)b * 2 * c + ch]), shift = to_f32(gates[(size_t)b * 2 * c + c + ch]);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) board[i] = scale * board[i] + shift;
+    } else if (w1 != nullptr) {
         float* pooled = fused_smem + threadIdx.y * (c + se);
         fused_se(board, pooled, pooled + c, w1, b1, w2t, b2, ch, c, se, act);
     }
     if (!live) return;
     const size_t base = (size_t)b * 64 * c + ch;
     fused_finish(board, skip != nullptr ? skip + base : nullptr, out != nullptr ? out + base : nullptr,
-                 v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act);
+                 v != nullptr ? v + (size_t)b * 4 * c + ch : nullptr, tiles * c, c, act,
+                 stats != nullptr ? stats + (size_t)b * 16 * c + ch : nullptr);
 }
 
 // ---- the same step with a position's four tiles on four threads (backend option winograd_split) ----
@@ -350,13 +389,14 @@ LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, 
 // element k at mk[k * kstride] and its channel's bias bb; the position's skip rows (NHWC, square s
 // at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the same indexing; the V rows
 // of its tile at vt[k*vk].
-// STAGED: mk and sk are in shared memory and the skip rows' async copies are waited for (they are
-// the newest group but one: the next position's M was committed after them).
+// stats / gates: this position's [16][c] sums to write / [2c] gates to apply in place of the SE
+// (nullptr: none). STAGED: mk and sk are in shared memory and the skip rows' async copies are
+// waited for (they are the newest group but one: the next position's M was committed after them).
 template <bool STAGED>
 LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* sk, T* out, T* vt, size_t vk,
                                const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
-                               int act, float* smem) {
+                               int act, float* smem, T* stats, const T* gates) {
     const int ch = threadIdx.x, tt = threadIdx.y, ty = tt >> 1, tx = tt & 1;
     float* part = smem;            // [4][c]: this position's per-tile channel sums, then the pooled mean
     float* hidden = part + 4 * c;  // [se]
@@ -373,7 +413,11 @@ LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* s
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += bb;
     }
-    if (w1 != nullptr) {
+    if (gates != nullptr) {
+        const float scale = to_f32(gates[ch]), shift = to_f32(gates[c + ch]);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) q[i] = scale * q[i] + shift;
+    } else if (w1 != nullptr) {
         float sum = 0.f;
 #pragma unroll
         for (int i = 0; i < 16; ++i) sum += q[i];
@@ -432,6 +476,7 @@ LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* s
         for (int i = 0; i < 16; ++i) q[i] += t[i];
     }
     activate_fast_n<16>(q, act);
+    if (stats != nullptr) store_tile_stats(q, ty, tx, stats + (size_t)tt * 4 * c + ch, c);
     if (out != nullptr) {
 #pragma unroll
         for (int i = 0; i < 16; ++i) store_f32(&out[quad + (i >> 2) * row + (unsigned)(i & 3) * (unsigned)c], q[i]);
@@ -460,14 +505,15 @@ extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
 winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
                             T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                             const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
-                            int act) {
+                            int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
     extern __shared__ float fused_smem[];
     const size_t b = blockIdx.x, tiles = (size_t)batch * 4;
     const size_t tile = b * 4 + threadIdx.y;
     split_position<false>(m + tile * c + threadIdx.x, tiles * c, to_f32(bias[threadIdx.x]),
                           skip != nullptr ? skip + b * 64 * c : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                           v != nullptr ? v + tile * c + threadIdx.x : nullptr, tiles * c, w1, b1, w2t, b2, c, se,
-                          act, fused_smem);
+                          act, fused_smem, stats != nullptr ? stats + b * 16 * c : nullptr,
+                          gates != nullptr ? gates + b * 2 * c : nullptr);
 }
 
 // ---- the split step with its loads in flight ahead (backend option winograd_staged) ----------
@@ -498,7 +544,7 @@ extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
 winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
                                    T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                    const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
-                                   int se, int act) {
+                                   int se, int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
     extern __shared__ uint4 staged_smem[];  // uint4: 16-byte alignment for the async copies
     float* fsmem = reinterpret_cast<float*>(staged_smem);
     const size_t fbytes = ((size_t)(36 * c + se) * 4 + 15) / 16 * 16;
@@ -521,8 +567,27 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
         split_position<true>(stages + (size_t)s * 144 * c + tile_off, (size_t)4 * c, bb,
                              skip != nullptr ? skipbuf : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                              v != nullptr ? v + (b * 4) * c + tile_off : nullptr, tiles * c, w1, b1, w2t, b2, c,
-                             se, act, fsmem);
+                             se, act, fsmem, stats != nullptr ? stats + b * 16 * c : nullptr,
+                             gates != nullptr ? gates + b * 2 * c : nullptr);
         __syncthreads();  // stage s and the skip rows are read: the next positions' copies go there
     }
 }
 
+
+// The gates of a block's second convolution from fc1's pre-activation hpre [B][se] (the GEMM of
+// the first convolution's sums with the folded fc1, se_fold.py): hidden = act(hpre + b1f),
+// z = W2 hidden + b2, gates[b] = (sigmoid(z[:c]), z[c:]). One block per position, its threads over
+// the 2c outputs; w2t [se, 2c] as the SE kernels take it. Dynamic shared memory: se floats.
+extern "C" __global__ void se_gates(const T* LC0_RESTRICT hpre, const T* LC0_RESTRICT b1f, const T* LC0_RESTRICT w2t,
+                                    const T* LC0_RESTRICT b2, T* LC0_RESTRICT gates, int c, int se, int act) {
+    extern __shared__ float gates_hidden[];
+    const size_t b = blockIdx.x;
+    for (int k = threadIdx.x; k < se; k += blockDim.x)
+        gates_hidden[k] = activate_fast(to_f32(hpre[b * se + k]) + to_f32(b1f[k]), act);
+    __syncthreads();
+    for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {
+        float z = to_f32(b2[o]);
+        for (int k = 0; k < se; ++k) z += to_f32(w2t[(size_t)k * 2 * c + o]) * gates_hidden[k];
+        store_f32(&gates[b * 2 * c + o], o < c ? activate_fast(z, LC0_ACT_SIGMOID) : z);
+    }
+}

@@ -141,7 +141,7 @@ def test_fused_winograd_step_on_emulator(
     groups = -(-batch // per)
     grid = max(1, groups // 2)  # staged: fewer persistent blocks than positions, so every block loops
     assert kernel != "staged" or grid < batch
-    args = [kernel, batch, c, se_hidden, act, int(has_skip), int(has_out), int(has_v), grid, tmp_path]
+    args = [kernel, batch, c, se_hidden, act, int(has_skip), int(has_out), int(has_v), grid, 0, 0, tmp_path]
     run = subprocess.run([str(emulators[cid]), *map(str, args)], capture_output=True, text=True, timeout=300)
     print(run.stdout)
     assert run.returncode == 0, f"{cid} {case} {kernel}:\n{run.stdout}{run.stderr}"
@@ -205,3 +205,68 @@ def test_unfused_residual_kernels_on_emulator(
         assert not np.isnan(got).any(), f"{name}: {int(np.isnan(got).sum())} elements never written"
         err = relative_error(got, ref)
         assert err <= limit, f"{cid} {name}: relative error {err:.2e} > {limit}"
+
+
+# (id, batch, channels, activation): the SE computed outside the step (backend option se_gates)
+GATE_CASES = [("gates-64", 5, 64, ACT_MISH), ("gates-128", 3, 128, ACT_RELU)]
+
+
+@pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
+@pytest.mark.parametrize("case", [c[0] for c in GATE_CASES])
+@pytest.mark.parametrize("cid", [c[0] for c in CONFIGS])
+def test_se_gates_path_on_emulator(
+    emulators: dict[str, Path], tmp_path: Path, cid: str, case: str, kernel: str
+) -> None:
+    """A block's first convolution's step writing the per-tile sums of its output (stats, V only),
+    se_gates making gates from fc1's pre-activation, and the second convolution's step applying
+    given gates (skip, out, V), each against float64."""
+    from lc0py.backends.gpu.se_fold import tile_stats
+
+    _, batch, c, act = next(x for x in GATE_CASES if x[0] == case)
+    fp16 = cid.endswith("fp16")
+    dtype = np.float16 if fp16 else np.float32
+    limit = 1e-2 if fp16 else 1e-4
+    rng = np.random.default_rng()
+    se_hidden = 16
+    stored = {k: v.astype(dtype) for k, v in _inputs(rng, batch, c, se_hidden).items()}
+    stored["gates"] = np.concatenate(
+        [rng.uniform(0.2, 0.9, (batch, c)), 0.3 * rng.standard_normal((batch, c))], axis=1
+    ).astype(dtype)
+    stored["hpre"] = rng.standard_normal((batch, se_hidden)).astype(dtype)
+    stored["b1f"] = (0.1 * rng.standard_normal(se_hidden)).astype(dtype)
+    for name, a in stored.items():
+        a.tofile(tmp_path / f"{name}.bin")
+    e = {k: v.astype(np.float64) for k, v in stored.items()}
+    per = 1 if kernel in ("split", "staged") else max(1, 256 // c)
+    grid = max(1, -(-batch // per) // 2)
+
+    def run(*args: object) -> None:
+        cmd = [str(emulators[cid]), *map(str, args)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{cid} {case} {kernel}:\n{done.stdout}{done.stderr}"
+
+    def check(name: str, want: np.ndarray) -> None:
+        got = np.fromfile(tmp_path / f"{name}.bin", dtype=dtype).reshape(want.shape).astype(np.float64)
+        assert not np.isnan(got).any(), f"{name}: {int(np.isnan(got).sum())} elements never written"
+        err = relative_error(got, want)
+        assert err <= limit, f"{cid} {case} {kernel}: {name} relative error {err:.2e} > {limit}"
+
+    # conv1's step: V only, plus the sums of its output
+    run(kernel, batch, c, 0, act, 0, 0, 1, grid, 1, 0, tmp_path)
+    h, want_v = _reference(e["m"], e["bias"], None, None, act)
+    check("v", want_v)
+    check("stats", tile_stats(h.reshape(batch, 8, 8, c).transpose(0, 3, 1, 2)))
+    # conv2's step with the gates given: skip, out (over skip), V
+    run(kernel, batch, c, 0, act, 1, 1, 1, grid, 0, 1, tmp_path)
+    mt = e["m"].reshape(6, 6, batch, 2, 2, c)
+    tiles = np.einsum("ri,ijbyxc,fj->byxrfc", A_T, mt, A_T)
+    board = tiles.transpose(0, 1, 3, 2, 4, 5).reshape(batch, 8, 8, c)
+    gated = (board + e["bias"]) * e["gates"][:, None, None, :c] + e["gates"][:, None, None, c:]
+    out = _act(gated + e["skip"].reshape(batch, 8, 8, c), act)
+    check("out", out.reshape(batch * 64, c))
+    check("v", _input_transform(out))
+    # se_gates
+    run("segates", batch, c, se_hidden, act, tmp_path)
+    hidden = _act(e["hpre"] + e["b1f"], act)
+    z = hidden @ e["w2t"] + e["b2"]
+    check("gates", np.concatenate([1.0 / (1.0 + np.exp(-z[:, :c])), z[:, c:]], axis=1))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from lc0py.backends.gpu.layers import ACT_NONE, AttentionPolicyHead, MovesLeftHead, Tap, ValueHead
 from lc0py.backends.gpu.ops import GpuOps
+from lc0py.backends.gpu.se_fold import STATS
 from lc0py.backends.gpu.weights import (
     PLANES,
     POLICY_OUT,
@@ -76,18 +77,20 @@ class Conv3x3:
     def forward_fused(
         self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
         skip: int = 0, se: tuple[int, int, int, int] | None = None, se_hidden: int = 0,
-        act: int | None = None,
+        act: int | None = None, stats: int = 0, gates: int = 0,
     ) -> None:
         """Winograd with the fused output step (``winograd_output_fused``): ``buf.wino_v`` (already
         transformed) -> the GEMMs -> ``y = act(SE(conv + b) + skip)``, stored to NHWC ``out``
         (0: not stored) and, with ``transform_next``, transformed back into ``buf.wino_v`` for the
         next convolution. ``act``: this layer's unless given (a block's second convolution takes
-        the block's, applied after the skip)."""
+        the block's, applied after the skip). ``stats``: also write the per-tile sums of ``y``
+        there; ``gates``: apply these SE gates instead of ``se`` (backend option ``se_gates``)."""
         self.multiply(ops, buf, bsz)
         v_next = buf.wino_v if transform_next else 0
         act_code = self.act if act is None else act
         assert act_code is not None
-        ops.winograd_fused(buf.wino_m, self.w.b, skip, out, v_next, se, self.c_out, se_hidden, act_code, bsz)
+        ops.winograd_fused(buf.wino_m, self.w.b, skip, out, v_next, se, self.c_out, se_hidden, act_code, bsz,
+                           stats=stats, gates=gates)
 
     def forward(
         self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int, transformed: bool = False
@@ -125,8 +128,19 @@ class ResidualBlock:
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, transform_next: bool = True) -> None:
         se = self.w.se
-        gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b) if se is not None else None
+        gate = None
+        if se is not None and se.fc1_w is not None and se.fc1_b is not None:
+            gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b)
         c = self.s.C
+        if self.fused and se is not None and se.fold_w is not None and se.fold_b is not None:
+            # the SE outside the fused step (se_fold.py): sums of h -> folded fc1 GEMM -> gates
+            s, k = self.se_hidden, STATS * c
+            self.conv1.forward_fused(ops, buf, bsz, stats=buf.se_stats)
+            ops.gemm(bsz, s, k, buf.se_stats, k, se.fold_w, k, buf.se_hpre, s, trans_b=True)
+            ops.se_gates_kernel(buf.se_hpre, se.fold_b, se.fc2_w, se.fc2_b, buf.se_gates, c, s, self.act, bsz)
+            self.conv2.forward_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
+                                     gates=buf.se_gates, act=self.act)
+            return
         if self.fused:
             self.conv1.forward_fused(ops, buf, bsz)
             self.conv2.forward_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,

@@ -63,6 +63,7 @@ class GpuNetwork:
         winograd: bool = False,
         winograd_staged: bool | None = None,
         winograd_split: bool = True,
+        se_gates: bool = False,
     ) -> None:
         self.p = platform
         self.net = network
@@ -84,7 +85,8 @@ class GpuNetwork:
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
             self.ops.staged_fused = winograd_staged
             self.ops.split_fused = winograd_split
-            rweights = self._upload(pack_residual_model(network, self.np_dtype, winograd))
+            packed = pack_residual_model(network, self.np_dtype, winograd, se_gates and winograd)
+            rweights = self._upload(packed)
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape)
             ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)

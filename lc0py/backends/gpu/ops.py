@@ -229,6 +229,7 @@ class GpuOps:
             "residual.hip", "winograd_output_fused_split_staged", fused_defines
         )
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
+        self.k_se_gates = self.function("residual.hip", "se_gates", fused_defines)
 
     def can_fuse_winograd(self, c: int) -> bool:
         """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole
@@ -291,7 +292,7 @@ class GpuOps:
 
     def winograd_fused(
         self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
-        c: int, s: int, act: int, bsz: int,
+        c: int, s: int, act: int, bsz: int, stats: int = 0, gates: int = 0,
     ) -> None:
         """From the 36 GEMM outputs ``M``: ``y = act(SE(Aᵀ M A + bias) + skip)`` written to NHWC
         ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
@@ -303,7 +304,8 @@ class GpuOps:
         assert self.can_fuse_winograd(c), c
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
         args: list[KernelArg] = [
-            P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act)
+            P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act),
+            P(stats), P(gates),
         ]
         if self.can_stage_split(c, s, bsz):
             grid = self.split_staged_grid(c, s, bsz)
@@ -317,6 +319,12 @@ class GpuOps:
         per = self.fused_positions_per_block(c)
         smem = per * (c + s) * 4 if se is not None else 0
         self.p.launch(self.k_wino_fused, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
+
+    def se_gates_kernel(self, hpre: int, b1f: int, w2t: int, b2: int, gates: int, c: int, s: int, act: int,
+                        bsz: int) -> None:
+        """``gates [B, 2C]`` = (sigmoid(z[:C]), z[C:]), z = W2 act(hpre + b1f) + b2, per position."""
+        args: list[KernelArg] = [P(hpre), P(b1f), P(w2t), P(b2), P(gates), I(c), I(s), I(act)]
+        self.p.launch(self.k_se_gates, (bsz, 1, 1), (256, 1, 1), s * 4, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""

@@ -452,6 +452,9 @@ class Buffers:
     pol_fc: int = 0  # residual nets, classical policy: dense output [B, 1858]
     wino_v: int = 0  # residual nets, Winograd: transformed inputs [36, B*4, Cin]
     wino_m: int = 0  # residual nets, Winograd: GEMM outputs [36, B*4, Cout]
+    se_stats: int = 0  # residual nets, se_gates: per-tile sums of a block's first conv [B, 16, C]
+    se_hpre: int = 0  # residual nets, se_gates: SE fc1 pre-activation [B, S]
+    se_gates: int = 0  # residual nets, se_gates: SE gates (sigmoid scale | shift) [B, 2C]
 
 
 def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:

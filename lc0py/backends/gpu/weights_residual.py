@@ -29,6 +29,7 @@ from typing import Generic
 
 import numpy as np
 
+from lc0py.backends.gpu.se_fold import STATS, fold_se_fc1
 from lc0py.backends.gpu.weights import (
     PLANES,
     POLICY_OUT,
@@ -129,12 +130,17 @@ class ConvWeights(Generic[A]):
 class SeWeights(Generic[A]):
     """Squeeze-and-excitation: ``fc1 [S, C]`` (+ default activation), ``fc2`` transposed to ``[S, 2C]``
     (outputs: scale | bias; transposed so the kernels' threads, one per output, read consecutive
-    addresses)."""
+    addresses). With the backend option ``se_gates`` fc1 is only there folded (``fold_*``)."""
 
-    fc1_w: A
-    fc1_b: A
+    fc1_w: A | None
+    fc1_b: A | None
     fc2_w: A
     fc2_b: A
+    #: fc1 folded with the block's second convolution onto the first one's per-tile sums,
+    #: ``[S, 16C]`` and ``[S]`` (backend option ``se_gates``; lc0py/backends/gpu/se_fold.py);
+    #: None without it
+    fold_w: A | None = None
+    fold_b: A | None = None
 
 
 @dataclass
@@ -223,7 +229,7 @@ def conv_policy_tables(planes: int, bias: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def pack_residual_model(
-    net: ResidualNetwork, dtype: type, winograd: bool = False
+    net: ResidualNetwork, dtype: type, winograd: bool = False, se_gates: bool = False
 ) -> ResidualModelWeights[np.ndarray]:
     """Every device array of ``net`` re-arranged for NHWC, contiguous, in ``dtype`` (tables: int32);
     3x3 convolutions as im2col matrices, or Winograd filter transforms with ``winograd``."""
@@ -233,7 +239,10 @@ def pack_residual_model(
         se = None
         if block.se is not None:
             f1, f2 = block.se.fc1, block.se.fc2
-            se = SeWeights(f1.w, bias_of(f1), f2.w.T, bias_of(f2))
+            if se_gates:  # fc1 only folded (the fused steps never run it themselves)
+                se = SeWeights(None, None, f2.w.T, bias_of(f2), *fold_se_fc1(block.conv2, f1))
+            else:
+                se = SeWeights(f1.w, bias_of(f1), f2.w.T, bias_of(f2))
         blocks.append(ResidualBlockWeights(_conv(block.conv1, winograd), _conv(block.conv2, winograd), se))
     pol = net.policy
     policy: ResidualPolicyWeights[np.ndarray]
@@ -275,6 +284,9 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
     if s.winograd:  # transformed inputs [36, B*4, Cin] and GEMM outputs [36, B*4, Cout]
         sizes["wino_v"] = 36 * batch * 4 * max(s.C, PLANES) * elem
         sizes["wino_m"] = 36 * batch * 4 * max(s.C, s.P) * elem
+        if s.S:  # the SE outside the fused step (backend option se_gates; se_fold.py)
+            sizes |= {"se_stats": batch * STATS * s.C * elem, "se_hpre": batch * s.S * elem,
+                      "se_gates": batch * 2 * s.C * elem}
     else:
         sizes["cols"] = m * 9 * max(s.C, PLANES) * elem  # im2col of the 3x3 convolutions
     sizes |= {

@@ -130,6 +130,13 @@ RESIDUAL_CASES = {
     # widths winograd_output_fused takes: 8 positions per block (32 filters), one (256), no SE
     "res-32-conv-winograd-fused": dict(preset="res-tiny", filters=32, se_hidden=8, winograd=True),
     "res-20x256-1block-winograd-fused": dict(preset="res-20x256", blocks=1, winograd=True),
+    # the SE outside the fused step: per-tile sums, the folded fc1 GEMM, se_gates, gated step
+    "res-32-se-gates-winograd-fused": dict(
+        preset="res-tiny", filters=32, se_hidden=8, winograd=True, se_gates=True
+    ),
+    "res-20x256-1block-se-gates-winograd-fused": dict(
+        preset="res-20x256", blocks=1, winograd=True, se_gates=True
+    ),
     "res-64-attention-noSE-winograd-fused": dict(
         preset="res-tiny", filters=64, se=False, policy="attention", policy_embedding=32, policy_dmodel=32,
         winograd=True,
@@ -145,11 +152,14 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
 
     kw = dict(RESIDUAL_CASES[case])
     winograd = bool(kw.pop("winograd", False))
+    se_gates = bool(kw.pop("se_gates", False))
     net = _net(**kw)
     plat = PointerPlatform()
-    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd)
+    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd, se_gates=se_gates)
     try:
         assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
+        if se_gates:
+            assert all(b.w.se is not None and b.w.se.fold_w is not None for b in gpu.model.blocks)
         assert gpu.model.fused is case.endswith("-fused")  # res-tiny's 16 filters: the unfused kernels
         assert len(gpu.model.blocks) == len(net.blocks)
         assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)

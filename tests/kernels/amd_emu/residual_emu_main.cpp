@@ -6,11 +6,15 @@
 // (prelude_hiprtc.h), so this checks its stage layout and its persistent loop over positions
 // (fewer blocks than positions), not cp.async timing.
 // Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
-// Usage: residual_emu staged|direct|split batch c se act skip out v grid dir
+// Usage: residual_emu staged|direct|split batch c se act skip out v grid stats gates dir
 //   dir holds m.bin [36, batch*4, c], bias.bin [c], and with skip skip.bin [batch*64, c], with
 //   se > 0 w1.bin [se, c], b1.bin [se], w2t.bin [se, 2c], b2.bin [2c], all of the kernel's T.
 //   Writes out.bin [batch*64, c] (out aliases skip when both are on, as in the backend) and
 //   v.bin [36, batch*4, c]; unwritten elements stay NaN. grid: the staged kernel's block count.
+//   stats: also writes stats.bin [batch, 16, c] (the per-tile sums for the next block's SE);
+//   gates: reads gates.bin [batch, 2c] and applies them in place of the SE.
+// Usage: residual_emu segates batch c se act dir
+//   dir holds hpre.bin [batch, se], b1f.bin [se], w2t.bin, b2.bin; writes gates.bin [batch, 2c].
 // Usage: residual_emu other batch c se act dir
 //   dir holds x.bin [batch*64, c], m.bin, bias.bin, skip.bin and (se > 0) the SE weights; writes
 //   cols.bin (im2col3x3 of x), vin.bin (winograd_input of x), y.bin (winograd_output of m, bias,
@@ -27,6 +31,7 @@
 alignas(16) float fused_smem[1 << 14];
 alignas(16) float se_smem[1 << 14];  // se_residual (compiled with the file, not run here)
 alignas(16) uint4 staged_smem[(512 << 10) / sizeof(uint4)];  // fp32 stages too (the device has 227 KiB)
+alignas(16) float gates_hidden[1 << 10];  // se_gates
 
 static std::vector<T> read_t(const std::string& path, size_t n) {
     std::vector<T> v(n);
@@ -91,18 +96,36 @@ static int run_other(int batch, int c, int se, int act, const std::string& dir) 
     return emu::g_errors.empty() ? 0 : 1;
 }
 
+static int run_segates(int batch, int c, int se, int act, const std::string& dir) {
+    const T nan = nan_t();
+    auto hpre = read_t(dir + "/hpre.bin", (size_t)batch * se);
+    auto b1f = read_t(dir + "/b1f.bin", (size_t)se);
+    const SeWeights sew = read_se(dir, se, c);
+    std::vector<T> gates((size_t)batch * 2 * c, nan);
+    if ((size_t)se > sizeof(gates_hidden) / sizeof(float)) return 3;
+    emu::run_grid(emu_dim3{(unsigned)batch, 1, 1}, 128, [&] {  // fewer threads than outputs: the loop runs
+        se_gates(hpre.data(), b1f.data(), sew.w2t.data(), sew.b2.data(), gates.data(), c, se, act);
+    });
+    for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
+    write_t(dir + "/gates.bin", gates);
+    return emu::g_errors.empty() ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
     if (argc == 7 && std::string(argv[1]) == "other")
         return run_other(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
-    if (argc != 11) {
-        std::fprintf(stderr, "usage: %s staged|direct|split batch c se act skip out v grid dir\n", argv[0]);
+    if (argc == 7 && std::string(argv[1]) == "segates")
+        return run_segates(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), argv[6]);
+    if (argc != 13) {
+        std::fprintf(stderr, "usage: %s staged|direct|split batch c se act skip out v grid stats gates dir\n", argv[0]);
         return 2;
     }
     const bool staged = std::string(argv[1]) == "staged", split = std::string(argv[1]) == "split";
     const int batch = std::atoi(argv[2]), c = std::atoi(argv[3]), se = std::atoi(argv[4]), act = std::atoi(argv[5]);
     const bool has_skip = std::atoi(argv[6]) != 0, has_out = std::atoi(argv[7]) != 0, has_v = std::atoi(argv[8]) != 0;
     const int grid = std::atoi(argv[9]);
-    const std::string dir = argv[10];
+    const bool has_stats = std::atoi(argv[10]) != 0, has_gates = std::atoi(argv[11]) != 0;
+    const std::string dir = argv[12];
     const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
     const T nan = nan_t();
     auto m = read_t(dir + "/m.bin", mv);
@@ -110,6 +133,8 @@ int main(int argc, char** argv) {
     std::vector<T> skip = has_skip ? read_t(dir + "/skip.bin", rows) : std::vector<T>();
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
+    std::vector<T> stats(has_stats ? (size_t)batch * 16 * c : 0, nan);
+    std::vector<T> gates = has_gates ? read_t(dir + "/gates.bin", (size_t)batch * 2 * c) : std::vector<T>();
     T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
     const bool four = split || staged;  // (c, 4) blocks, one position each
     const int per = four ? 1 : c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
@@ -127,10 +152,12 @@ int main(int argc, char** argv) {
     const T* pw1 = se > 0 ? sew.w1.data() : nullptr;
     const emu_dim3 block{(unsigned)c, (unsigned)(four ? 4 : per), 1};  // split: x = channel, y = tile
     emu::run_grid(emu_dim3{(unsigned)(staged ? grid : groups), 1, 1}, block, [&] {
-        kernel(m.data(), bias.data(), sk, out, pv, pw1, sew.b1.data(), sew.w2t.data(), sew.b2.data(), batch, c, se, act);
+        kernel(m.data(), bias.data(), sk, out, pv, pw1, sew.b1.data(), sew.w2t.data(), sew.b2.data(), batch, c, se, act,
+               has_stats ? stats.data() : nullptr, has_gates ? gates.data() : nullptr);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
     if (has_out) write_t(dir + "/out.bin", has_skip ? skip : out_own);
     if (has_v) write_t(dir + "/v.bin", v);
+    if (has_stats) write_t(dir + "/stats.bin", stats);
     return emu::g_errors.empty() ? 0 : 1;
 }
