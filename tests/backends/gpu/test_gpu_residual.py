@@ -44,7 +44,7 @@ NETS = {
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool | None = None, split: bool = True,
+    staged: bool | None = None, split: bool = True, se_gates: bool = False,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
@@ -52,7 +52,7 @@ def _check(
     wino = winograd_default(net) if winograd is None else winograd
     gpu = GpuNetwork(
         platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino,
-        winograd_staged=staged, winograd_split=split,
+        winograd_staged=staged, winograd_split=split, se_gates=se_gates,
     )
     try:
         batch, ref, trace = traced_reference(net, size)
@@ -101,6 +101,25 @@ def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def
     assert groups > cuda_platform.info.sm_count  # the staged kernel's blocks each take several
     staged, split = kernel == "staged", kernel in ("split", "staged")
     _check(cuda_platform, net, True, f"{case} {kernel}", True, size=size, staged=staged, split=split)
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
+@pytest.mark.parametrize(("case", "size"), [("res-20x256-2blocks", 300), ("res-32-winograd", 40)])
+def test_se_gates_matches_reference(  # type: ignore[no-untyped-def]
+    cuda_platform, case: str, size: int, kernel: str, fp16: bool
+) -> None:
+    """The SE outside the fused step (per-tile sums from the first convolution's step, the folded
+    fc1 GEMM, se_gates, the gated second step) on each of the three step kernels."""
+    preset, overrides = NETS[case]
+    overrides = dict(overrides)
+    overrides.pop("winograd", None)
+    net = random_network(preset, 13, **overrides)
+    staged, split = kernel == "staged", kernel in ("split", "staged")
+    _check(
+        cuda_platform, net, fp16, f"{case} {kernel} se_gates", True, size=size, staged=staged,
+        split=split, se_gates=True,
+    )
 
 
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
