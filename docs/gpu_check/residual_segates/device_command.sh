@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Issue 11: the SE outside the fused step (backend option se_gates). One call:
+#  (second call: se_gates with 8 positions a block, the gates on the side stream)
 #  1. verify on and off with the staged and split kernels, fp16 and fp32, and the two real SE nets;
 #  2. the GPU tests of the gated path (test_se_gates_matches_reference: three kernels, fp16/fp32);
 #  3. like-for-like e2e of res-20x256 (residual_h100b/e2e.py), se_gates off / on / on / off,

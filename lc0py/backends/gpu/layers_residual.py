@@ -54,6 +54,8 @@ from lc0py.weights.network import Activation
 from lc0py.weights.residual import ResidualNetwork
 
 #: lc0 hard-codes SELU for the attention-policy embedding on a non-attention body.
+#: the side-stream branch (``GpuOps.branch``) of a block's SE gates (backend option ``se_gates``)
+SE_BRANCH = 1
 RESIDUAL_ATTENTION_POLICY_ACT = Activation.SELU
 
 
@@ -86,6 +88,16 @@ class Conv3x3:
         the block's, applied after the skip). ``stats``: also write the per-tile sums of ``y``
         there; ``gates``: apply these SE gates instead of ``se`` (backend option ``se_gates``)."""
         self.multiply(ops, buf, bsz)
+        self.output_fused(ops, buf, bsz, out=out, transform_next=transform_next, skip=skip, se=se,
+                          se_hidden=se_hidden, act=act, stats=stats, gates=gates)
+
+    def output_fused(
+        self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
+        skip: int = 0, se: tuple[int, int, int, int] | None = None, se_hidden: int = 0,
+        act: int | None = None, stats: int = 0, gates: int = 0,
+    ) -> None:
+        """``forward_fused`` after the GEMMs: the fused step alone (``buf.wino_m`` already holds
+        ``M``)."""
         v_next = buf.wino_v if transform_next else 0
         act_code = self.act if act is None else act
         assert act_code is not None
@@ -133,13 +145,21 @@ class ResidualBlock:
             gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b)
         c = self.s.C
         if self.fused and se is not None and se.fold_w is not None and se.fold_b is not None:
-            # the SE outside the fused step (se_fold.py): sums of h -> folded fc1 GEMM -> gates
-            s, k = self.se_hidden, STATS * c
+            # the SE outside the fused step (se_fold.py): the sums of h -> the folded fc1 GEMM ->
+            # se_gates, on the side stream while the main one runs the second convolution's GEMMs
+            # (they need only V); the second step waits for both
+            s, k, fold_w, fold_b, w2, b2 = self.se_hidden, STATS * c, se.fold_w, se.fold_b, se.fc2_w, se.fc2_b
             self.conv1.forward_fused(ops, buf, bsz, stats=buf.se_stats)
-            ops.gemm(bsz, s, k, buf.se_stats, k, se.fold_w, k, buf.se_hpre, s, trans_b=True)
-            ops.se_gates_kernel(buf.se_hpre, se.fold_b, se.fc2_w, se.fc2_b, buf.se_gates, c, s, self.act, bsz)
-            self.conv2.forward_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
-                                     gates=buf.se_gates, act=self.act)
+
+            def gates() -> None:
+                ops.gemm(bsz, s, k, buf.se_stats, k, fold_w, k, buf.se_hpre, s, trans_b=True)
+                ops.se_gates_kernel(buf.se_hpre, fold_b, w2, b2, buf.se_gates, c, s, self.act, bsz)
+
+            ops.branch(SE_BRANCH, gates)
+            self.conv2.multiply(ops, buf, bsz)
+            ops.join(SE_BRANCH)
+            self.conv2.output_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
+                                    gates=buf.se_gates, act=self.act)
             return
         if self.fused:
             self.conv1.forward_fused(ops, buf, bsz)
@@ -189,7 +209,9 @@ class ClassicalPolicyHead:
 class GpuResidualModel:
     """A residual net as layers, with ``GpuModel``'s ``forward(ops, buf, bsz, flash, tap)``."""
 
-    SIDE_BRANCHES = 1
+    #: side-stream branches ``forward`` forks: the value/moves-left heads (0) and, with the backend
+    #: option ``se_gates``, every block's gates (``SE_BRANCH``, its events re-recorded per block)
+    SIDE_BRANCHES = 2
     attention = None  # no attention body: flash does not apply
 
     def __init__(

@@ -23,6 +23,7 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 #: The widest body ``winograd_output_fused`` takes (one thread per channel; its launch bounds).
 FUSED_WINOGRAD_MAX_C = 512
 SPLIT_FUSED_MAX_THREADS = 1024  # kernels/residual.hip LC0_SPLIT_MAX_THREADS: 4 tiles x c channels a block
+SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -222,6 +223,7 @@ class GpuOps:
         fused_defines = {
             "LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C,
             "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
+            "LC0_SE_GATES_POS": SE_GATES_POSITIONS,
         }
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
         self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
@@ -322,9 +324,12 @@ class GpuOps:
 
     def se_gates_kernel(self, hpre: int, b1f: int, w2t: int, b2: int, gates: int, c: int, s: int, act: int,
                         bsz: int) -> None:
-        """``gates [B, 2C]`` = (sigmoid(z[:C]), z[C:]), z = W2 act(hpre + b1f) + b2, per position."""
-        args: list[KernelArg] = [P(hpre), P(b1f), P(w2t), P(b2), P(gates), I(c), I(s), I(act)]
-        self.p.launch(self.k_se_gates, (bsz, 1, 1), (256, 1, 1), s * 4, self.stream, args)
+        """``gates [B, 2C]`` = (sigmoid(z[:C]), z[C:]), z = W2 act(hpre + b1f) + b2, per position
+        (``SE_GATES_POSITIONS`` positions a block, its threads over the 2C outputs)."""
+        args: list[KernelArg] = [P(hpre), P(b1f), P(w2t), P(b2), P(gates), I(bsz), I(c), I(s), I(act)]
+        grid = -(-bsz // SE_GATES_POSITIONS)
+        smem = s * SE_GATES_POSITIONS * 4
+        self.p.launch(self.k_se_gates, (grid, 1, 1), (256, 1, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""

@@ -14,7 +14,8 @@
 //   stats: also writes stats.bin [batch, 16, c] (the per-tile sums for the next block's SE);
 //   gates: reads gates.bin [batch, 2c] and applies them in place of the SE.
 // Usage: residual_emu segates batch c se act dir
-//   dir holds hpre.bin [batch, se], b1f.bin [se], w2t.bin, b2.bin; writes gates.bin [batch, 2c].
+//   dir holds hpre.bin [batch, se], b1f.bin [se], w2t.bin, b2.bin; writes gates.bin [batch, 2c]
+//   (blocks of LC0_SE_GATES_POS positions, the last one partial unless batch is a multiple).
 // Usage: residual_emu other batch c se act dir
 //   dir holds x.bin [batch*64, c], m.bin, bias.bin, skip.bin and (se > 0) the SE weights; writes
 //   cols.bin (im2col3x3 of x), vin.bin (winograd_input of x), y.bin (winograd_output of m, bias,
@@ -31,7 +32,7 @@
 alignas(16) float fused_smem[1 << 14];
 alignas(16) float se_smem[1 << 14];  // se_residual (compiled with the file, not run here)
 alignas(16) uint4 staged_smem[(512 << 10) / sizeof(uint4)];  // fp32 stages too (the device has 227 KiB)
-alignas(16) float gates_hidden[1 << 10];  // se_gates
+alignas(16) float gates_hidden[1 << 12];  // se_gates
 
 static std::vector<T> read_t(const std::string& path, size_t n) {
     std::vector<T> v(n);
@@ -102,9 +103,10 @@ static int run_segates(int batch, int c, int se, int act, const std::string& dir
     auto b1f = read_t(dir + "/b1f.bin", (size_t)se);
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> gates((size_t)batch * 2 * c, nan);
-    if ((size_t)se > sizeof(gates_hidden) / sizeof(float)) return 3;
-    emu::run_grid(emu_dim3{(unsigned)batch, 1, 1}, 128, [&] {  // fewer threads than outputs: the loop runs
-        se_gates(hpre.data(), b1f.data(), sew.w2t.data(), sew.b2.data(), gates.data(), c, se, act);
+    if ((size_t)se * LC0_SE_GATES_POS > sizeof(gates_hidden) / sizeof(float)) return 3;
+    const unsigned blocks = (unsigned)((batch + LC0_SE_GATES_POS - 1) / LC0_SE_GATES_POS);
+    emu::run_grid(emu_dim3{blocks, 1, 1}, 128, [&] {  // fewer threads than outputs: the loop runs
+        se_gates(hpre.data(), b1f.data(), sew.w2t.data(), sew.b2.data(), gates.data(), batch, c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
     write_t(dir + "/gates.bin", gates);
