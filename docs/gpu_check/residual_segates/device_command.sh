@@ -5,7 +5,8 @@
 #  2. the GPU tests of the gated path (test_se_gates_matches_reference: three kernels, fp16/fp32);
 #  3. like-for-like e2e of res-20x256 (residual_h100b/e2e.py), se_gates off / on / on / off,
 #     2 rounds, the PyTorch peer (scripts/peer_torch.py) after each round;
-#  4. the kernels in context (ncu, --cache-control none) at 1024, on and off.
+#  4. t78 (512 filters: the direct kernel) e2e off / on / on / off;
+#  5. the kernels in context (ncu, --cache-control none) at 1024 with se_gates on.
 #   C=<commit> bash docs/gpu_check/residual_segates/device_command.sh
 set -u
 R=$OUT/r; mkdir -p $R; D=docs/gpu_check
@@ -32,11 +33,23 @@ for r in 1 2; do
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"batch"' in l]
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"batch"' in l and '"t78"' not in l]
 for b in (64, 256, 1024):
     med = {s: statistics.median([r["nps"] for r in rows if r["side"] == s and r["batch"] == b]) for s in ("off", "on", "peer")}
     print("res-20x256 e2e", b, {k: round(v) for k, v in med.items()}, "on/off", round(med["on"] / med["off"], 3),
           "on/peer", round(med["on"] / med["peer"], 3), "off/peer", round(med["off"] / med["peer"], 3))
+PY
+t=/tmp/t78.pb.gz
+python3 -m lc0py make-net --preset t78 -o $t >/dev/null 2>&1
+for side in off on on off; do
+  timeout 90 python3 $D/residual_h100b/e2e.py $t 256,1024 se_gates=$side 2>>$R/err | sed "s|^{|{\"side\": \"$side\", \"net\": \"t78\", |" >>$L
+done
+python3 - $L >>$L <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"t78"' in l]
+for b in (256, 1024):
+    med = {s: statistics.median([r["nps"] for r in rows if r["side"] == s and r["batch"] == b]) for s in ("off", "on")}
+    print("t78 e2e", b, {k: round(v) for k, v in med.items()}, "on/off", round(med["on"] / med["off"], 3))
 PY
 for side in on; do
   timeout 80 ncu --clock-control none --cache-control none --kernel-name regex:"winograd|se_gates|gemm|nvjet" --launch-skip 300 --launch-count 12 \
