@@ -577,41 +577,58 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
 #ifndef LC0_SE_GATES_POS  // the host passes ops.SE_GATES_POSITIONS
 #define LC0_SE_GATES_POS 8
 #endif
-static_assert(LC0_SE_GATES_POS % 4 == 0, "se_gates reads a weight's positions four at a time");
+#ifndef LC0_SE_GATES_KC  // the host passes ops.SE_GATES_K_CHUNK
+#define LC0_SE_GATES_KC 16
+#endif
+static_assert(LC0_SE_GATES_POS % 4 == 0, "se_gates reads a weight's positions as 16-byte vectors");
 
 // The gates of a block's second convolution from fc1's pre-activation hpre [B][se] (the GEMM of
 // the first convolution's sums with the folded fc1, se_fold.py): hidden = act(hpre + b1f),
-// z = W2 hidden + b2, gates[b] = (sigmoid(z[:c]), z[c:]). A block takes LC0_SE_GATES_POS
-// positions and its threads the 2c outputs: each weight of w2t [se, 2c] is read once a block
-// (one block per position read all of W2 per position: 32 MB from L2 at batch 1024, 11 us on an
-// H100). Dynamic shared memory: se * LC0_SE_GATES_POS floats, the positions' hidden [se][POS].
+// z = W2 hidden + b2, gates[b] = (sigmoid(z[:c]), z[c:]); w2t [se, 2c] as the SE kernels take it.
+// It sits between two GEMMs on the critical path, so it is built for latency, not instructions:
+// a block takes LC0_SE_GATES_POS positions (blockIdx.x) and blockDim.x of the 2c outputs
+// (blockIdx.y), one a thread; a thread issues its first LC0_SE_GATES_KC weight loads before the
+// barrier that waits for the hidden values, so one round trip to L2 serves both (a thread doing
+// two outputs with a dependent K loop took 12 us on an H100 at any batch).
+// Dynamic shared memory: hidden [kp][POS] floats, kp = se rounded up to LC0_SE_GATES_KC (zeros
+// past se, so the K loop needs no bound).
 extern "C" __global__ void se_gates(const T* LC0_RESTRICT hpre, const T* LC0_RESTRICT b1f, const T* LC0_RESTRICT w2t,
                                     const T* LC0_RESTRICT b2, T* LC0_RESTRICT gates, int batch, int c, int se,
                                     int act) {
-    constexpr int POS = LC0_SE_GATES_POS;
+    constexpr int POS = LC0_SE_GATES_POS, KC = LC0_SE_GATES_KC;
     extern __shared__ float gates_hidden[];
     const int b0 = blockIdx.x * POS;
     const int n = batch - b0 < POS ? batch - b0 : POS;
-    for (int i = threadIdx.x; i < POS * se; i += blockDim.x) {  // k fastest: hpre rows coalesce
-        const int p = i / se, k = i - p * se;
+    const int o = blockIdx.y * blockDim.x + threadIdx.x;
+    const bool live = o < 2 * c;
+    const int kp = (se + KC - 1) / KC * KC;
+    float w[KC];
+#pragma unroll
+    for (int j = 0; j < KC; ++j) w[j] = live && j < se ? to_f32(w2t[(size_t)j * 2 * c + o]) : 0.f;
+    const float bias = live ? to_f32(b2[o]) : 0.f;
+    for (int i = threadIdx.x; i < POS * kp; i += blockDim.x) {  // k fastest: hpre rows coalesce
+        const int p = i / kp, k = i - p * kp;
         gates_hidden[k * POS + p] =
-            p < n ? activate_fast(to_f32(hpre[(size_t)(b0 + p) * se + k]) + to_f32(b1f[k]), act) : 0.f;
+            p < n && k < se ? activate_fast(to_f32(hpre[(size_t)(b0 + p) * se + k]) + to_f32(b1f[k]), act) : 0.f;
     }
     __syncthreads();
-    for (int o = threadIdx.x; o < 2 * c; o += blockDim.x) {
-        float z[POS];
-        const float bias = to_f32(b2[o]);
+    float z[POS];
 #pragma unroll
-        for (int p = 0; p < POS; ++p) z[p] = bias;
-#pragma unroll 4
-        for (int k = 0; k < se; ++k) {
-            const float w = to_f32(w2t[(size_t)k * 2 * c + o]);
-            const float* h = gates_hidden + k * POS;  // 16-byte aligned: vector loads
+    for (int p = 0; p < POS; ++p) z[p] = bias;
+    for (int k0 = 0; k0 < kp; k0 += KC) {
+        if (k0 > 0) {
 #pragma unroll
-            for (int p = 0; p < POS; ++p) z[p] += w * h[p];
+            for (int j = 0; j < KC; ++j) w[j] = live && k0 + j < se ? to_f32(w2t[(size_t)(k0 + j) * 2 * c + o]) : 0.f;
         }
 #pragma unroll
-        for (int p = 0; p < POS; ++p)
-            if (p < n) store_f32(&gates[(size_t)(b0 + p) * 2 * c + o], o < c ? activate_fast(z[p], LC0_ACT_SIGMOID) : z[p]);
+        for (int j = 0; j < KC; ++j) {
+            const float* h = gates_hidden + (k0 + j) * POS;  // 16-byte aligned: vector loads
+#pragma unroll
+            for (int p = 0; p < POS; ++p) z[p] += w[j] * h[p];
+        }
     }
+    if (!live) return;
+#pragma unroll
+    for (int p = 0; p < POS; ++p)
+        if (p < n) store_f32(&gates[(size_t)(b0 + p) * 2 * c + o], o < c ? activate_fast(z[p], LC0_ACT_SIGMOID) : z[p]);
 }

@@ -24,6 +24,8 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 FUSED_WINOGRAD_MAX_C = 512
 SPLIT_FUSED_MAX_THREADS = 1024  # kernels/residual.hip LC0_SPLIT_MAX_THREADS: 4 tiles x c channels a block
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
+SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
+SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -224,6 +226,7 @@ class GpuOps:
             "LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C,
             "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
             "LC0_SE_GATES_POS": SE_GATES_POSITIONS,
+            "LC0_SE_GATES_KC": SE_GATES_K_CHUNK,
         }
         self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
         self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
@@ -325,11 +328,12 @@ class GpuOps:
     def se_gates_kernel(self, hpre: int, b1f: int, w2t: int, b2: int, gates: int, c: int, s: int, act: int,
                         bsz: int) -> None:
         """``gates [B, 2C]`` = (sigmoid(z[:C]), z[C:]), z = W2 act(hpre + b1f) + b2, per position
-        (``SE_GATES_POSITIONS`` positions a block, its threads over the 2C outputs)."""
+        (``SE_GATES_POSITIONS`` positions and ``SE_GATES_THREADS`` outputs a block)."""
         args: list[KernelArg] = [P(hpre), P(b1f), P(w2t), P(b2), P(gates), I(bsz), I(c), I(s), I(act)]
-        grid = -(-bsz // SE_GATES_POSITIONS)
-        smem = s * SE_GATES_POSITIONS * 4
-        self.p.launch(self.k_se_gates, (grid, 1, 1), (256, 1, 1), smem, self.stream, args)
+        grid = (-(-bsz // SE_GATES_POSITIONS), -(-2 * c // SE_GATES_THREADS), 1)
+        kp = -(-s // SE_GATES_K_CHUNK) * SE_GATES_K_CHUNK
+        smem = kp * SE_GATES_POSITIONS * 4
+        self.p.launch(self.k_se_gates, grid, (SE_GATES_THREADS, 1, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""

@@ -15,7 +15,7 @@
 //   gates: reads gates.bin [batch, 2c] and applies them in place of the SE.
 // Usage: residual_emu segates batch c se act dir
 //   dir holds hpre.bin [batch, se], b1f.bin [se], w2t.bin, b2.bin; writes gates.bin [batch, 2c]
-//   (blocks of LC0_SE_GATES_POS positions, the last one partial unless batch is a multiple).
+//   (blocks of LC0_SE_GATES_POS positions by 128 outputs, as the backend launches it).
 // Usage: residual_emu other batch c se act dir
 //   dir holds x.bin [batch*64, c], m.bin, bias.bin, skip.bin and (se > 0) the SE weights; writes
 //   cols.bin (im2col3x3 of x), vin.bin (winograd_input of x), y.bin (winograd_output of m, bias,
@@ -103,9 +103,11 @@ static int run_segates(int batch, int c, int se, int act, const std::string& dir
     auto b1f = read_t(dir + "/b1f.bin", (size_t)se);
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> gates((size_t)batch * 2 * c, nan);
-    if ((size_t)se * LC0_SE_GATES_POS > sizeof(gates_hidden) / sizeof(float)) return 3;
+    const size_t kp = (size_t)(se + LC0_SE_GATES_KC - 1) / LC0_SE_GATES_KC * LC0_SE_GATES_KC;
+    if (kp * LC0_SE_GATES_POS > sizeof(gates_hidden) / sizeof(float)) return 3;
     const unsigned blocks = (unsigned)((batch + LC0_SE_GATES_POS - 1) / LC0_SE_GATES_POS);
-    emu::run_grid(emu_dim3{blocks, 1, 1}, 128, [&] {  // fewer threads than outputs: the loop runs
+    const int threads = 128;  // ops.SE_GATES_THREADS
+    emu::run_grid(emu_dim3{blocks, (unsigned)((2 * c + threads - 1) / threads), 1}, threads, [&] {
         se_gates(hpre.data(), b1f.data(), sew.w2t.data(), sew.b2.data(), gates.data(), batch, c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
