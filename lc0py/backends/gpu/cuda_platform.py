@@ -211,7 +211,6 @@ class _Cublas:
         lib.cublasDestroy_v2.argtypes = [vp]
         lib.cublasSetStream_v2.argtypes = [vp, vp]
         lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
-        lib.cublasSetSmCountTarget.argtypes = [vp, i]
         lib.cublasGemmEx.argtypes = [vp, i, i, i, i, i, f, vp, i, i, vp, i, i, f, vp, i, i, i, i]
         lib.cublasGemmStridedBatchedEx.argtypes = [
             vp,
@@ -243,7 +242,6 @@ class _Cublas:
             "cublasDestroy_v2",
             "cublasSetStream_v2",
             "cublasSetWorkspace_v2",
-            "cublasSetSmCountTarget",
             "cublasGemmEx",
             "cublasGemmStridedBatchedEx",
         ):
@@ -457,10 +455,6 @@ class CudaPlatform(VendorPlatform):
         ws = self._blas_workspace()
         _Cublas.check(lib.cublasSetWorkspace_v2(handle, ws, BLAS_WORKSPACE), "cublasSetWorkspace")
         _Cublas.check(lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
-
-    def _set_sm_target(self, handle: ctypes.c_void_p, sm_count: int) -> None:
-        assert self._cublas is not None
-        _Cublas.check(self._cublas.lib.cublasSetSmCountTarget(handle, sm_count), "cublasSetSmCountTarget")
 
     def _destroy_blas_handle(self, handle: ctypes.c_void_p) -> None:
         if self._cublas is not None:

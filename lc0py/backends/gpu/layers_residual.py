@@ -70,13 +70,11 @@ class Conv3x3:
     def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
         self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
 
-    def multiply(self, ops: GpuOps, buf: Buffers, bsz: int, sm_target: int = 0) -> None:
-        """Winograd: the 36 batched GEMMs ``M[k] = V[k] · U[k]ᵀ`` (``V`` already transformed);
-        ``sm_target``: on that many multiprocessors (0: all)."""
+    def multiply(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """Winograd: the 36 batched GEMMs ``M[k] = V[k] · U[k]ᵀ`` (``V`` already transformed)."""
         cin, cout, tiles = self.c_in, self.c_out, bsz * 4
         ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
-                 batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout,
-                 sm_target=sm_target)
+                 batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
 
     def forward_fused(
         self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
@@ -148,20 +146,17 @@ class ResidualBlock:
         c = self.s.C
         if self.fused and se is not None and se.fold_w is not None and se.fold_b is not None:
             # the SE outside the fused step (se_fold.py): the sums of h -> the folded fc1 GEMM ->
-            # se_gates, on the side stream and a few multiprocessors while the main one runs the
-            # second convolution's GEMMs on the others (they need only V; a GEMM on all of them
-            # would run first and the gates after it); the second step waits for both
+            # se_gates, on the side stream while the main one runs the second convolution's GEMMs
+            # (they need only V); the second step waits for both
             s, k, fold_w, fold_b, w2, b2 = self.se_hidden, STATS * c, se.fold_w, se.fold_b, se.fc2_w, se.fc2_b
             self.conv1.forward_fused(ops, buf, bsz, stats=buf.se_stats)
-            spare = ops.se_gates_spare_sms if ops.fork else 0
-            main_sms = ops.p.info.sm_count - spare if spare else 0
 
             def gates() -> None:
-                ops.gemm(bsz, s, k, buf.se_stats, k, fold_w, k, buf.se_hpre, s, trans_b=True, sm_target=spare)
+                ops.gemm(bsz, s, k, buf.se_stats, k, fold_w, k, buf.se_hpre, s, trans_b=True)
                 ops.se_gates_kernel(buf.se_hpre, fold_b, w2, b2, buf.se_gates, c, s, self.act, bsz)
 
             ops.branch(SE_BRANCH, gates)
-            self.conv2.multiply(ops, buf, bsz, sm_target=main_sms)
+            self.conv2.multiply(ops, buf, bsz)
             ops.join(SE_BRANCH)
             self.conv2.output_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
                                     gates=buf.se_gates, act=self.act)

@@ -68,9 +68,6 @@ class GpuOps:
         #: shared memory, where that fits (backend option ``winograd_staged``): ``None`` (auto) for
         #: batches of 1.5 positions per resident block or more, ``True`` always
         self.staged_fused: bool | None = None
-        #: multiprocessors the second convolution's GEMMs leave to the side stream's SE gates
-        #: (backend option ``se_gates``; 0: the GEMMs take all of them)
-        self.se_gates_spare_sms = 8
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})

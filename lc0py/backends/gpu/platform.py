@@ -335,17 +335,12 @@ class Platform(ABC):
         stride_c: int = 0,
         bias: int = 0,
         epilogue: str | None = None,
-        sm_target: int = 0,
     ) -> None:
         """Row-major (strided-batched when ``batch > 1``) GEMM, see the module docstring.
 
         ``epilogue`` (``None``, ``"bias"``, ``"bias_relu"``) with ``bias`` a device vector of
         ``n`` elements of ``dtype`` adds ``bias[n]`` to every row (then ReLU) in the GEMM's
         epilogue; only allowed where ``supports_epilogue`` says so.
-
-        ``sm_target`` > 0: the GEMM is chosen for that many multiprocessors and leaves the rest to
-        work on another stream (cuBLAS's SM count target; a hint that BLAS libraries without one
-        ignore). 0: all of them.
         """
 
     def supports_epilogue(self, epilogue: str) -> bool:

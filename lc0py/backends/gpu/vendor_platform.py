@@ -165,7 +165,6 @@ class VendorPlatform(Platform):
         stride_c: int = 0,
         bias: int = 0,
         epilogue: str | None = None,
-        sm_target: int = 0,
     ) -> None:
         if epilogue is not None:
             raise GpuError(f"{self.blas_name} gemm: epilogue '{epilogue}' not supported on this platform")
@@ -175,19 +174,7 @@ class VendorPlatform(Platform):
         call = GemmCall(
             trans_b, trans_a, n, m, k, b, ldb, stride_b, a, lda, stride_a, c, ldc, stride_c, batch
         )
-        handle = self._blas_handle(stream)
-        if sm_target <= 0:
-            self._column_major_gemm(handle, call, dtype, alpha, beta)
-            return
-        self._set_sm_target(handle, sm_target)
-        try:
-            self._column_major_gemm(handle, call, dtype, alpha, beta)
-        finally:
-            self._set_sm_target(handle, 0)
-
-    def _set_sm_target(self, handle: Any, sm_count: int) -> None:
-        """Choose the GEMMs of ``handle`` for ``sm_count`` multiprocessors (0: all). The default
-        ignores it: rocBLAS has no such setting."""
+        self._column_major_gemm(self._blas_handle(stream), call, dtype, alpha, beta)
 
     @abstractmethod
     def _column_major_gemm(self, handle: Any, call: GemmCall, dtype: str, alpha: float, beta: float) -> None:
