@@ -20,10 +20,10 @@ Backend options (``--backend-opts``):
                               position's rows into shared memory (cp.async) while computing, where its
                               stages fit (fp16 <= 256 filters on an H100); ``auto``: for batches of 1.5
                               positions per resident block or more (>= 198 on an H100)
-``se_gates``        ``off``   residual nets with SE, fused Winograd steps: the SE outside the second
+``se_gates``        ``auto``  residual nets with SE, fused Winograd steps: the SE outside the second
                               convolution's step (the first one's step writes per-tile sums; fc1 folded
                               with the convolution is one small GEMM on them; ``se_gates`` makes the
-                              gates). lc0py/backends/gpu/se_fold.py
+                              gates; lc0py/backends/gpu/se_fold.py). ``auto``: for batches of 768 or more
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
@@ -111,7 +111,7 @@ class GpuBackend(BackendBase):
         winograd = winograd_default(network) if winograd_opt is None else winograd_opt
         winograd_staged = options.take("winograd_staged", None, _auto_or_bool)  # None: auto
         winograd_split = options.take("winograd_split", True)
-        se_gates = options.take("se_gates", False)
+        se_gates = options.take("se_gates", None, _auto_or_bool)  # None: auto
         overrides: dict[str, int] = {}
         for field in OVERRIDABLE:
             value = options.take(f"attn_{field}", None, _flash_param)

@@ -144,7 +144,10 @@ class ResidualBlock:
         if se is not None and se.fc1_w is not None and se.fc1_b is not None:
             gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b)
         c = self.s.C
-        if self.fused and se is not None and se.fold_w is not None and se.fold_b is not None:
+        if (
+            self.fused and se is not None and se.fold_w is not None and se.fold_b is not None
+            and (gate is None or ops.use_se_gates(bsz))
+        ):
             # the SE outside the fused step (se_fold.py): the sums of h -> the folded fc1 GEMM ->
             # se_gates, on the side stream while the main one runs the second convolution's GEMMs
             # (they need only V); the second step waits for both

@@ -63,7 +63,7 @@ class GpuNetwork:
         winograd: bool = False,
         winograd_staged: bool | None = None,
         winograd_split: bool = True,
-        se_gates: bool = False,
+        se_gates: bool | None = None,
     ) -> None:
         self.p = platform
         self.net = network
@@ -85,7 +85,13 @@ class GpuNetwork:
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
             self.ops.staged_fused = winograd_staged
             self.ops.split_fused = winograd_split
-            packed = pack_residual_model(network, self.np_dtype, winograd, se_gates and winograd)
+            self.ops.se_gates = se_gates
+            # a batch makes its SE gates in the fused step or outside it (ops.use_se_gates): upload
+            # fc1 for the one, its fold with the second convolution for the other, as they run
+            fused = winograd and self.ops.can_fuse_winograd(rshape.C)
+            fold = fused and se_gates is not False
+            plain = not (fold and se_gates is True)
+            packed = pack_residual_model(network, self.np_dtype, winograd, fold, plain)
             rweights = self._upload(packed)
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape)

@@ -26,6 +26,10 @@ SPLIT_FUSED_MAX_THREADS = 1024  # kernels/residual.hip LC0_SPLIT_MAX_THREADS: 4 
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
 SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
+#: se_gates=auto from this batch up: the gates cost a fixed ~14 us a block (the folded fc1 GEMM and
+#: se_gates, both latency-bound) and save ~0.02 us a position in the second step (H100, res-20x256:
+#: 0.87 of off at 256, 0.97 at 512, 1.01-1.03 at 1024; docs/performance.md)
+SE_GATES_AUTO_MIN = 768
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -68,6 +72,9 @@ class GpuOps:
         #: shared memory, where that fits (backend option ``winograd_staged``): ``None`` (auto) for
         #: batches of 1.5 positions per resident block or more, ``True`` always
         self.staged_fused: bool | None = None
+        #: the SE of fused residual blocks outside the second convolution's step (backend option
+        #: ``se_gates``): ``None`` (auto) for batches of ``SE_GATES_AUTO_MIN`` or more
+        self.se_gates: bool | None = None
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -235,6 +242,10 @@ class GpuOps:
         )
         self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
         self.k_se_gates = self.function("residual.hip", "se_gates", fused_defines)
+
+    def use_se_gates(self, bsz: int) -> bool:
+        """Whether a batch of ``bsz`` takes the SE outside the fused step (``se_gates``)."""
+        return self.se_gates is True or (self.se_gates is None and bsz >= SE_GATES_AUTO_MIN)
 
     def can_fuse_winograd(self, c: int) -> bool:
         """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole

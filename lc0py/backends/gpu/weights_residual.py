@@ -130,15 +130,15 @@ class ConvWeights(Generic[A]):
 class SeWeights(Generic[A]):
     """Squeeze-and-excitation: ``fc1 [S, C]`` (+ default activation), ``fc2`` transposed to ``[S, 2C]``
     (outputs: scale | bias; transposed so the kernels' threads, one per output, read consecutive
-    addresses). With the backend option ``se_gates`` fc1 is only there folded (``fold_*``)."""
+    addresses). fc1 is None where every batch makes the gates outside the step (``se_gates=on``
+    on a fused body), the folded fc1 None where none does: no upload is dead weight."""
 
     fc1_w: A | None
     fc1_b: A | None
     fc2_w: A
     fc2_b: A
     #: fc1 folded with the block's second convolution onto the first one's per-tile sums,
-    #: ``[S, 16C]`` and ``[S]`` (backend option ``se_gates``; lc0py/backends/gpu/se_fold.py);
-    #: None without it
+    #: ``[S, 16C]`` and ``[S]`` (backend option ``se_gates``; lc0py/backends/gpu/se_fold.py)
     fold_w: A | None = None
     fold_b: A | None = None
 
@@ -229,20 +229,21 @@ def conv_policy_tables(planes: int, bias: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def pack_residual_model(
-    net: ResidualNetwork, dtype: type, winograd: bool = False, se_gates: bool = False
+    net: ResidualNetwork, dtype: type, winograd: bool = False, fold_se: bool = False, plain_se: bool = True
 ) -> ResidualModelWeights[np.ndarray]:
     """Every device array of ``net`` re-arranged for NHWC, contiguous, in ``dtype`` (tables: int32);
-    3x3 convolutions as im2col matrices, or Winograd filter transforms with ``winograd``."""
+    3x3 convolutions as im2col matrices, or Winograd filter transforms with ``winograd``. Each
+    SE's fc1 as it is with ``plain_se``, folded with its block's second convolution with
+    ``fold_se`` (the gates outside the step, se_fold.py)."""
     s = residual_shape(net, winograd)
     blocks = []
     for block in net.blocks:
         se = None
         if block.se is not None:
             f1, f2 = block.se.fc1, block.se.fc2
-            if se_gates:  # fc1 only folded (the fused steps never run it themselves)
-                se = SeWeights(None, None, f2.w.T, bias_of(f2), *fold_se_fc1(block.conv2, f1))
-            else:
-                se = SeWeights(f1.w, bias_of(f1), f2.w.T, bias_of(f2))
+            se = SeWeights(f1.w if plain_se else None, bias_of(f1) if plain_se else None, f2.w.T, bias_of(f2))
+            if fold_se:
+                se.fold_w, se.fold_b = fold_se_fc1(block.conv2, f1)
         blocks.append(ResidualBlockWeights(_conv(block.conv1, winograd), _conv(block.conv2, winograd), se))
     pol = net.policy
     policy: ResidualPolicyWeights[np.ndarray]

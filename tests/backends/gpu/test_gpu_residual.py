@@ -3,7 +3,8 @@
 Marked ``gpu`` (skipped without an NVIDIA GPU). Random nets: res-tiny with each policy head,
 with and without SE, WDL and classical value; res-20x256 with two blocks (the real widths); real
 nets maia-1100 / meangirl-8 copied from ``../shared/nets`` or ``.nets/`` into tmp (skipped when absent).
-fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included.
+fp32 within 1e-4 relative, fp16 within 1e-2, per-block intermediates included. ``se_gates`` as
+the backend defaults it (auto: the 1,100-position batches make the gates outside the step).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ NETS = {
 
 def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
-    staged: bool | None = None, split: bool = True, se_gates: bool = False,
+    staged: bool | None = None, split: bool = True, se_gates: bool | None = None,
 ) -> None:
     from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork

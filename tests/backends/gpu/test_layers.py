@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.base import PlanesBatch
+from lc0py.backends.gpu.ops import SE_GATES_AUTO_MIN
 from lc0py.backends.gpu.platform import DeviceInfo
 from lc0py.backends.gpu.weights import leaves
 from lc0py.weights.presets import random_network
@@ -59,14 +60,18 @@ def _net(preset: str, **kw: Any) -> Any:
     return random_network(preset, 2, **kw)
 
 
-def _assert_forward_reads_every_weight_in_bounds(gpu: Any, plat: PointerPlatform, seed: int) -> None:
-    """One forward pass of three random positions on ``plat``: every uploaded weight array is
-    handed to some launch or GEMM, and no pointer falls outside an allocation."""
+def _assert_forward_reads_every_weight_in_bounds(
+    gpu: Any, plat: PointerPlatform, seed: int, sizes: tuple[int, ...] = (3,)
+) -> None:
+    """A forward pass of random positions for each batch size on ``plat``: every uploaded weight
+    array is handed to some launch or GEMM of one of them, and no pointer falls outside an
+    allocation."""
     weights = leaves(gpu.model_weights)
     assert weights and all(isinstance(p, int) for p in weights)
     plat.used.clear()
-    masks = np.random.default_rng(seed).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
-    gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+    for n in sizes:
+        masks = np.random.default_rng(seed).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32)))
     used = set(plat.used)
     unread = [p for p in weights if p not in used]
     assert not unread, f"{len(unread)} uploaded weight arrays are never read by the forward pass"
@@ -137,6 +142,10 @@ RESIDUAL_CASES = {
     "res-20x256-1block-se-gates-winograd-fused": dict(
         preset="res-20x256", blocks=1, winograd=True, se_gates=True
     ),
+    # se_gates=auto: fc1 and its fold both uploaded, small batches read the one, large the other
+    "res-32-se-gates-auto-winograd-fused": dict(
+        preset="res-tiny", filters=32, se_hidden=8, winograd=True, se_gates=None
+    ),
     "res-64-attention-noSE-winograd-fused": dict(
         preset="res-tiny", filters=64, se=False, policy="attention", policy_embedding=32, policy_dmodel=32,
         winograd=True,
@@ -152,18 +161,48 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
 
     kw = dict(RESIDUAL_CASES[case])
     winograd = bool(kw.pop("winograd", False))
-    se_gates = bool(kw.pop("se_gates", False))
+    se_gates = kw.pop("se_gates", False)
     net = _net(**kw)
     plat = PointerPlatform()
-    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=winograd, se_gates=se_gates)
+    sizes = (3,) if se_gates is not None else (3, SE_GATES_AUTO_MIN)
+    gpu = GpuNetwork(
+        plat, net, fp16=fp16, graphs=False, max_batch=max(sizes), winograd=winograd, se_gates=se_gates
+    )
     try:
         assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
-        if se_gates:
-            assert all(b.w.se is not None and b.w.se.fold_w is not None for b in gpu.model.blocks)
+        if se_gates is not False:
+            ses = [b.w.se for b in gpu.model.blocks]
+            assert all(se is not None and se.fold_w is not None for se in ses)
+            assert all(se is not None and (se.fc1_w is None) is (se_gates is True) for se in ses)
+        else:
+            assert all(b.w.se is None or b.w.se.fold_w is None for b in gpu.model.blocks)
         assert gpu.model.fused is case.endswith("-fused")  # res-tiny's 16 filters: the unfused kernels
         assert len(gpu.model.blocks) == len(net.blocks)
         assert all(isinstance(b, ResidualBlock) for b in gpu.model.blocks)
-        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=1)
+        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=1, sizes=sizes)
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("se_gates", [True, False, None], ids=["on", "off", "auto"])
+def test_se_gates_option_picks_where_the_gates_are_made(se_gates: bool | None) -> None:
+    """``se_gates=on`` makes every batch's SE gates outside the fused step (se_gates kernel),
+    ``off`` none, ``auto`` batches of ``SE_GATES_AUTO_MIN`` or more."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    plat = PointerPlatform()
+    net = _net("res-tiny", filters=32, se_hidden=8, blocks=2)
+    gpu = GpuNetwork(
+        plat, net, fp16=True, graphs=False, max_batch=SE_GATES_AUTO_MIN, winograd=True, se_gates=se_gates
+    )
+    try:
+        for n in (1, SE_GATES_AUTO_MIN - 1, SE_GATES_AUTO_MIN):
+            want = se_gates is True or (se_gates is None and n >= SE_GATES_AUTO_MIN)
+            assert gpu.ops.use_se_gates(n) is want, n
+            plat.launched.clear()
+            masks = np.random.default_rng(n).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
+            gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32)))
+            assert plat.launched.count(gpu.ops.k_se_gates) == (len(net.blocks) if want else 0), n
     finally:
         gpu.close()
 
