@@ -207,6 +207,20 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
 //                                       position's M (and this one's skip) into shared memory with
 //                                       cp.async while computing (backend option winograd_staged).
 // (A staged form of the direct kernel was measured 21 % slower and removed: docs/performance.md.)
+#ifndef LC0_SE_OUTSIDE  // 1: the fused steps' stats / gates pointers are honoured (ops compiles both)
+#define LC0_SE_OUTSIDE 0
+#endif
+// Without LC0_SE_OUTSIDE the three fused kernels drop their stats / gates pointers on entry, so the
+// compiler removes the sums and the gating: the plain steps keep their instruction count (the
+// pointers tested at run time cost the plain steps ~3 % of their instructions on an H100).
+#define LC0_SE_OUTSIDE_ONLY(stats, gates) \
+    do {                                   \
+        if (!LC0_SE_OUTSIDE) {             \
+            stats = nullptr;               \
+            gates = nullptr;               \
+        }                                  \
+    } while (0)
+
 #ifndef LC0_FUSED_MAX_C  // the host passes ops.FUSED_WINOGRAD_MAX_C
 #define LC0_FUSED_MAX_C 512
 #endif
@@ -318,6 +332,7 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
                       T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                       const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
                       int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    LC0_SE_OUTSIDE_ONLY(stats, gates);
     extern __shared__ float fused_smem[];
     const int ch = threadIdx.x;
     const int b = blockIdx.x * blockDim.y + threadIdx.y;
@@ -506,6 +521,7 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
                             T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                             const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c, int se,
                             int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    LC0_SE_OUTSIDE_ONLY(stats, gates);
     extern __shared__ float fused_smem[];
     const size_t b = blockIdx.x, tiles = (size_t)batch * 4;
     const size_t tile = b * 4 + threadIdx.y;
@@ -545,6 +561,7 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
                                    T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                    const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c,
                                    int se, int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    LC0_SE_OUTSIDE_ONLY(stats, gates);
     extern __shared__ uint4 staged_smem[];  // uint4: 16-byte alignment for the async copies
     float* fsmem = reinterpret_cast<float*>(staged_smem);
     const size_t fbytes = ((size_t)(36 * c + se) * 4 + 15) / 16 * 16;

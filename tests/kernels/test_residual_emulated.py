@@ -44,11 +44,15 @@ B_T = np.array(
 )
 
 # (id, -D flags): wave32 fp16 and fp32, wave64 fp16 (the SE's warp reductions at 64 lanes)
+# wave32-fp32 and wave64-fp16 are the LC0_SE_OUTSIDE=1 build (the steps that write sums / apply
+# gates, as the backend compiles it for se_gates), wave32-fp16 the plain one: the plain steps run on
+# both, the gated path on the two that have it.
 CONFIGS = [
     ("wave32-fp16", ["-DEMU_WMMA", "-DLC0_FP16=1"]),
-    ("wave32-fp32", ["-DEMU_WMMA", "-DLC0_FP16=0"]),
-    ("wave64-fp16", ["-DEMU_MFMA", "-DLC0_FP16=1"]),
+    ("wave32-fp32", ["-DEMU_WMMA", "-DLC0_FP16=0", "-DLC0_SE_OUTSIDE=1"]),
+    ("wave64-fp16", ["-DEMU_MFMA", "-DLC0_FP16=1", "-DLC0_SE_OUTSIDE=1"]),
 ]
+SE_OUTSIDE_CONFIGS = [cid for cid, flags in CONFIGS if "-DLC0_SE_OUTSIDE=1" in flags]
 
 # (id, batch, channels, se hidden, activation, skip, out, v): a block's second convolution (SE,
 # skip, residual stream out, next input transform) and its first (only the transform).
@@ -215,7 +219,7 @@ GATE_CASES = [("gates-64", 11, 64, ACT_MISH), ("gates-128", 3, 128, ACT_RELU), (
 
 @pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
 @pytest.mark.parametrize("case", [c[0] for c in GATE_CASES])
-@pytest.mark.parametrize("cid", [c[0] for c in CONFIGS])
+@pytest.mark.parametrize("cid", SE_OUTSIDE_CONFIGS)
 def test_se_gates_path_on_emulator(
     emulators: dict[str, Path], tmp_path: Path, cid: str, case: str, kernel: str
 ) -> None:
@@ -273,3 +277,27 @@ def test_se_gates_path_on_emulator(
     hidden = _act(e["hpre"] + e["b1f"], act)
     z = hidden @ e["w2t"] + e["b2"]
     check("gates", np.concatenate([1.0 / (1.0 + np.exp(-z[:, :c])), z[:, c:]], axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["staged", "direct", "split"])
+def test_plain_build_drops_stats_and_gates(emulators: dict[str, Path], tmp_path: Path, kernel: str) -> None:
+    """The build without LC0_SE_OUTSIDE (the plain steps the backend runs for batches that keep
+    the SE in the step) ignores stats / gates pointers: nothing is summed, nothing is gated."""
+    cid = next(cid for cid, _ in CONFIGS if cid not in SE_OUTSIDE_CONFIGS)
+    batch, c, act = 3, 64, ACT_RELU
+    dtype = np.float16 if cid.endswith("fp16") else np.float32
+    rng = np.random.default_rng()
+    stored = {k: v.astype(dtype) for k, v in _inputs(rng, batch, c, 0).items()}
+    stored["gates"] = rng.uniform(0.2, 0.9, (batch, 2 * c)).astype(dtype)
+    for name, a in stored.items():
+        a.tofile(tmp_path / f"{name}.bin")
+    e = {k: v.astype(np.float64) for k, v in stored.items()}
+    grid = max(1, batch // 2)
+    args = [kernel, batch, c, 0, act, 1, 1, 0, grid, 1, 1, tmp_path]
+    done = subprocess.run([str(emulators[cid]), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{cid} {kernel}:\n{done.stdout}{done.stderr}"
+    stats = np.fromfile(tmp_path / "stats.bin", dtype=dtype)
+    assert np.isnan(stats).all(), "the plain build wrote per-tile sums"
+    want, _ = _reference(e["m"], e["bias"], e["skip"], None, act)
+    got = np.fromfile(tmp_path / "out.bin", dtype=dtype).reshape(want.shape).astype(np.float64)
+    assert relative_error(got, want) <= 1e-2, "the plain build applied gates"

@@ -222,9 +222,10 @@ class GpuResidualModel:
     ) -> None:
         self.s = s
         act = activation_code(net.default_act)
-        ops.prepare_residual()
         #: Winograd convolutions through ``winograd_output_fused`` (when it takes this width)
         self.fused = s.winograd and ops.can_fuse_winograd(s.C)
+        folded = any(bw.se is not None and bw.se.fold_w is not None for bw in w.blocks)
+        ops.prepare_residual(se_outside=self.fused and folded)
         self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
         self.blocks = [
             ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0, self.fused)

@@ -222,26 +222,39 @@ class GpuOps:
         )
 
     # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
-    def prepare_residual(self) -> None:
-        """Compile the im2col, SE/residual and gather kernels (at build time, not in a capture)."""
+    def prepare_residual(self, se_outside: bool = False) -> None:
+        """Compile the im2col, SE/residual and gather kernels (at build time, not in a capture);
+        ``se_outside``: also the fused steps that write sums / apply gates, and ``se_gates``
+        (``LC0_SE_OUTSIDE``: a second build, so that the plain steps carry none of it)."""
         self.k_im2col = self.function("residual.hip", "im2col3x3", {})
         self.k_se = self.function("residual.hip", "se_residual", {})
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
         self.k_wino_in = self.function("residual.hip", "winograd_input", {})
         self.k_wino_out = self.function("residual.hip", "winograd_output", {})
-        fused_defines = {
+        self.k_wino_fused, self.k_wino_split, self.k_wino_staged = self._fused_steps(False)
+        self.k_wino_fused_se = self.k_wino_split_se = self.k_wino_staged_se = self.k_se_gates = 0
+        if se_outside:
+            self.k_wino_fused_se, self.k_wino_split_se, self.k_wino_staged_se = self._fused_steps(True)
+            self.k_se_gates = self.function("residual.hip", "se_gates", self._fused_defines(True))
+
+    @staticmethod
+    def _fused_defines(se_outside: bool) -> dict[str, int]:
+        return {
             "LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C,
             "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
+            "LC0_SE_OUTSIDE": int(se_outside),
             "LC0_SE_GATES_POS": SE_GATES_POSITIONS,
             "LC0_SE_GATES_KC": SE_GATES_K_CHUNK,
         }
-        self.k_wino_fused = self.function("residual.hip", "winograd_output_fused", fused_defines)
-        self.k_wino_split = self.function("residual.hip", "winograd_output_fused_split", fused_defines)
-        self.k_wino_staged = self.function(
-            "residual.hip", "winograd_output_fused_split_staged", fused_defines
-        )
-        self.p.set_max_dynamic_shared(self.k_wino_staged, self.p.info.shared_mem_per_block_optin)
-        self.k_se_gates = self.function("residual.hip", "se_gates", fused_defines)
+
+    def _fused_steps(self, se_outside: bool) -> tuple[int, int, int]:
+        """The direct, split and staged fused-step kernels of one ``LC0_SE_OUTSIDE`` build."""
+        defines = self._fused_defines(se_outside)
+        direct = self.function("residual.hip", "winograd_output_fused", defines)
+        split = self.function("residual.hip", "winograd_output_fused_split", defines)
+        staged = self.function("residual.hip", "winograd_output_fused_split_staged", defines)
+        self.p.set_max_dynamic_shared(staged, self.p.info.shared_mem_per_block_optin)
+        return direct, split, staged
 
     def use_se_gates(self, bsz: int) -> bool:
         """Whether a batch of ``bsz`` takes the SE outside the fused step (``se_gates``)."""
@@ -323,18 +336,23 @@ class GpuOps:
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act),
             P(stats), P(gates),
         ]
+        if stats or gates:
+            assert self.k_wino_fused_se, "prepare_residual(se_outside=True) compiles these"
+            k_direct, k_split, k_staged = self.k_wino_fused_se, self.k_wino_split_se, self.k_wino_staged_se
+        else:
+            k_direct, k_split, k_staged = self.k_wino_fused, self.k_wino_split, self.k_wino_staged
         if self.can_stage_split(c, s, bsz):
             grid = self.split_staged_grid(c, s, bsz)
             smem = self.split_staged_smem(c, s)
-            self.p.launch(self.k_wino_staged, (grid, 1, 1), (c, 4, 1), smem, self.stream, args)
+            self.p.launch(k_staged, (grid, 1, 1), (c, 4, 1), smem, self.stream, args)
             return
         if self.can_split_fused(c, s):
             smem = self.split_fused_smem(c, s)
-            self.p.launch(self.k_wino_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
+            self.p.launch(k_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
             return
         per = self.fused_positions_per_block(c)
         smem = per * (c + s) * 4 if se is not None else 0
-        self.p.launch(self.k_wino_fused, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
+        self.p.launch(k_direct, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
 
     def se_gates_kernel(self, hpre: int, b1f: int, w2t: int, b2: int, gates: int, c: int, s: int, act: int,
                         bsz: int) -> None:
