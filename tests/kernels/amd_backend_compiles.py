@@ -103,6 +103,7 @@ class RecordingPlatform(Platform):
 @cache
 def backend_compiles(arch: str, warp_size: int) -> list[tuple[str, tuple[str, ...]]]:
     """Sorted, distinct ``(source, options)`` GpuNetwork compiles on ``arch`` for the presets."""
+    from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
 
     saved = os.environ.get("LC0PY_KERNEL_CACHE")
@@ -113,7 +114,10 @@ def backend_compiles(arch: str, warp_size: int) -> list[tuple[str, tuple[str, ..
             net = _network(preset)
             for fp16 in (True, False):
                 rec = RecordingPlatform(arch, warp_size)
-                GpuNetwork(rec, net, fp16=fp16, graphs=False, max_batch=1).close()
+                # winograd as the backend chooses it: res-20x256's fused steps and their
+                # LC0_SE_OUTSIDE build (se_gates=auto)
+                wino = winograd_default(net)
+                GpuNetwork(rec, net, fp16=fp16, graphs=False, max_batch=1, winograd=wino).close()
                 seen.update(rec.compiles)
         return sorted(seen)
     finally:

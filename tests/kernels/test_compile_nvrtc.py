@@ -73,6 +73,7 @@ OTHER = [
     ("policy_map.hip", {"LC0_FP16": 0}),
     ("residual.hip", {"LC0_FP16": 1}),  # residual (SE-ResNet) bodies: im2col3x3 + se_residual
     ("residual.hip", {"LC0_FP16": 0}),
+    ("residual.hip", {"LC0_FP16": 1, "LC0_SE_OUTSIDE": 1}),  # the fused steps' sums / gates (se_gates)
 ]
 
 
