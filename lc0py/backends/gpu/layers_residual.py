@@ -53,9 +53,9 @@ from lc0py.backends.gpu.weights_residual import (
 from lc0py.weights.network import Activation
 from lc0py.weights.residual import ResidualNetwork
 
-#: lc0 hard-codes SELU for the attention-policy embedding on a non-attention body.
 #: the side-stream branch (``GpuOps.branch``) of a block's SE gates (backend option ``se_gates``)
 SE_BRANCH = 1
+#: lc0 hard-codes SELU for the attention-policy embedding on a non-attention body.
 RESIDUAL_ATTENTION_POLICY_ACT = Activation.SELU
 
 
