@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.tools.lc0_binary import find_lc0_binary
+from lc0py.tools.lc0_binary import MoveStats, RootStats, find_lc0_binary
 from lc0py.tools.search_fidelity import (
     QUICK,
     CaseResult,
@@ -97,9 +97,34 @@ TIE_AFTER_OVERSHOOT = (
 )
 
 
+def _tie_broken_by_overshoot(r: CaseResult) -> bool:
+    """TIE_AFTER_OVERSHOOT: the root totals differ by exactly rule 4's extra visit, and the two
+    best moves are within one visit of each other in both engines' counts. lc0 itself makes that
+    visit at ply 3 in some runs and not in others (300 or 301 there, seen in CI), so such a case
+    says which engine got the visit, not whether the trees agree."""
+    if abs(r.lc0.root_n - r.lc0py.root_n) != 1 or r.lc0.bestmove is None or r.lc0py.bestmove is None:
+        return False
+    a, b = r.lc0.bestmove, r.lc0py.bestmove
+    return all(abs(st.visits.get(a, 0) - st.visits.get(b, 0)) <= 1 for st in (r.lc0, r.lc0py))
+
+
+def test_only_a_tie_the_extra_visit_breaks_is_excused() -> None:
+    def case(lc0: dict[str, int], lc0py: dict[str, int]) -> CaseResult:
+        def stats(v: dict[str, int]) -> RootStats:
+            moves = {m: MoveStats(m, n, 0, 0.5) for m, n in v.items()}
+            return RootStats(moves, sum(v.values()), max(v, key=lambda m: v[m]))
+
+        return CaseResult("p", 300, 1, stats(lc0), stats(lc0py))
+
+    assert _tie_broken_by_overshoot(case({"b8a6": 150, "a7a6": 150}, {"b8a6": 150, "a7a6": 151}))
+    assert not _tie_broken_by_overshoot(case({"b8a6": 150, "a7a6": 149}, {"b8a6": 140, "a7a6": 160}))
+    assert not _tie_broken_by_overshoot(case({"b8a6": 151, "a7a6": 149}, {"b8a6": 149, "a7a6": 151}))
+
+
 def test_tree_reuse_in_a_game_same_best_moves(game_cases: list[CaseResult]) -> None:
     s = summarise(game_cases, 1)
-    assert s.same_best_rate >= 0.97, _explain(game_cases, 1)
+    excused = sum(not r.same_best and _tie_broken_by_overshoot(r) for r in game_cases)
+    assert (s.same_best + excused) / s.cases >= 0.97, _explain(game_cases, 1)
 
 
 FULL_NODES = (100, 800, 3200)
