@@ -63,18 +63,20 @@ class Conv3x3:
     """``out = act(conv3x3(x) + b)`` (``act`` None: no bias, no activation -- left to the caller).
 
     im2col: ``im2col3x3`` kernel, one GEMM ``[B*64, 9Cin] x [Cout, 9Cin]ᵀ``, bias/act kernel.
-    Winograd F(4x4,3x3): ``winograd_input`` -> ``V [36, B*4, Cin]``, 36 batched GEMMs with
-    ``U [36, Cout, Cin]`` -> ``M``, ``winograd_output`` (inverse transform + bias + act).
+    Winograd F(4x4,3x3): ``winograd_input`` -> ``V [B*4, 36, Cin]`` (tile-major), 36 batched GEMMs
+    with ``U [36, Cout, Cin]`` -> ``M [B*4, 36, Cout]``, ``winograd_output`` (inverse transform +
+    bias + act).
     """
 
     def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
         self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
 
     def multiply(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
-        """Winograd: the 36 batched GEMMs ``M[k] = V[k] · U[k]ᵀ`` (``V`` already transformed)."""
+        """Winograd: the 36 batched GEMMs ``M[:, k] = V[:, k] · U[k]ᵀ`` (``V`` already transformed).
+        Tile-major: element k's rows are every 36th row (leading dimension 36C, batch stride C)."""
         cin, cout, tiles = self.c_in, self.c_out, bsz * 4
-        ops.gemm(tiles, cout, cin, buf.wino_v, cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
-                 batch=36, stride_a=tiles * cin, stride_b=cout * cin, stride_c=tiles * cout)
+        ops.gemm(tiles, cout, cin, buf.wino_v, 36 * cin, self.w.w, cin, buf.wino_m, 36 * cout, trans_b=True,
+                 batch=36, stride_a=cin, stride_b=cout * cin, stride_c=cout)
 
     def forward_fused(
         self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
@@ -225,7 +227,7 @@ class GpuResidualModel:
         #: Winograd convolutions through ``winograd_output_fused`` (when it takes this width)
         self.fused = s.winograd and ops.can_fuse_winograd(s.C)
         folded = any(bw.se is not None and bw.se.fold_w is not None for bw in w.blocks)
-        ops.prepare_residual(se_outside=self.fused and folded)
+        ops.prepare_residual(s.C, se_outside=self.fused and folded)
         self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
         self.blocks = [
             ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0, self.fused)

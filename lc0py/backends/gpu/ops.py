@@ -222,10 +222,13 @@ class GpuOps:
         )
 
     # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
-    def prepare_residual(self, se_outside: bool = False) -> None:
+    def prepare_residual(self, channels: int, se_outside: bool = False) -> None:
         """Compile the im2col, SE/residual and gather kernels (at build time, not in a capture);
-        ``se_outside``: also the fused steps that write sums / apply gates, and ``se_gates``
-        (``LC0_SE_OUTSIDE``: a second build, so that the plain steps carry none of it)."""
+        the fused steps for a body of ``channels`` filters (``LC0_STEP_C``: its row strides become
+        constants); ``se_outside``: also the fused steps that write sums / apply gates, and
+        ``se_gates`` (``LC0_SE_OUTSIDE``: a second build, so that the plain steps carry none of it)."""
+        #: the width the fused steps are built for (0: any, read from the launch's argument)
+        self.step_c = channels if self.can_fuse_winograd(channels) else 0
         self.k_im2col = self.function("residual.hip", "im2col3x3", {})
         self.k_se = self.function("residual.hip", "se_residual", {})
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
@@ -237,9 +240,9 @@ class GpuOps:
             self.k_wino_fused_se, self.k_wino_split_se, self.k_wino_staged_se = self._fused_steps(True)
             self.k_se_gates = self.function("residual.hip", "se_gates", self._fused_defines(True))
 
-    @staticmethod
-    def _fused_defines(se_outside: bool) -> dict[str, int]:
+    def _fused_defines(self, se_outside: bool) -> dict[str, int]:
         return {
+            "LC0_STEP_C": self.step_c,
             "LC0_FUSED_MAX_C": FUSED_WINOGRAD_MAX_C,
             "LC0_SPLIT_MAX_THREADS": SPLIT_FUSED_MAX_THREADS,
             "LC0_SE_OUTSIDE": int(se_outside),
@@ -330,7 +333,7 @@ class GpuOps:
         Kernel: the split kernel where it applies (its staged form for large batches, or as
         ``winograd_staged`` says), else the direct one (one thread per channel, several narrow
         positions per block)."""
-        assert self.can_fuse_winograd(c), c
+        assert self.can_fuse_winograd(c) and self.step_c in (0, c), (c, self.step_c)
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act),
@@ -365,7 +368,8 @@ class GpuOps:
         self.p.launch(self.k_se_gates, grid, (SE_GATES_THREADS, 1, 1), smem, self.stream, args)
 
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
-        """``V[k, b*4 + tile, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``."""
+        """``V[b*4 + tile, k, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``
+        (tile-major: kernels/residual.hip)."""
         blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
         args: list[KernelArg] = [P(x), P(v), I(bsz), I(c)]
         self.p.launch(self.k_wino_in, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
