@@ -107,21 +107,26 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
 // as one block.
 // B^T rows: (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
 // A^T rows: (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
+// Both with their common terms shared and every multiply fused (14 and 10 instructions): the fused
+// steps run 12 and 10 of them per thread and position, and the plain expressions compiled to ~19
+// and ~14 (Nsight Compute source counters, docs/performance.md).
 LC0_DEVICE void wino_bt6(const float* d, int s, float* o, int t) {  // o[i*t] = (B^T d)[i], d stride s
     const float d0 = d[0], d1 = d[s], d2 = d[2 * s], d3 = d[3 * s], d4 = d[4 * s], d5 = d[5 * s];
-    o[0] = 4.f * d0 - 5.f * d2 + d4;
-    o[t] = -4.f * d1 - 4.f * d2 + d3 + d4;
-    o[2 * t] = 4.f * d1 - 4.f * d2 - d3 + d4;
-    o[3 * t] = -2.f * d1 - d2 + 2.f * d3 + d4;
-    o[4 * t] = 2.f * d1 - d2 - 2.f * d3 + d4;
-    o[5 * t] = 4.f * d1 - 5.f * d3 + d5;
+    const float a = d4 - d2, b = d1 - d3;
+    o[0] = fmaf(4.f, d0, fmaf(-5.f, d2, d4));
+    o[t] = fmaf(-4.f, d1 + d2, d3 + d4);
+    o[2 * t] = fmaf(4.f, d1 - d2, d4 - d3);
+    o[3 * t] = fmaf(-2.f, b, a);
+    o[4 * t] = fmaf(2.f, b, a);
+    o[5 * t] = fmaf(4.f, d1, fmaf(-5.f, d3, d5));
 }
 LC0_DEVICE void wino_at6(const float* m, int s, float* o, int t) {  // o[i*t] = (A^T m)[i], 4 outputs
     const float m0 = m[0], m1 = m[s], m2 = m[2 * s], m3 = m[3 * s], m4 = m[4 * s], m5 = m[5 * s];
-    o[0] = m0 + m1 + m2 + m3 + m4;
-    o[t] = m1 - m2 + 2.f * (m3 - m4);
-    o[2 * t] = m1 + m2 + 4.f * (m3 + m4);
-    o[3 * t] = m1 - m2 + 8.f * (m3 - m4) + m5;
+    const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+    o[0] = m0 + s12 + s34;
+    o[t] = fmaf(2.f, d34, d12);
+    o[2 * t] = fmaf(4.f, s34, s12);
+    o[3 * t] = fmaf(8.f, d34, d12) + m5;
 }
 
 // SE gates computed outside the step (backend option se_gates; lc0py/backends/gpu/se_fold.py):
@@ -418,14 +423,32 @@ LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, 
 // element k at mk[k * c] (its tile's rows, tile-major) and its channel's bias bb; the position's
 // skip rows (NHWC, square s at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the
 // same indexing; the V rows of its tile at vt[k*c].
-// stats / gates: this position's [16][c] sums to write / [2c] gates to apply in place of the SE
-// (nullptr: none). STAGED: mk and sk are in shared memory and the skip rows' async copies are
-// waited for (they are the newest group but one: the next position's M was committed after them).
+// stats: this position's [16][c] sums to write (nullptr: none); gates: its channel's gates to
+// apply in place of the SE (StepGates::load). STAGED: mk and sk are in shared memory and the skip
+// rows' async copies are waited for (they are the newest group but one: the next position's M was
+// committed after them).
+// A position's gates for one channel, loaded (not converted) where the step starts: their trip to
+// memory then overlaps the M loads and the barrier instead of stalling the step where it applies
+// them (20 % of the gated step's stall samples, Nsight Compute, docs/performance.md).
+struct StepGates {
+    bool on;
+    T scale, shift;
+    LC0_DEVICE static StepGates load(const T* gates, int ch, int c) {  // gates: the position's [2c]
+        StepGates g;
+        g.on = gates != nullptr;
+        if (g.on) {
+            g.scale = gates[ch];
+            g.shift = gates[c + ch];
+        }
+        return g;
+    }
+};
+
 template <bool STAGED>
 LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt,
                                const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
-                               int act, float* smem, T* stats, const T* gates) {
+                               int act, float* smem, T* stats, StepGates gates) {
     const int ch = threadIdx.x, tt = threadIdx.y, ty = tt >> 1, tx = tt & 1;
     float* part = smem;            // [4][c]: this position's per-tile channel sums, then the pooled mean
     float* hidden = part + 4 * c;  // [se]
@@ -442,8 +465,8 @@ LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += bb;
     }
-    if (gates != nullptr) {
-        const float scale = to_f32(gates[ch]), shift = to_f32(gates[c + ch]);
+    if (gates.on) {
+        const float scale = to_f32(gates.scale), shift = to_f32(gates.shift);
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] = scale * q[i] + shift;
     } else if (w1 != nullptr) {
@@ -492,7 +515,11 @@ LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt
         __syncthreads();  // every partial is read before the halo exchange overwrites edges
     }
     // square (4*ty + r, 4*tx + f) of the position: row 8*(4*ty + r) + 4*tx + f (NHWC)
-    const unsigned row = 8u * (unsigned)c, quad = (unsigned)(32 * ty + 4 * tx) * (unsigned)c + (unsigned)ch;
+    // square i of the quadrant at quad + sq(i): with c a compile-time constant (LC0_STEP_C) every
+    // sq(i) is an immediate offset from one address (an unsigned index added before widening
+    // cannot be folded, and cost a 64-bit add per load and store)
+    const int quad = (32 * ty + 4 * tx) * c + ch;
+    const auto sq = [c](int i) { return ((i >> 2) * 8 + (i & 3)) * c; };
     if (sk != nullptr) {
         if (STAGED) {
             async_wait<1>();
@@ -500,15 +527,16 @@ LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt
         }
         float t[16];  // every skip load before the first store: out may alias skip
 #pragma unroll
-        for (int i = 0; i < 16; ++i) t[i] = to_f32(sk[quad + (i >> 2) * row + (unsigned)(i & 3) * (unsigned)c]);
+        for (int i = 0; i < 16; ++i) t[i] = to_f32(sk[quad + sq(i)]);  // sk + quad: one address
 #pragma unroll
         for (int i = 0; i < 16; ++i) q[i] += t[i];
     }
     activate_fast_n<16>(q, act);
     if (stats != nullptr) store_tile_stats(q, ty, tx, stats + (size_t)tt * 4 * c + ch, c);
     if (out != nullptr) {
+        T* oq = out + quad;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) store_f32(&out[quad + (i >> 2) * row + (unsigned)(i & 3) * (unsigned)c], q[i]);
+        for (int i = 0; i < 16; ++i) store_f32(&oq[sq(i)], q[i]);
     }
     if (vt == nullptr) return;  // uniform: no barrier follows for anyone
     {
@@ -540,25 +568,43 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
     extern __shared__ float fused_smem[];
     const size_t b = blockIdx.x;
     const size_t row = (b * 4 + threadIdx.y) * 36 * c + threadIdx.x;  // the thread's tile, element 0
+    const StepGates g = StepGates::load(gates != nullptr ? gates + b * 2 * c : nullptr, threadIdx.x, c);
     split_position<false>(m + row, to_f32(bias[threadIdx.x]),
                           skip != nullptr ? skip + b * 64 * c : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                           v != nullptr ? v + row : nullptr, w1, b1, w2t, b2, c, se,
-                          act, fused_smem, stats != nullptr ? stats + b * 16 * c : nullptr,
-                          gates != nullptr ? gates + b * 2 * c : nullptr);
+                          act, fused_smem, stats != nullptr ? stats + b * 16 * c : nullptr, g);
 }
 
 // ---- the split step with its loads in flight ahead (backend option winograd_staged) ----------
 // Persistent blocks of (c, 4) threads: block g takes positions g, g + gridDim.x, ... While it
 // computes one position, cp.async copies the next one's M (144c contiguous elements: the four
-// tiles' 36 rows) into the other of two shared-memory stages, and the current one's skip rows into a third buffer (waited for only after the SE). The
+// tiles' 36 rows) into the other of two shared-memory stages, and the current one's skip rows
+// into a third buffer (waited for only after the SE). The
 // split kernel spends its time waiting for its 36 M loads at the start of every position, with a
 // single 1,024-thread block per multiprocessor and nothing else to run (Nsight Compute, H200).
 // Dynamic shared memory: the split kernel's (36c + se) floats rounded up to 16 bytes, two stages of
 // 144c elements of T ([4][36][c], as in memory), then the skip rows [64][c]. c * sizeof(T) a
 // multiple of 16.
-LC0_DEVICE void split_copy(T* dst, const T* src, int elems) {
-    const int tid = threadIdx.y * blockDim.x + threadIdx.x, threads = blockDim.x * blockDim.y;
-    for (int i = tid; i < elems / LC0_VEC; i += threads) async_copy16(dst + (size_t)i * LC0_VEC, src + (size_t)i * LC0_VEC);
+//
+// split_copy: ROWS rows of c elements of T by the block's (c, 4) threads, 16-byte chunk i on
+// thread i % 4c. Built for one width (LC0_STEP_C) every count is a constant, so the loop unrolls
+// into one cp.async a chunk at immediate offsets from two addresses; the run-time loop was ~110
+// instructions a warp and position (Nsight Compute source counters, docs/performance.md).
+template <int ROWS>
+LC0_DEVICE void split_copy(T* dst, const T* src, int c) {
+    const int tid = threadIdx.y * c + threadIdx.x;
+#if LC0_STEP_C > 0
+    constexpr int chunks = ROWS * LC0_STEP_C / LC0_VEC, threads = 4 * LC0_STEP_C;
+    static_assert(LC0_STEP_C % LC0_VEC == 0, "a row is whole 16-byte chunks");
+    T* d = dst + tid * LC0_VEC;
+    const T* s = src + tid * LC0_VEC;
+#pragma unroll
+    for (int j = 0; j < (chunks + threads - 1) / threads; ++j)
+        if ((j + 1) * threads <= chunks || tid + j * threads < chunks)
+            async_copy16(d + j * threads * LC0_VEC, s + j * threads * LC0_VEC);
+#else
+    for (int i = tid; i < ROWS * c / LC0_VEC; i += 4 * c) async_copy16(dst + (size_t)i * LC0_VEC, src + (size_t)i * LC0_VEC);
+#endif
 }
 
 
@@ -577,21 +623,21 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
     const size_t tile_off = (size_t)threadIdx.y * 36 * c + threadIdx.x;  // in a stage and in V
     const float bb = to_f32(bias[threadIdx.x]);  // the channel's bias: loaded once, not per position
     size_t b = blockIdx.x;
-    if (b < (size_t)batch) split_copy(stages, m + b * 144 * c, 144 * c);
+    if (b < (size_t)batch) split_copy<144>(stages, m + b * 144 * c, c);
     async_commit();
     for (int s = 0; b < (size_t)batch; b += gridDim.x, s ^= 1) {
-        if (skip != nullptr) split_copy(skipbuf, skip + b * 64 * c, 64 * c);
+        if (skip != nullptr) split_copy<64>(skipbuf, skip + b * 64 * c, c);
         async_commit();
         const size_t next = b + gridDim.x;
-        if (next < (size_t)batch) split_copy(stages + (size_t)(s ^ 1) * 144 * c, m + next * 144 * c, 144 * c);
+        if (next < (size_t)batch) split_copy<144>(stages + (size_t)(s ^ 1) * 144 * c, m + next * 144 * c, c);
         async_commit();
+        const StepGates g = StepGates::load(gates != nullptr ? gates + b * 2 * c : nullptr, threadIdx.x, c);
         async_wait<2>();  // this thread's copies of this position's M have landed ...
         __syncthreads();  // ... and everyone else's
         split_position<true>(stages + (size_t)s * 144 * c + tile_off, bb,
                              skip != nullptr ? skipbuf : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
                              v != nullptr ? v + b * 144 * c + tile_off : nullptr, w1, b1, w2t, b2, c,
-                             se, act, fsmem, stats != nullptr ? stats + b * 16 * c : nullptr,
-                             gates != nullptr ? gates + b * 2 * c : nullptr);
+                             se, act, fsmem, stats != nullptr ? stats + b * 16 * c : nullptr, g);
         __syncthreads();  // stage s and the skip rows are read: the next positions' copies go there
     }
 }
