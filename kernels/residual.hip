@@ -100,11 +100,11 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
 // Winograd F(4x4, 3x3) on the 8x8 board (lc0's cuda backend computes its convolutions this way):
 // 2x2 tiles of 4x4 outputs per position, each from a 6x6 input patch (rows 4ty-1 .. 4ty+4, zero
 // off the board). Per channel: V = B^T d B (input), M[k] = sum_c V[k][., c] U[k][o, c] (36 batched
-// GEMMs, U = G g G^T packed on the host), Y = A^T M A (output). Layouts, tile-major: V [B*4, 36, Cin],
-// M [B*4, 36, Cout] (k = 6*row + col of the 6x6 transform), tile index b*4 + ty*2 + tx. GEMM k
-// reads rows k, 36 + k, ... (leading dimension 36C, batch stride C), so a tile's 36 rows are
-// contiguous: a step stores them at constant offsets from one address and copies a position's M
-// as one block.
+// GEMMs, U = G g G^T packed on the host), Y = A^T M A (output). Layouts: V tile-major [B*4, 36, Cin],
+// M element-major [36, B*4, Cout] (k = 6*row + col of the 6x6 transform), tile index b*4 + ty*2 +
+// tx. GEMM k reads V's rows k, 36 + k, ... (leading dimension 36C, batch stride C), so a tile's 36 V
+// rows are contiguous and a step stores them at constant offsets from one address; the GEMM writes
+// M as contiguous matrices (written tile-major too, the GEMM took 3 % longer on an H100).
 // B^T rows: (4,0,-5,0,1,0) (0,-4,-4,1,1,0) (0,4,-4,-1,1,0) (0,-2,-1,2,1,0) (0,2,-1,-2,1,0) (0,4,0,-5,0,1)
 // A^T rows: (1,1,1,1,1,0) (0,1,-1,2,-2,0) (0,1,1,4,4,0) (0,1,-1,8,-8,1)
 // Both with their common terms shared and every multiply fused (14 and 10 instructions): the fused
@@ -182,7 +182,7 @@ extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0
         const unsigned bt = i / (unsigned)c, ch = i - bt * (unsigned)c;
         const unsigned b = bt >> 2, ty = (bt >> 1) & 1u, tx = bt & 1u;
         float mm[36], tmp[24], out[16];
-        for (int k = 0; k < 36; ++k) mm[k] = to_f32(m[((size_t)bt * 36 + k) * c + ch]);
+        for (int k = 0; k < 36; ++k) mm[k] = to_f32(m[((size_t)k * tiles + bt) * c + ch]);
         for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);       // A^T M: [4, 6]
         for (int r = 0; r < 4; ++r) wino_at6(tmp + r * 6, 1, out + r * 4, 1);  // (A^T M) A: [4, 4]
         const float bb = bias != nullptr ? to_f32(bias[ch]) : 0.f;
@@ -358,7 +358,7 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
     const int b = blockIdx.x * blockDim.y + threadIdx.y;
     const bool live = b < batch;  // tail positions still reach every __syncthreads
     float board[64];
-    fused_board(m + (size_t)b * 144 * c + ch, c, (size_t)36 * c, to_f32(bias[ch]), live, board);
+    fused_board(m + (size_t)b * 4 * c + ch, (size_t)batch * 4 * c, c, to_f32(bias[ch]), live, board);
     if (gates != nullptr) {
         if (!live) return;  // no barrier follows
         const float scale = to_f32(gates[(size_t)b * 2 * c + ch]), shift = to_f32(gates[(size_t)b * 2 * c + c + ch]);
@@ -419,14 +419,6 @@ LC0_DEVICE void split_patch(const float* q, const float* edges, int ty, int tx, 
     }
 }
 
-// One position's fused step on the block's (c, 4) threads (x = channel, y = tile). This thread's M
-// element k at mk[k * c] (its tile's rows, tile-major) and its channel's bias bb; the position's
-// skip rows (NHWC, square s at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the
-// same indexing; the V rows of its tile at vt[k*c].
-// stats: this position's [16][c] sums to write (nullptr: none); gates: its channel's gates to
-// apply in place of the SE (StepGates::load). STAGED: mk and sk are in shared memory and the skip
-// rows' async copies are waited for (they are the newest group but one: the next position's M was
-// committed after them).
 // A position's gates for one channel, loaded (not converted) where the step starts: their trip to
 // memory then overlaps the M loads and the barrier instead of stalling the step where it applies
 // them (20 % of the gated step's stall samples, Nsight Compute, docs/performance.md).
@@ -444,8 +436,17 @@ struct StepGates {
     }
 };
 
+// One position's fused step on the block's (c, 4) threads (x = channel, y = tile). This thread's M
+// element k at mk[k * kstride] and its channel's bias bb; the position's
+// skip rows (NHWC, square s at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the
+// same indexing; the V rows of its tile at vt[k*c].
+// stats: this position's [16][c] sums to write (nullptr: none); gates: its channel's gates to
+// apply in place of the SE (StepGates::load). STAGED: mk and sk are in shared memory and the skip
+// rows' async copies are waited for (they are the newest group but one: the next position's M was
+// committed after them).
+
 template <bool STAGED>
-LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt,
+LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* sk, T* out, T* vt,
                                const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
                                int act, float* smem, T* stats, StepGates gates) {
@@ -457,7 +458,7 @@ LC0_DEVICE void split_position(const T* mk, float bb, const T* sk, T* out, T* vt
     {
         float mm[36], tmp[24];
 #pragma unroll
-        for (int k = 0; k < 36; ++k) mm[k] = to_f32(mk[(size_t)k * c]);
+        for (int k = 0; k < 36; ++k) mm[k] = to_f32(mk[(size_t)k * kstride]);
 #pragma unroll
         for (int f = 0; f < 6; ++f) wino_at6(mm + f, 6, tmp + f, 6);
 #pragma unroll
@@ -567,29 +568,28 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
     const int c = steps_channels(c_arg);
     extern __shared__ float fused_smem[];
     const size_t b = blockIdx.x;
-    const size_t row = (b * 4 + threadIdx.y) * 36 * c + threadIdx.x;  // the thread's tile, element 0
+    const size_t tile = b * 4 + threadIdx.y;
     const StepGates g = StepGates::load(gates != nullptr ? gates + b * 2 * c : nullptr, threadIdx.x, c);
-    split_position<false>(m + row, to_f32(bias[threadIdx.x]),
+    split_position<false>(m + tile * c + threadIdx.x, (size_t)batch * 4 * c, to_f32(bias[threadIdx.x]),
                           skip != nullptr ? skip + b * 64 * c : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
-                          v != nullptr ? v + row : nullptr, w1, b1, w2t, b2, c, se,
+                          v != nullptr ? v + tile * 36 * c + threadIdx.x : nullptr, w1, b1, w2t, b2, c, se,
                           act, fused_smem, stats != nullptr ? stats + b * 16 * c : nullptr, g);
 }
 
 // ---- the split step with its loads in flight ahead (backend option winograd_staged) ----------
 // Persistent blocks of (c, 4) threads: block g takes positions g, g + gridDim.x, ... While it
-// computes one position, cp.async copies the next one's M (144c contiguous elements: the four
-// tiles' 36 rows) into the other of two shared-memory stages, and the current one's skip rows
+// computes one position, cp.async copies the next one's M rows (36 rows of 4c, one per element)
+// into the other of two shared-memory stages, and the current one's skip rows
 // into a third buffer (waited for only after the SE). The
 // split kernel spends its time waiting for its 36 M loads at the start of every position, with a
 // single 1,024-thread block per multiprocessor and nothing else to run (Nsight Compute, H200).
 // Dynamic shared memory: the split kernel's (36c + se) floats rounded up to 16 bytes, two stages of
-// 144c elements of T ([4][36][c], as in memory), then the skip rows [64][c]. c * sizeof(T) a
-// multiple of 16.
+// 144c elements of T ([36][4][c]), then the skip rows [64][c]. c * sizeof(T) a multiple of 16.
 //
-// split_copy: ROWS rows of c elements of T by the block's (c, 4) threads, 16-byte chunk i on
-// thread i % 4c. Built for one width (LC0_STEP_C) every count is a constant, so the loop unrolls
-// into one cp.async a chunk at immediate offsets from two addresses; the run-time loop was ~110
-// instructions a warp and position (Nsight Compute source counters, docs/performance.md).
+// split_copy (the skip rows): ROWS rows of c elements of T by the block's (c, 4) threads, 16-byte
+// chunk i on thread i % 4c. Built for one width (LC0_STEP_C) every count is a constant, so the
+// loop unrolls into one cp.async a chunk at immediate offsets from two addresses (the copy loops
+// were ~110 instructions a warp and position: Nsight Compute source counters, docs/performance.md).
 template <int ROWS>
 LC0_DEVICE void split_copy(T* dst, const T* src, int c) {
     const int tid = threadIdx.y * c + threadIdx.x;
@@ -607,6 +607,17 @@ LC0_DEVICE void split_copy(T* dst, const T* src, int c) {
 #endif
 }
 
+// The position's M rows, 36 of 4c elements of T (run = 4c / LC0_VEC 16-byte chunks each). The
+// block's 4c threads are exactly LC0_VEC runs, so a thread copies chunk j of rows k0, k0 + LC0_VEC,
+// ...: (k0, j) = divmod(thread, run), once per kernel (dividing every chunk's index by a run-time
+// run was ~10 % of the V-only step's instructions).
+LC0_DEVICE void split_copy_m(T* stage, const T* m, size_t tiles, size_t b, int c, int k0, int j) {
+    const T* src = m + (b * 4) * c + (size_t)j * LC0_VEC;
+    T* dst = stage + (size_t)j * LC0_VEC;
+#pragma unroll
+    for (int k = k0; k < 36; k += LC0_VEC) async_copy16(dst + (size_t)k * 4 * c, src + (size_t)k * tiles * c);
+}
+
 
 extern "C" __global__ void __launch_bounds__(LC0_SPLIT_MAX_THREADS)
 winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const T* skip, T* out,
@@ -620,23 +631,25 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
     const size_t fbytes = ((size_t)(36 * c + se) * 4 + 15) / 16 * 16;
     T* stages = reinterpret_cast<T*>(reinterpret_cast<char*>(staged_smem) + fbytes);
     T* skipbuf = stages + (size_t)2 * 144 * c;
-    const size_t tile_off = (size_t)threadIdx.y * 36 * c + threadIdx.x;  // in a stage and in V
+    const size_t tiles = (size_t)batch * 4, stage_off = (size_t)threadIdx.y * c + threadIdx.x;
+    const size_t v_off = (size_t)threadIdx.y * 36 * c + threadIdx.x;  // the thread's tile's V rows
+    const int run = 4 * c / LC0_VEC, copy_k0 = (int)stage_off / run, copy_j = (int)stage_off - copy_k0 * run;
     const float bb = to_f32(bias[threadIdx.x]);  // the channel's bias: loaded once, not per position
     size_t b = blockIdx.x;
-    if (b < (size_t)batch) split_copy<144>(stages, m + b * 144 * c, c);
+    if (b < (size_t)batch) split_copy_m(stages, m, tiles, b, c, copy_k0, copy_j);
     async_commit();
     for (int s = 0; b < (size_t)batch; b += gridDim.x, s ^= 1) {
         if (skip != nullptr) split_copy<64>(skipbuf, skip + b * 64 * c, c);
         async_commit();
         const size_t next = b + gridDim.x;
-        if (next < (size_t)batch) split_copy<144>(stages + (size_t)(s ^ 1) * 144 * c, m + next * 144 * c, c);
+        if (next < (size_t)batch) split_copy_m(stages + (size_t)(s ^ 1) * 144 * c, m, tiles, next, c, copy_k0, copy_j);
         async_commit();
         const StepGates g = StepGates::load(gates != nullptr ? gates + b * 2 * c : nullptr, threadIdx.x, c);
         async_wait<2>();  // this thread's copies of this position's M have landed ...
         __syncthreads();  // ... and everyone else's
-        split_position<true>(stages + (size_t)s * 144 * c + tile_off, bb,
+        split_position<true>(stages + (size_t)s * 144 * c + stage_off, (size_t)4 * c, bb,
                              skip != nullptr ? skipbuf : nullptr, out != nullptr ? out + b * 64 * c : nullptr,
-                             v != nullptr ? v + b * 144 * c + tile_off : nullptr, w1, b1, w2t, b2, c,
+                             v != nullptr ? v + b * 144 * c + v_off : nullptr, w1, b1, w2t, b2, c,
                              se, act, fsmem, stats != nullptr ? stats + b * 16 * c : nullptr, g);
         __syncthreads();  // stage s and the skip rows are read: the next positions' copies go there
     }

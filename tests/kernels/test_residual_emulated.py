@@ -86,10 +86,10 @@ def _act(x: np.ndarray, act: int) -> np.ndarray:
 def _reference(
     m: np.ndarray, bias: np.ndarray, skip: np.ndarray | None, se: tuple[np.ndarray, ...] | None, act: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """float64: (out [B*64, C], v [B*4, 36, C]) from m [B*4, 36, C] (NHWC rows; Winograd tensors
-    tile-major, tile = 2*ty + tx)."""
+    """float64: (out [B*64, C], v [B*4, 36, C]) from m [36, B*4, C] (NHWC rows; V tile-major, M
+    element-major, as the kernels take them; tile = 2*ty + tx)."""
     c = m.shape[2]
-    batch = m.shape[0] // 4
+    batch = m.shape[1] // 4
     tiles = _output_tiles(m)
     board = tiles.transpose(0, 1, 3, 2, 4, 5).reshape(batch, 8, 8, c) + bias
     if se is not None:
@@ -101,10 +101,10 @@ def _reference(
 
 
 def _output_tiles(m: np.ndarray) -> np.ndarray:
-    """``Aᵀ M A`` of tile-major ``m [B*4, 36, C]``: ``[B, ty, tx, 4, 4, C]``."""
+    """``Aᵀ M A`` of element-major ``m [36, B*4, C]``: ``[B, ty, tx, 4, 4, C]``."""
     c = m.shape[2]
-    mt = m.reshape(m.shape[0] // 4, 2, 2, 6, 6, c)  # [b, ty, tx, i, j, c]
-    return np.einsum("ri,byxijc,fj->byxrfc", A_T, mt, A_T)
+    mt = m.reshape(6, 6, m.shape[1] // 4, 2, 2, c)  # [i, j, b, ty, tx, c]
+    return np.einsum("ri,ijbyxc,fj->byxrfc", A_T, mt, A_T)
 
 
 def _se(board: np.ndarray, se: tuple[np.ndarray, ...], act: int) -> np.ndarray:
@@ -178,7 +178,7 @@ def test_fused_winograd_step_on_emulator(
 def _inputs(rng: np.random.Generator, batch: int, c: int, se_hidden: int) -> dict[str, np.ndarray]:
     return {
         "x": rng.standard_normal((batch * 64, c)),
-        "m": 0.5 * rng.standard_normal((batch * 4, 36, c)),
+        "m": 0.5 * rng.standard_normal((36, batch * 4, c)),
         "bias": 0.1 * rng.standard_normal(c),
         "skip": rng.standard_normal((batch * 64, c)),
         "w1": rng.standard_normal((se_hidden, c)) / np.sqrt(c),

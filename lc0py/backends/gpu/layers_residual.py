@@ -64,7 +64,7 @@ class Conv3x3:
 
     im2col: ``im2col3x3`` kernel, one GEMM ``[B*64, 9Cin] x [Cout, 9Cin]ᵀ``, bias/act kernel.
     Winograd F(4x4,3x3): ``winograd_input`` -> ``V [B*4, 36, Cin]`` (tile-major), 36 batched GEMMs
-    with ``U [36, Cout, Cin]`` -> ``M [B*4, 36, Cout]``, ``winograd_output`` (inverse transform +
+    with ``U [36, Cout, Cin]`` -> ``M [36, B*4, Cout]``, ``winograd_output`` (inverse transform +
     bias + act).
     """
 
@@ -73,10 +73,11 @@ class Conv3x3:
 
     def multiply(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
         """Winograd: the 36 batched GEMMs ``M[:, k] = V[:, k] · U[k]ᵀ`` (``V`` already transformed).
-        Tile-major: element k's rows are every 36th row (leading dimension 36C, batch stride C)."""
+        ``V`` tile-major: element k's rows are every 36th row (leading dimension 36C, batch
+        stride C); ``M`` element-major (kernels/residual.hip says why)."""
         cin, cout, tiles = self.c_in, self.c_out, bsz * 4
-        ops.gemm(tiles, cout, cin, buf.wino_v, 36 * cin, self.w.w, cin, buf.wino_m, 36 * cout, trans_b=True,
-                 batch=36, stride_a=cin, stride_b=cout * cin, stride_c=cout)
+        ops.gemm(tiles, cout, cin, buf.wino_v, 36 * cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
+                 batch=36, stride_a=cin, stride_b=cout * cin, stride_c=tiles * cout)
 
     def forward_fused(
         self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,

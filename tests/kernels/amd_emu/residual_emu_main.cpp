@@ -7,10 +7,10 @@
 // (fewer blocks than positions), not cp.async timing.
 // Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
 // Usage: residual_emu staged|direct|split batch c se act skip out v grid stats gates dir
-//   dir holds m.bin [batch*4, 36, c] (tile-major), bias.bin [c], and with skip skip.bin [batch*64, c], with
+//   dir holds m.bin [36, batch*4, c], bias.bin [c], and with skip skip.bin [batch*64, c], with
 //   se > 0 w1.bin [se, c], b1.bin [se], w2t.bin [se, 2c], b2.bin [2c], all of the kernel's T.
 //   Writes out.bin [batch*64, c] (out aliases skip when both are on, as in the backend) and
-//   v.bin [batch*4, 36, c]; unwritten elements stay NaN. grid: the staged kernel's block count.
+//   v.bin [batch*4, 36, c] (tile-major); unwritten elements stay NaN. grid: the staged kernel's block count.
 //   stats: also writes stats.bin [batch, 16, c] (the per-tile sums for the next block's SE);
 //   gates: reads gates.bin [batch, 2c] and applies them in place of the SE.
 // Usage: residual_emu segates batch c se act dir
