@@ -72,8 +72,12 @@ def wdl_from_value(z: np.ndarray) -> np.ndarray:
     """``(W, D, L) [B, 3]`` from a value head's raw output ``z``: the softmax of ``[B, 3]`` WDL
     logits, or ``((1+q)/2, 0, (1-q)/2)`` with ``q = tanh(z)`` for a classical head's ``[B, 1]``."""
     if z.shape[1] == 3:
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        # Column by column, not z.max(axis=1) / e.sum(axis=1): numpy's reductions over a length-3
+        # axis cost ~25-60 us each at 1024 rows, and this runs on every GPU batch after the device
+        # is done (114 -> 24 us a 1024-position batch; the same sums in the same order).
+        c0, c1, c2 = z[:, 0], z[:, 1], z[:, 2]
+        e = np.exp(z - np.maximum(np.maximum(c0, c1), c2)[:, None])
+        return e / (e[:, 0] + e[:, 1] + e[:, 2])[:, None]
     q = np.tanh(z[:, 0])
     return np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
 

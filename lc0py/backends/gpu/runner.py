@@ -326,7 +326,7 @@ class GpuRunner:
                 mlh = np.maximum(mlh, 0)
         else:
             mlh = np.zeros(n, np.float32)
-        return NetworkOutput(policy=policy, wdl=wdl.astype(np.float32), moves_left=mlh)
+        return NetworkOutput(policy=policy, wdl=wdl.astype(np.float32, copy=False), moves_left=mlh)
 
     def evaluate_traced(self, batch: PlanesBatch, flash: bool) -> tuple[NetworkOutput, dict[str, np.ndarray]]:
         """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
