@@ -236,16 +236,16 @@ class GpuRunner:
         return slot
 
     def _upload(self, slot: _Slot, batch: PlanesBatch, rows: int) -> None:
-        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device."""
+        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device. The masks
+        go up while the host copies the values."""
         n = len(batch)
         masks = slot.masks.view(np.uint64, (rows, PLANES))
         values = slot.values.view(np.float32, (rows, PLANES))
         masks[:n] = batch.masks
-        values[:n] = batch.values
-        if rows > n:
-            masks[n:] = 0
-            values[n:] = 0
+        masks[n:] = 0
         self.p.copy_h2d(self.buf.in_masks, slot.masks, rows * PLANES * 8, self.ops.main)
+        values[:n] = batch.values
+        values[n:] = 0
         self.p.copy_h2d(self.buf.in_values, slot.values, rows * PLANES * 4, self.ops.main)
 
     def submit(self, batch: PlanesBatch, flash: bool, use_graph: bool) -> PendingBatch:
