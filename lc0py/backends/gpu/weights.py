@@ -450,7 +450,7 @@ class Buffers:
     cols: int = 0  # residual nets: im2col columns [B*64, 9C] of a 3x3 convolution
     conv: int = 0  # residual nets: a convolution's output [B*64, max(C, P)]
     pol_fc: int = 0  # residual nets, classical policy: dense output [B, 1858]
-    wino_v: int = 0  # residual nets, Winograd: transformed inputs [36, B*4, Cin]
+    wino_v: int = 0  # residual nets, Winograd: transformed inputs [B*4, 36, Cin] (tile-major)
     wino_m: int = 0  # residual nets, Winograd: GEMM outputs [36, B*4, Cout]
     se_stats: int = 0  # residual nets, se_gates: per-tile sums of a block's first conv [B, 16, C]
     se_hpre: int = 0  # residual nets, se_gates: SE fc1 pre-activation [B, S]

@@ -282,7 +282,7 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
         "x": m * s.C * elem,  # the residual stream
         "x1": m * s.C * elem,  # first convolution of a block; convolution policy's first conv
     }
-    if s.winograd:  # transformed inputs [36, B*4, Cin] and GEMM outputs [36, B*4, Cout]
+    if s.winograd:  # transformed inputs [B*4, 36, Cin] and GEMM outputs [36, B*4, Cout]
         sizes["wino_v"] = 36 * batch * 4 * max(s.C, PLANES) * elem
         sizes["wino_m"] = 36 * batch * 4 * max(s.C, s.P) * elem
         if s.S:  # the SE outside the fused step (backend option se_gates; se_fold.py)
