@@ -29,6 +29,7 @@ Nothing here imports a vendor package; ``create_platform`` imports the one that 
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -166,7 +167,7 @@ class HostBuffer:
 
     def view(self, dtype: np.dtype | type, shape: tuple[int, ...]) -> np.ndarray:
         dt = np.dtype(dtype)
-        n = int(np.prod(shape)) * dt.itemsize
+        n = math.prod(shape) * dt.itemsize  # np.prod of a tuple costs ~10 us, 4 views a batch
         if n > self.nbytes:
             raise ValueError(f"host buffer of {self.nbytes} bytes cannot hold {shape} {dt}")
         return self.array[:n].view(dt).reshape(shape)
