@@ -261,3 +261,30 @@ def test_winograd_split_option_picks_the_fused_kernel(preset: str, split: bool, 
         assert (n_split > 0) is expect_split and (n_direct > 0) is not expect_split
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize(("filters", "fused"), [(64, True), (16, False)])
+def test_fused_steps_are_built_for_the_body_width(
+    filters: int, fused: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fused Winograd steps are compiled with ``LC0_STEP_C`` = the body's filters (their row
+    strides constants), both builds of them, and launching them for another width is refused; a
+    body the fused steps do not take builds them for a run-time width (``LC0_STEP_C=0``)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module reaches compile()
+    plat = PointerPlatform()
+    net = _net("res-tiny", filters=filters, se_hidden=8, blocks=1)
+    gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, se_gates=None)
+    try:
+        assert gpu.model.fused is fused and gpu.ops.step_c == (filters if fused else 0)
+        widths = {o for _, opts in plat.compiles for o in opts if o.startswith("-DLC0_STEP_C=")}
+        assert widths == {f"-DLC0_STEP_C={filters if fused else 0}"}
+        se_builds = {o for _, opts in plat.compiles if f"-DLC0_STEP_C={filters}" in opts for o in opts
+                     if o.startswith("-DLC0_SE_OUTSIDE=")}
+        assert se_builds == ({"-DLC0_SE_OUTSIDE=0", "-DLC0_SE_OUTSIDE=1"} if fused else set())
+        if fused:
+            with pytest.raises(AssertionError):
+                gpu.ops.winograd_fused(0, 0, 0, 0, 0, None, 2 * filters, 0, 2, 1)
+    finally:
+        gpu.close()
