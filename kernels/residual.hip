@@ -437,14 +437,13 @@ struct StepGates {
 };
 
 // One position's fused step on the block's (c, 4) threads (x = channel, y = tile). This thread's M
-// element k at mk[k * kstride] and its channel's bias bb; the position's
-// skip rows (NHWC, square s at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the
-// same indexing; the V rows of its tile at vt[k*c].
+// element k at mk[k * kstride] and its channel's bias bb; the position's skip rows (NHWC, square s
+// at sk[s*c]; nullptr: none) and its out rows (out: nullptr, none) at the same indexing; the V rows
+// of its tile at vt[k*c] (tile-major).
 // stats: this position's [16][c] sums to write (nullptr: none); gates: its channel's gates to
 // apply in place of the SE (StepGates::load). STAGED: mk and sk are in shared memory and the skip
 // rows' async copies are waited for (they are the newest group but one: the next position's M was
 // committed after them).
-
 template <bool STAGED>
 LC0_DEVICE void split_position(const T* mk, size_t kstride, float bb, const T* sk, T* out, T* vt,
                                const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
@@ -579,17 +578,18 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
 // ---- the split step with its loads in flight ahead (backend option winograd_staged) ----------
 // Persistent blocks of (c, 4) threads: block g takes positions g, g + gridDim.x, ... While it
 // computes one position, cp.async copies the next one's M rows (36 rows of 4c, one per element)
-// into the other of two shared-memory stages, and the current one's skip rows
-// into a third buffer (waited for only after the SE). The
-// split kernel spends its time waiting for its 36 M loads at the start of every position, with a
-// single 1,024-thread block per multiprocessor and nothing else to run (Nsight Compute, H200).
+// into the other of two shared-memory stages, and the current one's skip rows into a third buffer
+// (waited for only after the SE). The split kernel spends its time waiting for its 36 M loads at
+// the start of every position, with a single 1,024-thread block per multiprocessor and nothing
+// else to run (Nsight Compute, H200).
 // Dynamic shared memory: the split kernel's (36c + se) floats rounded up to 16 bytes, two stages of
 // 144c elements of T ([36][4][c]), then the skip rows [64][c]. c * sizeof(T) a multiple of 16.
 //
 // split_copy (the skip rows): ROWS rows of c elements of T by the block's (c, 4) threads, 16-byte
 // chunk i on thread i % 4c. Built for one width (LC0_STEP_C) every count is a constant, so the
-// loop unrolls into one cp.async a chunk at immediate offsets from two addresses (the copy loops
-// were ~110 instructions a warp and position: Nsight Compute source counters, docs/performance.md).
+// loop unrolls into one cp.async a chunk at immediate offsets from two addresses (with run-time
+// counts the staged step's two copy loops were ~110 instructions a warp and position: Nsight
+// Compute source counters, docs/performance.md).
 template <int ROWS>
 LC0_DEVICE void split_copy(T* dst, const T* src, int c) {
     const int tid = threadIdx.y * c + threadIdx.x;
