@@ -354,9 +354,14 @@ class CudaPlatform(VendorPlatform):
             )
 
     # ---- streams / events ------------------------------------------------------------------
-    def create_stream(self) -> int:
+    def create_stream(self, high_priority: bool = False) -> int:
         flags = self._drv.CUstream_flags.CU_STREAM_NON_BLOCKING
-        return self._keep(_check(self._drv.cuStreamCreate(flags), "cuStreamCreate"))
+        if not high_priority:
+            return self._keep(_check(self._drv.cuStreamCreate(flags), "cuStreamCreate"))
+        _least, greatest = _check(self._drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+        return self._keep(
+            _check(self._drv.cuStreamCreateWithPriority(flags, greatest), "cuStreamCreateWithPriority")
+        )
 
     def destroy_stream(self, stream: int) -> None:
         obj = self._objs.pop(stream, None)
