@@ -3,7 +3,7 @@
 # Same tree both sides; P0 = the flag off (a sitecustomize sets it), P1 = on (the tree's default).
 # Which priorities the captured graphs' kernel nodes carry; then res-20x256 like-for-like e2e
 # (residual_h100b/e2e.py) P0 P1 P1 P0 in 2 rounds with the PyTorch peer after each, se_gates=on at
-# 256 both sides, and t82 backendbench P0 P1 P1 P0 (its value heads use the side stream too).
+# 256 both sides, and t82 backendbench P0 P1 (its value heads use the side stream too).
 #   C=<commit> bash docs/gpu_check/residual_prio/device_command.sh
 set -u
 R=$OUT/r; mkdir -p $R; D=docs/gpu_check
@@ -26,7 +26,7 @@ for r in 1 2; do
   peer res $f 64,256,1024
 done
 for side in P0 P1; do run $side res-seon $D/residual_h100b/e2e.py $f 256,512 se_gates=on; done
-for side in P0 P1 P1 P0; do run $side t82 -m lc0py backendbench -w $t -b cuda-fp16 -o max_batch=1024 --batch-sizes 256,1024 --batches 30 --json; done
+for side in P0 P1; do run $side t82 -m lc0py backendbench -w $t -b cuda-fp16 -o max_batch=1024 --batch-sizes 256,1024 --batches 30 --json; done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
