@@ -67,7 +67,7 @@ class RecordingPlatform(Platform):
     def alloc(self, nbytes: int) -> int:
         return self._handle()
 
-    def create_stream(self, high_priority: bool = False) -> int:
+    def create_stream(self) -> int:
         return self._handle()
 
     def load_module(self, binary: bytes) -> int:

@@ -354,14 +354,9 @@ class CudaPlatform(VendorPlatform):
             )
 
     # ---- streams / events ------------------------------------------------------------------
-    def create_stream(self, high_priority: bool = False) -> int:
+    def create_stream(self) -> int:
         flags = self._drv.CUstream_flags.CU_STREAM_NON_BLOCKING
-        if not high_priority:
-            return self._keep(_check(self._drv.cuStreamCreate(flags), "cuStreamCreate"))
-        _least, greatest = _check(self._drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
-        return self._keep(
-            _check(self._drv.cuStreamCreateWithPriority(flags, greatest), "cuStreamCreateWithPriority")
-        )
+        return self._keep(_check(self._drv.cuStreamCreate(flags), "cuStreamCreate"))
 
     def destroy_stream(self, stream: int) -> None:
         obj = self._objs.pop(stream, None)

@@ -389,17 +389,11 @@ class HipPlatform(VendorPlatform):
             )
 
     # ---- streams / events ------------------------------------------------------------------
-    def create_stream(self, high_priority: bool = False) -> int:
+    def create_stream(self) -> int:
         flags = getattr(self._hip, "hipStreamNonBlocking", 1)
-        if not high_priority:
-            return self._keep(
-                _check(self._hip.hipStreamCreateWithFlags(flags), "hipStreamCreateWithFlags", self._hip)
-            )
-        _least, greatest = _check(
-            self._hip.hipDeviceGetStreamPriorityRange(), "hipDeviceGetStreamPriorityRange", self._hip
+        return self._keep(
+            _check(self._hip.hipStreamCreateWithFlags(flags), "hipStreamCreateWithFlags", self._hip)
         )
-        stream = self._hip.hipStreamCreateWithPriority(flags, greatest)
-        return self._keep(_check(stream, "hipStreamCreateWithPriority", self._hip))
 
     def destroy_stream(self, stream: int) -> None:
         obj = self._objs.pop(stream, None)

@@ -30,10 +30,6 @@ SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
 #: se_gates, both latency-bound) and save ~0.02 us a position in the second step (H100, res-20x256:
 #: 0.87 of off at 256, 0.97 at 512, 1.01-1.03 at 1024; docs/performance.md)
 SE_GATES_AUTO_MIN = 768
-#: The side stream at the device's highest priority: its branches (the SE gates, the value heads)
-#: are short and latency-bound, and beside a many-wave GEMM on the main stream they would
-#: otherwise start only as its last wave drains (docs/performance.md, "The side stream first").
-SIDE_HIGH_PRIORITY = True
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -65,7 +61,7 @@ class GpuOps:
         self.main = platform.create_stream()
         self.stream = self.main  # where primitives are enqueued now (main, or side inside branch)
         self.fork = platform.can_fork
-        self.side = platform.create_stream(high_priority=SIDE_HIGH_PRIORITY) if self.fork else self.main
+        self.side = platform.create_stream() if self.fork else self.main
         self._events: list[Event] = (
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )

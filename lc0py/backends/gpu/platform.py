@@ -231,11 +231,8 @@ class Platform(ABC):
 
     # ---- streams and events -------------------------------------------------------------
     @abstractmethod
-    def create_stream(self, high_priority: bool = False) -> int:
-        """A non-blocking stream (does not synchronise with the legacy default stream).
-        ``high_priority``: the device's highest stream priority, so that the block scheduler
-        starts its kernels' blocks ahead of waiting blocks of normal-priority streams (the
-        side-stream branches, which would otherwise wait for a wide GEMM's last wave)."""
+    def create_stream(self) -> int:
+        """A non-blocking stream (does not synchronise with the legacy default stream)."""
 
     @abstractmethod
     def destroy_stream(self, stream: int) -> None: ...
