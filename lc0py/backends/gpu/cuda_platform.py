@@ -211,6 +211,7 @@ class _Cublas:
         lib.cublasDestroy_v2.argtypes = [vp]
         lib.cublasSetStream_v2.argtypes = [vp, vp]
         lib.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
+        lib.cublasSetSmCountTarget.argtypes = [vp, i]
         lib.cublasGemmEx.argtypes = [vp, i, i, i, i, i, f, vp, i, i, vp, i, i, f, vp, i, i, i, i]
         lib.cublasGemmStridedBatchedEx.argtypes = [
             vp,
@@ -242,6 +243,7 @@ class _Cublas:
             "cublasDestroy_v2",
             "cublasSetStream_v2",
             "cublasSetWorkspace_v2",
+            "cublasSetSmCountTarget",
             "cublasGemmEx",
             "cublasGemmStridedBatchedEx",
         ):
@@ -308,6 +310,7 @@ class CudaPlatform(VendorPlatform):
         )
         self._arch_option, self.binary_kind = nvrtc_target(self.cc)
         self._cublas: _Cublas | None = None
+        self._sm_targets: dict[int | None, int] = {}  # BLAS handle -> its SM count target (0: all)
 
     # ---- memory ----------------------------------------------------------------------------
     def _bind_current_thread(self) -> None:
@@ -457,8 +460,16 @@ class CudaPlatform(VendorPlatform):
         _Cublas.check(lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
 
     def _destroy_blas_handle(self, handle: ctypes.c_void_p) -> None:
+        self._sm_targets.pop(handle.value, None)
         if self._cublas is not None:
             self._cublas.lib.cublasDestroy_v2(handle)
+
+    def _set_sm_target(self, handle: ctypes.c_void_p, sms: int) -> None:
+        # cuBLAS sizes its persistent Hopper kernels' grids to the target (0: the device's count)
+        if self._sm_targets.get(handle.value, 0) != sms:
+            assert self._cublas is not None
+            _Cublas.check(self._cublas.lib.cublasSetSmCountTarget(handle, sms), "cublasSetSmCountTarget")
+            self._sm_targets[handle.value] = sms
 
     def _column_major_gemm(
         self, handle: ctypes.c_void_p, call: GemmCall, dtype: str, alpha: float, beta: float

@@ -71,13 +71,14 @@ class Conv3x3:
     def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
         self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
 
-    def multiply(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+    def multiply(self, ops: GpuOps, buf: Buffers, bsz: int, sms: int = 0) -> None:
         """Winograd: the 36 batched GEMMs ``M[:, k] = V[:, k] · U[k]ᵀ`` (``V`` already transformed).
         ``V`` tile-major: element k's rows are every 36th row (leading dimension 36C, batch
-        stride C); ``M`` element-major (kernels/residual.hip says why)."""
+        stride C); ``M`` element-major (kernels/residual.hip says why). ``sms``: see
+        ``Platform.gemm``."""
         cin, cout, tiles = self.c_in, self.c_out, bsz * 4
         ops.gemm(tiles, cout, cin, buf.wino_v, 36 * cin, self.w.w, cin, buf.wino_m, cout, trans_b=True,
-                 batch=36, stride_a=cin, stride_b=cout * cin, stride_c=tiles * cout)
+                 batch=36, stride_a=cin, stride_b=cout * cin, stride_c=tiles * cout, sms=sms)
 
     def forward_fused(
         self, ops: GpuOps, buf: Buffers, bsz: int, *, out: int = 0, transform_next: bool = True,
@@ -162,7 +163,7 @@ class ResidualBlock:
                 ops.se_gates_kernel(buf.se_hpre, fold_b, w2, b2, buf.se_gates, c, s, self.act, bsz)
 
             ops.branch(SE_BRANCH, gates)
-            self.conv2.multiply(ops, buf, bsz)
+            self.conv2.multiply(ops, buf, bsz, sms=ops.sms_beside_branch())
             ops.join(SE_BRANCH)
             self.conv2.output_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
                                     gates=buf.se_gates, act=self.act)

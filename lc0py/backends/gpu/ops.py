@@ -30,6 +30,11 @@ SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
 #: se_gates, both latency-bound) and save ~0.02 us a position in the second step (H100, res-20x256:
 #: 0.87 of off at 256, 0.97 at 512, 1.01-1.03 at 1024; docs/performance.md)
 SE_GATES_AUTO_MIN = 768
+#: Multiprocessors the second convolution's GEMM leaves free for the SE branch beside it (its
+#: sums -> gates kernels on the side stream). cuBLAS's Hopper GEMMs are persistent, one block a
+#: multiprocessor: on all of them the branch waits for the GEMM's end (docs/performance.md,
+#: "Room for the SE branch").
+SE_BRANCH_SMS = 8
 
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
@@ -112,6 +117,13 @@ class GpuOps:
             ev = self._events[2 * k + 1]
             self.p.event_record(ev.handle, self.side)
             self.p.stream_wait_event(self.main, ev.handle)
+
+    def sms_beside_branch(self) -> int:
+        """The multiprocessor target of a GEMM beside a side-stream branch (``Platform.gemm``'s
+        ``sms``): the device's count less ``SE_BRANCH_SMS``; 0 (all) without a side stream."""
+        if not self.fork or SE_BRANCH_SMS <= 0:
+            return 0
+        return max(1, self.p.info.sm_count - SE_BRANCH_SMS)
 
     # ---- primitives ---------------------------------------------------------------------------
     def gemm(

@@ -336,12 +336,17 @@ class Platform(ABC):
         stride_c: int = 0,
         bias: int = 0,
         epilogue: str | None = None,
+        sms: int = 0,
     ) -> None:
         """Row-major (strided-batched when ``batch > 1``) GEMM, see the module docstring.
 
         ``epilogue`` (``None``, ``"bias"``, ``"bias_relu"``) with ``bias`` a device vector of
         ``n`` elements of ``dtype`` adds ``bias[n]`` to every row (then ReLU) in the GEMM's
         epilogue; only allowed where ``supports_epilogue`` says so.
+        ``sms`` (0: all): the multiprocessors the GEMM should keep to, a hint for a BLAS whose
+        kernels are persistent (one block per multiprocessor, as cuBLAS's on Hopper), so that a
+        short branch on another stream finds multiprocessors free instead of waiting for the
+        GEMM to end. A BLAS without such a setting ignores it.
         """
 
     def supports_epilogue(self, epilogue: str) -> bool:

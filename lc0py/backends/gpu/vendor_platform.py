@@ -165,6 +165,7 @@ class VendorPlatform(Platform):
         stride_c: int = 0,
         bias: int = 0,
         epilogue: str | None = None,
+        sms: int = 0,
     ) -> None:
         if epilogue is not None:
             raise GpuError(f"{self.blas_name} gemm: epilogue '{epilogue}' not supported on this platform")
@@ -174,7 +175,12 @@ class VendorPlatform(Platform):
         call = GemmCall(
             trans_b, trans_a, n, m, k, b, ldb, stride_b, a, lda, stride_a, c, ldc, stride_c, batch
         )
-        self._column_major_gemm(self._blas_handle(stream), call, dtype, alpha, beta)
+        handle = self._blas_handle(stream)
+        self._set_sm_target(handle, sms)
+        self._column_major_gemm(handle, call, dtype, alpha, beta)
+
+    def _set_sm_target(self, handle: Any, sms: int) -> None:
+        """Keep ``handle``'s GEMMs to ``sms`` multiprocessors (0: all) where the BLAS can."""
 
     @abstractmethod
     def _column_major_gemm(self, handle: Any, call: GemmCall, dtype: str, alpha: float, beta: float) -> None:
