@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.backends.gpu.ops import SE_GATES_AUTO_MIN
+from lc0py.backends.gpu.ops import SE_BRANCH_SMS, SE_GATES_AUTO_MIN
 from lc0py.backends.gpu.platform import DeviceInfo
 from lc0py.backends.gpu.weights import leaves
 from lc0py.weights.presets import random_network
@@ -37,6 +37,7 @@ class PointerPlatform(RecordingPlatform):
         self._top = 1 << 32
         self.used: list[int] = []
         self.launched: list[int] = []  # kernel handles, in launch order
+        self.gemm_sms: list[int] = []  # each GEMM's multiprocessor target (0: all), in order
 
     def alloc(self, nbytes: int) -> int:
         base = self._top
@@ -51,6 +52,7 @@ class PointerPlatform(RecordingPlatform):
     def gemm(self, stream: int, m: int, n: int, k: int, a: int, *args: Any, **kw: Any) -> None:
         lda, b, ldb, c, ldc = args
         self.used += [a, b, c]
+        self.gemm_sms.append(int(kw.get("sms", 0)))
 
     def inside(self, ptr: int) -> bool:
         return any(base <= ptr < base + n for base, n in self.regions)
@@ -187,7 +189,9 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
 @pytest.mark.parametrize("se_gates", [True, False, None], ids=["on", "off", "auto"])
 def test_se_gates_option_picks_where_the_gates_are_made(se_gates: bool | None) -> None:
     """``se_gates=on`` makes every batch's SE gates outside the fused step (se_gates kernel),
-    ``off`` none, ``auto`` batches of ``SE_GATES_AUTO_MIN`` or more."""
+    ``off`` none, ``auto`` batches of ``SE_GATES_AUTO_MIN`` or more. Where the gates are made
+    outside, each block's second convolution GEMM leaves ``SE_BRANCH_SMS`` multiprocessors to
+    their branch, and no other GEMM keeps to fewer than all."""
     from lc0py.backends.gpu.network import GpuNetwork
 
     plat = PointerPlatform()
@@ -200,9 +204,13 @@ def test_se_gates_option_picks_where_the_gates_are_made(se_gates: bool | None) -
             want = se_gates is True or (se_gates is None and n >= SE_GATES_AUTO_MIN)
             assert gpu.ops.use_se_gates(n) is want, n
             plat.launched.clear()
+            plat.gemm_sms.clear()
             masks = np.random.default_rng(n).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
             gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32)))
             assert plat.launched.count(gpu.ops.k_se_gates) == (len(net.blocks) if want else 0), n
+            beside = plat.info.sm_count - SE_BRANCH_SMS
+            assert plat.gemm_sms.count(beside) == (len(net.blocks) if want else 0), n
+            assert set(plat.gemm_sms) <= {0, beside}, n
     finally:
         gpu.close()
 
