@@ -34,6 +34,11 @@ from lc0py.backends.gpu.weights import (
 )
 from lc0py.backends.gpu.weights_residual import ResidualShape, plan_residual_buffers
 
+#: Positions of the planes' masks one host copy + H2D step takes (``GpuRunner._upload``): copied
+#: whole, a 1024-position batch's 0.9 MB of masks kept the device idle ~0.1 ms before its H2D
+#: started (docs/gpu_check/residual_gap).
+UPLOAD_CHUNK_ROWS = 256
+
 
 class _PinnedPool:
     """Pinned host buffers for the policy output, handed to the caller without a copy.
@@ -236,17 +241,21 @@ class GpuRunner:
         return slot
 
     def _upload(self, slot: _Slot, batch: PlanesBatch, rows: int) -> None:
-        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device. The masks
-        go up while the host copies the values."""
-        n = len(batch)
+        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device: the masks
+        in ``UPLOAD_CHUNK_ROWS`` pieces, each going up while the host copies the next (and the
+        values), so the device waits only for the first piece's host copy."""
+        n, main = len(batch), self.ops.main
         masks = slot.masks.view(np.uint64, (rows, PLANES))
         values = slot.values.view(np.float32, (rows, PLANES))
-        masks[:n] = batch.masks
-        masks[n:] = 0
-        self.p.copy_h2d(self.buf.in_masks, slot.masks, rows * PLANES * 8, self.ops.main)
+        for lo in range(0, rows, UPLOAD_CHUNK_ROWS):
+            hi = min(rows, lo + UPLOAD_CHUNK_ROWS)
+            mid = min(max(lo, n), hi)  # rows lo..mid are the batch's, mid..hi padding
+            masks[lo:mid] = batch.masks[lo:mid]
+            masks[mid:hi] = 0
+            self.p.copy_h2d(self.buf.in_masks + lo * PLANES * 8, masks[lo:hi], (hi - lo) * PLANES * 8, main)
         values[:n] = batch.values
         values[n:] = 0
-        self.p.copy_h2d(self.buf.in_values, slot.values, rows * PLANES * 4, self.ops.main)
+        self.p.copy_h2d(self.buf.in_values, slot.values, rows * PLANES * 4, main)
 
     def submit(self, batch: PlanesBatch, flash: bool, use_graph: bool) -> PendingBatch:
         """Start evaluating ``batch``; returns before the device finishes."""

@@ -197,3 +197,57 @@ def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
     t.join(120)
     gpu.close()
     assert not failures and len(plat.bound) == 2, failures[:1]
+
+
+def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
+    """The masks go up in ``UPLOAD_CHUNK_ROWS`` pieces and the values whole; what lands in the
+    device's input buffers is the batch, zero-padded to the graph bucket, whatever the slot held
+    before (a larger batch's rows)."""
+    import ctypes
+
+    import numpy as np
+
+    from lc0py.backends.base import PlanesBatch
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.runner import PLANES, UPLOAD_CHUNK_ROWS
+    from lc0py.backends.gpu.weights import graph_bucket
+    from lc0py.weights.presets import random_network
+    from tests.backends.gpu.test_layers import PointerPlatform
+
+    class CopyingPlatform(PointerPlatform):
+        def __init__(self) -> None:
+            super().__init__()
+            self.device: dict[int, int] = {}  # address -> byte, of every H2D so far
+            self.h2d: list[tuple[int, int]] = []
+
+        def copy_h2d(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
+            ptr = src.ptr if hasattr(src, "ptr") else int(src.ctypes.data)
+            data = ctypes.string_at(ptr, nbytes)
+            self.device.update(zip(range(dst, dst + nbytes), data, strict=True))
+            self.h2d.append((dst, nbytes))
+
+        def read(self, ptr: int, nbytes: int) -> bytes:
+            return bytes(self.device[a] for a in range(ptr, ptr + nbytes))
+
+    plat = CopyingPlatform()
+    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=2 * UPLOAD_CHUNK_ROWS + 64)
+    buf = gpu.runner.buf
+    try:
+        rng = np.random.default_rng(8)
+        for n in (2 * UPLOAD_CHUNK_ROWS + 40, UPLOAD_CHUNK_ROWS + 3, 5):  # larger first: stale rows
+            masks = rng.integers(1, 2**63, size=(n, PLANES), dtype=np.uint64)
+            values = rng.random((n, PLANES)).astype(np.float32) + 0.5
+            plat.h2d.clear()
+            gpu.submit(PlanesBatch(masks, values)).result()
+            rows = graph_bucket(n)
+            assert rows > n or n == 5
+            want_m = np.zeros((rows, PLANES), np.uint64)
+            want_m[:n] = masks
+            want_v = np.zeros((rows, PLANES), np.float32)
+            want_v[:n] = values
+            assert plat.read(buf.in_masks, want_m.nbytes) == want_m.tobytes(), n
+            assert plat.read(buf.in_values, want_v.nbytes) == want_v.tobytes(), n
+            pieces = [size for dst, size in plat.h2d if dst != buf.in_values]
+            assert len(pieces) == -(-rows // UPLOAD_CHUNK_ROWS), (n, pieces)
+    finally:
+        gpu.close()
