@@ -210,6 +210,7 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
     from lc0py.backends.gpu.runner import PLANES, UPLOAD_CHUNK_ROWS
+    from lc0py.backends.gpu.vendor_platform import VendorPlatform
     from lc0py.backends.gpu.weights import graph_bucket
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
@@ -221,8 +222,7 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
             self.h2d: list[tuple[int, int]] = []
 
         def copy_h2d(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
-            ptr = src.ptr if hasattr(src, "ptr") else int(src.ctypes.data)
-            data = ctypes.string_at(ptr, nbytes)
+            data = ctypes.string_at(VendorPlatform._host_ptr(src), nbytes)
             self.device.update(zip(range(dst, dst + nbytes), data, strict=True))
             self.h2d.append((dst, nbytes))
 
