@@ -45,7 +45,7 @@ from lc0py.weights.network import (
 )
 from lc0py.weights.normalize import fix_older_weights_file
 from lc0py.weights.residual import ResidualNetwork, is_residual, residual_network_from_proto
-from lc0py.weights.wire import WireChecker, WireError
+from lc0py.weights.wire import WireChecker, WireError, WireLimitError
 
 #: The lc0 version whose loader rules lc0py follows (min_version gate, encoding gate).
 ENGINE_VERSION = (0, 33, 0)
@@ -66,6 +66,7 @@ def version_int(major: int, minor: int, patch: int) -> int:
 #: before it exhausts a machine.
 MAX_NET_BYTES = 2 << 30
 ENV_MAX_NET_BYTES = "LC0PY_MAX_NET_BYTES"
+LAYER_BYTES_FLOOR = 256 << 20
 _CHUNK = 1 << 20
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -91,16 +92,29 @@ def open_regular_file(name: str, what: str = "weights file") -> Any:
     return storage_reading.open_regular_file(name, what, WeightsFormatError)
 
 
+def max_layer_bytes(net_limit: int) -> int:
+    """The most bytes one layer's ``params`` may declare: an eighth of the network cap, at least
+    256 MiB (or the whole cap when that is smaller); 256 MiB by default. lc0's largest layers hold
+    ~10 M values (20 MB as LINEAR16, 40 MB as FLOAT32); a layer declaring more than this is
+    refused while the stream is read, before it is kept in memory."""
+    return max(net_limit // 8, min(net_limit, LAYER_BYTES_FLOOR))
+
+
+def _checker(limit: int) -> WireChecker:
+    return WireChecker(proto.Net.DESCRIPTOR, limit, {(proto.Layer.DESCRIPTOR.full_name, 3): max_layer_bytes(limit)})
+
+
 def read_weights_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes | bytearray:
     """The decompressed bytes of a weights file (gzip, or plain data passed through like gzread).
 
-    Only regular files are read. gzip data is inflated as a stream, at most ``max_bytes``
-    (default ``max_net_bytes()``), and the output is checked as protobuf wire format as it comes
-    (``wire.WireChecker``), so a gzip bomb or a non-network is refused after its first bytes.
+    Only regular files are read. Both kinds are read as a stream, chunk by chunk, at most
+    ``max_bytes`` (default ``max_net_bytes()``), and the bytes are checked as protobuf wire format
+    as they come (``wire.WireChecker``, which also bounds one layer by ``max_layer_bytes``), so a
+    gzip bomb, a plain file of zeros or a non-network is refused after its first bytes.
     """
     name = os.fspath(path)
     limit = max_net_bytes() if max_bytes is None else max_bytes
-    checker = WireChecker(proto.Net.DESCRIPTOR, limit)
+    checker = _checker(limit)
     with open_regular_file(name) as f:
         try:
             magic = f.read(2)
@@ -110,13 +124,28 @@ def read_weights_bytes(path: str | os.PathLike[str], max_bytes: int | None = Non
                 if size > limit:
                     raise WeightsFormatError(f"{name}: {size} bytes is larger than the {limit}-byte limit "
                                              f"(set {ENV_MAX_NET_BYTES} to raise it)")
-                data = f.read(limit + 1)
-                if len(data) >= 2 and data[:2] not in (b"1\n", b"2\n"):  # else refused by load_proto
-                    _check_wire(name, checker, data, final=True)
-                return data
+                return _read_plain(name, f, limit, checker)
             return _inflate(name, f, limit, checker)
         except OSError as exc:
             raise WeightsFormatError(f"{name}: cannot read weights file ({exc.strerror or exc})") from None
+
+
+def _read_plain(name: str, f: Any, limit: int, checker: WireChecker) -> bytearray:
+    """A plain (not gzip) file, chunk by chunk, each checked before the next is read."""
+    data = bytearray()
+    legacy = None
+    while chunk := f.read(_CHUNK):
+        if len(data) + len(chunk) > limit:  # the file grew after its size was checked
+            raise WeightsFormatError(f"{name}: more than the {limit}-byte limit for a network "
+                                     f"(set {ENV_MAX_NET_BYTES} to raise it)")
+        if legacy is None:
+            legacy = len(chunk) >= 2 and chunk[:2] in (b"1\n", b"2\n")  # refused by load_proto
+        if not legacy:
+            _check_wire(name, checker, chunk)
+        data += chunk
+    if len(data) >= 2 and not legacy:
+        _check_wire(name, checker, b"", final=True)
+    return data
 
 
 def _check_wire(name: str, checker: WireChecker, chunk: bytes, final: bool = False) -> None:
@@ -124,6 +153,8 @@ def _check_wire(name: str, checker: WireChecker, chunk: bytes, final: bool = Fal
         checker.feed(chunk)
         if final:
             checker.finish()
+    except WireLimitError as exc:
+        raise WeightsFormatError(f"{name}: {exc} (set {ENV_MAX_NET_BYTES} to raise it)") from None
     except WireError as exc:
         raise WeightsFormatError(f"{name}: not an lc0 network file (not a protobuf message: {exc})") from None
 
@@ -214,6 +245,11 @@ def load_network(path: str | os.PathLike[str], policy_head: str = "vanilla",
 # array access with one-line errors
 
 
+#: The widest layer lc0py accepts (a bias that defines a width: embedding, FFN, SE, smolgen); lc0's
+#: nets stay below 10 000, and a wider one is refused before it is decoded (issue 30 item 4).
+MAX_WIDTH = 1 << 20
+
+
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in shape)
 
@@ -251,7 +287,11 @@ class _Reader:
         return f"{name} has {stored} values, expected {expected}{what}"
 
     def width(self, layer: Any, name: str, what: str) -> np.ndarray:
-        """A bias whose length defines a layer width; absent -> error (docs/attention-body.md §4.6)."""
+        """A bias whose length defines a layer width; absent -> error (docs/attention-body.md §4.6).
+        More than ``MAX_WIDTH`` values is refused before decoding (lc0's widest layer has 8192)."""
+        stored = layer_element_count(layer)
+        if stored > MAX_WIDTH:
+            self.fail(f"{name} has {stored} values; lc0py refuses widths above {MAX_WIDTH} ({what})")
         v = self.values(layer, name)
         if v.size == 0:
             self.fail(f"{name} is missing (lc0 reads {what} from its length)")

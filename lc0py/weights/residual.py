@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from lc0py.weights.decode import layer_element_count
+
 from lc0py.weights.network import (
     Activation,
     BaseNetwork,
@@ -230,21 +232,28 @@ def fold_batch_norm(weights: np.ndarray, biases: np.ndarray, means: np.ndarray, 
 
 
 def _conv(r: Any, msg: Any, name: str, n_in: int, kernel: int, n_out: int | None = None) -> Conv:
-    """Decode one ``ConvBlock``, fold its batch norm, and check every length."""
-    weights = r.values(msg.weights, name + ".weights")
+    """Decode one ``ConvBlock``, fold its batch norm, and check every length: the lengths are
+    checked on the stored byte counts first, so a layer declaring a gigabyte is refused before
+    anything is decoded (the attention body's rule, ``_Reader.values(expected=...)``)."""
+    count = layer_element_count
+    if count(msg.weights) == 0:
+        r.fail(f"{name}.weights is missing")
+    out = count(msg.bn_means) or count(msg.biases)
+    if out == 0:
+        r.fail(f"{name}: neither biases nor bn_means are present (lc0 reads the channel count from them)")
+    if n_out is not None and out != n_out:
+        r.fail(f"{name} has {out} output channels, expected {n_out}")
+    for what in ("biases", "bn_stddivs", "bn_gammas", "bn_betas"):
+        stored = count(getattr(msg, what))
+        if stored not in (0, out):
+            r.fail(f"{name}.{what} has {stored} values, expected {out}")
+    per_out = n_in * kernel * kernel
+    weights = r.array(msg.weights, name + ".weights", (out, n_in, kernel, kernel)).reshape(-1)
     biases = r.values(msg.biases, name + ".biases")
     means = r.values(msg.bn_means, name + ".bn_means")
     variances = r.values(msg.bn_stddivs, name + ".bn_stddivs")
     gammas = r.values(msg.bn_gammas, name + ".bn_gammas")
     betas = r.values(msg.bn_betas, name + ".bn_betas")
-    if weights.size == 0:
-        r.fail(f"{name}.weights is missing")
-    out = means.size if means.size else biases.size
-    if out == 0:
-        r.fail(f"{name}: neither biases nor bn_means are present (lc0 reads the channel count from them)")
-    if n_out is not None and out != n_out:
-        r.fail(f"{name} has {out} output channels, expected {n_out}")
-    per_out = n_in * kernel * kernel
     if weights.size != out * per_out:
         r.fail(f"{name}.weights has {weights.size} values, expected {out * per_out} "
                f"({out}x{n_in}x{kernel}x{kernel})")
@@ -362,11 +371,11 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
     _check_heads_and_activation(nf, source)
     value_format = int(nf.value)
 
-    inp = r.values(w.input.weights, "input.weights")
-    if inp.size == 0 or inp.size % (112 * 9):
-        r.fail(f"input.weights has {inp.size} values, expected a non-zero multiple of {112 * 9} "
+    stored = layer_element_count(w.input.weights)  # counted, not decoded: _conv decodes it once checked
+    if stored == 0 or stored % (112 * 9):
+        r.fail(f"input.weights has {stored} values, expected a non-zero multiple of {112 * 9} "
                "(C x 112 x 3 x 3)")
-    channels = inp.size // (112 * 9)
+    channels = stored // (112 * 9)
     input_conv = _conv(r, w.input, "input", 112, 3, channels)
     blocks = []
     for i, res in enumerate(w.residual):

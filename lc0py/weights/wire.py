@@ -9,6 +9,10 @@ a field number > 0 and a wire type lc0's schema can hold (varint, 64-bit, length
 schema declares as messages are descended into, so zeros (tag 0) or garbage anywhere are caught
 at the byte they start. Unknown fields are skipped, as protobuf does. It keeps only a few bytes of
 state: the payload of a ``bytes`` field is skipped, never copied.
+
+``field_limits`` bounds single fields as their length is read (``{("pblczero.Weights.Layer", 3):
+n}``: no layer's ``params`` may declare more than ``n`` bytes), so one absurd layer is refused
+before the stream holding it is kept in memory (issue 30 item 4).
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ class WireError(ValueError):
     """The stream is not protobuf wire format of the expected messages; message says where."""
 
 
+class WireLimitError(WireError):
+    """A field declares more bytes than the limits allow (the stream may well be a network)."""
+
+
 def _message_fields(descriptor: Any) -> dict[int, Any]:
     """field number -> message descriptor, for the fields of ``descriptor`` that are messages."""
     return {f.number: f.message_type for f in descriptor.fields if f.message_type is not None}
@@ -32,11 +40,14 @@ def _message_fields(descriptor: Any) -> dict[int, Any]:
 class WireChecker:
     """Feed decompressed chunks with ``feed``; call ``finish`` at the end of the stream."""
 
-    def __init__(self, descriptor: Any, limit: int | None = None) -> None:
+    def __init__(self, descriptor: Any, limit: int | None = None,
+                 field_limits: dict[tuple[str, int], int] | None = None) -> None:
         self._limit = limit  # a field declaring more bytes than the stream may hold is refused at once
+        self._field_limits = field_limits or {}
         self._fields_cache: dict[str, dict[int, Any]] = {}
-        # stack of (message fields, absolute end offset or None for the top level)
-        self._stack: list[tuple[dict[int, Any], int | None]] = [(self._fields(descriptor), None)]
+        # stack of (message fields, absolute end offset or None for the top level, message name)
+        self._stack: list[tuple[dict[int, Any], int | None, str]] = [
+            (self._fields(descriptor), None, descriptor.full_name)]
         self._pending = b""  # an incomplete tag/varint/fixed value carried to the next chunk
         self._skip = 0  # payload bytes of a length-delimited field still to pass over
         self._pos = 0  # absolute offset of the first byte not yet consumed
@@ -90,18 +101,22 @@ class WireChecker:
                                 "lc0's schema")
             where = self._pos
             self._pos += i - start
-            parent_fields, parent_end = self._stack[-1]
+            parent_fields, parent_end, parent_name = self._stack[-1]
             if wire == _LEN:
                 end = self._pos + length
                 if self._limit is not None and end > self._limit:
-                    raise WireError(f"field {number} at byte {where} declares {length} bytes, more than the "
-                                    f"{self._limit}-byte limit for a network")
+                    raise WireLimitError(f"field {number} at byte {where} declares {length} bytes, more than "
+                                         f"the {self._limit}-byte limit for a network")
+                field_limit = self._field_limits.get((parent_name, number))
+                if field_limit is not None and length > field_limit:
+                    raise WireLimitError(f"a layer at byte {where} declares {length} bytes, more than the "
+                                         f"{field_limit}-byte limit for one layer")
                 if parent_end is not None and end > parent_end:
                     raise WireError(f"field {number} at byte {where} declares {length} bytes, past the end "
                                     "of its message")
                 child = parent_fields.get(number)
                 if child is not None:
-                    self._stack.append((self._fields(child), end))
+                    self._stack.append((self._fields(child), end, child.full_name))
                     continue
                 take = min(length, n - i)
                 i += take
