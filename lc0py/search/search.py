@@ -191,7 +191,7 @@ class Search:
             # already evaluated, keeps its priors, as in lc0)
             samples = self._rng.gamma(params.noise_alpha, 1.0, noise_core.SAMPLES)
             self.worker.root_noise = samples.astype(np.float32)
-        self._cache_bytes = cache.nbytes()  # its arrays are allocated whole, before the search
+        self._cache_bytes = cache.nbytes()  # what it may grow to (allocated on demand)
         self._root_stats_out = np.zeros(7, np.int64)  # root_stats' output, reused every batch
         tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - self._cache_bytes)
         self._update_root_filter()

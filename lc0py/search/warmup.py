@@ -64,6 +64,10 @@ def warm_up() -> float:
         from lc0py.search.core import gather
 
         gather.cancel_visits(tree.arrays, search.worker.root_id, np.zeros((1, 5), np.int32), 0)
+        # ... and the NN cache's growth (its first doubling, deep into a long search)
+        from lc0py.search.core import nncache as cache_core
+
+        cache_core.grown(cache_core.allocate(1), 2)
         tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", ["a1a2"])
         _done = True
         return time.perf_counter() - start

@@ -415,6 +415,8 @@ class SearchWorker:
         d = np.ascontiguousarray(out.wdl[rows, 1], dtype=np.float32)
         m = np.ascontiguousarray(out.moves_left[rows], dtype=np.float32)
         policy = np.ascontiguousarray(out.policy[rows], dtype=np.float32)
+        if self._use_cache:
+            self.cache.reserve(batch.nn_count)  # it grows on demand, before the inserts
         L.apply_results(
             self.tree.arrays,
             batch.requests,

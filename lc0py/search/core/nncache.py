@@ -8,6 +8,12 @@ q, d, m from the side to move and the 16-bit prior codes in move-generation orde
 Storage: entries in a ring of ``capacity`` slots (the oldest is evicted first), their priors in
 a ring of ``capacity · 32`` codes (an entry whose codes were overwritten counts as gone), and an
 open-addressing index (linear probing, backward-shift deletion) of twice the capacity.
+
+Capacity is a limit, not an allocation (as lc0's cache, whose entries are allocated as they are
+inserted): the arrays start at ``INITIAL_SLOTS`` and double (``NNCache.reserve``, before each
+batch of inserts) until they reach the capacity. They always grow before either ring would
+wrap, so every entry keeps the slot and code positions it would have in a cache allocated whole,
+and hits and evictions are the same; ``NNCacheSize 999999999`` costs nothing until it is used.
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from lc0py.search.core.jit import njit
 
 CODES_PER_ENTRY = 32
 U64 = np.uint64
+INITIAL_SLOTS = 1 << 12
+#: Codes one insert may consume: a position's legal moves (at most 218) plus the gap left when an
+#: entry's codes are kept contiguous in the ring (bounded by the same number).
+MAX_CODES_PER_INSERT = 2 * 256
 
 # meta slots
 C_INSERTS = 0  # entries ever inserted (next slot = inserts % capacity)
@@ -59,6 +69,38 @@ def allocate(capacity: int) -> CacheArrays:
 
 def nbytes(c: CacheArrays) -> int:
     return sum(a.nbytes for a in c)
+
+
+def nbytes_for(capacity: int) -> int:
+    """What ``allocate(capacity)`` takes, without allocating it."""
+    cap = max(1, int(capacity))
+    size = 1
+    while size < 2 * cap:
+        size *= 2
+    return cap * (8 + 12 + 8 + 2 + 2 * CODES_PER_ENTRY) + 4 * size + 8 * 8
+
+
+def grown(c: CacheArrays, capacity: int) -> CacheArrays:
+    """A copy of ``c`` with ``capacity`` slots. Only valid while neither ring of ``c`` has wrapped
+    (``NNCache.reserve`` grows before that): slots and code positions are kept as they are."""
+    new = allocate(capacity)
+    cap = len(c.key)
+    new.key[:cap] = c.key
+    new.qdm[:cap] = c.qdm
+    new.start[:cap] = c.start
+    new.count[:cap] = c.count
+    new.codes[: len(c.codes)] = c.codes
+    new.meta[:] = c.meta
+    _reindex(new.index, new.key, new.count, cap)
+    return new
+
+
+@njit
+def _reindex(index: np.ndarray, keys: np.ndarray, count: np.ndarray, used: int) -> None:
+    """Put the live slots among the first ``used`` into an empty index."""
+    for s in range(used):
+        if count[s] >= 0:
+            index[_probe(index, keys, keys[s])] = s
 
 
 @njit
@@ -195,7 +237,7 @@ class NNCache:
 
     def __init__(self, capacity: int = 2000000) -> None:
         self.capacity = max(0, int(capacity))
-        self.arrays = allocate(self.capacity)
+        self.arrays = allocate(min(self.capacity, INITIAL_SLOTS))
 
     @property
     def hits(self) -> int:
@@ -212,10 +254,27 @@ class NNCache:
     def resize(self, capacity: int) -> None:
         """New capacity; the cache is emptied (lc0 also rebuilds it)."""
         self.capacity = max(0, int(capacity))
-        self.arrays = allocate(self.capacity)
+        self.clear()
 
     def clear(self) -> None:
-        self.arrays = allocate(self.capacity)
+        self.arrays = allocate(min(self.capacity, INITIAL_SLOTS))
+
+    def reserve(self, inserts: int) -> None:
+        """Make room for ``inserts`` more entries before the compiled code inserts them: the arrays
+        double (up to the capacity) before either ring would wrap. Call it, under the tree lock,
+        before every batch of inserts (``SearchWorker.apply``)."""
+        c = self.arrays
+        slots = len(c.key)
+        if slots >= self.capacity or inserts <= 0:
+            return
+        need_slots = int(c.meta[C_INSERTS]) + inserts
+        need_codes = int(c.meta[C_CODES]) + inserts * MAX_CODES_PER_INSERT
+        if need_slots <= slots and need_codes <= len(c.codes):
+            return
+        new = slots
+        while new < self.capacity and (new < need_slots or new * CODES_PER_ENTRY < need_codes):
+            new *= 2
+        self.arrays = grown(c, min(new, self.capacity))
 
     def __len__(self) -> int:
         return 0 if self.capacity == 0 else int(live_entries(self.arrays))
@@ -226,4 +285,9 @@ class NNCache:
         return min(1000, int(self.arrays.meta[C_SIZE]) * 1000 // self.capacity)
 
     def nbytes(self) -> int:
+        """The most memory the cache takes once full (what the RAM limit reserves for it)."""
+        return nbytes_for(self.capacity)
+
+    def allocated_nbytes(self) -> int:
+        """What its arrays take now (they grow on demand up to ``nbytes()``)."""
         return nbytes(self.arrays)
