@@ -14,6 +14,12 @@ net, the ONNX, kernel and tuning caches) goes through ``write_atomically``:
 * a target that is the same file (same device and inode) as one of ``inputs`` is refused, so
   ``export-onnx -w X -o X`` cannot destroy its own input.
 
+* the temporary file's name carries the writer's PID (``.NAME.p<pid>.XXXXXXXX.tmp``); a write
+  killed with SIGKILL leaves it behind, so every write first removes the stale temporaries in its
+  folder (``remove_stale_temporaries``): ours whose writer is gone (or untouched for 10 minutes),
+  and, in cache folders (``private=True``), unmarked ``.NAME.XXXXXXXX.tmp`` files untouched for
+  10 minutes (left by earlier versions).
+
 Errors are one ``UsageError`` line naming ``what`` (the option or file) and the reason.
 """
 
@@ -21,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -35,6 +43,58 @@ _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+#: A temporary file untouched this long is not being written (the largest write takes seconds).
+STALE_SECONDS = 600.0
+#: ... nor one whose writer's PID is gone and that is this old (a margin for PID namespaces,
+#: where another container's live writer may look gone from here).
+STALE_DEAD_WRITER_SECONDS = 30.0
+_MARKED = re.compile(r"^\..+\.p(\d+)\.[A-Za-z0-9_]{8}\.tmp$")
+_UNMARKED = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str], *, unmarked: bool = False) -> list[str]:
+    """Remove the temporary files that killed writes left in ``folder`` (see the module
+    docstring); ``unmarked``: also old ``.NAME.XXXXXXXX.tmp`` files without a PID (caches only).
+    Returns the names removed. Never raises: cleaning up is best effort."""
+    removed = []
+    now = time.time()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(".") or not name.endswith(".tmp"):
+            continue
+        marked = _MARKED.match(name)
+        if not marked and not (unmarked and _UNMARKED.match(name)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        age = now - st.st_mtime
+        pid = int(marked.group(1)) if marked else None
+        gone = pid is not None and pid != os.getpid() and not _alive(pid)
+        if age > STALE_SECONDS or (gone and age > STALE_DEAD_WRITER_SECONDS):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed.append(name)
+    return removed
 
 
 def _umask() -> int:
@@ -103,8 +163,9 @@ def write_atomically(path: str | os.PathLike[str], data: bytes | bytearray | mem
     except OSError as exc:
         raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
     payload = data.encode() if isinstance(data, str) else data
+    remove_stale_temporaries(target.parent, unmarked=private)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.p{os.getpid()}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
     try:

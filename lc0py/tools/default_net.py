@@ -29,6 +29,8 @@ PRESET = "t82"
 SEED = 20240601
 ENCODING = "linear16"
 FILE_NAME = f"default-{PRESET}-seed{SEED}-{ENCODING}.pb.gz"
+#: Its size on disk, rounded up (189 MB): checked as free space before generating it.
+EXPECTED_BYTES = 200_000_000
 
 _verified: set[Path] = set()
 
@@ -86,8 +88,9 @@ def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
     from lc0py.weights.writer import serialize_network
 
     entries = storage_cache.EntryStore(path.parent, "default-net")
-    if not entries.usable():
-        raise Lc0pyError(f"cannot write the default network to {path}: the cache folder is not usable "
+    problem = entries.check_writable(EXPECTED_BYTES)  # before the ~1 minute of generating it
+    if problem is not None:
+        raise Lc0pyError(f"cannot write the default network to {path}: {problem} "
                          f"(set {storage_cache.ENV_ROOT} or pass --weights)")
     print(f"lc0py: generating the default network ({preset}, seed {seed}) into {path} (once)",
           file=sys.stderr, flush=True)
@@ -96,7 +99,7 @@ def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
         data = serialize_network(random_network(preset=preset, seed=seed), ENCODING)
         written = entries.store(path.name, data, _inputs(preset, seed))
     if written is None:
-        raise Lc0pyError(f"cannot write the default network to {path} (see the line above)")
+        raise Lc0pyError(f"cannot write the default network to {path}: {entries.last_error}")
     print(f"lc0py: default network ready ({len(data) / 1e6:.0f} MB, {time.monotonic() - start:.1f} s)",
           file=sys.stderr, flush=True)
     return path

@@ -101,7 +101,8 @@ def max_layer_bytes(net_limit: int) -> int:
 
 
 def _checker(limit: int) -> WireChecker:
-    return WireChecker(proto.Net.DESCRIPTOR, limit, {(proto.Layer.DESCRIPTOR.full_name, 3): max_layer_bytes(limit)})
+    layer_params = (proto.Layer.DESCRIPTOR.full_name, 3)
+    return WireChecker(proto.Net.DESCRIPTOR, limit, {layer_params: max_layer_bytes(limit)})
 
 
 def read_weights_bytes(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes | bytearray:

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from lc0py.weights.decode import layer_element_count
-
 from lc0py.weights.network import (
     Activation,
     BaseNetwork,
