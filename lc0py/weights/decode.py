@@ -86,8 +86,9 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
     """Return the layer's values as a flat float32 array (empty for an absent/empty layer).
 
     Raises ``WeightsFormatError`` (message starts with ``name``) for an explicit UNKNOWN or
-    unrecognised encoding, a byte count that is not a multiple of the element size, or ``dims``
-    whose product disagrees with the element count.
+    unrecognised encoding, or a byte count that is not a multiple of the element size. ``dims`` is
+    not read: lc0 never reads it (every size comes from lengths, checked by the loader against the
+    net's dimensions), and it plays files whose ``dims`` disagree with their values.
     """
     raw: bytes = layer.params
     unknown = None if layer.HasField("encoding") else unknown_varint(layer, 4)
@@ -126,12 +127,6 @@ def decode_layer(layer: Any, name: str = "layer") -> np.ndarray:
         values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
     else:
         values = np.frombuffer(raw, dtype="<f4").astype(np.float32)  # copy: writable, native order
-    if len(layer.dims):
-        dims = [int(d) for d in layer.dims]
-        if int(np.prod(dims, dtype=np.int64)) != values.size:
-            raise WeightsFormatError(
-                f"{name}: dims {'x'.join(map(str, dims))} disagree with its {values.size} values"
-            )
     return values
 
 

@@ -10,9 +10,7 @@ sizes lc0 infers (§6.1). Every failure is one ``Lc0pyError`` line naming the fi
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Callable
 from typing import Any, NoReturn, TypedDict
 
@@ -20,7 +18,7 @@ import numpy as np
 
 from lc0py.errors import BackendOptionError, UnsupportedNetError, WeightsFormatError
 from lc0py.storage import reading as storage_reading
-from lc0py.weights import proto
+from lc0py.weights import gzip_stream, proto
 from lc0py.weights.decode import decode_layer, layer_element_count
 from lc0py.weights.network import (
     Activation,
@@ -44,7 +42,7 @@ from lc0py.weights.network import (
     ValueHead,
 )
 from lc0py.weights.normalize import fix_older_weights_file
-from lc0py.weights.residual import ResidualNetwork, is_residual, residual_network_from_proto
+from lc0py.weights.residual import RESIDUAL_KINDS, ResidualNetwork, is_residual, residual_network_from_proto
 from lc0py.weights.wire import WireChecker, WireError, WireLimitError
 
 #: The lc0 version whose loader rules lc0py follows (min_version gate, encoding gate).
@@ -161,24 +159,24 @@ def _check_wire(name: str, checker: WireChecker, chunk: bytes, final: bool = Fal
 
 
 def _inflate(name: str, f: Any, limit: int, checker: WireChecker) -> bytearray:
-    """Inflate a gzip stream (all members, as gzread does) chunk by chunk under ``limit``."""
+    """Inflate a gzip stream (all members, with ``gzread``'s tolerance: ``gzip_stream``) chunk by
+    chunk under ``limit``."""
     data = bytearray()  # grown in place: no second copy of the whole net at the end
     legacy = None
     try:
-        with gzip.GzipFile(fileobj=f, mode="rb") as gz:
-            while chunk := gz.read(_CHUNK):
-                if len(data) + len(chunk) > limit:
-                    raise WeightsFormatError(
-                        f"{name}: decompresses to more than {limit} bytes, the limit for a network "
-                        f"(set {ENV_MAX_NET_BYTES} to raise it)")
-                if legacy is None:
-                    legacy = chunk[:2] in (b"1\n", b"2\n")
-                if not legacy:
-                    _check_wire(name, checker, chunk)
-                data += chunk
-    except EOFError:
-        raise WeightsFormatError(f"{name}: truncated gzip data (file ends early)") from None
-    except (gzip.BadGzipFile, zlib.error) as exc:
+        for chunk in gzip_stream.inflate_chunks(f, _CHUNK):
+            if len(data) + len(chunk) > limit:
+                raise WeightsFormatError(
+                    f"{name}: decompresses to more than {limit} bytes, the limit for a network "
+                    f"(set {ENV_MAX_NET_BYTES} to raise it)")
+            if legacy is None:
+                legacy = chunk[:2] in (b"1\n", b"2\n")
+            if not legacy:
+                _check_wire(name, checker, chunk)
+            data += chunk
+    except gzip_stream.GzipTruncated as exc:
+        raise WeightsFormatError(f"{name}: truncated gzip data ({exc})") from None
+    except gzip_stream.GzipCorrupt as exc:
         raise WeightsFormatError(f"{name}: corrupt gzip data ({exc})") from None
     if not legacy:
         _check_wire(name, checker, b"", final=True)
@@ -221,8 +219,10 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
             f"{name}: invalid weight file: lc0 version >= v{v.major}.{v.minor}.{v.patch} required "
             f"(lc0py follows lc0 v{'.'.join(map(str, ENGINE_VERSION))})"
         )
-    if (net.HasField("weights") and net.format.weights_encoding != proto.Format.LINEAR16
-            and net_ver < version_int(0, 33, 0)):
+    encoding = proto.unknown_varint(net.format, 1)  # a number this schema does not know (e.g. 4)
+    if encoding is None:
+        encoding = int(net.format.weights_encoding)
+    if net.HasField("weights") and encoding != proto.Format.LINEAR16 and net_ver < version_int(0, 33, 0):
         raise WeightsFormatError(
             f"{name}: invalid weight file: unsupported encoding (Format.weights_encoding is not LINEAR16 "
             "and min_version is below 0.33.0)"
@@ -358,7 +358,7 @@ def _check_kind(net: Any, source: str) -> None:
     w = net.weights
     for fd in nf.DESCRIPTOR.fields:  # enum values this schema does not know: lc0 refuses them too
         unknown = proto.unknown_varint(nf, fd.number)
-        if unknown is not None:
+        if unknown is not None and fd.name != "output":  # lc0 plays any output (not WDL: classical)
             _unsupported(source, f"NetworkFormat.{fd.name} = {unknown} is not a value lc0 knows")
     kind = int(nf.network)
     if net.HasField("onnx_model") or kind == NetworkKind.ONNX:
@@ -370,6 +370,10 @@ def _check_kind(net: Any, source: str) -> None:
         _unsupported(source, "hybrid networks (residual convolution tower feeding an attention body) "
                      "are not supported")
     if is_residual(net):
+        if kind not in RESIDUAL_KINDS:  # 0 (lc0: "NETWORK_UNKNOWN is not supported"), or 6/7 on a
+            # residual tower, which lc0 runs as a hybrid without encoders: not a residual net
+            _unsupported(source, f"network format {_enum_name(NetworkKind, kind)} does not describe the "
+                         "residual tower this file holds (lc0 refuses or runs it as another net)")
         return  # lc0py.weights.residual checks the rest
     if kind not in (NetworkKind.ATTENTIONBODY_WITH_HEADFORMAT,
                     NetworkKind.ATTENTIONBODY_WITH_MULTIHEADFORMAT):
@@ -658,12 +662,12 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
                                     lambda src, key: _build_value(r, src[0], src[1], e, wdl, key))
 
     moves_left = None
-    if int(nf.moves_left) == MovesLeftFormat.V1:
+    if int(nf.moves_left) == MovesLeftFormat.V1 and has_moves_left_weights(w, "ip_mov_w", "ip_mov_b"):
         emb = r.dense(w, "ip_mov_w", "ip_mov_b", e, "", "the moves-left embedding channels")
         moves_left = MovesLeftHead(emb, *_moves_left_dense(r, w, 64 * emb.n_out))
 
     return Network(
-        format=_network_format(nf, source, stored_embedding),
+        format=_network_format(nf, source, stored_embedding, moves_left is not None),
         embedding=embedding,
         encoders=encoders,
         heads=heads,
@@ -680,6 +684,21 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     )
 
 
+_MOVES_LEFT_DENSE = ("ip1_mov_w", "ip1_mov_b", "ip2_mov_w", "ip2_mov_b")
+
+
+def has_moves_left_weights(w: Any, *layers: str) -> bool:
+    """Whether any moves-left layer is stored (the body's ``layers`` or the dense ones; a ConvBlock
+    counts by its weights). lc0 plays ``moves_left = V1`` without any of them, with m = 0; lc0py
+    then loads the net without a moves-left head (docs/weights-format.md §11)."""
+    for name in (*layers, *_MOVES_LEFT_DENSE):
+        field = getattr(w, name)
+        layer = field.weights if hasattr(field, "bn_means") else field
+        if layer_element_count(layer):
+            return True
+    return False
+
+
 def _moves_left_dense(r: _Reader, w: Any, n_in: int) -> tuple[Dense, Dense]:
     """The moves-left head's dense layers after its embedding (attention body) or convolution
     (residual body): ``ip1_mov`` (``n_in`` = 64 x channels -> hidden), ``ip2_mov`` (hidden -> 1)."""
@@ -689,16 +708,19 @@ def _moves_left_dense(r: _Reader, w: Any, n_in: int) -> tuple[Dense, Dense]:
     return fc1, fc2
 
 
-def _network_format(nf: Any, source: str, input_embedding: InputEmbedding) -> NetworkFormat:
+def _network_format(nf: Any, source: str, input_embedding: InputEmbedding,
+                    has_moves_left: bool = True) -> NetworkFormat:
     """The stored ``network_format`` as lc0py's enums (an output lc0py does not know is UNKNOWN);
     ``input_embedding`` as the body reads it."""
+    output = proto.unknown_varint(nf, 2)  # a number the schema lacks (lc0 plays it: not WDL)
+    output = int(nf.output) if output is None else output
     return NetworkFormat(
         input=_input_format(source, int(nf.input)),
-        output=OutputFormat(int(nf.output)) if int(nf.output) in (0, 1, 2) else OutputFormat.UNKNOWN,
+        output=OutputFormat(output) if output in (0, 1, 2) else OutputFormat.UNKNOWN,
         network=NetworkKind(int(nf.network)),
         policy=PolicyFormat(int(nf.policy)),
         value=ValueFormat(int(nf.value)),
-        moves_left=MovesLeftFormat(int(nf.moves_left)),
+        moves_left=MovesLeftFormat(int(nf.moves_left)) if has_moves_left else MovesLeftFormat.NONE,
         default_activation=DefaultActivation(int(nf.default_activation)),
         smolgen_activation=Activation(int(nf.smolgen_activation)),
         ffn_activation=Activation(int(nf.ffn_activation)),

@@ -358,6 +358,7 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
         _select,
         _unsupported,
         _value_sources,
+        has_moves_left_weights,
     )
 
     r = _Reader(source)
@@ -398,13 +399,13 @@ def residual_network_from_proto(net: Any, policy_head: str, value_head: str, sou
                                     lambda src, key: _value_head(r, src[0], src[1], channels, wdl, key))
 
     moves_left = None
-    if int(nf.moves_left) == MovesLeftFormat.V1:
+    if int(nf.moves_left) == MovesLeftFormat.V1 and has_moves_left_weights(w, "moves_left"):
         conv = _conv(r, w.moves_left, "moves_left", channels, 1)
         moves_left = ConvMovesLeftHead(conv, *_moves_left_dense(r, w, 64 * conv.n_out))
 
     default_act = Activation.MISH if nf.default_activation == DefaultActivation.MISH else Activation.RELU
     return ResidualNetwork(
-        format=_network_format(nf, source, _embedding_value(int(nf.input_embedding))),
+        format=_network_format(nf, source, _embedding_value(int(nf.input_embedding)), moves_left is not None),
         input=input_conv,
         blocks=blocks,
         policy=policy,

@@ -43,7 +43,8 @@ def test_corrupt_gzip(tmp_path: Path, good: Path) -> None:
     data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
     bad = tmp_path / "corrupt.pb.gz"
     bad.write_bytes(bytes(data))
-    with pytest.raises(WeightsFormatError, match="corrupt.pb.gz: corrupt gzip data"):
+    # the inflater or the wire check, whichever meets the damage first
+    with pytest.raises(WeightsFormatError, match="corrupt.pb.gz: (corrupt gzip|not an lc0 network)"):
         load_network(bad)
 
 
