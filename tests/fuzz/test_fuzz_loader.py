@@ -1,4 +1,5 @@
-"""Seeded fuzzing of the weights loader: truncations, bit flips, size fields, structural edits.
+"""Seeded fuzzing of the weights loader: truncations, bit flips, size fields, structural edits, layers
+declaring gigabytes, gzip trailers cut and bytes after the member, on both bodies.
 
 Each case must end in a loaded ``Network`` or one ``Lc0pyError`` (never another exception), with
 memory bounded: the decompression cap is lowered to 16 MiB for the run, so no mutation can make the
@@ -24,6 +25,7 @@ from tests.peak_memory import peak_rss_mb, reset_peak_rss
 DEFAULT_CASES = 800
 _BASE = network_to_proto(random_network("tiny", seed=11, layers=1))
 _PLAIN = _BASE.SerializeToString()
+_RESIDUAL = network_to_proto(random_network("res-tiny", seed=11)).SerializeToString()  # the other body
 _LAYERS = [f for f in _BASE.weights.DESCRIPTOR.fields if f.message_type is not None
            and f.message_type.name == "Layer"]
 
@@ -83,19 +85,59 @@ def _structural(rng: random.Random, _: bytes) -> bytes:
     return msg.SerializeToString()
 
 
+def _huge_layer(rng: random.Random, data: bytes) -> bytes:
+    """Append a layer (merged into an existing one, or a new encoder/residual block) whose params
+    declare far more bytes than follow: the length alone must refuse it (issue 30 item 4)."""
+    size = rng.choice([1 << 24, 1 << 28, (1 << 31) - 1, 5 << 30])
+    inner = b"\x1a" + _varint(size) + bytes(rng.randrange(64))
+    # where: input.weights, residual[+1].conv1.weights, encoder[+1].ffn.dense1_w, ip_emb_b
+    path = rng.choice([[10, 1, 1], [10, 2, 1, 1], [10, 27, 4, 1], [10, 3]])
+    body = inner
+    for number in reversed(path):  # every enclosing message declares the layer's bytes too
+        body = _varint(number << 3 | 2) + _varint(len(body) + size) + body
+    return data + body
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _cut_trailer(rng: random.Random, data: bytes) -> bytes:
+    """A gzip file losing 1-8 bytes of its trailer (lc0 plays these: docs/weights-format.md §11)."""
+    return data[: len(data) - rng.randint(1, 8)]
+
+
+def _trailing_bytes(rng: random.Random, data: bytes) -> bytes:
+    """Bytes after the member: garbage, zeros, a partial header, another (maybe cut) member."""
+    extra = rng.choice([bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))),
+                        bytes(rng.randint(1, 64)), b"\x1f\x8b\x08"[: rng.randint(1, 3)],
+                        gzip.compress(bytes(rng.randrange(32)), mtime=0)])
+    if rng.random() < 0.3:
+        extra = extra[: rng.randrange(len(extra) + 1)]
+    return data + extra
+
+
 MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [_truncate, _flip_bits, _smash_varint, _splice,
-                                                            _structural]
+                                                            _structural, _huge_layer]
+GZIP_MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [_truncate, _flip_bits, _cut_trailer,
+                                                                 _trailing_bytes]
 
 
 def _case(seed: int, folder: Path) -> str:
     rng = random.Random(seed)
     mutate = rng.choice(MUTATIONS)
-    data = mutate(rng, _PLAIN)
+    residual = mutate is not _structural and rng.random() < 0.3  # _structural edits the attention net
+    data = mutate(rng, _RESIDUAL if residual else _PLAIN)
     compressed = rng.random() < 0.5
     if compressed:
         data = gzip.compress(data, mtime=0)
         if rng.random() < 0.3:  # mutate the gzip container too
-            data = rng.choice([_truncate, _flip_bits])(rng, data)
+            data = rng.choice(GZIP_MUTATIONS)(rng, data)
     path = folder / f"case-{seed}.pb.gz"
     path.write_bytes(data)
     what = f"{mutate.__name__}{' +gzip' if compressed else ''}"
