@@ -68,7 +68,7 @@ def remove_stale_temporaries(folder: str | os.PathLike[str], *, unmarked: bool =
     """Remove the temporary files that killed writes left in ``folder`` (see the module
     docstring); ``unmarked``: also old ``.NAME.XXXXXXXX.tmp`` files without a PID (caches only).
     Returns the names removed. Never raises: cleaning up is best effort."""
-    removed = []
+    removed: list[str] = []
     now = time.time()
     try:
         names = os.listdir(folder)
