@@ -480,7 +480,7 @@ def _build_policy(r: _Reader, src: _PolicySource, e: int, key: str) -> PolicyHea
     m, p = src.msg, src.prefix
     if len(m.pol_encoder) > 0:
         _unsupported(r.source, f"{p}pol_encoder: policy encoder layers are not supported on attention bodies")
-    if r.values(m.ip2_pol_b, p + "ip2_pol_b").size == 0:
+    if layer_element_count(m.ip2_pol_b) == 0:  # counted: nothing is decoded before its size is checked
         r.fail(f"the policy head selected '{key}' is empty ({p}ip2_pol_b is missing)")
     emb_b = r.width(src.emb_b[0], src.emb_b[1], "the policy embedding size Pe")
     emb = Dense(r.array(src.emb_w[0], src.emb_w[1], (emb_b.size, e)), emb_b)
@@ -501,7 +501,7 @@ def _build_value(r: _Reader, msg: Any, prefix: str, e: int, wdl: bool, key: str)
 
 def _require_value_head(r: _Reader, msg: Any, prefix: str, key: str) -> None:
     """Fail when the selected value head has no weights (either body)."""
-    if r.values(msg.ip1_val_b, prefix + "ip1_val_b").size == 0:
+    if layer_element_count(msg.ip1_val_b) == 0:
         r.fail(f"the value head selected '{key}' is empty ({prefix}ip1_val_b is missing)")
 
 
@@ -550,9 +550,7 @@ def _build_embedding(r: _Reader, w: Any, kind: InputEmbedding) -> Embedding:
         preproc = None
         cin = _PE_MAP_INPUTS
     emb = Embedding(kind=kind, dense=Dense(r.array(w.ip_emb_w, "ip_emb_w", (e, cin)), b), preproc=preproc)
-    mult = r.values(w.ip_mult_gate, "ip_mult_gate")
-    add = r.values(w.ip_add_gate, "ip_add_gate")
-    if mult.size and add.size:  # blas/CUDA gate only when both are present
+    if layer_element_count(w.ip_mult_gate) and layer_element_count(w.ip_add_gate):  # blas/CUDA: both
         emb.mult_gate = r.array(w.ip_mult_gate, "ip_mult_gate", (e, 64))
         emb.add_gate = r.array(w.ip_add_gate, "ip_add_gate", (e, 64))
     if kind == InputEmbedding.PE_DENSE:
@@ -595,11 +593,12 @@ def _build_encoder(r: _Reader, layer: Any, i: int, e: int, heads: int, d_model: 
 
 
 def _build_smolgen(r: _Reader, s: Any, p: str, e: int, heads: int, gs: int) -> Smolgen:
-    compress = r.values(s.compress, p + "compress")
-    if compress.size == 0 or compress.size % e:
-        r.fail(f"{p}compress has {compress.size} values, expected a non-zero multiple of {e} (hc x E)")
-    hc = compress.size // e
+    stored = layer_element_count(s.compress)  # decoded once dense1 agrees with its size
+    if stored == 0 or stored % e:
+        r.fail(f"{p}compress has {stored} values, expected a non-zero multiple of {e} (hc x E)")
+    hc = stored // e
     dense1 = r.dense(s, "dense1_w", "dense1_b", 64 * hc, p, "the smolgen hidden size")
+    compress = r.values(s.compress, p + "compress", expected=stored)
     ln1 = r.layer_norm(s, "ln1_gammas", "ln1_betas", dense1.n_out, _SMOLGEN_EPS, p)
     b2 = r.width(s.dense2_b, p + "dense2_b", "heads x smolgen gen size")
     if b2.size != heads * gs:
@@ -642,11 +641,14 @@ def network_from_proto(net: Any, policy_head: str = "vanilla", value_head: str =
     smolgen_w = None
     gs = None
     if any(layer.mha.HasField("smolgen") for layer in w.encoder):
-        sw = r.values(w.smolgen_w, "smolgen_w")
-        if sw.size == 0:
+        stored = layer_element_count(w.smolgen_w)
+        if stored == 0:
             r.fail("smolgen_w is missing (the encoder layers have smolgen)")
-        if sw.size % 4096:
-            r.fail(f"smolgen_w has {sw.size} values, expected a non-zero multiple of 4096 (4096 x gen size)")
+        if stored % 4096:
+            r.fail(f"smolgen_w has {stored} values, expected a non-zero multiple of 4096 (4096 x gen size)")
+        if stored // 4096 > MAX_WIDTH:  # gen size x heads is a width (dense2_b): refused before decoding
+            r.fail(f"smolgen_w has {stored} values; a gen size of {stored // 4096} is above {MAX_WIDTH}")
+        sw = r.values(w.smolgen_w, "smolgen_w", expected=stored)
         gs = sw.size // 4096
         smolgen_w = sw.reshape(4096, gs)
     encoders = [_build_encoder(r, layer, i, e, heads, d_model, eps, gs) for i, layer in enumerate(w.encoder)]

@@ -296,10 +296,10 @@ def _policy_head(r: Any, src: Any, policy_format: int, channels: int, pol_headco
     m, p = src.msg, src.prefix
     if policy_format == PolicyFormat.ATTENTION:
         return _attention_policy(r, src, channels, pol_headcount, key)
-    if r.values(m.policy.weights, p + "policy.weights").size == 0:
+    if layer_element_count(m.policy.weights) == 0:
         r.fail(f"the policy head selected '{key}' is empty ({p}policy.weights is missing)")
     if policy_format == PolicyFormat.CONVOLUTION:
-        if r.values(m.policy1.weights, p + "policy1.weights").size == 0:
+        if layer_element_count(m.policy1.weights) == 0:
             r.fail(f"{p}policy1.weights is missing (convolution policy needs two convolutions)")
         conv1 = _conv(r, m.policy1, p + "policy1", channels, 3, channels)
         conv2 = _conv(r, m.policy, p + "policy", channels, 3)

@@ -90,7 +90,8 @@ def _huge_layer(rng: random.Random, data: bytes) -> bytes:
     declare far more bytes than follow: the length alone must refuse it (issue 30 item 4)."""
     size = rng.choice([1 << 24, 1 << 28, (1 << 31) - 1, 5 << 30])
     inner = b"\x1a" + _varint(size) + bytes(rng.randrange(64))
-    # where: input.weights, residual[+1].conv1.weights, encoder[+1].ffn.dense1_w, ip_emb_b
+    # where: input.weights, residual[+1].conv1.weights, encoder[+1].ffn.dense1_w, and the policy
+    # ConvBlock, whose field 3 is a Layer message (then the message itself declares the bytes)
     path = rng.choice([[10, 1, 1], [10, 2, 1, 1], [10, 27, 4, 1], [10, 3]])
     body = inner
     for number in reversed(path):  # every enclosing message declares the layer's bytes too

@@ -141,6 +141,15 @@ def test_layer_under_the_stream_limit_is_refused_before_decoding(tmp_path: Path,
     assert peak_mb < 700, f"peak RSS {peak_mb:.0f} MB"
 
 
+def test_a_width_of_100_million_values_is_refused_before_decoding(tmp_path: Path) -> None:
+    net = network_to_proto(random_network("tiny", seed=3, layers=1))
+    net.weights.ClearField("ip_emb_b")  # the bomb's bias replaces it: the embedding width E
+    bomb = layer_bomb(tmp_path / "wide.pb.gz", net.SerializeToString(), [(10, b""), (26, b"")], 200, crc=True)
+    peak_mb, msg = measure(bomb)
+    assert "ip_emb_b has 104857200 values; lc0py refuses widths above 1048576" in msg, msg
+    assert peak_mb < 700, f"peak RSS {peak_mb:.0f} MB"
+
+
 def test_plain_file_of_zeros_is_refused_at_its_first_bytes(tmp_path: Path) -> None:
     zeros = tmp_path / "zeros.pb"
     with open(zeros, "wb") as f:
