@@ -227,7 +227,37 @@ def load_proto(path: str | os.PathLike[str]) -> Any:
             f"{name}: invalid weight file: unsupported encoding (Format.weights_encoding is not LINEAR16 "
             "and min_version is below 0.33.0)"
         )
+    if net.HasField("weights") and net_ver < version_int(0, 33, 0):
+        layer = _layer_not_linear16(net.weights, "")
+        if layer is not None:
+            raise WeightsFormatError(
+                f"{name}: {layer[0]} is encoded {layer[1]} in a file for lc0 below 0.33 (min_version "
+                f"{v.major}.{v.minor}.{v.patch}): lc0 0.32 ignores layer encodings and reads LINEAR16, "
+                f"0.33 reads {layer[1]}; refusing the ambiguity")
     return net
+
+
+def _layer_not_linear16(msg: Any, prefix: str) -> tuple[str, str] | None:
+    """The first layer below ``msg`` whose own ``encoding`` is set and not LINEAR16, with it."""
+    for fd, value in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        # older protobuf has only ``label``
+        repeated = fd.is_repeated if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
+        items = list(enumerate(value)) if repeated else [(None, value)]
+        for i, item in items:
+            where = f"{prefix}{fd.name}" + ("" if i is None else f"[{i}]")
+            if fd.message_type.name == "Layer":
+                code = proto.unknown_varint(item, 4)
+                code = int(item.encoding) if code is None and item.HasField("encoding") else code
+                if code is not None and code != proto.Layer.LINEAR16:
+                    names = {2: "FLOAT16", 3: "BFLOAT16", 4: "FLOAT32"}
+                    return where, names.get(code, f"as {code}")
+            else:
+                found = _layer_not_linear16(item, where + ".")
+                if found is not None:
+                    return found
+    return None
 
 
 def load_network(path: str | os.PathLike[str], policy_head: str = "vanilla",

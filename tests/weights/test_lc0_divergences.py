@@ -119,7 +119,7 @@ CASES: dict[str, tuple[Callable[[], bytes], bool, bool, str]] = {
     "extra-conv-values": (lambda: _edited(_extra_conv_values), True, False,
                           "residual[0].conv1.weights has 2314 values, expected 2304"),
     "layer-claims-float32": (lambda: _edited(_set("weights.input.biases.encoding", 4)), True, False,
-                             "input has 8 output channels, expected 16"),
+                             "input.biases is encoded FLOAT32 in a file for lc0 below 0.33"),
     "attention-policy-on-conv-policy-weights": (lambda: _edited(_set("format.network_format.policy", 3)),
                                                 True, False, "ip2_pol_b is missing"),
     "attention-body-format-on-residual-weights": (lambda: _edited(_set("format.network_format.network", 6)),
