@@ -9,7 +9,6 @@ reference to a missing file or section fails the test, listing every one.
 The first spec lived outside the repository under other names (``attention-body.md``,
 ``tools-and-uci.md``, ``chess-encoding.md``, ``weights-format.md``, ``search-vs-lc0.md``, in
 ``shared/docs``); those names may appear only as ``docs/<name>`` paths that exist.
-``scripts/fix_doc_refs.py`` rewrites old references to the new documents.
 """
 
 from __future__ import annotations
@@ -24,9 +23,8 @@ SCANNED_DIRS = ("lc0py", "tests", "scripts", "kernels", "docs", "weights", ".ci"
 TEXT_SUFFIXES = {
     ".py", ".md", ".h", ".hip", ".cu", ".cc", ".toml", ".txt", ".sh", ".cfg", ".yml", ".yaml", ".rst"
 }
-# Files whose references are examples, not references: the tests of this check and of the
-# rewriting script (fabricated trees), and the script's mapping table.
-NOT_SCANNED = {"tests/test_docs_references.py", "tests/test_fix_doc_refs.py", "scripts/fix_doc_refs.py"}
+# Files whose references are examples, not references: this check's own tests (fabricated trees).
+NOT_SCANNED = {"tests/test_docs_references.py"}
 OLD_SPEC_NAMES = (
     "attention-body.md", "tools-and-uci.md", "chess-encoding.md", "weights-format.md", "search-vs-lc0.md"
 )

@@ -59,7 +59,7 @@ from lc0py.search.core.pick import (
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
 from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
-from lc0py.search.nncache import NNCache
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe

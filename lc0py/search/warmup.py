@@ -40,10 +40,10 @@ def warm_up() -> float:
     with _lock:
         if _done:
             return 0.0
-        from lc0py.search.nncache import NNCache
+        from lc0py.search.core.nncache import NNCache
         from lc0py.search.params import SearchParams
         from lc0py.search.search import Search, SearchLimits
-        from lc0py.search.tree import NodeTree
+        from lc0py.search.core.tree import NodeTree
 
         start = time.perf_counter()
         tree = NodeTree()

@@ -48,7 +48,7 @@ from lc0py.search.core.pick import (
 )
 from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_RATIO, P_RESCALE_ROOT_STM
 from lc0py.search.core.tree import NodeTree
-from lc0py.search.nncache import NNCache
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 

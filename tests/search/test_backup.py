@@ -8,10 +8,10 @@ import pytest
 from lc0py.backends.random_backend import RandomBackend
 from lc0py.chess.encoding import encode_batch
 from lc0py.chess.history import PositionHistory
-from lc0py.search.nncache import NNCache
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
-from lc0py.search.tree import NodeTree
+from lc0py.search.core.tree import NodeTree
 from tests.search.conftest import check_tree
 
 

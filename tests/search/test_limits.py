@@ -81,7 +81,7 @@ def test_piggy_bank_carries_unused_time() -> None:
 
 
 def test_ram_limit_stops_before_the_limit(make_search) -> None:
-    from lc0py.search.nncache import NNCache
+    from lc0py.search.core.nncache import NNCache
 
     cache = NNCache(1000)
     limit_mb = 3
@@ -103,7 +103,7 @@ def test_position_after_clear_is_not_played_on_the_old_game() -> None:
     """``ucinewgame`` (or a new net) clears the tree; the same moves sent again must give the same
     position, not those moves replayed on top of the previous game's last position (the UCI fuzz
     found ``push() expects move to be pseudo-legal``)."""
-    from lc0py.search.tree import NodeTree
+    from lc0py.search.core.tree import NodeTree
 
     moves = "f2f4 d7d6 b2b3 c8e6".split()
     tree = NodeTree()

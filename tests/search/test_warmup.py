@@ -23,10 +23,10 @@ SCRIPT = textwrap.dedent(
     for m in pkgutil.walk_packages(lc0py.search.__path__, "lc0py.search."):
         importlib.import_module(m.name)
     from lc0py.backends.random_backend import RandomBackend
-    from lc0py.search.nncache import NNCache
+    from lc0py.search.core.nncache import NNCache
     from lc0py.search.params import SearchParams
     from lc0py.search.search import Search, SearchLimits
-    from lc0py.search.tree import NodeTree
+    from lc0py.search.core.tree import NodeTree
     from lc0py.search.warmup import warm_up
 
     def signatures():
