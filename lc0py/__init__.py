@@ -1,4 +1,4 @@
-"""lc0py: a Python inference engine for lc0 (Leela Chess Zero) attention-body networks.
+"""lc0py: a Python inference engine for lc0 (Leela Chess Zero) networks, attention-body and residual.
 
 Evaluate a position::
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCANNED_DIRS = ("lc0py", "tests", "scripts", "kernels", "docs", "weights", ".ci")
+SCANNED_DIRS = ("lc0py", "tests", "scripts", "bench", "docs", "weights", ".ci")
 TEXT_SUFFIXES = {
     ".py", ".md", ".h", ".hip", ".cu", ".cc", ".toml", ".txt", ".sh", ".cfg", ".yml", ".yaml", ".rst"
 }

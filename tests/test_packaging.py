@@ -44,3 +44,16 @@ def test_extras(project: dict) -> None:  # type: ignore[type-arg]
     assert any(r.startswith("mypy") for r in extras["dev"])
     urls = project["project"]["urls"]
     assert all("LeelaChessZero/lc0" in u or "lczero.org" in u for u in urls.values())
+
+
+def test_kernels_are_one_real_folder_shipped_as_package_data(project: dict) -> None:  # type: ignore[type-arg]
+    """The GPU kernels live in lc0py/kernels/ (no symlink, no second copy) and the package-data
+    globs pick up every source there, so a wheel carries what the checkout compiles."""
+    kernels = ROOT / "lc0py" / "kernels"
+    assert kernels.is_dir() and not kernels.is_symlink()
+    assert not (ROOT / "kernels").exists(), "a second kernels/ folder beside the package"
+    globs = project["tool"]["setuptools"]["package-data"]["lc0py"]
+    shipped = {p for g in globs for p in (ROOT / "lc0py").glob(g)}
+    sources = {p for p in kernels.iterdir() if p.suffix in (".hip", ".h")}
+    assert sources and sources <= shipped, f"not shipped: {sorted(p.name for p in sources - shipped)}"
+

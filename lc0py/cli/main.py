@@ -54,7 +54,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="lc0py", description="Python inference engine for lc0 attention-body networks."
+        prog="lc0py", description="Python inference engine for lc0 networks (attention-body and residual)."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
     parser.add_argument("--version", action="version", version=f"lc0py v{__version__}")

@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "kernels"
+KERNELS = ROOT / "lc0py" / "kernels"
 HERE = Path(__file__).resolve().parent
 
 # Where Debian (and ROCm itself) put the hiprtc builtins library.

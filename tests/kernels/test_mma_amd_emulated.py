@@ -113,7 +113,7 @@ LOG2E = 1.4426950408889634
 def _bias_prescaled() -> bool:
     """Whether flash_attention.hip documents G as arriving multiplied by log2(e) (exp2-domain
     softmax): then the kernel gets G*log2(e) and the reference divides it back out."""
-    return "arrives multiplied by log2(e)" in (ROOT / "kernels" / "flash_attention.hip").read_text()
+    return "arrives multiplied by log2(e)" in (ROOT / "lc0py" / "kernels" / "flash_attention.hip").read_text()
 
 
 def _attention_reference(

@@ -17,9 +17,9 @@ full key, verified before the binary is loaded (a corrupt or swapped binary is l
 recompiled). ``LC0PY_KERNEL_ASSERT_CACHED=1`` makes any compile an error (benchmarks that must
 not include compile time).
 
-Where the kernels are: ``$LC0PY_KERNEL_DIR`` if set; else ``kernels/`` next to the package in a
-source checkout; else ``lc0py/kernels/`` inside an installed package (``pyproject.toml`` maps the
-folder there as package data).
+Where the kernels are: ``$LC0PY_KERNEL_DIR`` if set; else ``lc0py/kernels/``, the one folder of
+sources in a checkout and in an installed package alike (``pyproject.toml`` ships it as package
+data).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def kernel_dir() -> Path:
     if env:
         return Path(env)
     here = Path(__file__).resolve()
-    candidates = [here.parents[3] / "kernels", here.parents[2] / "kernels"]  # checkout, installed
+    candidates = [here.parents[2] / "kernels"]  # lc0py/kernels, checkout and installed alike
     for c in candidates:
         if (c / "flash_attention.hip").is_file():
             return c

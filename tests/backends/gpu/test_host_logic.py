@@ -260,7 +260,7 @@ def test_unknown_backend_option_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_kernels_ship_inside_the_package() -> None:
     """An installed wheel has no repo root: kernels must also be reachable as lc0py/kernels
-    (a link to ../kernels in the checkout, copied as package data by pyproject.toml)."""
+    (the one kernels folder, shipped as package data by pyproject.toml)."""
     import lc0py
 
     pkg = Path(lc0py.__file__).parent / "kernels"
