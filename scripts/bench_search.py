@@ -17,9 +17,9 @@ import time
 
 from lc0py.backends.registry import create_backend
 from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchLimits
-from lc0py.search.core.tree import NodeTree
 from lc0py.tools.benchmark import POSITIONS, split_position
 
 

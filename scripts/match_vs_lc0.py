@@ -28,7 +28,7 @@ import chess
 import chess.engine
 import chess.pgn
 
-from lc0py.tools.lc0_binary import find_lc0_binary, lc0_command, lc0py_command, lc0py_env
+from devtools.lc0_binary import find_lc0_binary, lc0_command, lc0py_command, lc0py_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import chess
 
-from lc0py.tools.lc0_binary import UciSession, lc0py_command, lc0py_env
+from devtools.lc0_binary import UciSession, lc0py_command, lc0py_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lc0py.tools.lc0_binary import find_lc0_binary  # noqa: E402
-from lc0py.tools.search_fidelity import (  # noqa: E402
+from devtools.lc0_binary import find_lc0_binary  # noqa: E402
+from devtools.search_fidelity import (  # noqa: E402
     LC0PY_MATCHED,
     POSITIONS,
     QUICK,

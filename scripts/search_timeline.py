@@ -28,9 +28,9 @@ from lc0py.backends.registry import create_backend  # noqa: E402
 from lc0py.search import search as search_module  # noqa: E402
 from lc0py.search import worker as worker_module  # noqa: E402
 from lc0py.search.core.nncache import NNCache  # noqa: E402
+from lc0py.search.core.tree import NodeTree  # noqa: E402
 from lc0py.search.params import SearchParams  # noqa: E402
 from lc0py.search.search import Search, SearchLimits  # noqa: E402
-from lc0py.search.core.tree import NodeTree  # noqa: E402
 from lc0py.search.worker import prepare_for_search  # noqa: E402
 from lc0py.tools.benchmark import POSITIONS, split_position  # noqa: E402
 

@@ -16,8 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lc0py.tools.lc0_binary import find_lc0_binary  # noqa: E402
-from lc0py.tools.uci_options_table import (  # noqa: E402
+from devtools.lc0_binary import find_lc0_binary  # noqa: E402
+from devtools.uci_options_table import (  # noqa: E402
     compare,
     read_lc0_options,
     read_lc0py_options,

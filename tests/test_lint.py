@@ -16,7 +16,7 @@ def test_ruff_check() -> None:
     if ruff is None:
         pytest.skip("ruff not installed (pip install -e '.[dev]')")
     res = subprocess.run(
-        [ruff, "check", "--output-format", "concise", "lc0py", "tests", "scripts"],
+        [ruff, "check", "--output-format", "concise", "lc0py", "devtools", "tests", "scripts"],
         cwd=ROOT,
         capture_output=True,
         text=True,

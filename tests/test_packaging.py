@@ -57,3 +57,10 @@ def test_kernels_are_one_real_folder_shipped_as_package_data(project: dict) -> N
     sources = {p for p in kernels.iterdir() if p.suffix in (".hip", ".h")}
     assert sources and sources <= shipped, f"not shipped: {sorted(p.name for p in sources - shipped)}"
 
+
+
+def test_development_tools_stay_out_of_the_wheel(project: dict) -> None:  # type: ignore[type-arg]
+    """Only lc0py* packages are found for the wheel: devtools/, scripts/, bench/ stay in the checkout."""
+    include = project["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert include == ["lc0py*"]
+    assert not any((ROOT / "lc0py").rglob("lc0_binary.py")), "lc0's binary driver is a development tool"

@@ -33,6 +33,7 @@ from lc0py.search.core import arrays as A
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
 from lc0py.search.core import noise as noise_core
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.numeric import cpuct as cpuct_formula
 from lc0py.search.core.numeric import fpu_value, m_utility, prior_value, puct_mult
 from lc0py.search.core.pick import (
@@ -59,7 +60,6 @@ from lc0py.search.core.pick import (
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
 from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
-from lc0py.search.core.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe

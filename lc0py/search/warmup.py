@@ -41,9 +41,9 @@ def warm_up() -> float:
         if _done:
             return 0.0
         from lc0py.search.core.nncache import NNCache
+        from lc0py.search.core.tree import NodeTree
         from lc0py.search.params import SearchParams
         from lc0py.search.search import Search, SearchLimits
-        from lc0py.search.core.tree import NodeTree
 
         start = time.perf_counter()
         tree = NodeTree()

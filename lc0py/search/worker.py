@@ -23,6 +23,7 @@ from lc0py.search.core import gather as G
 from lc0py.search.core import leaves as L
 from lc0py.search.core import noise as N
 from lc0py.search.core.encode import fill_code
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.pick import (
     P_BASE,
     P_BASE_ROOT,
@@ -48,7 +49,6 @@ from lc0py.search.core.pick import (
 )
 from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_RATIO, P_RESCALE_ROOT_STM
 from lc0py.search.core.tree import NodeTree
-from lc0py.search.core.nncache import NNCache
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 

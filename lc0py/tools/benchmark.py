@@ -33,8 +33,8 @@ import chess
 from lc0py.chess.policy import king_takes_rook_uci
 from lc0py.errors import UsageError
 from lc0py.search.core.nncache import NNCache
-from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.core.tree import NodeTree
+from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.warmup import warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.tools.bench_stats import format_nps

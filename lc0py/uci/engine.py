@@ -35,11 +35,11 @@ from lc0py.chess.encoding import PositionRecord
 from lc0py.chess.history import PositionHistory, check_side_not_to_move
 from lc0py.errors import BackendUnavailable, Lc0pyError, UsageError
 from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.search import PvLine, Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
-from lc0py.search.core.tree import NodeTree
 from lc0py.search.warmup import warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.uci.contempt import contempt_side, rescale_params

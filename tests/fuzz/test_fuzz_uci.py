@@ -14,11 +14,11 @@ from pathlib import Path
 import chess
 import pytest
 
+from devtools.lc0_binary import HANG_GUARD_S, EngineHung, lc0py_session
 from lc0py.chess.testing import random_moves
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
 from tests.peak_memory import peak_rss_mb
-from tests.uci.process import HANG_GUARD_S, UciProcess
 
 SESSIONS = 4
 COMMANDS = 100
@@ -83,7 +83,7 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
     fifo = folder / "fifo"
     if not fifo.exists():
         os.mkfifo(fifo)
-    engine = UciProcess("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
+    engine = lc0py_session("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
     sent: list[str] = []
     try:
         for _ in range(count):
@@ -98,22 +98,20 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
         engine.expect(lambda line: line == "readyok")
         peak_mb = peak_rss_mb(engine.proc.pid)  # the engine's own address space, before it exits
         engine.send("quit")
-        rc = engine.proc.wait(HANG_GUARD_S)
-    except (AssertionError, subprocess.TimeoutExpired) as exc:  # AssertionError: no readyok in time
+        rc = engine.wait(HANG_GUARD_S)
+    except (EngineHung, subprocess.TimeoutExpired) as exc:  # EngineHung: no readyok in time
         engine.proc.kill()
         raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
     finally:
         if engine.proc.poll() is None:
             engine.proc.kill()
-    stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
-    while not engine.lines.empty():
-        engine.seen.append(engine.lines.get())
+    stderr = "\n".join(engine.stderr)
     assert rc == 0, failure("uci", seed, f"exit status {rc}; stderr {stderr[-500:]}")
     assert "Traceback" not in stderr, failure("uci", seed, stderr[-2000:])
-    unexpected = [line for line in engine.seen if UNEXPECTED.match(line)]
+    unexpected = [line for line in engine.received if UNEXPECTED.match(line)]
     assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
-    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.seen),
-            "errors": sum(line.startswith("error") for line in engine.seen), "peak_mb": int(peak_mb)}
+    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.received),
+            "errors": sum(line.startswith("error") for line in engine.received), "peak_mb": int(peak_mb)}
 
 
 def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def start_build(
     """Start compiling ``amd_emu/<main>`` with ``defines`` into ``exe`` (wait with ``finish_build``)."""
     cmd = [
         cxx, "-std=c++20", opt, "-Wall", "-Wno-psabi", *defines,
-        "-I", str(ROOT / "lc0py" / "kernels"), "-I", str(EMU), "-x", "c++", str(EMU / main), "-o", str(exe), "-pthread",
+        "-I", str(ROOT / "lc0py" / "kernels"), "-I", str(EMU), "-x", "c++", str(EMU / main),
+        "-o", str(exe), "-pthread",
     ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

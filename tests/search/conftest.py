@@ -9,13 +9,13 @@ import pytest
 
 from lc0py.backends.random_backend import RandomBackend
 from lc0py.search.core import arrays as A
+from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.numeric import prior_code
 from lc0py.search.core.pick import pick_nodes
-from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchCallbacks, SearchLimits
 from lc0py.search.tablebase import TablebaseProbe
-from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.worker import params_array
 
 

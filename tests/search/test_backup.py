@@ -9,9 +9,9 @@ from lc0py.backends.random_backend import RandomBackend
 from lc0py.chess.encoding import encode_batch
 from lc0py.chess.history import PositionHistory
 from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
-from lc0py.search.core.tree import NodeTree
 from tests.search.conftest import check_tree
 
 

@@ -9,11 +9,11 @@ import pytest
 
 from lc0py.search.core import board as B
 from lc0py.search.core import noise
-from lc0py.search.core.numeric import prior_code, prior_value
 from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.numeric import prior_code, prior_value
+from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
-from lc0py.search.core.tree import NodeTree
 
 FEN = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
 ONE = SearchLimits(nodes=1, smart_pruning=False)

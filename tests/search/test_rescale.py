@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.search.core.rescale import rescale_leaf, wdl_rescale
 from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.rescale import rescale_leaf, wdl_rescale
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 from lc0py.search.wdl_rescale import wdl_rescale as reference

@@ -10,8 +10,8 @@ from lc0py.search.core import arrays as A
 from lc0py.search.core.backup import backup, make_terminal
 from lc0py.search.core.numeric import prior_code
 from lc0py.search.core.pick import pick_nodes
-from lc0py.search.params import SearchParams
 from lc0py.search.core.tree import NodeTree
+from lc0py.search.params import SearchParams
 from lc0py.search.worker import params_array
 
 

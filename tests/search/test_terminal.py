@@ -6,9 +6,9 @@ import chess
 import pytest
 
 from lc0py.search.core import arrays as A
+from lc0py.search.core.tree import TERMINAL
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
-from lc0py.search.core.tree import TERMINAL
 
 
 def _child(search, uci: str):

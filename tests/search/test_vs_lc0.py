@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.tools.lc0_binary import MoveStats, RootStats, find_lc0_binary
-from lc0py.tools.search_fidelity import (
+from devtools.lc0_binary import MoveStats, RootStats, find_lc0_binary
+from devtools.search_fidelity import (
     QUICK,
     CaseResult,
     format_row,

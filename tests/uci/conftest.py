@@ -1,4 +1,5 @@
-"""Fixtures of the UCI tests: engine subprocesses (``tests.uci.process.UciProcess``), the tiny net."""
+"""Fixtures of the UCI tests: lc0py engine subprocesses (``devtools.lc0_binary.UciSession``, the
+checkout's one UCI driver), the tiny net."""
 
 from __future__ import annotations
 
@@ -6,25 +7,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.uci.process import HANG_GUARD_S, ROOT, UciProcess
+from devtools.lc0_binary import HANG_GUARD_S, UciSession, lc0py_session
 
-__all__ = ["HANG_GUARD_S", "UciProcess", "engine_factory", "tiny_weights"]
+__all__ = ["HANG_GUARD_S", "ROOT", "engine_factory", "tiny_weights"]
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "weights" / "tiny-seed1.pb.gz"
 
 
 @pytest.fixture
 def engine_factory():  # type: ignore[no-untyped-def]
-    procs: list[UciProcess] = []
+    sessions: list[UciSession] = []
 
-    def make(*args: str) -> UciProcess:
-        p = UciProcess(*args)
-        procs.append(p)
-        return p
+    def make(*args: str) -> UciSession:
+        session = lc0py_session(*args, cwd=ROOT)
+        sessions.append(session)
+        return session
 
     yield make
-    for p in procs:
-        p.close()
+    for session in sessions:
+        session.close()
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.errors import UsageError
-from lc0py.tools.lc0_binary import (
+from devtools.lc0_binary import (
     UciSession,
     find_lc0_binary,
     lc0_command,
@@ -21,6 +20,7 @@ from lc0py.tools.lc0_binary import (
     root_search,
     set_options,
 )
+from lc0py.errors import UsageError
 from lc0py.uci.options import Options
 
 ROOT = Path(__file__).resolve().parents[2]

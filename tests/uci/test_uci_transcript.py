@@ -7,7 +7,7 @@ import time
 
 import chess
 
-from tests.uci.conftest import HANG_GUARD_S
+from devtools.lc0_binary import HANG_GUARD_S
 
 INFO_SCORE = re.compile(r"^info depth \d+ seldepth \d+ time \d+ nodes \d+ score (cp|mate) -?\d+ .*")
 

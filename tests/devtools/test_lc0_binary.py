@@ -11,7 +11,7 @@ from pathlib import Path
 import chess
 import pytest
 
-from lc0py.tools.lc0_binary import (
+from devtools.lc0_binary import (
     LC0_ENV,
     UciSession,
     find_lc0_binary,
@@ -19,8 +19,8 @@ from lc0py.tools.lc0_binary import (
     parse_verbose_block,
     position_command,
 )
-from lc0py.tools.search_fidelity import l1_distance
-from lc0py.tools.uci_options_table import DELIBERATE, UciOption, compare, parse_option_line
+from devtools.search_fidelity import l1_distance
+from devtools.uci_options_table import DELIBERATE, UciOption, compare, parse_option_line
 
 
 # lc0 0.32.1's format (unvisited moves print zeros) and lc0py's (unvisited print -.-----), from
@@ -97,7 +97,7 @@ def test_find_lc0_binary_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_session_reports_an_engine_that_exits() -> None:
-    from lc0py.tools.lc0_binary import EngineHung
+    from devtools.lc0_binary import EngineHung
 
     with UciSession([sys.executable, "-c", "print('id name x')"], name="fake") as s:
         assert s.expect(lambda line: line.startswith("id name")) == ["id name x"]

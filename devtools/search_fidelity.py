@@ -1,6 +1,6 @@
 """How closely lc0py's search follows lc0's: same net, same settings, root visits compared.
 
-Both engines run as UCI subprocesses (``lc0py.tools.lc0_binary``) on the same LINEAR16 net with
+Both engines run as UCI subprocesses (``devtools.lc0_binary``) on the same LINEAR16 net with
 ``Threads=1``, ``MinibatchSize=mb``, ``SmartPruningFactor=0``, ``MaxPrefetch=0`` and
 ``VerboseMoveStats=true``; each case is ``ucinewgame`` + ``position`` + ``go nodes N``. A case
 compares the two root visit distributions: the same best move (the ``bestmove`` each engine
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lc0py.tools.lc0_binary import (
+from devtools.lc0_binary import (
     RootStats,
     UciSession,
     lc0_command,
