@@ -4,7 +4,7 @@ Each engine is asked twice (plain and with ``--show-hidden``), so an option is k
 ``option`` line and whether ``uci`` lists it by default. For every lc0 option the table says
 whether lc0py has it and, if so, whether type, default, min/max and combo values are the same.
 A shared option that differs must be listed in ``DELIBERATE`` with the reason; the test
-``tests/uci/test_vs_lc0_uci.py`` fails otherwise. ``scripts/uci_options_table.py`` writes
+``tests/uci/test_vs_lc0_uci.py`` fails otherwise. ``scripts/dev/uci_options_table.py`` writes
 ``docs/uci-options.md`` from this.
 
 What a GUI sees is compared, nothing else: lc0 prints floating-point options as ``type string``

@@ -60,7 +60,7 @@ def scanned_files(root: Path) -> list[Path]:
         for p in base.rglob("*"):
             if not p.is_file() or "__pycache__" in p.parts:
                 continue
-            extensionless_script = p.suffix == "" and p.parent.name == "scripts"
+            extensionless_script = p.suffix == "" and "scripts" in p.relative_to(root).parts
             if p.suffix in TEXT_SUFFIXES or extensionless_script:
                 files.append(p)
     return sorted(files)

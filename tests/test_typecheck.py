@@ -1,5 +1,5 @@
-"""mypy over lc0py/ and devtools/ with the configuration in pyproject.toml ([tool.mypy]): the package ships
-``py.typed``, so its annotations are a promise to its users' type checkers."""
+"""mypy over lc0py/ and devtools/ with the configuration in pyproject.toml ([tool.mypy]): the
+package ships ``py.typed``, so its annotations are a promise to its users' type checkers."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Pondering as lc0 does it (issue 12 item 3; lc0's ``src/engine.cc``), checked as a mechanism:
 what is searched while pondering, where the clock starts, which time manager budgets the move.
-No wall-clock time is asserted (scripts/ponder_clock.py measures the clock use)."""
+No wall-clock time is asserted (scripts/bench/ponder_clock.py measures the clock use)."""
 
 from __future__ import annotations
 

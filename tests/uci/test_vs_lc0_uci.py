@@ -59,8 +59,9 @@ def test_shared_options_match_lc0_or_are_declared(option_rows) -> None:
 
 def test_options_doc_is_current(option_rows) -> None:
     ident, rows = option_rows
-    text = render_markdown(rows, ident, "python scripts/uci_options_table.py")
-    assert DOC.read_text() == text, "docs/uci-options.md is stale: run python scripts/uci_options_table.py"
+    command = "python scripts/dev/uci_options_table.py"
+    text = render_markdown(rows, ident, command)
+    assert DOC.read_text() == text, f"docs/uci-options.md is stale: run {command}"
 
 
 # ------------------------------------------------------------------------------ transcripts ----

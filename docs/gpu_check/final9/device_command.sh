@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Ninth stop: the whole scripts/gpu_check on the final tree (54e324f), one H100 call (455 s, rc 0:
+# Ninth stop: the whole scripts/device/gpu_check on the final tree (54e324f), one H100 call (455 s, rc 0:
 # every step passed; the script exits 1 if any fails).
 #   mkdir -p /tmp/site && tar -xJf .whl/numba312.tar.xz -C /tmp/site
 #   export PYTHONPATH=/tmp/site:$PWD/.whl/site NUMBA_CACHE_DIR=/tmp/nbcache
-#   GPU_CHECK_COMMIT=54e324f OUT=$OUT/gpu_check timeout 585 scripts/gpu_check
+#   GPU_CHECK_COMMIT=54e324f OUT=$OUT/gpu_check timeout 585 scripts/device/gpu_check
 # The device tool returns at most 8 files: gpu_check.log, peer_torch.jsonl, peer_torch_res.jsonl
 # and performance_gpu.md did not come back. output_tail.txt is the call's printed tail (the log's
 # step headers and every verify line). Next time: tar the folder into one file.

@@ -15,7 +15,7 @@ f=/tmp/res-20x256.pb.gz
 python3 -m lc0py make-net --preset res-20x256 -o $f >/dev/null 2>&1
 timeout 330 python3 $D/residual_branch/branch_sms.py $f 0,4,8,16,24 >>$L 2>>$R/err
 for r in 1 2; do timeout 60 python3 $D/residual_h100b/e2e.py $f 64,256,1024 >>$L 2>>$R/err; done
-timeout 200 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err >>$L
+timeout 200 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err >>$L
 python3 - $L >>$L <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"round"')]

@@ -30,7 +30,7 @@ e2e() {
 }
 for r in 1 2 3; do
   e2e A; e2e B; e2e B; e2e A
-  [ $r -lt 3 ] && timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  [ $r -lt 3 ] && timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

@@ -53,7 +53,7 @@ sys.exit(main(sys.argv[1:]))" backendbench -w $f -b cuda-fp16 -o max_batch=1024,
     | sed 's|^{|{"side": "B", "tag": "waitS", |' >>$R/ab.jsonl
 done
 echo "=== peer" >>$L
-timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
+timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
 python3 - $R/ab.jsonl $R/peer.jsonl >>$L <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

@@ -20,7 +20,7 @@ done; done
 for side in A B; do
   P=$PB; [ $side = A ] && P=$PA
   echo "=== profile $side" >>$L
-  PYTHONPATH=$P LC0PY_KERNEL_CACHE=/tmp/k$side timeout 80 python3 scripts/gpu_kernel_profile.py --weights $f --batch 1024 --top 4 2>/dev/null >>$L
+  PYTHONPATH=$P LC0PY_KERNEL_CACHE=/tmp/k$side timeout 80 python3 scripts/bench/gpu_kernel_profile.py --weights $f --batch 1024 --top 4 2>/dev/null >>$L
 done
 date -u >>$L
 for r in 1 2 3; do for side in A B; do
@@ -29,7 +29,7 @@ for r in 1 2 3; do for side in A B; do
     | sed "s|^{|{\"side\": \"$side\", \"round\": $r, |" >>$R/ab.jsonl
 done; done
 echo "=== peer" >>$L
-PYTHONPATH=$PB timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
+PYTHONPATH=$PB timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
 python3 - $R/ab.jsonl $R/peer.jsonl >>$L <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

@@ -32,7 +32,7 @@ for r in 1 2 3; do
   bb S $f max_batch=1024,winograd_staged=off 64,128,256,512,1024 30 res
   bb A $f max_batch=1024 64,128,256,512,1024 30 res
 done
-timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 64,128,256,512,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
+timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,128,256,512,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
 python3 docs/gpu_check/residual_h100/summary.py $R/ab.jsonl $R/peer_res.jsonl >>$L
 date -u >>$L
 kill %1 2>/dev/null; rm -f $OUT/partial.tgz

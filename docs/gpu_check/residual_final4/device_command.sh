@@ -15,9 +15,9 @@ python3 -m lc0py make-net --preset t78 -o $t >/dev/null 2>&1
 for r in 1 2; do
   timeout 80 python3 docs/gpu_check/residual_h100b/e2e.py $f 64,256,1024 | sed 's|^{|{"net": "res-20x256", "side": "A", |' >>$L
   timeout 80 python3 docs/gpu_check/residual_h100b/e2e.py $f 64,256,1024 winograd_staged=off | sed 's|^{|{"net": "res-20x256", "side": "S", |' >>$L
-  timeout 100 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"net": "res-20x256", "side": "peer", |' >>$L
+  timeout 100 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"net": "res-20x256", "side": "peer", |' >>$L
   timeout 100 python3 docs/gpu_check/residual_h100b/e2e.py $t 64,256,1024 | sed 's|^{|{"net": "t78", "side": "A", |' >>$L
-  timeout 150 python3 scripts/peer_torch.py --weights $t --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"net": "t78", "side": "peer", |' >>$L
+  timeout 150 python3 scripts/compare/peer_torch.py --weights $t --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"net": "t78", "side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

@@ -12,7 +12,7 @@ f=/tmp/res-20x256.pb.gz
 python3 -m lc0py make-net --preset res-20x256 -o $f >/dev/null 2>&1
 for r in 1 2 3 4; do
   timeout 80 python3 docs/gpu_check/residual_h100b/e2e.py $f 256,1024 | sed 's|^{|{"net": "res-20x256", "side": "A", |' >>$L
-  timeout 100 python3 scripts/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"net": "res-20x256", "side": "peer", |' >>$L
+  timeout 100 python3 scripts/compare/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"net": "res-20x256", "side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

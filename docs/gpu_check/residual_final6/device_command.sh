@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 11, this stop's end state: like-for-like e2e (residual_h100b/e2e.py) of res-20x256 for main
 # before this stop (M: .whl/old_fd71 = `git archive fd71e7d lc0py kernels`) and this tree (N), in
-# M N N M order, 2 rounds, with the PyTorch peer (scripts/peer_torch.py) after each round; then t82
+# M N N M order, 2 rounds, with the PyTorch peer (scripts/compare/peer_torch.py) after each round; then t82
 # backendbench M/N as the no-regression check (its kernels are untouched).
 #   C=<commit> bash docs/gpu_check/residual_final6/device_command.sh
 set -u
@@ -21,7 +21,7 @@ run() {  # side script args...
 }
 for r in 1 2; do
   for side in M N N M; do run $side $D/residual_h100b/e2e.py $f 64,256,1024; done
-  PYTHONPATH=$SITE:$PWD timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  PYTHONPATH=$SITE:$PWD timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 for side in M N N M; do run $side -m lc0py backendbench -w $t -b cuda-fp16 -o max_batch=1024 --batch-sizes 256,1024 --batches 30 --json; done
 python3 - $L >>$L <<'PY'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 11, ninth stop, the end state after the plain build (049ac1f): like-for-like e2e (residual_h100b/e2e.py) of res-20x256 for main
 # before this stop (M: .whl/old_main = `git archive da6b3e5 lc0py kernels`) and this tree (N, its
-# defaults: se_gates=auto), in M N N M order, 2 rounds, the PyTorch peer (scripts/peer_torch.py)
+# defaults: se_gates=auto), in M N N M order, 2 rounds, the PyTorch peer (scripts/compare/peer_torch.py)
 # after each round; t78 M N and its peer once; then t82 backendbench M N N M (no regression).
 # First the GPU residual tests of this tree.
 #   C=<commit> bash docs/gpu_check/residual_final8/device_command.sh
@@ -19,7 +19,7 @@ run() {  # side net script args...
   [ $side = M ] && pp=$SITE:$PWD/.whl/old_main && kc=/tmp/kcM
   PYTHONPATH=$pp LC0PY_KERNEL_CACHE=$kc timeout 120 python3 "$@" 2>>$R/err | sed "s|^{|{\"side\": \"$side\", \"net\": \"$net\", |" >>$L
 }
-peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
+peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/compare/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
 echo "=== pytest (GPU residual tests, this tree)" >>$L
 PYTHONPATH=$SITE:$PWD LC0PY_KERNEL_CACHE=/tmp/kcN timeout 200 python3 -m pytest -q -p no:cacheprovider tests/backends/gpu/test_gpu_residual.py 2>&1 | tail -4 >>$L
 for r in 1 2; do

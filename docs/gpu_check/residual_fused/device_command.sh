@@ -30,9 +30,9 @@ for f in /tmp/res-20x256.pb.gz .nets/maia-1100.pb.gz; do for b in cuda-fp16 cuda
   LC0PY_KERNEL_CACHE=/tmp/kB timeout 120 python3 -m lc0py verify -w $f --backend $b -o winograd=$w --batch 8 --seed 7 2>&1 | grep -E "PASS|FAIL|rror" | sed "s|^|$(basename $f) $b winograd=$w: |" >>$L
 done; done; done
 date -u >>$L
-LC0PY_KERNEL_CACHE=/tmp/kB timeout 100 python3 scripts/gpu_kernel_profile.py --weights /tmp/res-20x256.pb.gz --batch 1024 --top 8 >>$L 2>&1
+LC0PY_KERNEL_CACHE=/tmp/kB timeout 100 python3 scripts/bench/gpu_kernel_profile.py --weights /tmp/res-20x256.pb.gz --batch 1024 --top 8 >>$L 2>&1
 echo "=== peer res-20x256" >>$L
-timeout 200 python3 scripts/peer_torch.py --weights /tmp/res-20x256.pb.gz --sizes 64,256,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
+timeout 200 python3 scripts/compare/peer_torch.py --weights /tmp/res-20x256.pb.gz --sizes 64,256,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
 date -u >>$L
 for net in /tmp/res-20x256.pb.gz /tmp/t78.pb.gz .nets/maia-1100.pb.gz; do
   for r in 1 2; do for side in A B Bw; do

@@ -46,7 +46,7 @@ for r in 1 2 3; do
   bb G $f max_batch=1024,winograd_staged=on 64,256,1024 30 res
 done
 echo "=== peer" >>$L
-timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
+timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer_res.jsonl 2>>$R/peer.err; cat $R/peer_res.jsonl >>$L
 python3 docs/gpu_check/residual_h100/summary.py $R/ab.jsonl $R/peer_res.jsonl >>$L
 date -u >>$L
 kill %1 2>/dev/null; rm -f $OUT/partial.tgz

@@ -18,12 +18,12 @@ python3 -m lc0py make-net --preset t82 -o $t82 >/dev/null 2>&1
 for spec in "256 -" "1024 -" "1024 winograd_staged=on"; do
   set -- $spec; o=""; [ "$2" != "-" ] && o="--backend-opts $2"
   echo "=== kernel profile res-20x256 batch $1 $2" >>$L
-  timeout 120 python3 scripts/gpu_kernel_profile.py --weights $f --batch $1 $o --top 8 2>&1 | grep -v Warn | grep -v _warn >>$L
+  timeout 120 python3 scripts/bench/gpu_kernel_profile.py --weights $f --batch $1 $o --top 8 2>&1 | grep -v Warn | grep -v _warn >>$L
 done
 echo "=== e2e (timed as the peer) and the peer, res-20x256" >>$L
 timeout 90 python3 docs/gpu_check/residual_h100b/e2e.py $f 64,256,1024 >>$L 2>>$R/e2e.err
 timeout 90 python3 docs/gpu_check/residual_h100b/e2e.py $f 64,256,1024 winograd_staged=on >>$L 2>>$R/e2e.err
-timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >>$L 2>>$R/peer.err
+timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >>$L 2>>$R/peer.err
 bb() {  # side net opts sizes batches tag
   local side=$1 net=$2 opts=$3 sizes=$4 n=$5 tag=$6 pp=$SITE:$PWD kc=/tmp/kcN
   [ $side = M ] && pp=$SITE:$PWD/.whl/oldtree && kc=/tmp/kcM
@@ -32,7 +32,7 @@ bb() {  # side net opts sizes batches tag
 }
 for r in 1 2; do bb M $t max_batch=1024 64,256,1024 15 t78; bb S $t max_batch=1024 64,256,1024 15 t78; done
 for r in 1 2; do bb M $t82 max_batch=1024 64,256,1024 30 t82; bb S $t82 max_batch=1024 64,256,1024 30 t82; done
-timeout 200 python3 scripts/peer_torch.py --weights $t --sizes 64,256,1024 >$R/peer_t78.jsonl 2>>$R/peer.err; cat $R/peer_t78.jsonl >>$L
+timeout 200 python3 scripts/compare/peer_torch.py --weights $t --sizes 64,256,1024 >$R/peer_t78.jsonl 2>>$R/peer.err; cat $R/peer_t78.jsonl >>$L
 python3 docs/gpu_check/residual_h100/summary.py $R/ab.jsonl $R/peer_t78.jsonl >>$L
 date -u >>$L
 kill %1 2>/dev/null; rm -f $OUT/partial.tgz

@@ -20,7 +20,7 @@ run() {  # side net args...
   local side=$1 net=$2; shift 2; local pp=$SITE:$PWD; [ $side = P0 ] && pp=/tmp/p0:$pp
   PYTHONPATH=$pp timeout 150 python3 "$@" 2>>$R/err | sed "s|^{|{\"side\": \"$side\", \"net\": \"$net\", |" >>$L
 }
-peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
+peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/compare/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
 for r in 1 2; do
   for side in P0 P1 P1 P0; do run $side res $D/residual_h100b/e2e.py $f 64,256,1024; done
   peer res $f 64,256,1024

@@ -17,6 +17,6 @@ for r in 1 2 3; do echo "=== process $r" >>$L; timeout 150 python3 $D/residual_p
 cpus=$(nvidia-smi topo -m 2>/dev/null | awk '$1=="GPU0"{for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$/ && $i ~ /-/) {print $i; exit}}')
 echo "GPU0 CPU affinity: '$cpus'" >>$L
 for r in 1 2; do echo "=== pinned process $r" >>$L; timeout 150 taskset -c ${cpus:-0-7} python3 $D/residual_prio/variance.py $f 2 >>$L 2>>$R/err; done
-for r in 1 2; do timeout 200 python3 scripts/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err >>$L; done
+for r in 1 2; do timeout 200 python3 scripts/compare/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err >>$L; done
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv >>$L 2>&1
 date -u >>$L

@@ -13,10 +13,10 @@ python3 -m lc0py make-net --preset res-20x256 -o $f >>$L 2>&1
 python3 -m lc0py make-net --preset t78 -o $t >>$L 2>&1
 for b in 256 1024; do
   echo "=== kernel profile res-20x256 batch $b winograd_split=on" >>$L
-  timeout 120 python3 scripts/gpu_kernel_profile.py --weights $f --batch $b --backend-opts winograd_split=on --top 14 >>$L 2>&1
+  timeout 120 python3 scripts/bench/gpu_kernel_profile.py --weights $f --batch $b --backend-opts winograd_split=on --top 14 >>$L 2>&1
 done
 echo "=== kernel profile t78 batch 1024" >>$L
-timeout 150 python3 scripts/gpu_kernel_profile.py --weights $t --batch 1024 --top 14 >>$L 2>&1
+timeout 150 python3 scripts/bench/gpu_kernel_profile.py --weights $t --batch 1024 --top 14 >>$L 2>&1
 echo "=== ncu source counters, split kernel, batch 1024" >>$L
 timeout 150 ncu --clock-control none --kernel-name regex:winograd_output_fused_split --launch-skip 84 --launch-count 1 \
   --section SourceCounters --section WarpStateStats -o /tmp/split python3 -m lc0py backendbench -w $f -b cuda-fp16 \
@@ -26,5 +26,5 @@ ncu -i /tmp/split.ncu-rep --page source --csv --print-source sass >$R/split_sass
 gzip -f $R/split_sass.csv
 echo "=== t78 backendbench + peer" >>$L
 timeout 120 python3 -m lc0py backendbench -w $t -b cuda-fp16 -o max_batch=1024 --batch-sizes 64,256,1024 --batches 20 --json >>$L 2>>$R/bb.err
-timeout 200 python3 scripts/peer_torch.py --weights $t --sizes 64,256,1024 >>$L 2>>$R/peer.err
+timeout 200 python3 scripts/compare/peer_torch.py --weights $t --sizes 64,256,1024 >>$L 2>>$R/peer.err
 date -u >>$L

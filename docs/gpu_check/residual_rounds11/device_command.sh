@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 11, eleventh stop: the final tree against the PyTorch peer in alternating rounds (the peer
 # spread 121-129k nps at 1024 between today's calls): 3 x (like-for-like e2e, residual_h100b/e2e.py;
-# scripts/peer_torch.py) on res-20x256 at 256 and 1024, then the medians and their ratio.
+# scripts/compare/peer_torch.py) on res-20x256 at 256 and 1024, then the medians and their ratio.
 #   C=<commit> bash docs/gpu_check/residual_rounds11/device_command.sh
 set -u
 R=$OUT/r; mkdir -p $R; D=docs/gpu_check
@@ -13,7 +13,7 @@ f=/tmp/res-20x256.pb.gz
 python3 -m lc0py make-net --preset res-20x256 -o $f >/dev/null 2>&1
 for r in 1 2 3; do
   timeout 60 python3 $D/residual_h100b/e2e.py $f 256,1024 2>>$R/err | sed 's|^{|{"side": "lc0py", |' >>$L
-  timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

@@ -35,7 +35,7 @@ for r in 1 2 3; do for side in A B; do
   kd=$PWD/kernels; [ $side = A ] && kd=$OLDK
   LC0PY_KERNEL_DIR=$kd LC0PY_KERNEL_CACHE=/tmp/kc$side timeout 90 python3 $D/residual_h100b/e2e.py $f 64,256,1024 | sed "s|^{|{\"side\": \"$side\", |" >>$L
 done
-  [ $r -lt 3 ] && timeout 120 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  [ $r -lt 3 ] && timeout 120 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 for side in A B; do
   kd=$PWD/kernels; [ $side = A ] && kd=$OLDK

@@ -25,7 +25,7 @@ for r in 1 2; do
   for side in off on on off; do
     timeout 90 python3 $D/residual_h100b/e2e.py $f 128,256,512,1024 se_gates=$side 2>>$R/err | sed "s|^{|{\"side\": \"$side\", |" >>$L
   done
-  timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 128,256,512,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 128,256,512,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

@@ -33,7 +33,7 @@ for r in 1 2 3; do for side in A B; do
     | sed "s|^{|{\"side\": \"$side\", \"round\": $r, |" >>$R/ab.jsonl
 done; done
 echo "=== peer" >>$L
-timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
+timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
 python3 - $R/ab.jsonl $R/peer.jsonl >>$L <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

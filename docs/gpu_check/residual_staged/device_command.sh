@@ -33,10 +33,10 @@ for net in $f .nets/maia-1100.pb.gz .nets/meangirl-8.pb.gz; do for st in off on;
 done; done
 for st in off on; do
   echo "=== profile winograd_staged=$st" >>$L
-  timeout 100 python3 scripts/gpu_kernel_profile.py --weights $f --batch 1024 --top 8 --backend-opts winograd_staged=$st >>$L 2>&1
+  timeout 100 python3 scripts/bench/gpu_kernel_profile.py --weights $f --batch 1024 --top 8 --backend-opts winograd_staged=$st >>$L 2>&1
 done
 echo "=== peer" >>$L
-timeout 200 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
+timeout 200 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 >$R/peer.jsonl 2>>$R/peer.err; cat $R/peer.jsonl >>$L
 for r in 1 2 3; do for side in A B; do
   st=off; [ $side = B ] && st=on
   timeout 150 python3 -m lc0py backendbench -w $f -b cuda-fp16 -o max_batch=1024,winograd_staged=$st --batch-sizes 64,256,1024 --batches 30 --json 2>>$R/bb.err \

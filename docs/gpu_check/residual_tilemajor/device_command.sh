@@ -19,7 +19,7 @@ run() {  # side net script args...
   [ $side = M ] && pp=$SITE:$PWD/.whl/main80 && kc=/tmp/kcM
   PYTHONPATH=$pp LC0PY_KERNEL_CACHE=$kc timeout 120 python3 "$@" 2>>$R/err | sed "s|^{|{\"side\": \"$side\", \"net\": \"$net\", |" >>$L
 }
-peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
+peer() { PYTHONPATH=$SITE:$PWD timeout 200 python3 scripts/compare/peer_torch.py --weights $2 --sizes $3 2>>$R/peer.err | sed "s|^{|{\"side\": \"peer\", \"net\": \"$1\", |" >>$L; }
 echo "=== pytest (GPU residual tests, this tree)" >>$L
 PYTHONPATH=$SITE:$PWD LC0PY_KERNEL_CACHE=/tmp/kcN timeout 240 python3 -m pytest -q -p no:cacheprovider tests/backends/gpu/test_gpu_residual.py 2>&1 | tail -4 >>$L
 echo "=== verify" >>$L

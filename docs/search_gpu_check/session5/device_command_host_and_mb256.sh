@@ -24,12 +24,12 @@ for r in 1 2 3; do
 done
 date -u >>$L
 echo "=== search_gpu_check MB=256" >>$L
-OUT=$R/mb256 MB=256 NET=/tmp/t82.pb.gz timeout 240 scripts/search_gpu_check >>$L 2>&1
+OUT=$R/mb256 MB=256 NET=/tmp/t82.pb.gz timeout 240 scripts/device/search_gpu_check >>$L 2>&1
 date -u >>$L
 echo "=== timeline cuda-fp16 MB=256" >>$L
-timeout 90 python3 scripts/search_timeline.py -w /tmp/t82.pb.gz --backend cuda-fp16 -o max_batch=1024 --minibatch-size 256 --positions 4 --nodes 20000 >>$L 2>&1
+timeout 90 python3 scripts/bench/search_timeline.py -w /tmp/t82.pb.gz --backend cuda-fp16 -o max_batch=1024 --minibatch-size 256 --positions 4 --nodes 20000 >>$L 2>&1
 echo "=== timeline simulated device (1.3 ms + 22 us/pos) MB=256" >>$L
-timeout 90 python3 scripts/search_timeline.py -w /tmp/t82.pb.gz --backend random -o delay_ms=1.3,delay_per_position_us=22 --minibatch-size 256 --positions 4 --nodes 20000 >>$L 2>&1
+timeout 90 python3 scripts/bench/search_timeline.py -w /tmp/t82.pb.gz --backend random -o delay_ms=1.3,delay_per_position_us=22 --minibatch-size 256 --positions 4 --nodes 20000 >>$L 2>&1
 date -u >>$L
 echo "=== py-spy of benchmark cuda-fp16 MB=256" >>$L
 timeout 90 .whl/bin/py-spy record --format raw --threads --rate 400 -o $R/pyspy_cuda.txt -- python3 -m lc0py benchmark -w /tmp/t82.pb.gz -b cuda-fp16 -o max_batch=1024 --minibatch-size 256 --nodes 20000 --num-positions 6 >>$L 2>&1

@@ -25,9 +25,9 @@ for MB in 256 64 1024; do
 done
 for T in 2 4 6; do
   echo "=== timeline cuda-fp16 MB 256 threads $T" >>$L
-  timeout 60 python3 scripts/search_timeline.py -w $N --backend cuda-fp16 -o max_batch=1024 --minibatch-size 256 --threads $T --positions 4 --nodes 20000 2>&1 | grep -v "playouts.*batches" >>$L
+  timeout 60 python3 scripts/bench/search_timeline.py -w $N --backend cuda-fp16 -o max_batch=1024 --minibatch-size 256 --threads $T --positions 4 --nodes 20000 2>&1 | grep -v "playouts.*batches" >>$L
 done
 echo "=== simulated device MB 256, threads 2 / 4" >>$L
-for T in 2 4; do THREADS=$T MB=256 NET=$N OUT=$R/sim$T timeout 120 scripts/search_sim_check | tail -1 | sed "s/^/threads $T: /" >>$L; done
+for T in 2 4; do THREADS=$T MB=256 NET=$N OUT=$R/sim$T timeout 120 scripts/bench/search_sim_check | tail -1 | sed "s/^/threads $T: /" >>$L; done
 date -u >>$L
 kill %1 2>/dev/null; tar -czf $OUT/threads.tgz -C $OUT r; rm -f $OUT/partial.tgz

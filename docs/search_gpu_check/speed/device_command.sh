@@ -23,6 +23,6 @@ for r in 1 2; do
 done
 date -u >>$L
 echo "=== search_gpu_check MB=256" >>$L
-OUT=$R/mb256 MB=256 NET=/tmp/t82.pb.gz timeout 300 scripts/search_gpu_check >>$L 2>&1
+OUT=$R/mb256 MB=256 NET=/tmp/t82.pb.gz timeout 300 scripts/device/search_gpu_check >>$L 2>&1
 date -u >>$L
 kill %1 2>/dev/null; tar -czf $OUT/final.tgz -C $OUT r; rm -f $OUT/partial.tgz

@@ -3,7 +3,7 @@
 #  1. verify on and off with the staged and split kernels, fp16 and fp32, and the two real SE nets;
 #  2. the GPU tests of the gated path (test_se_gates_matches_reference: three kernels, fp16/fp32);
 #  3. like-for-like e2e of res-20x256 (residual_h100b/e2e.py), se_gates off / on / on / off,
-#     2 rounds, the PyTorch peer (scripts/peer_torch.py) after each round;
+#     2 rounds, the PyTorch peer (scripts/compare/peer_torch.py) after each round;
 #  4. the kernels in context (ncu, --cache-control none) at 1024, on and off.
 #   C=<commit> bash docs/gpu_check/residual_segates/device_command.sh
 set -u
@@ -28,7 +28,7 @@ for r in 1 2; do
   for side in off on on off; do
     timeout 90 python3 $D/residual_h100b/e2e.py $f 64,256,1024 se_gates=$side 2>>$R/err | sed "s|^{|{\"side\": \"$side\", |" >>$L
   done
-  timeout 150 python3 scripts/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
+  timeout 150 python3 scripts/compare/peer_torch.py --weights $f --sizes 64,256,1024 2>>$R/peer.err | sed 's|^{|{"side": "peer", |' >>$L
 done
 python3 - $L >>$L <<'PY'
 import json, statistics, sys

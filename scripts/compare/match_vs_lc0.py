@@ -10,7 +10,7 @@ pawns (1/3/3/5/9) wins, otherwise a draw. Printed per game: the opening, the col
 result, the plies and how it ended; at the end lc0py's score, its standard error (from the
 per-game scores) and the score ± 2 SE.
 
-    python scripts/match_vs_lc0.py --games 40 --nodes 300 [--ply-cap 160] [--pgn FILE]
+    python scripts/compare/match_vs_lc0.py --games 40 --nodes 300 [--ply-cap 160] [--pgn FILE]
 
 This is a measurement, not a test.
 """
@@ -28,9 +28,10 @@ import chess
 import chess.engine
 import chess.pgn
 
-from devtools.lc0_binary import find_lc0_binary, lc0_command, lc0py_command, lc0py_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # devtools/ lives in the checkout, not in the wheel
 
-ROOT = Path(__file__).resolve().parents[1]
+from devtools.lc0_binary import find_lc0_binary, lc0_command, lc0py_command, lc0py_env  # noqa: E402
 
 # 20 openings (a few plies of common lines), each played with both colours.
 OPENINGS: tuple[str, ...] = (

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Root visit counts of lc0py against lc0's own binary on the same net (VerboseMoveStats).
 
-    python scripts/compare_lc0_visits.py --lc0 /path/to/lc0 --weights weights/tiny-seed1.pb.gz
+    python scripts/compare/compare_lc0_visits.py --lc0 /path/to/lc0 --weights weights/tiny-seed1.pb.gz
         [--nodes 100 400] [--minibatch-size 1]
 
 Both engines: one search thread, MaxPrefetch 0, smart pruning off, `go nodes N` from a fresh

@@ -7,8 +7,9 @@ prints the medians per batch plus how much of the wall time the device had work 
 much of the gathering happened while it did (the overlap the search is meant to get). Nothing in
 lc0py is changed: the wrappers are installed by this script only.
 
-    python scripts/search_timeline.py --backend random --delay-ms 7 --minibatch-size 256
-    python scripts/search_timeline.py -w t82.pb.gz --backend cuda-fp16 -o max_batch=1024 --minibatch-size 256
+    python scripts/bench/search_timeline.py --backend random --delay-ms 7 --minibatch-size 256
+    python scripts/bench/search_timeline.py -w t82.pb.gz --backend cuda-fp16 -o max_batch=1024
+        --minibatch-size 256  (one command)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from lc0py.backends.registry import create_backend  # noqa: E402
 from lc0py.search import search as search_module  # noqa: E402

@@ -10,7 +10,7 @@ H2D of the compact masks/values and D2H of policy/WDL/moves-left inside each tim
 median over iterations. Prints one JSON line per size and checks its policy against lc0py's
 numpy reference on a few positions (so the peer is known to compute the same function).
 
-    PYTHONPATH=$PWD python3 scripts/peer_torch.py --weights /tmp/t82.pb.gz --sizes 64,256,1024
+    PYTHONPATH=$PWD python3 scripts/compare/peer_torch.py --weights /tmp/t82.pb.gz --sizes 64,256,1024
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ one SHA-256 over every node's visits, values (wl, d, m), parent, edge index and 
 plus each search's best move. Run it on two trees (e.g. ``main`` and a branch) and compare:
 equal digests mean the same picks, visits and backups, bit for bit.
 
-    PYTHONPATH=$PWD python scripts/search_digest.py [--positions 12] [--nodes 10000]
+    PYTHONPATH=$PWD python scripts/compare/search_digest.py [--positions 12] [--nodes 10000]
 """
 
 from __future__ import annotations

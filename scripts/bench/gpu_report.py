@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turn scripts/gpu_check's outputs (a folder) into the markdown table of docs/performance.md."""
+"""Turn scripts/device/gpu_check's outputs (a folder) into the markdown table of docs/performance.md."""
 
 from __future__ import annotations
 

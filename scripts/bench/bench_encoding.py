@@ -4,7 +4,7 @@
 Moved out of the test suite (a wall-clock assertion there turned CI red on a loaded machine):
 this prints microseconds per push+encode+pop, median of repeats, for formats 1, 3 and 5.
 
-    python scripts/bench_encoding.py
+    python scripts/bench/bench_encoding.py
 """
 
 from __future__ import annotations

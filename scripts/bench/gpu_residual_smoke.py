@@ -9,7 +9,7 @@
    ``submit().result()`` (H2D + forward + D2H) at batch 64/256/1024, nodes per second, effective
    TFLOP/s (direct-convolution FLOP count, ``ResidualNetwork.flops_per_position``).
 
-    PYTHONPATH=$PWD python3 scripts/gpu_residual_smoke.py
+    PYTHONPATH=$PWD python3 scripts/bench/gpu_residual_smoke.py
 """
 
 from __future__ import annotations

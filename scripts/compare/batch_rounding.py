@@ -8,7 +8,7 @@ that at MinibatchSize > 1 the two engines' searches see slightly different numbe
 position (rounding of batched matrix products), so their trees can part after enough visits
 without any difference in the search rules (docs/search-vs-lc0.md).
 
-    python scripts/batch_rounding.py [--weights weights/tiny-seed1.pb.gz] [--batch 32]
+    python scripts/compare/batch_rounding.py [--weights weights/tiny-seed1.pb.gz] [--batch 32]
 
 This is a measurement, not a test.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from lc0py.backends.registry import create_backend
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def random_games(count: int, seed: int) -> list[list[str]]:

@@ -5,7 +5,7 @@ way (fp16 ``[B, H, L, d]`` inputs already on the device, CUDA events around each
 first), with its peak extra memory (``torch.cuda.max_memory_allocated`` beyond the inputs), its
 output checked against lc0py's flash kernel on the same inputs, and a side-by-side table.
 
-    PYTHONPATH=$PWD python3 scripts/peer_sdpa.py attnbench.json [--iters 20] [--json peer.json]
+    PYTHONPATH=$PWD python3 scripts/compare/peer_sdpa.py attnbench.json [--iters 20] [--json peer.json]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare CPU backends on one net: median nodes/s per batch size, variants interleaved.
 
-    python scripts/onnx_cpu_bench.py --weights net.pb.gz --sizes 1,8,32 --reps 20 \\
+    python scripts/bench/onnx_cpu_bench.py --weights net.pb.gz --sizes 1,8,32 --reps 20 \\
         --variants numpy onnx-cpu:attention=plain onnx-cpu:attention=contrib
 
 Each variant is ``backend[:backend-opts]``. Batches of positions from random legal playouts are

@@ -10,7 +10,7 @@ clock is charged the wall time from the command that starts its thinking (``go``
 the seconds used, per engine and ponder setting (median over ``--games``, off/on games
 interleaved so that a change in the machine's load hits both), and the ratios.
 
-    python scripts/ponder_clock.py --weights weights/tiny-seed1.pb.gz --games 3
+    python scripts/bench/ponder_clock.py --weights weights/tiny-seed1.pb.gz --games 3
 
 This is a measurement, not a test: the numbers depend on the machine's load.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import chess
 import chess.engine
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def engine_command(name: str, weights: str) -> list[str]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plain vs contrib attention on ONNX Runtime's CPU provider, paired so machine load cancels.
 
-    python scripts/onnx_attention_ab.py NET.pb.gz 1,8,32 REPS
+    python scripts/bench/onnx_attention_ab.py NET.pb.gz 1,8,32 REPS
 
 One intra-op thread, this process's CPU time; each repetition runs both models back to back
 (alternating which goes first) and records the time ratio plain/contrib. Prints the median ratio

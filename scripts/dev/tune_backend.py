@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tune the flash kernel for several nets in one go: ``lc0py tune`` per (preset, mode).
 
-    PYTHONPATH=$PWD python3 scripts/tune_backend.py --presets t82,t82-h12,t82-h8,t82-h6 \\
+    PYTHONPATH=$PWD python3 scripts/dev/tune_backend.py --presets t82,t82-h12,t82-h8,t82-h6 \\
         --modes quick,full --out /tmp/tune [--batch-sizes 256,1024 --repeats 5 --batches 10]
 
 Each run prints its table and writes ``OUT/tune_<preset>_<mode>.json``; the last mode's winner is

@@ -4,7 +4,7 @@
 Both engines are asked live (``uci``, plain and with ``--show-hidden``); needs lc0's binary (the
 dev extra). ``--check`` writes nothing and exits 1 when the file is out of date.
 
-    python scripts/uci_options_table.py
+    python scripts/dev/uci_options_table.py
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from devtools.lc0_binary import find_lc0_binary  # noqa: E402
@@ -25,7 +25,7 @@ from devtools.uci_options_table import (  # noqa: E402
     undocumented_differences,
 )
 
-COMMAND = "python scripts/uci_options_table.py"
+COMMAND = "python scripts/dev/uci_options_table.py"
 DOC = ROOT / "docs" / "uci-options.md"
 
 

@@ -10,7 +10,7 @@ as lc0 0.32.1 does), plus numpy float64 with lc0 0.33's formula (lc0py's default
 Then positions/s of numpy fp32/fp64 and onnx-cpu on Maia 1900 at batch 1 and 32 (median of 5
 repeats, same run). Not a test: numbers for docs/residual-body.md.
 
-    OPENBLAS_NUM_THREADS=1 python scripts/residual_check.py [--positions 300] [--nets maia-1100,...]
+    OPENBLAS_NUM_THREADS=1 python scripts/compare/residual_check.py [--positions 300] [--nets maia-1100,...]
 
 (``--nets none`` runs only the speed part; one BLAS thread keeps numpy's numbers sane on a
 loaded 2-core machine, see docs/performance.md.)
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-SHARED_NETS = Path(__file__).resolve().parents[1] / ".." / "shared" / "nets"
+SHARED_NETS = Path(__file__).resolve().parents[2] / ".." / "shared" / "nets"
 NETS = ("maia-1100", "maia-1500", "maia-1900", "meangirl-8")
 
 

@@ -12,7 +12,7 @@ but the kernel commits their pages only as entries are written, so the resident 
 the entries written until the cache is full (lc0's cache grows the same way); after that, and with a
 small ``--option NNCacheSize=…`` from the start, the figure should stay flat.
 
-    python scripts/rss_flat.py --searches 100 --nodes 10000 [--backend random] [--weights PATH]
+    python scripts/bench/rss_flat.py --searches 100 --nodes 10000 [--backend random] [--weights PATH]
 
 Linux only (/proc). This is a measurement, not a test.
 """
@@ -25,9 +25,10 @@ from pathlib import Path
 
 import chess
 
-from devtools.lc0_binary import UciSession, lc0py_command, lc0py_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # devtools/ lives in the checkout, not in the wheel
 
-ROOT = Path(__file__).resolve().parents[1]
+from devtools.lc0_binary import UciSession, lc0py_command, lc0py_env  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:

@@ -9,7 +9,7 @@
 
 Writes a JSON summary (``--json``) and prints a markdown table. Usage::
 
-    PYTHONPATH=$PWD python3 scripts/gpu_bench.py --preset t82 --sizes 1,64,256,1024 --json out.json
+    PYTHONPATH=$PWD python3 scripts/bench/gpu_bench.py --preset t82 --sizes 1,64,256,1024 --json out.json
 """
 
 from __future__ import annotations

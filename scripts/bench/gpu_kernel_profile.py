@@ -6,7 +6,7 @@ sees every kernel of the process, also those lc0py launches through the driver A
 and prints the device time per kernel name summed over the profiled batches, with its share.
 Graphs are off so each kernel is its own launch.
 
-    PYTHONPATH=$PWD python3 scripts/gpu_kernel_profile.py --weights /tmp/res-20x256.pb.gz --batch 1024 \
+    PYTHONPATH=$PWD python3 scripts/bench/gpu_kernel_profile.py --weights /tmp/res-20x256.pb.gz --batch 1024 \
         --backend-opts winograd=on
 """
 

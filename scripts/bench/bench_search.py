@@ -5,7 +5,7 @@ Runs one search per position (lc0's benchmark list, fresh tree, shared NN cache)
 limit and prints wall-clock and CPU-time nodes per second. CPU time (all threads of this
 process) is the fairer figure on a shared machine; wall time is what a user sees.
 
-    python scripts/bench_search.py --nodes 20000 --positions 5 [--minibatch-size 256]
+    python scripts/bench/bench_search.py --nodes 20000 --positions 5 [--minibatch-size 256]
         [--profile] [--no-overlap] [--delay-ms 0] [--backend random] [--weights PATH]
 """
 

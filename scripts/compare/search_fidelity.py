@@ -7,10 +7,10 @@ of each engine) and one summary line per minibatch size with the issue's targets
 same best move on >= 90 %, median L1 <= 0.05). Needs lc0's binary (the dev extra) and a LINEAR16
 net (the default: weights/tiny-seed1.pb.gz).
 
-    python scripts/search_fidelity.py                       # everything (several minutes)
-    python scripts/search_fidelity.py --quick --nodes 100   # the CI subset
-    python scripts/search_fidelity.py --lc0py-option FastMath=true
-    python scripts/search_fidelity.py --lc0-vs-lc0 --minibatch 32   # lc0's own noise
+    python scripts/compare/search_fidelity.py                       # everything (several minutes)
+    python scripts/compare/search_fidelity.py --quick --nodes 100   # the CI subset
+    python scripts/compare/search_fidelity.py --lc0py-option FastMath=true
+    python scripts/compare/search_fidelity.py --lc0-vs-lc0 --minibatch 32   # lc0's own noise
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from devtools.lc0_binary import find_lc0_binary  # noqa: E402
