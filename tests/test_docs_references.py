@@ -9,6 +9,10 @@ reference to a missing file or section fails the test, listing every one.
 The first spec lived outside the repository under other names (``attention-body.md``,
 ``tools-and-uci.md``, ``chess-encoding.md``, ``weights-format.md``, ``search-vs-lc0.md``, in
 ``shared/docs``); those names may appear only as ``docs/<name>`` paths that exist.
+
+Measurements live in ``bench/results/<date>_<device>_<commit>/`` (bench/README.md): every
+``bench/results/…`` path cited anywhere exists, every such folder has a complete ``MANIFEST.md``,
+and every folder is cited by the README or a document under ``docs/`` (only cited runs are kept).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ _PATH_CHARS = r"[\w.-]+(?:/[\w.-]+)*/?"
 DOCS_REF = re.compile(r"(?<![\w./-])(?P<path>docs/" + _PATH_CHARS + r"(?:\{[\w.,-]+\}[\w./-]*)?)" + _SECTION)
 # Markdown links ``[text](target)`` with a relative target (no scheme, not a pure anchor).
 MD_LINK = re.compile(r"\]\((?P<path>(?![a-z][\w+.-]*:|#)[^)\s#]+)(?:#[^)\s]*)?\)" + _SECTION)
+# ``bench/results/…`` not preceded by a path or word character.
+BENCH_REF = re.compile(r"(?<![\w./-])(?P<path>bench/results/" + _PATH_CHARS + ")")
+MANIFEST_FIELDS = ("command", "card", "commit", "date", "what it measured", "cited by")
 HEADING_NUMBER = re.compile(r"^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s", re.MULTILINE)
 SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)*")
 
@@ -60,10 +67,17 @@ def scanned_files(root: Path) -> list[Path]:
         for p in base.rglob("*"):
             if not p.is_file() or "__pycache__" in p.parts:
                 continue
+            if _raw_output(p.relative_to(root)):
+                continue
             extensionless_script = p.suffix == "" and "scripts" in p.relative_to(root).parts
             if p.suffix in TEXT_SUFFIXES or extensionless_script:
                 files.append(p)
     return sorted(files)
+
+
+def _raw_output(rel: Path) -> bool:
+    """A run's raw output under bench/results/ (its manifest is read, its logs are not)."""
+    return rel.parts[:2] == ("bench", "results") and rel.name != "MANIFEST.md"
 
 
 def _expand_braces(path: str) -> list[str]:
@@ -114,6 +128,10 @@ def dangling_references(root: Path) -> list[Problem]:
             where = f"{rel}:{_line_of(text, m.start())}"
             for path in _expand_braces(m.group("path").rstrip(".")):
                 problems += _check_target(root / path, path, m.group("sec"), where, cache)
+        for m in BENCH_REF.finditer(text):
+            path = m.group("path").rstrip(".")
+            if not (root / path).exists():
+                problems.append(Problem(f"{rel}:{_line_of(text, m.start())}", f"{path} does not exist"))
         if f.suffix != ".md":
             continue
         for m in MD_LINK.finditer(text):
@@ -150,6 +168,29 @@ def outside_spec_names(root: Path) -> list[Problem]:
     return problems
 
 
+def results_problems(root: Path) -> list[Problem]:
+    """Results folders without a complete manifest, or that neither the README nor docs/ cites."""
+    results = root / "bench" / "results"
+    if not results.is_dir():
+        return []
+    citing = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    cited = "\n".join(p.read_text(encoding="utf-8") for p in citing if p.is_file())
+    problems: list[Problem] = []
+    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+        rel = folder.relative_to(root).as_posix()
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}_[a-z0-9-]+_[0-9a-f]{7,40}", folder.name):
+            problems.append(Problem(rel, "not named <YYYY-MM-DD>_<device>_<commit>"))
+        manifest = folder / "MANIFEST.md"
+        text = manifest.read_text(encoding="utf-8") if manifest.is_file() else ""
+        for name in MANIFEST_FIELDS:
+            line = re.search(r"^- \*\*" + re.escape(name) + r"\*\*: *(.*)$", text, re.MULTILINE)
+            if line is None or not line.group(1).strip() or line.group(1).startswith("TODO"):
+                problems.append(Problem(f"{rel}/MANIFEST.md", f"no '{name}'"))
+        if folder.name not in cited:
+            problems.append(Problem(rel, "cited by no document (README.md, docs/): delete it, git keeps it"))
+    return problems
+
+
 def _report(problems: list[Problem]) -> str:
     return f"{len(problems)} problem(s):\n" + "\n".join(str(p) for p in problems)
 
@@ -161,6 +202,11 @@ def test_no_dangling_docs_references() -> None:
 
 def test_no_references_to_the_outside_spec() -> None:
     problems = outside_spec_names(ROOT)
+    assert not problems, _report(problems)
+
+
+def test_every_results_folder_is_complete_and_cited() -> None:
+    problems = results_problems(ROOT)
     assert not problems, _report(problems)
 
 
@@ -187,7 +233,9 @@ def test_scanner_finds_missing_files_and_sections(tmp_path: Path) -> None:
         {
             "docs/a.md": doc + "See [b](b.md) and [a](a.md) §3 and [a](a.md) §9.\n",
             "lc0py/m.py": '"""docs/a.md §1.2, docs/a.md §2–§3, docs/gone.md, docs/a.md."""\n',
-            "kernels/k.h": "// docs/a.md §1\n",
+            "lc0py/kernels/k.h": "// docs/a.md §1\n",
+            "scripts/s.py": "# bench/results/2026-01-01_cpu_abcdef0/ and bench/results/gone/\n",
+            "bench/results/2026-01-01_cpu_abcdef0/log.md": "docs/not-checked.md\n",
         },
     )
     found = sorted(str(p) for p in dangling_references(root))
@@ -196,6 +244,28 @@ def test_scanner_finds_missing_files_and_sections(tmp_path: Path) -> None:
         "docs/a.md:8: b.md does not exist",
         "lc0py/m.py:1: docs/a.md has no section §2",
         "lc0py/m.py:1: docs/gone.md does not exist",
+        "scripts/s.py:1: bench/results/gone/ does not exist",
+    ]
+
+
+def test_results_check_finds_incomplete_and_uncited_folders(tmp_path: Path) -> None:
+    fields = "".join(f"- **{name}**: x\n" for name in MANIFEST_FIELDS)
+    root = _tree(
+        tmp_path,
+        {
+            "README.md": "bench/results/2026-01-01_cpu_abcdef0/ bench/results/2026-01-02_h100_abcdef0/\n",
+            "bench/results/2026-01-01_cpu_abcdef0/MANIFEST.md": fields,
+            "bench/results/2026-01-02_h100_abcdef0/MANIFEST.md": fields.replace("- **card**: x", "- **card**: TODO"),
+            "bench/results/2026-01-03_h100_abcdef0/MANIFEST.md": fields,
+            "bench/results/old_run/MANIFEST.md": fields,
+        },
+    )
+    found = sorted(str(p) for p in results_problems(root))
+    assert found == [
+        "bench/results/2026-01-02_h100_abcdef0/MANIFEST.md: no 'card'",
+        "bench/results/2026-01-03_h100_abcdef0: cited by no document (README.md, docs/): delete it, git keeps it",
+        "bench/results/old_run: cited by no document (README.md, docs/): delete it, git keeps it",
+        "bench/results/old_run: not named <YYYY-MM-DD>_<device>_<commit>",
     ]
 
 

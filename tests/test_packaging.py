@@ -64,3 +64,17 @@ def test_development_tools_stay_out_of_the_wheel(project: dict) -> None:  # type
     include = project["tool"]["setuptools"]["packages"]["find"]["include"]
     assert include == ["lc0py*"]
     assert not any((ROOT / "lc0py").rglob("lc0_binary.py")), "lc0's binary driver is a development tool"
+
+
+def test_the_package_never_imports_devtools() -> None:
+    """devtools/ is not in the wheel, so nothing under lc0py/ may import it."""
+    import ast
+
+    offenders = []
+    for path in (ROOT / "lc0py").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "devtools" or n.startswith("devtools.") for n in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, f"lc0py imports devtools: {offenders}"

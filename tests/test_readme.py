@@ -1,4 +1,5 @@
-"""The README's Python examples run as written (doctest), against the committed tiny net."""
+"""The README's and the Python API guide's examples run as written (doctest), against the
+committed tiny net."""
 
 from __future__ import annotations
 
@@ -23,3 +24,13 @@ def test_first_readme_example_loads_a_net_and_evaluates() -> None:
     text = (ROOT / "README.md").read_text()
     first = text[text.index("```") : text.index("```", text.index("```") + 3)]
     assert ">>> net = lc0py.load(" in first and "net.evaluate(board)" in first
+
+
+def test_python_api_guide_doctests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/python-api.md: load, evaluate, batches, trace, the patching callback, ONNX export."""
+    pytest.importorskip("onnxruntime", reason="the guide's ONNX section needs the onnx extra")
+    monkeypatch.chdir(ROOT)
+    result = doctest.testfile(str(ROOT / "docs" / "python-api.md"), module_relative=False, verbose=False,
+                              optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 30, "the Python API guide lost its doctest examples"
+    assert result.failed == 0

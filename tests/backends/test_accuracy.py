@@ -61,15 +61,15 @@ def test_verify_flash_rule() -> None:
 
 
 def test_flash_rule_holds_on_the_recorded_gpu_runs() -> None:
-    """The committed ``lc0py verify`` logs from the H100/H200 (docs/gpu_check) pass the flash rule:
+    """The committed ``lc0py verify`` logs from the H100/H200 (bench/results) pass the flash rule:
     it is strict enough to mean something and loose enough for the kernel as it is."""
     import re
     from pathlib import Path
 
     from lc0py.tools.verify import ErrorRow, flash_failures
 
-    docs = Path(__file__).resolve().parents[2] / "docs" / "gpu_check"
-    logs = sorted(docs.rglob("*.log"))
+    results = Path(__file__).resolve().parents[2] / "bench" / "results"
+    logs = sorted(results.rglob("*.log"))
     row = re.compile(r"^(flash|fallback)\s+(.+?)\s+(\S+)\s+(\S+)\s+(\S+)$")
     checked = 0
     for log in logs:
@@ -80,5 +80,5 @@ def test_flash_rule_holds_on_the_recorded_gpu_runs() -> None:
             assert flash_failures(rows, fp16) == [], f"{log.name}: {flash_failures(rows, fp16)}"
             checked += sum(r.path == "flash" for r in rows)
     if not checked:
-        pytest.skip("no recorded GPU verify logs under docs/gpu_check")
+        pytest.skip("no recorded GPU verify logs under bench/results")
     assert checked > 50
