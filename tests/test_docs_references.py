@@ -18,6 +18,7 @@ and every folder is cited by the README or a document under ``docs/`` (only cite
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,18 @@ def _raw_output(rel: Path) -> bool:
     return rel.parts[:2] == ("bench", "results") and rel.name != "MANIFEST.md"
 
 
+def scanned_texts(root: Path) -> Iterator[tuple[Path, str, str]]:
+    """(file, its path relative to ``root``, its text) for every scanned UTF-8 file."""
+    for f in scanned_files(root):
+        rel = f.relative_to(root).as_posix()
+        if rel in NOT_SCANNED:
+            continue
+        try:
+            yield f, rel, f.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
 def _expand_braces(path: str) -> list[str]:
     m = re.search(r"\{([^}]*)\}", path)
     if not m:
@@ -116,14 +129,7 @@ def dangling_references(root: Path) -> list[Problem]:
     """Every ``docs/…`` reference (and relative Markdown link) whose file or section is missing."""
     problems: list[Problem] = []
     cache: dict[Path, set[str]] = {}
-    for f in scanned_files(root):
-        rel = f.relative_to(root).as_posix()
-        if rel in NOT_SCANNED:
-            continue
-        try:
-            text = f.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
+    for f, rel, text in scanned_texts(root):
         for m in DOCS_REF.finditer(text):
             where = f"{rel}:{_line_of(text, m.start())}"
             for path in _expand_braces(m.group("path").rstrip(".")):
@@ -147,14 +153,7 @@ def outside_spec_names(root: Path) -> list[Problem]:
     problems: list[Problem] = []
     names = "|".join(re.escape(n) for n in OLD_SPEC_NAMES)
     mention = re.compile(r"(?P<prefix>[\w./-]*?)(?P<name>" + names + r")|shared/docs(?!/(?:" + names + r"))")
-    for f in scanned_files(root):
-        rel = f.relative_to(root).as_posix()
-        if rel in NOT_SCANNED:
-            continue
-        try:
-            text = f.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            continue
+    for f, rel, text in scanned_texts(root):
         in_docs = f.parent == root / "docs"
         for m in mention.finditer(text):
             where = f"{rel}:{_line_of(text, m.start())}"
@@ -217,18 +216,20 @@ def test_docs_index_lists_every_document() -> None:
     assert not missing, f"docs/README.md does not link: {', '.join(missing)}"
 
 
-def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+def _found(check: Callable[[Path], list[Problem]], tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """What ``check`` reports on a fabricated tree of ``files`` (sorted, as text)."""
     for name, text in files.items():
         p = tmp_path / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
-    return tmp_path
+    return sorted(str(problem) for problem in check(tmp_path))
 
 
 def test_scanner_finds_missing_files_and_sections(tmp_path: Path) -> None:
     """The checks above can fail: a fabricated tree with one good and several bad references."""
     doc = "# T\n\n## 1. One\n\n### 1.2 Sub\n\n## 3. Three\n"
-    root = _tree(
+    found = _found(
+        dangling_references,
         tmp_path,
         {
             "docs/a.md": doc + "See [b](b.md) and [a](a.md) §3 and [a](a.md) §9.\n",
@@ -238,7 +239,6 @@ def test_scanner_finds_missing_files_and_sections(tmp_path: Path) -> None:
             "bench/results/2026-01-01_cpu_abcdef0/log.md": "docs/not-checked.md\n",
         },
     )
-    found = sorted(str(p) for p in dangling_references(root))
     assert found == [
         "docs/a.md:8: a.md has no section §9",
         "docs/a.md:8: b.md does not exist",
@@ -250,27 +250,29 @@ def test_scanner_finds_missing_files_and_sections(tmp_path: Path) -> None:
 
 def test_results_check_finds_incomplete_and_uncited_folders(tmp_path: Path) -> None:
     fields = "".join(f"- **{name}**: x\n" for name in MANIFEST_FIELDS)
-    root = _tree(
+    found = _found(
+        results_problems,
         tmp_path,
         {
             "README.md": "bench/results/2026-01-01_cpu_abcdef0/ bench/results/2026-01-02_h100_abcdef0/\n",
             "bench/results/2026-01-01_cpu_abcdef0/MANIFEST.md": fields,
-            "bench/results/2026-01-02_h100_abcdef0/MANIFEST.md": fields.replace("- **card**: x", "- **card**: TODO"),
+            "bench/results/2026-01-02_h100_abcdef0/MANIFEST.md": fields.replace("card**: x", "card**: TODO"),
             "bench/results/2026-01-03_h100_abcdef0/MANIFEST.md": fields,
             "bench/results/old_run/MANIFEST.md": fields,
         },
     )
-    found = sorted(str(p) for p in results_problems(root))
+    uncited = "cited by no document (README.md, docs/): delete it, git keeps it"
     assert found == [
         "bench/results/2026-01-02_h100_abcdef0/MANIFEST.md: no 'card'",
-        "bench/results/2026-01-03_h100_abcdef0: cited by no document (README.md, docs/): delete it, git keeps it",
-        "bench/results/old_run: cited by no document (README.md, docs/): delete it, git keeps it",
+        f"bench/results/2026-01-03_h100_abcdef0: {uncited}",
+        f"bench/results/old_run: {uncited}",
         "bench/results/old_run: not named <YYYY-MM-DD>_<device>_<commit>",
     ]
 
 
 def test_scanner_flags_outside_spec_names(tmp_path: Path) -> None:
-    root = _tree(
+    found = _found(
+        outside_spec_names,
         tmp_path,
         {
             "docs/weights-format.md": "## 1. x\n[w](weights-format.md)\n",
@@ -281,7 +283,6 @@ def test_scanner_flags_outside_spec_names(tmp_path: Path) -> None:
             "tests/t.py": "# docs/tools-and-uci.md §7\n",
         },
     )
-    found = sorted(str(p) for p in outside_spec_names(root))
     assert found == [
         "lc0py/a.py:1: weights-format.md: the outside spec's name; cite docs/<file>.md",
         "lc0py/a.py:3: shared/docs/search-vs-lc0.md: the outside spec's name; cite docs/<file>.md",
