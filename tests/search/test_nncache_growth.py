@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from lc0py.search.core import nncache as C
-from lc0py.search.nncache import NNCache
+from lc0py.search.core.nncache import NNCache
 
 
 def _whole(capacity: int) -> NNCache:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from devtools.lc0_binary import lc0py_session
 from tests.peak_memory import peak_rss_mb
-from tests.uci.process import UciProcess
 
 
 def test_largest_nncache_size_allocates_on_demand(tmp_path: Path) -> None:
-    engine = UciProcess("--backend", "random", cwd=tmp_path, env={"LC0PY_CACHE_DIR": str(tmp_path / "cache")})
+    cache = {"LC0PY_CACHE_DIR": str(tmp_path / "cache")}
+    engine = lc0py_session("--backend", "random", cwd=tmp_path, env=cache)
     try:
         engine.send("setoption name NNCacheSize value 999999999")
         engine.send("position startpos moves e2e4")
