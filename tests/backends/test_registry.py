@@ -20,14 +20,14 @@ def _no_default_net() -> Path:
 
 @pytest.mark.parametrize("name", ["cudaa", "onnx", "numpy2"])
 def test_unknown_name_refused_before_loading(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    monkeypatch.setattr("lc0py.tools.default_net.default_weights_path", _no_default_net)
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", _no_default_net)
     with pytest.raises(BackendUnavailable, match=f"--backend '{name}': unknown backend"):
         registry.create_backend(name, None)
 
 
 def test_random_default_net_is_announced(monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("lc0py.tools.default_net.default_weights_path", lambda: TINY)
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", lambda: TINY)
     registry.create_backend("numpy", None).close()
     err = capsys.readouterr().err
     assert "random weights" in err.lower() and err.count("\n") == 1
