@@ -69,3 +69,16 @@ def test_cpu_classification() -> None:
     flagged = Fake("onnx-cuda")
     flagged.is_cpu = True  # type: ignore[attr-defined]
     assert registry.is_cpu_backend(flagged)
+
+
+def test_resolve_network(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """One resolution for lc0py.load and create_backend: a loaded net as is, none for a backend that
+    needs none, else the file (or the announced default net) with the chosen heads."""
+    loaded = registry.resolve_network(TINY, "numpy")
+    assert loaded is not None and registry.resolve_network(loaded, "numpy") is loaded
+    assert registry.resolve_network(None, "random") is None
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", lambda: TINY)
+    default = registry.resolve_network(None, "auto", policy_head="vanilla")
+    assert default is not None and default.policy_head_name == "vanilla"
+    assert "random weights" in capsys.readouterr().err
