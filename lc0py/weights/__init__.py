@@ -27,13 +27,13 @@ one module per body for reading, writing and generating, on shared modules, READ
 from __future__ import annotations
 
 from lc0py.weights.loader import load_network, load_proto, network_from_proto
-from lc0py.weights.network import Network
+from lc0py.weights.network import BaseNetwork, BodyKind, Network
 from lc0py.weights.presets import PRESETS, Preset, ResidualPreset, preset_config, random_network
 from lc0py.weights.residual import ResidualNetwork
 from lc0py.weights.writer import network_to_proto, save_network, serialize_network
 
 __all__ = [
-    "Network", "PRESETS", "Preset", "ResidualNetwork", "ResidualPreset", "load_network", "load_proto",
-    "network_from_proto", "network_to_proto", "preset_config", "random_network", "save_network",
-    "serialize_network",
+    "BaseNetwork", "BodyKind", "Network", "PRESETS", "Preset", "ResidualNetwork", "ResidualPreset",
+    "load_network", "load_proto", "network_from_proto", "network_to_proto", "preset_config",
+    "random_network", "save_network", "serialize_network",
 ]
