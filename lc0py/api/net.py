@@ -23,8 +23,11 @@ import numpy as np
 
 from lc0py.api.evaluation import Evaluation, check_temperature, summarise
 from lc0py.api.trace import Trace, trace_position
+from lc0py.backends.options import BackendOptions
+from lc0py.backends.registry import check_name, create_backend, resolve_network
 from lc0py.chess import PositionHistory, encode_batch
 from lc0py.errors import Lc0pyError
+from lc0py.model.forward import cast_network
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
@@ -119,8 +122,6 @@ class Net:
         if self.network is None:
             raise ValueError("trace needs a network: this Net has none (random backend)")
         if self._reference is None:
-            from lc0py.model.forward import cast_network
-
             self._reference = cast_network(self.network, np.float32)
         history = _history(board)
         trace = trace_position(self._reference, history, check_temperature(temperature))
@@ -159,21 +160,13 @@ def load(weights: Weights = None, backend: str = "auto", options: Options = None
     (``"precision=fp64"``) or a mapping; ``policy_head``/``value_head`` pick a multi-head net's heads.
     A bad name, option, or file raises an :class:`lc0py.errors.Lc0pyError` subclass.
     """
-    from lc0py.backends.options import BackendOptions
-    from lc0py.backends.registry import check_name, create_backend, default_weights, needs_weights
-    from lc0py.weights import load_network
-
     name = check_name(backend)
     text = dict(options) if isinstance(options, Mapping) else options
     opts = BackendOptions.parse(text, backend=name)  # syntax checked before anything loads
-    network: Network | ResidualNetwork | None = None
-    if weights is not None and not isinstance(weights, str | Path):  # an already loaded network
-        network = weights
-    elif weights is not None or needs_weights(name):
-        path = Path(weights) if weights is not None else default_weights()
-        network = load_network(
-            path,
-            policy_head=opts.values.get("policy_head", "vanilla"),
-            value_head=opts.values.get("value_head", "winner"),
-        )
+    network = resolve_network(
+        weights,
+        name,
+        policy_head=opts.values.get("policy_head", "vanilla"),
+        value_head=opts.values.get("value_head", "winner"),
+    )
     return Net(create_backend(name, network, text), network)

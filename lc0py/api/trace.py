@@ -53,7 +53,7 @@ def trace_position(
     out = forward(network, planes, np.float32, trace=recorded)
     attention = []
     # attention probabilities of each encoder layer (a residual net has none)
-    encoders, heads = (network.encoders, network.heads) if isinstance(network, Network) else ([], 0)
+    encoders, heads = network.attention_layers()
     for index, layer in enumerate(encoders):
         x = recorded["embedding" if index == 0 else f"encoder{index - 1}.output"]
         q, k = dense(x, layer.q), dense(x, layer.k)

@@ -1,8 +1,9 @@
 """The backend interface: a batch of encoded positions in, network outputs out.
 
 A position is encoded as lc0 does it (``lc0py.chess``): 112 planes, each a 64-bit square mask and
-one float value. Backends receive those compact arrays (12 bytes a plane instead of 256), expand
-them where they compute (on the GPU for the GPU backends) and return raw network outputs:
+one float value (``PlanesBatch``, defined beside the encoding in ``lc0py.chess.planes``). Backends
+receive those compact arrays (12 bytes a plane instead of 256), expand them where they compute (on
+the GPU for the GPU backends) and return raw network outputs:
 
 * ``policy``: ``[B, 1858]`` float32 logits in lc0's policy order (no softmax);
 * ``wdl``: ``[B, 3]`` float32 probabilities (win, draw, loss) from the side to move; classical
@@ -20,37 +21,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-NUM_PLANES = 112
+from lc0py.chess.planes import PlanesBatch
+
 POLICY_SIZE = 1858
-
-
-@dataclass
-class PlanesBatch:
-    """``masks``: ``[B, 112]`` uint64 (bit ``s`` = square ``s``); ``values``: ``[B, 112]`` float32."""
-
-    masks: np.ndarray
-    values: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.masks = np.ascontiguousarray(self.masks, dtype=np.uint64).reshape(-1, NUM_PLANES)
-        self.values = np.ascontiguousarray(self.values, dtype=np.float32).reshape(-1, NUM_PLANES)
-        if self.masks.shape != self.values.shape:
-            raise ValueError(f"masks {self.masks.shape} and values {self.values.shape} differ")
-
-    def __len__(self) -> int:
-        return int(self.masks.shape[0])
-
-    def dense(self, dtype: type = np.float32) -> np.ndarray:
-        """The network input ``[B, 112, 8, 8]``: ``values`` where the mask bit is set, else 0."""
-        bits = (self.masks[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-        out = bits.astype(dtype) * self.values[:, :, None].astype(dtype)
-        return out.reshape(len(self), NUM_PLANES, 8, 8)
-
-    @staticmethod
-    def concat(batches: list[PlanesBatch]) -> PlanesBatch:
-        return PlanesBatch(
-            np.concatenate([b.masks for b in batches]), np.concatenate([b.values for b in batches])
-        )
 
 
 @dataclass

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendUnavailable, Lc0pyError
+from lc0py.weights import default_net
+from lc0py.weights.loader import load_network
+from lc0py.weights.network import BaseNetwork, Network
+from lc0py.weights.residual import ResidualNetwork
 
 if TYPE_CHECKING:
     from lc0py.backends.base import Backend
-    from lc0py.weights.network import Network
-    from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends")
 
@@ -87,21 +89,33 @@ def needs_weights(name: str) -> bool:
     return name not in _REGISTRY or _REGISTRY[name].needs_weights
 
 
-RANDOM_DEFAULT_NOTICE = (
-    "lc0py: no weights given: using the built-in default net, T82-shaped with RANDOM weights "
-    "(its moves and evaluations mean nothing; fine for speed measurements; give --weights FILE "
-    "for a real net)"
-)
-
-
 def default_weights() -> Path:
     """Path of the built-in default net (generated on first use), announced on stderr every time:
     its weights are random, which nothing else at run time would tell the user."""
-    from lc0py.tools.default_net import default_weights_path
-
-    path = default_weights_path()
-    print(RANDOM_DEFAULT_NOTICE, file=sys.stderr, flush=True)
+    path = default_net.default_weights_path()
+    print(f"lc0py: random weights: using the built-in random-weight net {path} (not a trained network)",
+          file=sys.stderr, flush=True)
     return path
+
+
+def resolve_network(
+    weights: str | Path | Network | ResidualNetwork | None,
+    name: str,
+    policy_head: str = "vanilla",
+    value_head: str = "winner",
+) -> Network | ResidualNetwork | None:
+    """The network backend ``name`` runs, for ``lc0py.load`` and ``create_backend`` alike.
+
+    ``weights`` itself when it is already loaded; ``None`` when none is given and the backend runs
+    without one (``random``); else the file (``None``: the built-in default net, announced by
+    ``default_weights``) loaded with the chosen heads.
+    """
+    if isinstance(weights, BaseNetwork):
+        return weights
+    if weights is None and not needs_weights(name):
+        return None  # e.g. "random": no net needed, do not build the default one
+    path = weights if weights is not None else default_weights()
+    return load_network(path, policy_head=policy_head, value_head=value_head)
 
 
 def is_cpu_backend(backend: object) -> bool:
@@ -157,37 +171,18 @@ def create_backend(
     """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
 
     ``weights`` is a path, an already loaded ``Network`` or ``None`` for the built-in default net
-    (random weights, announced on stderr). An unknown ``name`` is refused before anything loads.
+    (random weights, announced on stderr; ``resolve_network``). An unknown ``name`` is refused
+    before anything loads.
     """
-    from lc0py.weights.network import Network as _Network
-    from lc0py.weights.residual import ResidualNetwork as _ResidualNetwork
-
     name = check_name(name)
     opts = BackendOptions.parse(options, backend=name)
     policy_head = opts.take("policy_head", "vanilla")
     value_head = opts.take("value_head", "winner")
-    if isinstance(weights, _Network | _ResidualNetwork):
-        network = weights
-        if (policy_head, value_head) != (network.policy_head_name, network.value_head_name):
-            raise BackendUnavailable(
-                "policy_head/value_head options need the weights path, not a loaded network"
-            )
-    elif weights is None and name in _REGISTRY and not _REGISTRY[name].needs_weights:
-        network = None  # e.g. "random": no net needed, do not build the default one
-    else:
-        from lc0py.weights import load_network
-
-        if weights is None:
-            from lc0py.tools.default_net import default_weights_path
-
-            weights = default_weights_path()
-            # Never silent: the built-in net plays and evaluates like noise.
-            print(
-                f"lc0py: random weights: using the built-in random-weight net {weights} "
-                "(not a trained network)",
-                file=sys.stderr,
-            )
-        network = load_network(weights, policy_head=policy_head, value_head=value_head)
+    if isinstance(weights, BaseNetwork) and (policy_head, value_head) != (
+        weights.policy_head_name, weights.value_head_name
+    ):
+        raise BackendUnavailable("policy_head/value_head options need the weights path, not a loaded network")
+    network = resolve_network(weights, name, policy_head, value_head)
 
     if name != AUTO:
         e = entry(name)

@@ -2,7 +2,8 @@
 
 * :class:`PositionHistory` (``history.py``): the game as lc0 sees it (ep marker, rule 50,
   repetitions) and ``encode(input_format)``;
-* :class:`EncodedPosition`, :func:`encode_batch` (``encoding.py``): planes → backend batches;
+* :class:`EncodedPosition`, :func:`encode_batch` (``encoding.py``): planes → backend batches,
+  :class:`PlanesBatch` (``planes.py``);
 * ``policy.py``: ``POLICY_MOVES``, ``move_to_index``, ``legal_moves_with_indices``,
   ``index_to_move``, ``ATTENTION_POLICY_MAP``;
 * ``transforms.py``: the canonical board symmetries (FLIP, MIRROR, TRANSPOSE).
@@ -12,6 +13,7 @@ Spec: ``docs/input-encoding.md``.
 
 from lc0py.chess.encoding import EncodedPosition, encode_batch
 from lc0py.chess.history import PositionHistory
+from lc0py.chess.planes import PlanesBatch
 from lc0py.chess.policy import (
     ATTENTION_POLICY_MAP,
     POLICY_MOVES,
@@ -28,6 +30,7 @@ __all__ = [
     "POLICY_MOVES",
     "TRANSPOSE",
     "EncodedPosition",
+    "PlanesBatch",
     "PositionHistory",
     "encode_batch",
     "index_to_move",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lc0py.backends.base import NUM_PLANES, PlanesBatch
+from lc0py.chess.planes import NUM_PLANES, PlanesBatch
 from lc0py.chess.transforms import (
     ALL_SQUARES,
     FLIP,

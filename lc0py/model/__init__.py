@@ -1,7 +1,7 @@
 """numpy reference forward pass of lc0 networks (float32 / float64): the truth.
 
-Attention bodies (``forward.py``) and residual SE-ResNet bodies (``residual.py``); ``forward``
-dispatches on the network's type.
+Attention bodies (``attention_body.py``) and residual SE-ResNet bodies (``residual.py``), on the
+shared heads (``heads.py``); ``forward`` runs the network's body (``network.body``).
 
 Public API:
     forward(network, planes [B,112,8,8], dtype=np.float32, trace=None) -> ForwardOutput
@@ -13,7 +13,9 @@ Public API:
 from __future__ import annotations
 
 from lc0py.model.activations import activation
-from lc0py.model.forward import ForwardOutput, cast_network, forward, planes_to_tokens
+from lc0py.model.attention_body import planes_to_tokens
+from lc0py.model.forward import cast_network, forward
+from lc0py.model.heads import ForwardOutput
 from lc0py.model.layers import attention_reference, dense, layer_norm, softmax
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
 

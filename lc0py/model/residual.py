@@ -23,12 +23,13 @@ from __future__ import annotations
 import numpy as np
 
 from lc0py.model.activations import activation
-from lc0py.model.forward import (
+from lc0py.model.heads import (
+    NUM_PLANES,
     ForwardOutput,
     Trace,
-    _record,
     attention_policy_logits,
     moves_left_from_features,
+    record,
     value_from_features,
 )
 from lc0py.model.layers import apply_layer_norm, attention_reference, cast, dense
@@ -46,7 +47,6 @@ from lc0py.weights.residual import (
     SEUnit,
 )
 
-NUM_PLANES = 112
 #: lc0 hard-codes SELU for the policy embedding and policy-encoder FFNs of non-attention bodies.
 RESIDUAL_ATTENTION_POLICY_ACT = Activation.SELU
 
@@ -91,14 +91,14 @@ def residual_block(network: ResidualNetwork, block: ResidualBlock, x: np.ndarray
                    prefix: str = "") -> np.ndarray:
     act = network.default_act
     h = conv_act(x, block.conv1, act)
-    _record(trace, prefix + "conv1", h)
+    record(trace, prefix + "conv1", h)
     y = conv2d(h, block.conv2)
-    _record(trace, prefix + "conv2", y)
+    record(trace, prefix + "conv2", y)
     if block.se is not None:
         scale, bias = squeeze_excite(y, block.se, act)
         y = scale * y + bias
     out = activation(act, y + x)
-    _record(trace, prefix + "output", out)
+    record(trace, prefix + "output", out)
     return out
 
 
@@ -117,7 +117,7 @@ def policy_head(network: ResidualNetwork, h: np.ndarray, trace: Trace = None) ->
     act = network.default_act
     if isinstance(head, ConvPolicyHead):
         planes = conv2d(conv_act(h, head.conv1, act), head.conv2).reshape(b, -1, 64)
-        _record(trace, "policy.planes", planes)
+        record(trace, "policy.planes", planes)
         return planes.reshape(b, -1)[:, conv_policy_gather()]
     if isinstance(head, ClassicalPolicyHead):
         p = conv_act(h, head.conv, act).reshape(b, -1)
@@ -146,7 +146,7 @@ def moves_left_head(network: ResidualNetwork, head: ConvMovesLeftHead, h: np.nda
 def tower(network: ResidualNetwork, x: np.ndarray, trace: Trace = None) -> np.ndarray:
     """Input convolution and residual blocks: planes ``[B, 112, 8, 8]`` -> ``[B, C, 8, 8]``."""
     h = conv_act(x, network.input, network.default_act)
-    _record(trace, "input", h)
+    record(trace, "input", h)
     for i, block in enumerate(network.blocks):
         h = residual_block(network, block, h, trace, prefix=f"block{i}.")
     return h

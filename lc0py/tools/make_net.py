@@ -91,29 +91,10 @@ FLAG_LIMITS: dict[str, tuple[str, int, int]] = {
 }
 
 
-def estimated_parameters(c: Preset | ResidualPreset) -> int:
-    """A lower bound on the parameter count of ``c`` (the big matrices only), without generating."""
-    if isinstance(c, ResidualPreset):  # input conv + two 3x3 convolutions per block
-        return 112 * 9 * c.filters + c.blocks * 18 * c.filters * c.filters
-    e, f = c.embedding_size, c.ffn_size
-    layer = 4 * e * e + 2 * e * f
-    if c.smolgen:
-        layer += c.smolgen_channels * e + 64 * c.smolgen_channels * c.smolgen_hidden
-        layer += c.smolgen_hidden * c.heads * c.smolgen_gen
-    if c.embedding == "pe_dense":
-        embedding = 768 * c.dense_embedding_size + (112 + c.dense_embedding_size // 64) * e
-        embedding += 2 * e * c.embedding_ffn_size
-    else:
-        embedding = 176 * e
-    heads = e * c.policy_embedding + 2 * c.policy_embedding * c.policy_dmodel
-    heads += 64 * c.value_channels * c.value_hidden
-    return c.layers * layer + embedding + heads + (4096 * c.smolgen_gen if c.smolgen else 0)
-
-
 def check_size(config: Preset | ResidualPreset, encoding: str) -> None:
     """Refuse (one line) a net larger than the loader accepts, before spending memory on it."""
     per_value = 4 if encoding == "float32" else 2
-    size = estimated_parameters(config) * per_value
+    size = config.estimated_parameters() * per_value
     limit = max_net_bytes()
     if size > limit:
         raise UsageError(f"this net would be at least {size / 2**30:.1f} GiB ({encoding}), more than the "
@@ -167,10 +148,7 @@ def run(args: argparse.Namespace) -> int:
     data = serialize_network(network, args.encoding.lower(), gzip_output=not args.no_gzip)
     write_atomically(args.output, data, what=f"-o {args.output}", force=args.force)
     digest = hashlib.sha256(data).hexdigest()
-    if isinstance(config, ResidualPreset):
-        shape = config.summary()
-    else:
-        shape = f"E={config.embedding_size} L={config.layers} H={config.heads} {config.embedding}"
+    shape = config.summary()
     print(
         f"wrote {args.output}: preset {args.preset}, seed {args.seed}, {args.encoding.lower()}, {shape}, "
         f"{network.parameter_count()} parameters, {len(data)} bytes, sha256 {digest}",

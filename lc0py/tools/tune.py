@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
@@ -323,10 +323,11 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
     from lc0py.backends.registry import check_name
 
     check_name(args.backend)  # a typo costs nothing: checked before the net is built
-    network = _load(args)
-    if isinstance(network, ResidualNetwork):  # refused before any device work
+    loaded = _load(args)
+    if not loaded.attention_layers()[0]:  # a residual body: refused before any device work
         raise UsageError(f"--weights {args.weights}: a residual (convolutional) net has no attention "
                          "kernels to tune")
+    network = cast(Network, loaded)  # an attention body: checked just above
     opts = ",".join(x for x in (args.backend_opts, f"max_batch={max(sizes)}", "tuned=off") if x)
     backend = create_backend(args.backend, network, opts)
     if not isinstance(backend, GpuBackend):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 from lc0py.backends.accuracy import error_stats, flash_tolerance, tolerance
 from lc0py.backends.base import PlanesBatch
 from lc0py.tools.arguments import add_backend_arguments, add_weights_argument, int_value
+from lc0py.weights.network import BodyKind, Network
 from lc0py.weights.residual import ResidualNetwork
 
 FP16_BACKENDS = {"cuda-fp16", "rocm-fp16", "gpu"}
@@ -116,9 +118,10 @@ def _load(args: argparse.Namespace) -> Any:
         from lc0py.weights import load_network
 
         return load_network(args.weights)  # names a missing file, directory or FIFO as such
-    from lc0py.weights.presets import PRESETS, ResidualPreset, random_network
+    from lc0py.weights.presets import PRESETS, random_network
 
-    depth_key = "blocks" if isinstance(PRESETS.get(args.preset), ResidualPreset) else "layers"
+    preset = PRESETS.get(args.preset)  # an unknown name: refused by random_network
+    depth_key = preset.depth_field if preset is not None else "layers"
     overrides = {depth_key: args.layers} if args.layers else {}
     return random_network(args.preset, args.seed or 0, **overrides)
 
@@ -148,23 +151,8 @@ def run(args: argparse.Namespace) -> int:
         fp16 = bool(getattr(gpu, "fp16", backend.name in FP16_BACKENDS))
         limit = tolerance(fp16)
         rows: list[ErrorRow] = []
-        if gpu is not None and isinstance(network, ResidualNetwork):
-            out, taps = gpu.evaluate_traced(batch, flash=False)
-            rows += _output_rows("gpu", out, ref, network.has_moves_left)
-            keys = ["input"] + [f"block{i}.output" for i in range(network.num_blocks)]
-            for key in keys:  # reference [B, C, 8, 8] -> the GPU's NHWC [B, 64, C]
-                want = trace[key].reshape(len(batch), network.filters, 64).transpose(0, 2, 1)
-                rows.append(errors("gpu", key, taps[key], want))
-            rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
-        elif gpu is not None:
-            paths = [("flash", True), ("fallback", False)] if gpu.uses_flash else [("fallback", False)]
-            for label, flash in paths:
-                out, taps = gpu.evaluate_traced(batch, flash=flash)
-                rows += _output_rows(label, out, ref, network.has_moves_left)
-                for l in range(network.num_layers):
-                    key = f"encoder{l}.attention"
-                    if key in taps:
-                        rows.append(errors(label, f"L{l} attention", taps[key], trace[key]))
+        if gpu is not None:
+            rows += _GPU_ROWS[network.body](gpu, network, batch, ref, trace)
             # and the production path (graphs, async) once more
             rows += _output_rows("backend", backend.evaluate(batch), ref, network.has_moves_left)
         else:
@@ -193,6 +181,42 @@ def run(args: argparse.Namespace) -> int:
         return 0 if ok else 1
     finally:
         backend.close()
+
+
+def _residual_gpu_rows(gpu: Any, network: ResidualNetwork, batch: PlanesBatch, ref: Any,
+                       trace: dict[str, np.ndarray]) -> list[ErrorRow]:
+    """The GPU forward pass of a residual net against the reference: outputs, the input
+    convolution and every block's output."""
+    out, taps = gpu.evaluate_traced(batch, flash=False)
+    rows = _output_rows("gpu", out, ref, network.has_moves_left)
+    keys = ["input"] + [f"block{i}.output" for i in range(network.num_blocks)]
+    for key in keys:  # reference [B, C, 8, 8] -> the GPU's NHWC [B, 64, C]
+        want = trace[key].reshape(len(batch), network.filters, 64).transpose(0, 2, 1)
+        rows.append(errors("gpu", key, taps[key], want))
+    return rows
+
+
+def _attention_gpu_rows(gpu: Any, network: Network, batch: PlanesBatch, ref: Any,
+                        trace: dict[str, np.ndarray]) -> list[ErrorRow]:
+    """The flash and fallback paths of an attention net against the reference: outputs and every
+    layer's attention output."""
+    rows: list[ErrorRow] = []
+    paths = [("flash", True), ("fallback", False)] if gpu.uses_flash else [("fallback", False)]
+    for label, flash in paths:
+        out, taps = gpu.evaluate_traced(batch, flash=flash)
+        rows += _output_rows(label, out, ref, network.has_moves_left)
+        for l in range(network.num_layers):
+            key = f"encoder{l}.attention"
+            if key in taps:
+                rows.append(errors(label, f"L{l} attention", taps[key], trace[key]))
+    return rows
+
+
+#: What the GPU backend is checked on, per body: the one place verify looks at the body.
+_GPU_ROWS: dict[BodyKind, Callable[[Any, Any, PlanesBatch, Any, dict[str, np.ndarray]], list[ErrorRow]]] = {
+    "attention": _attention_gpu_rows,
+    "residual": _residual_gpu_rows,
+}
 
 
 def _output_rows(path: str, out: Any, ref: Any, has_mlh: bool) -> list[ErrorRow]:

@@ -545,10 +545,9 @@ def _repeated_since_zeroing(records: Sequence[PositionRecord]) -> bool:
 
 
 def _needs_weights(backend: str) -> bool:
-    from lc0py.backends.registry import _REGISTRY
+    from lc0py.backends.registry import needs_weights
 
-    entry = _REGISTRY.get(backend.strip().lower())
-    return entry is None or entry.needs_weights
+    return needs_weights(backend.strip().lower())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

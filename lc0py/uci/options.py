@@ -162,8 +162,10 @@ def _backend_choices() -> tuple[str, ...]:
 
 
 def build_table() -> list[OptionSpec]:
-    """All options, in the order ``uci`` prints them."""
+    """All options, in the order ``uci`` prints them. Those that set a ``SearchParams`` field
+    take their default from it (lc0's defaults are written once, in ``lc0py.search.params``)."""
     B, U = "backend", "uci"
+    D = SearchParams()
     return [
         OptionSpec(
             "WeightsFile",
@@ -186,7 +188,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "Threads",
             "spin",
-            0,
+            D.threads,
             "--threads",
             0,
             MAX_THREADS,
@@ -199,7 +201,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "NNCacheSize",
             "spin",
-            2000000,
+            D.nncache_size,
             "--nncache",
             0,
             999999999,
@@ -210,46 +212,87 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "MinibatchSize",
             "spin",
-            0,
+            D.minibatch_size,
             "--minibatch-size",
             0,
             1024,
             param="minibatch_size",
             help="leaves per network call (0: backend's recommendation)",
         ),
-        OptionSpec("MaxPrefetch", "spin", 32, "--max-prefetch", 0, 1024, param="max_prefetch"),
-        _f("CPuct", 1.745, 0, 100, "--cpuct", "cpuct"),
-        _f("CPuctAtRoot", 1.745, 0, 100, "--cpuct-at-root", "cpuct_at_root", hidden=True),
-        _f("CPuctBase", 38739.0, 1, 1e9, "--cpuct-base", "cpuct_base"),
-        _f("CPuctBaseAtRoot", 38739.0, 1, 1e9, "--cpuct-base-at-root", "cpuct_base_at_root", hidden=True),
-        _f("CPuctFactor", 3.894, 0, 1000, "--cpuct-factor", "cpuct_factor"),
+        OptionSpec("MaxPrefetch", "spin", D.max_prefetch, "--max-prefetch", 0, 1024, param="max_prefetch"),
+        _f("CPuct", D.cpuct, 0, 100, "--cpuct", "cpuct"),
+        _f("CPuctAtRoot", D.cpuct_at_root, 0, 100, "--cpuct-at-root", "cpuct_at_root", hidden=True),
+        _f("CPuctBase", D.cpuct_base, 1, 1e9, "--cpuct-base", "cpuct_base"),
         _f(
-            "CPuctFactorAtRoot", 3.894, 0, 1000, "--cpuct-factor-at-root", "cpuct_factor_at_root", hidden=True
+            "CPuctBaseAtRoot",
+            D.cpuct_base_at_root,
+            1,
+            1e9,
+            "--cpuct-base-at-root",
+            "cpuct_base_at_root",
+            hidden=True,
+        ),
+        _f("CPuctFactor", D.cpuct_factor, 0, 1000, "--cpuct-factor", "cpuct_factor"),
+        _f(
+            "CPuctFactorAtRoot",
+            D.cpuct_factor_at_root,
+            0,
+            1000,
+            "--cpuct-factor-at-root",
+            "cpuct_factor_at_root",
+            hidden=True,
         ),
         OptionSpec(
             "RootHasOwnCpuctParams",
             "check",
-            False,
+            D.root_has_own_cpuct_params,
             "--root-has-own-cpuct-params",
             hidden=True,
             param="root_has_own_cpuct_params",
         ),
-        OptionSpec("FpuStrategy", "combo", "reduction", "--fpu-strategy", choices=("reduction", "absolute")),
-        _f("FpuValue", 0.330, -100, 100, "--fpu-value", "fpu_value"),
+        OptionSpec(
+            "FpuStrategy",
+            "combo",
+            "absolute" if D.fpu_absolute else "reduction",
+            "--fpu-strategy",
+            choices=("reduction", "absolute"),
+        ),
+        _f("FpuValue", D.fpu_value, -100, 100, "--fpu-value", "fpu_value"),
         OptionSpec(
             "FpuStrategyAtRoot",
             "combo",
-            "same",
+            D.fpu_strategy_at_root,
             "--fpu-strategy-at-root",
             choices=("reduction", "absolute", "same"),
             hidden=True,
             param="fpu_strategy_at_root",
         ),
-        _f("FpuValueAtRoot", 1.0, -100, 100, "--fpu-value-at-root", "fpu_value_at_root", hidden=True),
-        _f("PolicyTemperature", 1.359, 0.1, 10, "--policy-softmax-temp", "policy_softmax_temp"),
-        OptionSpec("MultiPV", "spin", 1, "--multipv", 1, 500, param="multipv"),
+        _f(
+            "FpuValueAtRoot",
+            D.fpu_value_at_root,
+            -100,
+            100,
+            "--fpu-value-at-root",
+            "fpu_value_at_root",
+            hidden=True,
+        ),
+        _f(
+            "PolicyTemperature",
+            D.policy_softmax_temp,
+            0.1,
+            10,
+            "--policy-softmax-temp",
+            "policy_softmax_temp",
+        ),
+        OptionSpec("MultiPV", "spin", D.multipv, "--multipv", 1, 500, param="multipv"),
         OptionSpec("PerPVCounters", "check", False, "--per-pv-counters", group=U),
-        OptionSpec("VerboseMoveStats", "check", False, "--verbose-move-stats", param="verbose_move_stats"),
+        OptionSpec(
+            "VerboseMoveStats",
+            "check",
+            D.verbose_move_stats,
+            "--verbose-move-stats",
+            param="verbose_move_stats",
+        ),
         OptionSpec("ScoreType", "combo", "WDL_mu", "--score-type", choices=SCORE_TYPES, group=U),
         OptionSpec("UCI_ShowWDL", "check", False, "--show-wdl", group=U),
         OptionSpec("UCI_ShowMovesLeft", "check", False, "--show-movesleft", group=U),
@@ -257,17 +300,17 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "HistoryFill",
             "combo",
-            "fen_only",
+            D.history_fill,
             "--history-fill",
             choices=("no", "fen_only", "always"),
             param="history_fill",
         ),
-        OptionSpec("TwoFoldDraws", "check", True, "--two-fold-draws", param="two_fold_draws"),
+        OptionSpec("TwoFoldDraws", "check", D.two_fold_draws, "--two-fold-draws", param="two_fold_draws"),
         # Move choice with temperature and root noise (lc0's hidden self-play options;
         # lc0py/search/temperature.py, core/noise.py)
         _f(
             "Temperature",
-            0.0,
+            D.temperature,
             0,
             100,
             "--temperature",
@@ -278,7 +321,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "TempDecayMoves",
             "spin",
-            0,
+            D.temp_decay_moves,
             "--tempdecay-moves",
             0,
             640,
@@ -289,7 +332,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "TempDecayDelayMoves",
             "spin",
-            0,
+            D.temp_decay_delay_moves,
             "--tempdecay-delay-moves",
             0,
             100,
@@ -300,7 +343,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "TempCutoffMove",
             "spin",
-            0,
+            D.temp_cutoff_move,
             "--temp-cutoff-move",
             0,
             1000,
@@ -310,7 +353,7 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "TempEndgame",
-            0.0,
+            D.temp_endgame,
             0,
             100,
             "--temp-endgame",
@@ -320,7 +363,7 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "TempValueCutoff",
-            100.0,
+            D.temp_value_cutoff,
             0,
             100,
             "--temp-value-cutoff",
@@ -330,7 +373,7 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "TempVisitOffset",
-            0.0,
+            D.temp_visit_offset,
             -1000,
             1000,
             "--temp-visit-offset",
@@ -340,7 +383,7 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "DirichletNoiseEpsilon",
-            0.0,
+            D.noise_epsilon,
             0,
             1,
             "--noise-epsilon",
@@ -350,7 +393,7 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "DirichletNoiseAlpha",
-            0.3,
+            D.noise_alpha,
             0,
             10000000,
             "--noise-alpha",
@@ -358,11 +401,15 @@ def build_table() -> list[OptionSpec]:
             hidden=True,
             help="alpha of the Dirichlet noise (larger: flatter)",
         ),
-        OptionSpec("StickyEndgames", "check", True, "--sticky-endgames", param="sticky_endgames"),
-        OptionSpec("OutOfOrderEval", "check", True, "--out-of-order-eval", param="out_of_order_eval"),
+        OptionSpec(
+            "StickyEndgames", "check", D.sticky_endgames, "--sticky-endgames", param="sticky_endgames"
+        ),
+        OptionSpec(
+            "OutOfOrderEval", "check", D.out_of_order_eval, "--out-of-order-eval", param="out_of_order_eval"
+        ),
         _f(
             "MaxOutOfOrderEvalsFactor",
-            2.4,
+            D.max_out_of_order_evals_factor,
             0,
             100,
             "--max-out-of-order-evals-factor",
@@ -371,7 +418,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "MaxCollisionVisits",
             "spin",
-            80000,
+            D.max_collision_visits,
             "--max-collision-visits",
             1,
             100000000,
@@ -380,7 +427,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "MaxCollisionVisitsScalingStart",
             "spin",
-            28,
+            D.max_collision_visits_scaling_start,
             "--max-collision-visits-scaling-start",
             1,
             100000,
@@ -389,7 +436,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "MaxCollisionVisitsScalingEnd",
             "spin",
-            145000,
+            D.max_collision_visits_scaling_end,
             "--max-collision-visits-scaling-end",
             0,
             100000000,
@@ -397,33 +444,54 @@ def build_table() -> list[OptionSpec]:
         ),
         _f(
             "MaxCollisionVisitsScalingPower",
-            1.25,
+            D.max_collision_visits_scaling_power,
             0.01,
             100,
             "--max-collision-visits-scaling-power",
             "max_collision_visits_scaling_power",
         ),
-        _f("MovesLeftMaxEffect", 0.0345, 0, 1, "--moves-left-max-effect", "moves_left_max_effect"),
-        _f("MovesLeftThreshold", 0.8, 0, 1, "--moves-left-threshold", "moves_left_threshold"),
-        _f("MovesLeftSlope", 0.0027, 0, 1, "--moves-left-slope", "moves_left_slope"),
+        _f(
+            "MovesLeftMaxEffect",
+            D.moves_left_max_effect,
+            0,
+            1,
+            "--moves-left-max-effect",
+            "moves_left_max_effect",
+        ),
+        _f(
+            "MovesLeftThreshold",
+            D.moves_left_threshold,
+            0,
+            1,
+            "--moves-left-threshold",
+            "moves_left_threshold",
+        ),
+        _f("MovesLeftSlope", D.moves_left_slope, 0, 1, "--moves-left-slope", "moves_left_slope"),
         _f(
             "MovesLeftConstantFactor",
-            0.0,
+            D.moves_left_constant_factor,
             -1,
             1,
             "--moves-left-constant-factor",
             "moves_left_constant_factor",
         ),
-        _f("MovesLeftScaledFactor", 1.6521, -2, 2, "--moves-left-scaled-factor", "moves_left_scaled_factor"),
+        _f(
+            "MovesLeftScaledFactor",
+            D.moves_left_scaled_factor,
+            -2,
+            2,
+            "--moves-left-scaled-factor",
+            "moves_left_scaled_factor",
+        ),
         _f(
             "MovesLeftQuadraticFactor",
-            -0.6521,
+            D.moves_left_quadratic_factor,
             -2,
             2,
             "--moves-left-quadratic-factor",
             "moves_left_quadratic_factor",
         ),
-        _f("DrawScore", 0.0, -1, 1, "--draw-score", "draw_score"),
+        _f("DrawScore", D.draw_score, -1, 1, "--draw-score", "draw_score"),
         # Opponent-aware play (lc0 0.32's contempt; lc0py/uci/contempt.py), same order as lc0.
         OptionSpec(
             "ContemptMode",
@@ -443,7 +511,7 @@ def build_table() -> list[OptionSpec]:
         _f("ContemptMaxValue", 420.0, 0, 10000, "--contempt-max-value", hidden=True),
         _f("WDLCalibrationElo", 0.0, 0, 10000, "--wdl-calibration-elo"),
         _f("WDLContemptAttenuation", 1.0, -10, 10, "--wdl-contempt-attenuation", hidden=True),
-        _f("WDLMaxS", 1.4, 0, 10, "--wdl-max-s", "wdl_max_s", hidden=True),
+        _f("WDLMaxS", D.wdl_max_s, 0, 10, "--wdl-max-s", "wdl_max_s", hidden=True),
         _f("WDLEvalObjectivity", 1.0, 0, 1, "--wdl-eval-objectivity"),
         _f("WDLDrawRateTarget", 0.0, 0, 0.999, "--wdl-draw-rate-target", hidden=True),
         _f("WDLDrawRateReference", 0.5, 0.001, 0.999, "--wdl-draw-rate-reference"),
@@ -452,7 +520,15 @@ def build_table() -> list[OptionSpec]:
             "UCI_Opponent", "string", "", None, help="the GUI's 'title elo type name' of the opponent"
         ),
         _f("UCI_RatingAdv", 0.0, -10000, 10000, None),
-        _f("SmartPruningFactor", 1.33, 0, 10, "--smart-pruning-factor", "smart_pruning_factor", group=U),
+        _f(
+            "SmartPruningFactor",
+            D.smart_pruning_factor,
+            0,
+            10,
+            "--smart-pruning-factor",
+            "smart_pruning_factor",
+            group=U,
+        ),
         OptionSpec("MoveOverheadMs", "spin", 200, "--move-overhead", 0, 100000000, group=U),
         OptionSpec("TimeManager", "string", "legacy", "--time-manager", group=U),
         OptionSpec("Ponder", "check", False, "--ponder", group=U),
@@ -478,7 +554,7 @@ def build_table() -> list[OptionSpec]:
         OptionSpec(
             "SearchOverlap",
             "check",
-            True,
+            D.overlap,
             "--search-overlap",
             param="overlap",
             help="lc0py: gather the next minibatch while the backend evaluates",

@@ -1,4 +1,6 @@
-"""Typed, validated description of an attention-body lc0 network.
+"""Typed, validated description of an lc0 network: the interface every body shares
+(``BaseNetwork``) and the attention body (``Network``); the residual body is
+``lc0py.weights.residual.ResidualNetwork``.
 
 This is what the loader (``lc0py.weights.load_network``) builds from a ``.pb.gz`` file and what every
 backend consumes. All arrays are float32 numpy arrays in lc0's *storage* layouts (see
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import KW_ONLY, dataclass, field
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -243,16 +246,27 @@ class NetworkFormat:
     input_embedding: InputEmbedding  # as normalised
 
 
+#: The network bodies lc0py runs: ``Network`` (transformer) and ``ResidualNetwork`` (SE-ResNet).
+BodyKind = Literal["attention", "residual"]
+
+
 @dataclass
 class BaseNetwork:
-    """What every loaded network carries whatever its body (attention ``Network``, convolutional
-    ``ResidualNetwork``): its format, the version gate, the selected and available head names, the
-    license and unknown extras; and what search and the tools read from it alike.
+    """The one network interface, whatever the body (attention ``Network``, convolutional
+    ``ResidualNetwork``), as lc0 keeps both bodies behind one network class: its format (input
+    encoding, value and moves-left heads), the version gate, the selected and available head names,
+    the license and unknown extras, its size (``parameter_count``, ``flops_per_position``) and the
+    attention layers per-layer tools read (``attention_layers``).
+
+    ``body`` names the body kind. It is the key of the one table by which each package runs a body:
+    reading and writing (``weights.loader``, ``weights.writer``), the reference forward pass
+    (``model.forward``) and the ONNX graph (``backends.onnx.export``).
 
     The fields after ``format`` are keyword-only, so each body's own fields follow ``format`` in
     its constructor.
     """
 
+    body: ClassVar[BodyKind]
     format: NetworkFormat
     _: KW_ONLY
     min_version: tuple[int, int, int] = (0, 0, 0)
@@ -264,9 +278,28 @@ class BaseNetwork:
     extra: dict[str, object] = field(default_factory=dict)
 
     @property
+    def input_format(self) -> InputFormat:
+        """How positions are encoded into the 112 input planes for this net."""
+        return self.format.input
+
+    @property
     def has_wdl(self) -> bool:
         """Search treats the value as WDL when the format's output says so (lc0's rule)."""
         return self.format.output == OutputFormat.WDL
+
+    @property
+    def has_moves_left(self) -> bool:
+        """Whether the net has a moves-left head (each body says)."""
+        raise NotImplementedError
+
+    def flops_per_position(self) -> int:
+        """Multiply-add FLOPs (2 per MAC) of one forward pass (each body counts its own)."""
+        raise NotImplementedError
+
+    def attention_layers(self) -> tuple[list[EncoderLayer], int]:
+        """The body's attention encoder layers and their head count, what per-layer attention tools
+        (traces, tuned attention kernels) work on; ``([], 0)`` for a body without attention."""
+        return [], 0
 
     def parameter_count(self) -> int:
         """Number of weight parameters (every array reachable from the fields but ``extra``, an
@@ -298,6 +331,7 @@ class Network(BaseNetwork):
       * ``encoder_eps``: 1e-3 for PE_DENSE nets, else 1e-6 (already stored in each LayerNorm).
     """
 
+    body: ClassVar[BodyKind] = "attention"
     embedding: Embedding
     encoders: list[EncoderLayer]
     heads: int
@@ -342,6 +376,9 @@ class Network(BaseNetwork):
     @property
     def has_moves_left(self) -> bool:
         return self.moves_left is not None
+
+    def attention_layers(self) -> tuple[list[EncoderLayer], int]:
+        return self.encoders, self.heads
 
     def flops_per_position(self) -> int:
         """Multiply-add FLOPs (2 per MAC) of one forward pass (docs/attention-body.md §13)."""

@@ -1,4 +1,5 @@
-"""Deterministic random-weight residual networks for ``ResidualPreset`` shapes (``presets.py``).
+"""Generated residual networks: the shape (``ResidualPreset``) and a deterministic random
+``ResidualNetwork``.
 
 Every array comes from one ``numpy.random.default_rng(seed)`` stream in a fixed order. Scaling
 keeps activations O(1) through deep towers (convolution weights ``N(0, gain²/fan_in)``, the second
@@ -9,10 +10,16 @@ standard deviation of about 1-3 and the value head is not saturated.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
+from lc0py.errors import UsageError
+from lc0py.weights.generation import DEFAULT_ACTIVATIONS, LayerGenerator, check_input_format
 from lc0py.weights.network import (
     Activation,
+    BodyKind,
     DefaultActivation,
     Dense,
     EncoderLayer,
@@ -26,7 +33,6 @@ from lc0py.weights.network import (
     PolicyHead,
     ValueFormat,
 )
-from lc0py.weights.presets import ResidualPreset, _Gen
 from lc0py.weights.residual import (
     POLICY_ENCODER_EPS,
     ClassicalPolicyHead,
@@ -41,6 +47,69 @@ from lc0py.weights.residual import (
     SEUnit,
 )
 
+RESIDUAL_POLICIES = ("convolution", "classical", "attention")
+
+
+@dataclass(frozen=True)
+class ResidualPreset:
+    """The shape and format of a generated classical residual (SE-ResNet) network."""
+
+    body: ClassVar[BodyKind] = "residual"
+    depth_field: ClassVar[str] = "blocks"  # the setting ``--layers`` overrides (tools)
+
+    blocks: int
+    filters: int  # C
+    se: bool = True
+    se_hidden: int = 32  # SE fc1 outputs
+    policy: str = "convolution"  # convolution | classical | attention
+    policy_channels: int = 80  # convolution: P >= 73 (lc0's nets: 80); classical: 1x1 conv outputs
+    policy_embedding: int = 64  # attention: Pe
+    policy_dmodel: int = 64  # attention: Pd
+    policy_encoders: int = 0  # attention: policy encoder layers
+    policy_encoder_heads: int = 4
+    policy_encoder_ffn: int = 128
+    value_channels: int = 32
+    value_hidden: int = 128
+    moves_left: bool = True
+    moves_left_channels: int = 8
+    moves_left_hidden: int = 128
+    default_activation: str = "mish"  # relu | mish
+    input_format: int = int(InputFormat.CLASSICAL_112_PLANE)
+    wdl: bool = True
+
+    def validated(self) -> ResidualPreset:
+        """Return self, or raise ``UsageError`` naming the first inconsistent setting."""
+        positive = ("blocks", "filters", "se_hidden", "policy_channels", "policy_embedding", "policy_dmodel",
+                    "policy_encoder_heads", "policy_encoder_ffn", "value_channels", "value_hidden",
+                    "moves_left_channels", "moves_left_hidden")
+        for name in positive:
+            if int(getattr(self, name)) <= 0:
+                raise UsageError(f"{name} must be positive (got {getattr(self, name)})")
+        if self.policy not in RESIDUAL_POLICIES:
+            raise UsageError(f"policy '{self.policy}': unknown (available: {', '.join(RESIDUAL_POLICIES)})")
+        if self.policy == "convolution" and self.policy_channels < 73:
+            raise UsageError(f"policy_channels {self.policy_channels}: a convolution policy needs >= 73")
+        if self.policy_encoders < 0:
+            raise UsageError(f"policy_encoders must not be negative (got {self.policy_encoders})")
+        if self.policy_encoders and self.policy_embedding % self.policy_encoder_heads:
+            raise UsageError(f"policy_encoder_heads ({self.policy_encoder_heads}) must divide the policy "
+                             f"embedding size ({self.policy_embedding})")
+        if self.default_activation not in DEFAULT_ACTIVATIONS:
+            raise UsageError(
+                f"default activation '{self.default_activation}': unknown (available: relu, mish)")
+        check_input_format(self.input_format)
+        return self
+
+    def summary(self) -> str:
+        return (f"{self.blocks}x{self.filters} residual{' SE' if self.se else ''}, {self.policy} policy, "
+                f"{'WDL' if self.wdl else 'classical'} value")
+
+    def estimated_parameters(self) -> int:
+        """A lower bound on the parameter count (input conv + two 3x3 convolutions per block),
+        without generating."""
+        return 112 * 9 * self.filters + self.blocks * 18 * self.filters * self.filters
+
+
 _RULE50_PLANE = 109
 POLICY_GAIN = 6.0  # convolution/classical policy output: logits with a standard deviation of ~1-3
 _POLICY_FORMATS = {
@@ -50,7 +119,7 @@ _POLICY_FORMATS = {
 }
 
 
-def _conv(g: _Gen, n_out: int, n_in: int, kernel: int, gain: float = 1.0) -> Conv:
+def _conv(g: LayerGenerator, n_out: int, n_in: int, kernel: int, gain: float = 1.0) -> Conv:
     w = g.normal((n_out, n_in, kernel, kernel), gain / np.sqrt(n_in * kernel * kernel))
     return Conv(w, g.normal((n_out,), 0.05))
 
@@ -66,7 +135,7 @@ def _branch_gain(blocks: int, act: Activation) -> float:
     return base * float(np.sqrt(20.0 / max(blocks, 20)))
 
 
-def _policy(g: _Gen, c: ResidualPreset) -> ResidualPolicy:
+def _policy(g: LayerGenerator, c: ResidualPreset) -> ResidualPolicy:
     f = c.filters
     if c.policy == "convolution":
         conv1 = _conv(g, f, f, 3, gain=1.4)
@@ -92,7 +161,7 @@ def _policy(g: _Gen, c: ResidualPreset) -> ResidualPolicy:
 
 def random_residual_network(c: ResidualPreset, seed: int, name: str) -> ResidualNetwork:
     """A deterministic random-weight residual network of shape ``c`` (already validated)."""
-    g = _Gen(seed)
+    g = LayerGenerator(seed)
     f = c.filters
     act = Activation.MISH if c.default_activation == "mish" else Activation.RELU
     inp = _conv(g, f, 112, 3, gain=4.0)
@@ -133,4 +202,4 @@ def random_residual_network(c: ResidualPreset, seed: int, name: str) -> Residual
     )
 
 
-__all__ = ["random_residual_network"]
+__all__ = ["RESIDUAL_POLICIES", "ResidualPreset", "random_residual_network"]

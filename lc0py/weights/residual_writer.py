@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lc0py.weights.layer_writer import LayerWriter, all_heads, new_net, write_heads
 from lc0py.weights.network import NetworkKind, WeightsEncoding
 from lc0py.weights.residual import (
     ClassicalPolicyHead,
@@ -21,11 +22,10 @@ from lc0py.weights.residual import (
     ResidualNetwork,
     ResidualPolicy,
 )
-from lc0py.weights.writer import all_heads, new_net, write_heads
 
 
-def residual_to_proto(network: ResidualNetwork, wr: Any, enc: WeightsEncoding) -> Any:
-    """The ``pblczero.Net`` for ``network``; ``wr`` is ``writer._Writer`` (encodes the layers)."""
+def residual_to_proto(network: ResidualNetwork, wr: LayerWriter, enc: WeightsEncoding) -> Any:
+    """The ``pblczero.Net`` for ``network``; ``wr`` encodes the layers in ``enc``."""
     multihead = len(network.available_policy_heads) > 1 or len(network.available_value_heads) > 1
     kind = NetworkKind.SE_WITH_HEADFORMAT if network.se_blocks > 0 else NetworkKind.CLASSICAL_WITH_HEADFORMAT
     net = new_net(network, enc, kind)
@@ -56,12 +56,12 @@ def residual_to_proto(network: ResidualNetwork, wr: Any, enc: WeightsEncoding) -
     return net
 
 
-def _conv(wr: Any, msg: Any, conv: Conv) -> None:
+def _conv(wr: LayerWriter, msg: Any, conv: Conv) -> None:
     wr.put(msg.weights, conv.w)
     wr.put(msg.biases, conv.b)
 
 
-def _policy(wr: Any, msg: Any, head: ResidualPolicy) -> None:
+def _policy(wr: LayerWriter, msg: Any, head: ResidualPolicy) -> None:
     if isinstance(head, ConvPolicyHead):
         _conv(wr, msg.policy1, head.conv1)
         _conv(wr, msg.policy, head.conv2)
@@ -77,7 +77,7 @@ def _policy(wr: Any, msg: Any, head: ResidualPolicy) -> None:
             msg.pol_headcount = head.encoder_heads
 
 
-def _value(wr: Any, msg: Any, head: ConvValueHead) -> None:
+def _value(wr: LayerWriter, msg: Any, head: ConvValueHead) -> None:
     _conv(wr, msg.value, head.conv)
     wr.dense(msg, "ip1_val_w", "ip1_val_b", head.fc1)
     wr.dense(msg, "ip2_val_w", "ip2_val_b", head.fc2)

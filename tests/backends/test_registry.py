@@ -20,14 +20,14 @@ def _no_default_net() -> Path:
 
 @pytest.mark.parametrize("name", ["cudaa", "onnx", "numpy2"])
 def test_unknown_name_refused_before_loading(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    monkeypatch.setattr("lc0py.tools.default_net.default_weights_path", _no_default_net)
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", _no_default_net)
     with pytest.raises(BackendUnavailable, match=f"--backend '{name}': unknown backend"):
         registry.create_backend(name, None)
 
 
 def test_random_default_net_is_announced(monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr("lc0py.tools.default_net.default_weights_path", lambda: TINY)
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", lambda: TINY)
     registry.create_backend("numpy", None).close()
     err = capsys.readouterr().err
     assert "random weights" in err.lower() and err.count("\n") == 1
@@ -69,3 +69,16 @@ def test_cpu_classification() -> None:
     flagged = Fake("onnx-cuda")
     flagged.is_cpu = True  # type: ignore[attr-defined]
     assert registry.is_cpu_backend(flagged)
+
+
+def test_resolve_network(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """One resolution for lc0py.load and create_backend: a loaded net as is, none for a backend that
+    needs none, else the file (or the announced default net) with the chosen heads."""
+    loaded = registry.resolve_network(TINY, "numpy")
+    assert loaded is not None and registry.resolve_network(loaded, "numpy") is loaded
+    assert registry.resolve_network(None, "random") is None
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", lambda: TINY)
+    default = registry.resolve_network(None, "auto", policy_head="vanilla")
+    assert default is not None and default.policy_head_name == "vanilla"
+    assert "random weights" in capsys.readouterr().err

@@ -165,13 +165,12 @@ def test_write_temporaries_carry_the_writer_pid(tmp_path: Path, monkeypatch: pyt
 
 def test_default_net_refuses_an_unwritable_cache_before_generating(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from lc0py.tools import default_net
-    from lc0py.weights import presets
+    from lc0py.weights import default_net
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("generated before checking the folder")
 
-    monkeypatch.setattr(presets, "random_network", never)
+    monkeypatch.setattr(default_net, "random_network", never)
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder should be")
     monkeypatch.setenv("LC0PY_CACHE_DIR", str(blocker / "lc0py"))
@@ -181,13 +180,12 @@ def test_default_net_refuses_an_unwritable_cache_before_generating(tmp_path: Pat
 
 
 def test_a_full_disk_is_said_before_generating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lc0py.tools import default_net
-    from lc0py.weights import presets
+    from lc0py.weights import default_net
 
     class Full:
         f_bavail, f_frsize = 10, 4096
 
-    monkeypatch.setattr(presets, "random_network", lambda *a, **k: pytest.fail("generated first"))
+    monkeypatch.setattr(default_net, "random_network", lambda *a, **k: pytest.fail("generated first"))
     monkeypatch.setattr(os, "statvfs", lambda path: Full())
     monkeypatch.setenv("LC0PY_CACHE_DIR", str(tmp_path / "c"))
     with pytest.raises(Lc0pyError, match=os.strerror(errno.ENOSPC)) as info:

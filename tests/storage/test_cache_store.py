@@ -10,7 +10,7 @@ import pytest
 from lc0py.backends.gpu import compile_cache, tuning
 from lc0py.backends.onnx import cache as onnx_cache
 from lc0py.storage.cache import EntryStore, cache_folder, cache_root, prepare_folder
-from lc0py.tools import default_net
+from lc0py.weights import default_net
 
 
 def test_every_cache_honours_lc0py_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -137,7 +137,7 @@ def test_autodiscover_takes_the_newest_net_with_lc0s_magic(
 def test_random_weights_only_when_asked_and_said(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("lc0py.tools.default_net.default_weights_path", lambda: TINY)
+    monkeypatch.setattr("lc0py.weights.default_net.default_weights_path", lambda: TINY)
     s = Session(("WeightsFile", "<random>"), ("Backend", "numpy"))
     out = s.send("isready")
     assert out[-1] == "readyok" and any("random weights" in x for x in out)

@@ -457,3 +457,23 @@ def test_head_embedding_weight_and_bias_are_chosen_separately(tmp_path: Path) ->
     assert np.array_equal(vanilla.policy.embedding.w, optimistic.policy.embedding.w)
     assert optimistic.policy.embedding.b is not None and optimistic.policy.embedding.b.min() >= 7.0
     assert vanilla.policy.embedding.b is not None and vanilla.policy.embedding.b.max() < 1.0
+
+
+@pytest.mark.parametrize("preset", ["tiny", "res-tiny"])
+def test_one_interface_for_both_bodies(tmp_path: Path, preset: str) -> None:
+    """A file's body is read by its reader (``body_of``), written by its writer, and the loaded
+    network answers the shared interface (``BaseNetwork``) whatever the body."""
+    from lc0py.weights.loader import body_of
+    from lc0py.weights.network import BaseNetwork
+
+    net = random_network(preset, seed=7)
+    path = tmp_path / "net.pb.gz"
+    save_network(net, path)
+    loaded = load_network(path)
+    assert body_of(load_proto(path)) == net.body == loaded.body
+    assert {"tiny": "attention", "res-tiny": "residual"}[preset] == loaded.body
+    assert isinstance(loaded, BaseNetwork) and type(loaded) is type(net)
+    assert loaded.input_format == net.format.input and loaded.has_moves_left
+    assert loaded.flops_per_position() == net.flops_per_position() > 0
+    layers, heads = loaded.attention_layers()
+    assert (len(layers), heads) == ((2, 4) if loaded.body == "attention" else (0, 0))

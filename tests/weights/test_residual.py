@@ -15,13 +15,12 @@ from lc0py.weights import PRESETS, load_network, network_to_proto, preset_config
 from lc0py.weights.decode import encode_layer
 from lc0py.weights.network import Activation, InputFormat, NetworkKind, PolicyFormat, WeightsEncoding
 from lc0py.weights.residual import (
-    BN_EPSILON,
     ClassicalPolicyHead,
     ConvPolicyHead,
     ResidualAttentionPolicyHead,
     ResidualNetwork,
-    fold_batch_norm,
 )
+from lc0py.weights.residual_reader import BN_EPSILON, fold_batch_norm
 
 
 def _write(tmp_path: Path, msg: Any, name: str = "net.pb.gz") -> Path:

@@ -72,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.opset < 17:
         raise UsageError(f"--opset {args.opset}: LayerNormalization needs opset 17 or later")
     # Import before the (slow) load so a missing onnx package is reported first.
-    from lc0py.backends.onnx.export import DEFAULT_ATTENTION, network_to_onnx, output_names
-    from lc0py.weights.residual import ResidualNetwork
+    from lc0py.backends.onnx.export import DEFAULT_ATTENTION, body_label, network_to_onnx, output_names
 
     network = load_network(args.weights, policy_head=args.policy_head, value_head=args.value_head)
     attention = args.attention or DEFAULT_ATTENTION
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     data = model.SerializeToString()
     write_atomically(output, data, what=label, force=args.force, inputs=[args.weights])
     batch = "dynamic batch" if args.batch_size is None else f"batch {args.batch_size}"
-    body = "residual body" if isinstance(network, ResidualNetwork) else f"attention {attention}"
+    body = body_label(network, attention)
     print(
         f"wrote {output} ({len(data) / 1e6:.1f} MB; {'float16' if args.fp16 else 'float32'}, {batch}, "
         f"opset {args.opset}, {body}; input /input/planes, outputs "

@@ -11,16 +11,17 @@ classical ones, ``/value/conv``, ``/value/dense1``, ``/value/dense2``, ``/mlh/co
 SE: ``GlobalAveragePool`` -> dense + activation -> dense -> split into scale (Sigmoid) and bias:
 ``act(sigmoid(s)·y + t + x)``. An attention policy on a residual body turns the map into
 ``[B·64, C]`` tokens, applies the SELU embedding and any policy encoder layers, then the shared
-attention-policy graph of ``export.py``.
+attention-policy graph of ``graph_ops.py``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lc0py.backends.onnx.export import GraphOps
+from lc0py.backends.onnx.graph_ops import GraphOps
 from lc0py.backends.onnx.names import INPUT_PLANES, OUTPUT_POLICY
 from lc0py.errors import UnsupportedNetError
+from lc0py.model.tables import conv_policy_gather
 from lc0py.weights.network import Activation, EncoderLayer
 from lc0py.weights.residual import (
     ClassicalPolicyHead,
@@ -46,6 +47,13 @@ def check_residual_supported(network: ResidualNetwork) -> None:
 
 class ResidualExporter(GraphOps[ResidualNetwork]):
     """Emits the graph of one residual network (with the shared dense/activation/LN/attention policy)."""
+
+    graph_name = "lc0py_residual"
+    check_supported = staticmethod(check_residual_supported)
+
+    @staticmethod
+    def label(attention: str) -> str:
+        return "residual body"
 
     def describe(self, fp16: bool, attention: str) -> str:
         n = self.net
@@ -125,6 +133,4 @@ class ResidualExporter(GraphOps[ResidualNetwork]):
 
 
 def _conv_policy_gather() -> np.ndarray:
-    from lc0py.model.tables import conv_policy_gather
-
     return np.asarray(conv_policy_gather(), dtype=np.int64)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.tools import default_net
+from lc0py.weights import default_net
 
 
 @pytest.fixture()

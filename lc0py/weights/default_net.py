@@ -24,6 +24,8 @@ from pathlib import Path
 
 from lc0py.errors import Lc0pyError
 from lc0py.storage import cache as storage_cache
+from lc0py.weights.presets import random_network
+from lc0py.weights.writer import serialize_network
 
 PRESET = "t82"
 SEED = 20240601
@@ -84,9 +86,6 @@ class _Progress:
 
 def generate(path: Path, preset: str = PRESET, seed: int = SEED) -> Path:
     """Generate the default net into ``path`` (a verified cache entry, written atomically)."""
-    from lc0py.weights.presets import random_network
-    from lc0py.weights.writer import serialize_network
-
     entries = storage_cache.EntryStore(path.parent, "default-net")
     problem = entries.check_writable(EXPECTED_BYTES)  # before the ~1 minute of generating it
     if problem is not None:
