@@ -9,7 +9,7 @@ import pytest
 
 def require_nvidia_gpu() -> None:
     """Skip the calling test or fixture unless an NVIDIA GPU is usable."""
-    from lc0py.backends.gpu.cuda_platform import probe
+    from lc0py.gpu.cuda_platform import probe
 
     reason = probe()
     if reason is not None:

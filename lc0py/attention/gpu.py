@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from lc0py.attention.reference import Shape, attention_shape, bias_shape, combined_bias
-from lc0py.backends.gpu.compile_cache import KernelCache
 from lc0py.backends.gpu.kernels import flash_grid
-from lc0py.backends.gpu.platform import KernelArg, Platform, create_platform
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.errors import UsageError
+from lc0py.gpu.compile_cache import KernelCache
+from lc0py.gpu.factory import create_platform
+from lc0py.gpu.platform import KernelArg, Platform
 
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 DEPTHS = (16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256)

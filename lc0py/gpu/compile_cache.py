@@ -34,7 +34,7 @@ from lc0py.errors import KernelCompileError
 from lc0py.storage import cache as storage_cache
 
 if TYPE_CHECKING:
-    from lc0py.backends.gpu.platform import Platform
+    from lc0py.gpu.platform import Platform
 
 ENV_CACHE = "LC0PY_KERNEL_CACHE"
 ENV_ASSERT = "LC0PY_KERNEL_ASSERT_CACHED"
@@ -49,7 +49,7 @@ def kernel_dir() -> Path:
     if env:
         return Path(env)
     here = Path(__file__).resolve()
-    candidates = [here.parents[2] / "kernels"]  # lc0py/kernels, checkout and installed alike
+    candidates = [here.parents[1] / "kernels"]  # lc0py/kernels, checkout and installed alike
     for c in candidates:
         if (c / "flash_attention.hip").is_file():
             return c

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg
-from lc0py.backends.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 from lc0py.errors import BackendUnavailable, KernelCompileError
+from lc0py.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg, ordinal_error
+from lc0py.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 
 log = logging.getLogger("lc0py.backends.gpu")
 
@@ -282,7 +282,7 @@ class CudaPlatform(VendorPlatform):
         if not count:
             raise BackendUnavailable("no NVIDIA driver/GPU found (0 devices)")
         if not 0 <= device < count:
-            raise BackendUnavailable(f"gpu={device}: only {count} NVIDIA GPU(s) present (0..{count - 1})")
+            raise ordinal_error(device, count, "CUDA")
         self._dev = _check(drv.cuDeviceGet(device), "cuDeviceGet")
         self._ctx = _check(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self.bind_thread()

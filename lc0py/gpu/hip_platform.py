@@ -11,7 +11,7 @@ Why these bindings:
   ``cublasGemmEx`` (so both platforms run the same GEMM), and hipBLASLt's bias/ReLU epilogues
   would not cover lc0's activations anyway (see cuda_platform.py); ``supports_epilogue`` is False.
 
-Nothing is imported at module import time: ``import lc0py.backends.gpu.hip_platform`` works
+Nothing is imported at module import time: ``import lc0py.gpu.hip_platform`` works
 without hip-python or ROCm; creating a ``HipPlatform`` raises ``BackendUnavailable`` with one
 line ("hip-python is not installed (pip install 'lc0py[rocm]')" or "no AMD GPU/ROCm runtime
 found (...)").
@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.gpu.platform import (
+from lc0py.errors import BackendUnavailable, KernelCompileError
+from lc0py.gpu.platform import (
     DeviceInfo,
     Dim3,
     Event,
@@ -46,9 +47,9 @@ from lc0py.backends.gpu.platform import (
     HostBuffer,
     KernelArg,
     amd_mma_kind,
+    ordinal_error,
 )
-from lc0py.backends.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
-from lc0py.errors import BackendUnavailable, KernelCompileError
+from lc0py.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 
 log = logging.getLogger("lc0py.backends.gpu")
 
@@ -60,7 +61,7 @@ HIP_LAUNCH_PARAM_BUFFER_POINTER = 1
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 2
 HIP_LAUNCH_PARAM_END = 3
 
-# The AMD matrix-core table lives with the device facts (platform.py); the name stays here for
+# The AMD matrix-core table lives with the device facts (lc0py/gpu/platform.py); the name stays here for
 # the host code and tests that route on it.
 mma_kind = amd_mma_kind
 
@@ -306,7 +307,7 @@ class HipPlatform(VendorPlatform):
         if not count:
             raise BackendUnavailable(f"{NO_RUNTIME} (0 devices)")
         if not 0 <= device < count:
-            raise BackendUnavailable(f"gpu={device}: only {count} AMD GPU(s) present (0..{count - 1})")
+            raise ordinal_error(device, count, "ROCm")
         self.device = device
         self.bind_thread()
         props = _device_properties(hip, device)

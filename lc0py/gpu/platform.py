@@ -23,7 +23,8 @@ Conventions (both implementations follow them exactly):
 * Kernel arguments are ``ctypes`` scalars (``c_void_p`` for pointers, ``c_int``, ``c_float``, …)
   in the kernel's parameter order.
 
-Nothing here imports a vendor package; ``create_platform`` imports the one that is asked for.
+Nothing here imports a vendor package, and nothing here imports a vendor module of this package:
+the vendors import this contract, and ``lc0py.gpu.factory.create_platform`` picks one.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from __future__ import annotations
 import ctypes
 import math
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from lc0py.errors import BackendUnavailable, Lc0pyError
+from lc0py.errors import BackendOptionError, Lc0pyError
 
 KernelArg = (
     ctypes.c_void_p | ctypes.c_int | ctypes.c_uint | ctypes.c_float | ctypes.c_int64 | ctypes.c_uint64
@@ -94,6 +96,14 @@ def mma_scratch_elems(vendor: str, arch: str) -> int:
 
 class GpuError(Lc0pyError):
     """A vendor runtime call failed (out of memory, launch failure, ...): names the call."""
+
+
+def ordinal_error(device: int, count: int, runtime: str) -> BackendOptionError:
+    """The one line for a ``gpu=N`` this machine does not have: ``gpu=3: this machine has 1 CUDA
+    device (0)`` (``runtime``: "CUDA", "ROCm")."""
+    plural = "" if count == 1 else "s"
+    valid = ", ".join(map(str, range(count))) if count <= 4 else f"0..{count - 1}"
+    return BackendOptionError(f"gpu={device}: this machine has {count} {runtime} device{plural} ({valid})")
 
 
 @dataclass(frozen=True)
@@ -173,9 +183,13 @@ class HostBuffer:
         return self.array[:n].view(dt).reshape(shape)
 
 
+#: Per thread: a weak reference to the platform whose device was last made current there.
+_bound = threading.local()
+
+
 class Platform(ABC):
     """One device of one vendor: memory, streams, events, run-time compilation, launches, BLAS,
-    graphs. Created by ``create_platform``; not thread-safe (one backend drives it)."""
+    graphs. Created by ``factory.create_platform``; not thread-safe (one backend drives it)."""
 
     vendor: str  # "nvidia" | "amd"
     info: DeviceInfo
@@ -185,11 +199,15 @@ class Platform(ABC):
     def bind_thread(self) -> None:
         """Make this device current for the calling thread. Driver-API contexts and HIP's device
         selection are per thread: a backend created on one thread and fed from another (the
-        search thread, an evaluation thread) calls this at each entry point; cheap when bound."""
-        local = self.__dict__.setdefault("_bound_threads", threading.local())
-        if not getattr(local, "bound", False):
+        search thread, an evaluation thread) calls this at each entry point; cheap when bound.
+
+        What is current is tracked per thread across all platforms, not per platform: two
+        backends on two devices (``gpu=0``, ``gpu=1``) fed from one thread each rebind when the
+        other has made its own device current there in between."""
+        current = getattr(_bound, "platform", None)
+        if current is None or current() is not self:
             self._bind_current_thread()
-            local.bound = True
+            _bound.platform = weakref.ref(self)
 
     def _bind_current_thread(self) -> None:
         """Vendor hook for ``bind_thread`` (nothing to do by default)."""
@@ -372,36 +390,3 @@ class Platform(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release library handles (idempotent). Memory must have been freed by its owners."""
-
-
-def create_platform(vendor: str = "auto", device: int = 0) -> Platform:
-    """The platform of ``vendor`` ("nvidia", "amd", or "auto": whichever is present) on ``device``.
-
-    Raises ``BackendUnavailable`` with the reason when none can be used.
-    """
-    reasons: list[str] = []
-    if vendor in ("nvidia", "auto"):
-        try:
-            from lc0py.backends.gpu.cuda_platform import CudaPlatform
-
-            return CudaPlatform(device)
-        except BackendUnavailable as exc:
-            if vendor == "nvidia":
-                raise
-            reasons.append(f"cuda: {exc}")
-    if vendor in ("amd", "auto"):
-        try:
-            from lc0py.backends.gpu.hip_platform import HipPlatform  # type: ignore[import-not-found]
-
-            return HipPlatform(device)  # type: ignore[no-any-return]
-        except ImportError as exc:
-            if vendor == "amd":
-                raise BackendUnavailable(f"HIP platform not available: {exc}") from None
-            reasons.append(f"rocm: {exc}")
-        except BackendUnavailable as exc:
-            if vendor == "amd":
-                raise
-            reasons.append(f"rocm: {exc}")
-    if vendor not in ("nvidia", "amd", "auto"):
-        raise BackendUnavailable(f"unknown GPU vendor '{vendor}' (nvidia, amd, auto)")
-    raise BackendUnavailable("no GPU platform: " + "; ".join(reasons))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.gpu.platform import GpuError, HostBuffer, Platform
+from lc0py.gpu.platform import GpuError, HostBuffer, Platform
 
 #: Bytes of BLAS workspace per stream: cuBLAS and rocBLAS must not allocate while a graph is
 #: captured, so each handle gets this up front.

@@ -167,8 +167,8 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.gpu.cuda_platform import CudaPlatform
 
     t0 = time.time()
     if args.weights:

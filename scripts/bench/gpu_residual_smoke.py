@@ -19,8 +19,8 @@ import time
 import numpy as np
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.backends.gpu.cuda_platform import CudaPlatform
 from lc0py.backends.gpu.network import GpuNetwork
+from lc0py.gpu.cuda_platform import CudaPlatform
 from lc0py.model import cast_network, forward
 from lc0py.weights.presets import random_network as R
 

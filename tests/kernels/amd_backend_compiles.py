@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from lc0py.backends.gpu.platform import DeviceInfo, Event, HostBuffer, Platform
+from lc0py.gpu.platform import DeviceInfo, Event, HostBuffer, Platform
 
 # head depth 32, 64, 96, 128 at D = 768; residual (SE-ResNet) bodies: residual.hip + gather_bias
 PRESETS = ("t82", "t82-h12", "t82-h8", "t82-h6", "res-tiny", "res-20x256")

@@ -137,7 +137,7 @@ def test_mma_support_matches_host_table(tmp_path: Path, arch: str, supported: in
     clang = find_clang()
     if clang is None:
         pytest.skip("clang-19 not installed (apt-get install clang-19)")
-    from lc0py.backends.gpu.hip_platform import mma_kind
+    from lc0py.gpu.hip_platform import mma_kind
 
     src = tmp_path / "probe.hip"
     src.write_text(f'#include "mma.h"\nstatic_assert(LC0_AMD_MMA_SUPPORTED == {supported}, "{arch}");\n')
@@ -153,8 +153,8 @@ ROUTING_ARCHS = ["gfx1100", "gfx1151", "gfx1201", "gfx908", "gfx90a", "gfx942", 
 def test_attention_choice_routes_like_mma_amd(arch: str) -> None:
     """kernels.choose_attention must pick the mma flash kernel exactly where mma_amd.h has a branch,
     else the backend compiles a kernel that cannot build (and falls back only after an error)."""
-    from lc0py.backends.gpu.hip_platform import mma_kind
     from lc0py.backends.gpu.kernels import AttentionKernel, choose_attention
+    from lc0py.gpu.hip_platform import mma_kind
 
     ch = choose_attention(depth=64, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=SHARED_OPTIN)
     assert (ch.kernel is AttentionKernel.FLASH_MMA) == (mma_kind(arch) is not None), ch.reason

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from lc0py.backends.gpu.compile_cache import define_options, kernel_dir, read_headers
 from lc0py.backends.gpu.tuning import FlashParams, default_params
+from lc0py.gpu.compile_cache import define_options, kernel_dir, read_headers
 
 nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
-from lc0py.backends.gpu.cuda_platform import nvrtc_compile  # noqa: E402
+from lc0py.gpu.cuda_platform import nvrtc_compile  # noqa: E402
 
 ARCHS = ("sm_80", "sm_90")
 

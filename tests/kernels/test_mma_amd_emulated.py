@@ -44,8 +44,8 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
     """(id, -D flags): the backend's own choice for depth 32 (one KV tile) and a depth-64 variant
     with 32-key tiles and double buffering (two tiles: the running max/sum rescale runs)."""
     from lc0py.backends.gpu.kernels import choose_attention
-    from lc0py.backends.gpu.platform import mma_scratch_elems
     from lc0py.backends.gpu.tuning import FlashParams
+    from lc0py.gpu.platform import mma_scratch_elems
 
     out = []
     for emu, arch in (("wmma", "gfx1100"), ("wmma12", "gfx1201"), ("mfma", "gfx90a")):

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.backends.gpu import compile_cache, tuning
+from lc0py.backends.gpu import tuning
 from lc0py.backends.onnx import cache as onnx_cache
+from lc0py.gpu import compile_cache
 from lc0py.storage.cache import EntryStore, cache_folder, cache_root, prepare_folder
 from lc0py.weights import default_net
 

@@ -179,8 +179,8 @@ def _fake_backend(monkeypatch: pytest.MonkeyPatch, options: str) -> tuple[Any, d
     """Build GpuBackend on a fake platform and network: returns it and the GpuNetwork kwargs."""
     from lc0py.backends.gpu import backend as gb
     from lc0py.backends.gpu import network as gn
-    from lc0py.backends.gpu import platform as gp
     from lc0py.backends.options import BackendOptions
+    from lc0py.gpu import factory as gp
 
     seen: dict[str, Any] = {}
     info = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch="sm_90")

@@ -40,6 +40,7 @@ from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, Pending
 from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_problem
 from lc0py.backends.options import BackendOptions, to_bool
 from lc0py.errors import BackendOptionError, UnsupportedNetError
+from lc0py.gpu import factory
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
@@ -90,7 +91,6 @@ class GpuBackend(BackendBase):
         name: str,
     ) -> None:
         from lc0py.backends.gpu.network import GpuNetwork
-        from lc0py.backends.gpu.platform import create_platform
 
         self.name = name
         if isinstance(network, ResidualNetwork):  # a classical residual (SE-ResNet) body: what the
@@ -119,7 +119,7 @@ class GpuBackend(BackendBase):
                 overrides[field] = value
         options.finish(KNOWN_OPTIONS)
         self.network = network
-        self.platform = create_platform(vendor, device)
+        self.platform = factory.create_platform(vendor, device)
         self.tuned_from: str | None = None
         if use_tuned and flash and not isinstance(network, ResidualNetwork):  # tuned attention kernels
             found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
@@ -247,25 +247,12 @@ def create_rocm_fp16(network: Network, options: BackendOptions) -> GpuBackend:
 
 
 def probe_cuda() -> str | None:
-    from lc0py.backends.gpu.cuda_platform import probe
-
-    return probe()
+    return factory.probe("nvidia")
 
 
 def probe_rocm() -> str | None:
-    try:
-        from lc0py.backends.gpu import hip_platform  # type: ignore[attr-defined]
-    except ImportError:
-        return "HIP platform not available in this build"
-    probe = getattr(hip_platform, "probe", None)
-    return probe() if probe is not None else None
+    return factory.probe("amd")
 
 
 def probe_any() -> str | None:
-    reason_cuda = probe_cuda()
-    if reason_cuda is None:
-        return None
-    reason_rocm = probe_rocm()
-    if reason_rocm is None:
-        return None
-    return f"{reason_cuda}; {reason_rocm}"
+    return factory.probe("auto")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from lc0py.backends.gpu.platform import mma_kind, mma_unavailable
 from lc0py.backends.gpu.tuning import FlashParams, apply_overrides, default_params
+from lc0py.gpu.platform import mma_kind, mma_unavailable
 
 MAX_FLASH_DEPTH = 256  # registers: the O accumulators alone are d/2 floats per lane at d = 256
 MAX_F32_DEPTH = 128  # the SIMT kernel keeps a d-float accumulator row per thread

@@ -24,7 +24,6 @@ import logging
 import math
 from collections.abc import Callable
 
-from lc0py.backends.gpu.compile_cache import KernelCache
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
@@ -44,6 +43,7 @@ from lc0py.backends.gpu.weights import (
     activation_code,
 )
 from lc0py.errors import Lc0pyError
+from lc0py.gpu.compile_cache import KernelCache
 from lc0py.weights.network import Activation, Network
 
 log = logging.getLogger("lc0py.backends.gpu")

@@ -18,12 +18,10 @@ from typing import Any
 import numpy as np
 
 from lc0py.backends.base import NetworkOutput, PlanesBatch
-from lc0py.backends.gpu.compile_cache import KernelCache
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel
 from lc0py.backends.gpu.layers import GpuModel
 from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
-from lc0py.backends.gpu.platform import Platform
 from lc0py.backends.gpu.runner import GpuRunner, PendingBatch
 from lc0py.backends.gpu.weights import (
     ModelWeights,
@@ -41,6 +39,8 @@ from lc0py.backends.gpu.weights_residual import (
     residual_shape,
 )
 from lc0py.errors import UnsupportedNetError
+from lc0py.gpu.compile_cache import KernelCache
+from lc0py.gpu.platform import Platform
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
-from lc0py.backends.gpu.compile_cache import KernelCache
-from lc0py.backends.gpu.platform import Event, KernelArg, Platform
 from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
+from lc0py.gpu.compile_cache import KernelCache
+from lc0py.gpu.platform import Event, KernelArg, Platform
 
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 

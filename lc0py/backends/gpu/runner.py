@@ -21,7 +21,6 @@ from lc0py.backends.base import NetworkOutput, PlanesBatch, wdl_from_value
 from lc0py.backends.gpu.layers import GpuModel, Tap
 from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
-from lc0py.backends.gpu.platform import Event, HostBuffer, Platform
 from lc0py.backends.gpu.weights import (
     PLANES,
     POLICY_OUT,
@@ -33,6 +32,7 @@ from lc0py.backends.gpu.weights import (
     plan_buffers,
 )
 from lc0py.backends.gpu.weights_residual import ResidualShape, plan_residual_buffers
+from lc0py.gpu.platform import Event, HostBuffer, Platform
 
 #: Positions of the planes' masks one host copy + H2D step takes (``GpuRunner._upload``): copied
 #: whole, a 1024-position batch's 0.9 MB of masks kept the device idle ~0.1 ms before its H2D

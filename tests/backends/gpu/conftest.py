@@ -14,7 +14,7 @@ from tests.nvidia import require_nvidia_gpu
 def cuda_platform() -> Iterator[Any]:
     """A ``CudaPlatform`` on device 0 for the module's tests (skips without an NVIDIA GPU)."""
     require_nvidia_gpu()
-    from lc0py.backends.gpu.cuda_platform import CudaPlatform
+    from lc0py.gpu.cuda_platform import CudaPlatform
 
     p = CudaPlatform(0)
     yield p

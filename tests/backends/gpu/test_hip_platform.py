@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lc0py.backends.gpu import hip_platform as hp
-from lc0py.backends.gpu.platform import GpuError
-from lc0py.errors import BackendUnavailable, KernelCompileError
+from lc0py.errors import BackendOptionError, BackendUnavailable, KernelCompileError
+from lc0py.gpu import hip_platform as hp
+from lc0py.gpu.platform import GpuError
 
 
 # ------------------------------------------------------------------------------- the fake -------
@@ -265,7 +265,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeHip:
 def test_module_imports_without_hip_python() -> None:
     code = (
         "import sys; sys.modules['hip'] = None\n"  # hip-python absent, whatever is installed here
-        "import lc0py, lc0py.backends.gpu.hip_platform as hp\n"
+        "import lc0py, lc0py.gpu.hip_platform as hp\n"
         "assert hp.probe() == hp.INSTALL_HINT, hp.probe()\n"
         "try:\n    hp.HipPlatform()\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
     )
@@ -310,8 +310,10 @@ def test_zero_devices_and_bad_index(monkeypatch: pytest.MonkeyPatch) -> None:
         hp.HipPlatform()
     assert hp.probe() == hp.NO_RUNTIME
     install(monkeypatch, FakeHip(devices=2))
-    with pytest.raises(BackendUnavailable, match=r"gpu=3: only 2 AMD GPU\(s\) present \(0\.\.1\)"):
+    with pytest.raises(BackendOptionError, match=r"^gpu=3: this machine has 2 ROCm devices \(0, 1\)$"):
         hp.HipPlatform(3)
+    with pytest.raises(BackendOptionError, match=r"^gpu=2: this machine has 2 ROCm devices"):
+        hp.HipPlatform(2)  # ordinals count from 0
     assert hp.probe() is None
 
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.backends.gpu import compile_cache
-from lc0py.backends.gpu.compile_cache import KernelCache, cache_key, kernel_dir
 from lc0py.backends.gpu.kernels import AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.ops import ln_config
-from lc0py.backends.gpu.platform import DeviceInfo
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.errors import KernelCompileError
+from lc0py.gpu import compile_cache
+from lc0py.gpu.compile_cache import KernelCache, cache_key, kernel_dir
+from lc0py.gpu.platform import DeviceInfo
 from lc0py.storage.atomic import write_atomically
 
 H100 = dict(vendor="nvidia", arch="sm_90", shared_optin=227 * 1024)

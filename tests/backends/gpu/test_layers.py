@@ -18,8 +18,8 @@ import pytest
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.ops import SE_BRANCH_SMS, SE_GATES_AUTO_MIN
-from lc0py.backends.gpu.platform import DeviceInfo
 from lc0py.backends.gpu.weights import leaves
+from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
 from tests.kernels.amd_backend_compiles import RecordingPlatform
 

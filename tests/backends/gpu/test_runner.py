@@ -68,7 +68,7 @@ def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
-    from lc0py.backends.gpu.platform import GpuError
+    from lc0py.gpu.platform import GpuError
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
 
@@ -163,7 +163,7 @@ def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
-    from lc0py.backends.gpu.platform import GpuError
+    from lc0py.gpu.platform import GpuError
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
 
@@ -210,8 +210,8 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
     from lc0py.backends.gpu.runner import PLANES, UPLOAD_CHUNK_ROWS
-    from lc0py.backends.gpu.vendor_platform import VendorPlatform
     from lc0py.backends.gpu.weights import graph_bucket
+    from lc0py.gpu.vendor_platform import VendorPlatform
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
 
