@@ -168,6 +168,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
     from lc0py.gpu.cuda_platform import CudaPlatform
 
     t0 = time.time()
@@ -187,7 +188,7 @@ def main() -> int:
     platform = CudaPlatform(0)
     sizes = [int(s) for s in args.sizes.split(",")]
     compare = [int(s) for s in args.compare.split(",")]
-    gpu = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(sizes + compare))
+    gpu = GpuNetwork(platform, net, fp16=not args.fp32, options=GpuOptions(max_batch=max(sizes + compare)))
     info = platform.info
     print(
         f"device {info.name} {info.arch} SMs {info.sm_count}; attention {gpu.flash_choice.kernel.value} "
@@ -250,7 +251,8 @@ def main() -> int:
         torch_trace(gpu, n, order=40)
     for var in [v for v in args.variants.split(";") if v]:
         ov = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in var.split(",")}
-        g2 = GpuNetwork(platform, net, fp16=not args.fp32, max_batch=max(compare), flash_overrides=ov)
+        opts = GpuOptions(max_batch=max(compare)).with_flash_overrides(ov)
+        g2 = GpuNetwork(platform, net, fp16=not args.fp32, options=opts)
         res = []
         for n in compare:
             b = planes_batch(n)

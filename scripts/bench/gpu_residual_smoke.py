@@ -20,6 +20,7 @@ import numpy as np
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.network import GpuNetwork
+from lc0py.backends.gpu.options import GpuOptions
 from lc0py.gpu.cuda_platform import CudaPlatform
 from lc0py.model import cast_network, forward
 from lc0py.weights.presets import random_network as R
@@ -48,7 +49,7 @@ nets = [
 ]
 for name, net in nets:
     for fp16, wino in ((True, False), (False, False), (True, True), (False, True)):
-        g = GpuNetwork(p, net, fp16=fp16, max_batch=16, winograd=wino)
+        g = GpuNetwork(p, net, fp16=fp16, options=GpuOptions(max_batch=16, winograd=wino))
         b = batch(9)
         ref = forward(cast_network(net, np.float64), b.dense(np.float64), np.float64)
         o, _ = g.evaluate_traced(b, flash=False)
@@ -60,7 +61,7 @@ for name, net in nets:
         g.close()
 for preset, wino in (("res-20x256", False), ("res-20x256", True), ("t78", False), ("t78", True)):
     net = R(preset, 3)
-    g = GpuNetwork(p, net, fp16=True, max_batch=1024, winograd=wino)
+    g = GpuNetwork(p, net, fp16=True, options=GpuOptions(max_batch=1024, winograd=wino))
     for n in (64, 256, 1024):
         b = PlanesBatch(batch(n).masks, np.ones((n, 112), np.float32))
         for _ in range(3):

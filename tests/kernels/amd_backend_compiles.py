@@ -103,8 +103,8 @@ class RecordingPlatform(Platform):
 @cache
 def backend_compiles(arch: str, warp_size: int) -> list[tuple[str, tuple[str, ...]]]:
     """Sorted, distinct ``(source, options)`` GpuNetwork compiles on ``arch`` for the presets."""
-    from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
 
     saved = os.environ.get("LC0PY_KERNEL_CACHE")
     os.environ["LC0PY_KERNEL_CACHE"] = "off"  # every module must reach compile()
@@ -114,10 +114,9 @@ def backend_compiles(arch: str, warp_size: int) -> list[tuple[str, tuple[str, ..
             net = _network(preset)
             for fp16 in (True, False):
                 rec = RecordingPlatform(arch, warp_size)
-                # winograd as the backend chooses it: res-20x256's fused steps and their
-                # LC0_SE_OUTSIDE build (se_gates=auto)
-                wino = winograd_default(net)
-                GpuNetwork(rec, net, fp16=fp16, graphs=False, max_batch=1, winograd=wino).close()
+                # the backend's defaults (winograd=auto, se_gates=auto): res-20x256's fused steps and
+                # their LC0_SE_OUTSIDE build
+                GpuNetwork(rec, net, fp16=fp16, options=GpuOptions(graphs=False, max_batch=1)).close()
                 seen.update(rec.compiles)
         return sorted(seen)
     finally:

@@ -205,12 +205,12 @@ def test_backend_uses_tuned_winner_unless_off(tuned_dir: Path, monkeypatch: pyte
     key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
     save_tuned(key, FlashParams(warps=2, min_blocks=8, kv_tile=64, stages=1, q_regs=0))
     b, kw = _fake_backend(monkeypatch, "")
-    assert kw["flash_overrides"]["warps"] == 2 and kw["flash_overrides"]["q_regs"] == 0
+    assert kw["options"].flash_overrides["warps"] == 2 and kw["options"].flash_overrides["q_regs"] == 0
     assert b.tuned_from and b.tuned_from.endswith("_h24xd32_fp16.json")
     b, kw = _fake_backend(monkeypatch, "tuned=off")
-    assert kw["flash_overrides"] == {} and b.tuned_from is None
+    assert kw["options"].flash_overrides == {} and b.tuned_from is None
     b, kw = _fake_backend(monkeypatch, "attn_warps=4")  # explicit options win over the file
-    assert kw["flash_overrides"]["warps"] == 4 and kw["flash_overrides"]["min_blocks"] == 8
+    assert kw["options"].flash_overrides["warps"] == 4 and kw["options"].flash_overrides["min_blocks"] == 8
 
 
 def test_tune_rejects_bad_flags() -> None:

@@ -88,7 +88,7 @@ def test_command_line_refusals_are_one_line(argv: list[str], words: str, tmp_pat
 @pytest.mark.parametrize("key, value", [("attn_kv_tile", "0"), ("attn_kv_tile", "24"), ("attn_stages", "9"),
                                         ("attn_warps", "-1"), ("attn_f32_threads", "x")])
 def test_flash_parameters_are_checked_against_the_kernel(key: str, value: str) -> None:
-    from lc0py.backends.gpu.backend import _flash_param
+    from lc0py.backends.gpu.options import flash_param as _flash_param
     from lc0py.errors import BackendOptionError
 
     with pytest.raises(BackendOptionError, match=key):

@@ -1,8 +1,5 @@
 """The GPU backends (``cuda``, ``cuda-fp16``, ``gpu``, ``rocm``, ``rocm-fp16``) on ``GpuNetwork``.
 
-Backend options (``--backend-opts``):
-
-=================== ========= ==============================================================
 ``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
@@ -28,6 +25,11 @@ Backend options (``--backend-opts``):
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
 =================== ========= ==============================================================
+=======
+Backend options (``--backend-opts``) are parsed once into a ``GpuOptions`` record
+(``options.py``, which lists them); ``gpu=N`` picks the device ordinal. The backend adds a tuned
+winner's flash parameters (``lc0py tune``) under the explicit ``attn_*`` ones and hands the record
+to ``GpuNetwork``.
 """
 
 from __future__ import annotations
@@ -37,43 +39,15 @@ import logging
 import numpy as np
 
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
-from lc0py.backends.gpu.tuning import OVERRIDABLE, TuneKey, load_tuned, param_problem
-from lc0py.backends.options import BackendOptions, to_bool
-from lc0py.errors import BackendOptionError, UnsupportedNetError
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.tuning import TuneKey, load_tuned
+from lc0py.backends.options import BackendOptions
+from lc0py.errors import UnsupportedNetError
 from lc0py.gpu import factory
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
 log = logging.getLogger("lc0py.backends.gpu")
-
-KNOWN_OPTIONS = (
-    "flash",
-    "winograd",
-    "winograd_staged",
-    "winograd_split",
-    "se_gates",
-    "graphs",
-    "max_batch",
-    "gpu",
-    "verify",
-    "tuned",
-    *(f"attn_{n}" for n in OVERRIDABLE),
-)
-
-
-#: Residual nets with at least this many filters run their 3x3 convolutions as Winograd
-#: F(4x4,3x3) by default. Measured on an H100 (cuda-fp16, backendbench at 64/256/1024, 2026-11-23,
-#: docs/performance.md): 20x256 +13/+46/+38 %, 40x512 +20/+43/+61 %; 6x64 (Maia) -5/-8/+26 %.
-WINOGRAD_MIN_FILTERS = 128
-
-
-def _auto_or_bool(key: str, value: str) -> bool | None:
-    return None if value.strip().lower() == "auto" else to_bool(key, value)
-
-
-def winograd_default(network: Network | ResidualNetwork) -> bool:
-    """``winograd=auto``: on for residual bodies of ``WINOGRAD_MIN_FILTERS`` filters or more."""
-    return isinstance(network, ResidualNetwork) and network.filters >= WINOGRAD_MIN_FILTERS
 
 
 class GpuBackend(BackendBase):
@@ -101,46 +75,21 @@ class GpuBackend(BackendBase):
                 residual_shape(network)
             except UnsupportedNetError as exc:
                 raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
-        flash = options.take("flash", True)
-        graphs = options.take("graphs", True)
-        max_batch = options.take("max_batch", 256, lo=1, hi=65536)
-        device = options.take("gpu", 0, hi=255)
-        self._verify = options.take("verify", False)
-        use_tuned = options.take("tuned", True)
-        winograd_opt = options.take("winograd", None, _auto_or_bool)  # None: auto
-        winograd = winograd_default(network) if winograd_opt is None else winograd_opt
-        winograd_staged = options.take("winograd_staged", None, _auto_or_bool)  # None: auto
-        winograd_split = options.take("winograd_split", True)
-        se_gates = options.take("se_gates", None, _auto_or_bool)  # None: auto
-        overrides: dict[str, int] = {}
-        for field in OVERRIDABLE:
-            value = options.take(f"attn_{field}", None, _flash_param)
-            if value is not None:
-                overrides[field] = value
-        options.finish(KNOWN_OPTIONS)
+        opts = GpuOptions.parse(options)
         self.network = network
-        self.platform = factory.create_platform(vendor, device)
+        self.platform = factory.create_platform(vendor, opts.gpu)
+        self._verify = opts.verify
         self.tuned_from: str | None = None
-        if use_tuned and flash and not isinstance(network, ResidualNetwork):  # tuned attention kernels
+        if opts.tuned and opts.flash and not isinstance(network, ResidualNetwork):  # tuned attention kernels
             found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
             if found is not None:
                 tuned, path = found
                 self.tuned_from = str(path)
-                overrides = {**tuned, **overrides}  # explicit attn_* options win
+                opts = opts.with_flash_overrides({**tuned, **opts.flash_overrides})  # explicit attn_* win
+        #: the options this backend runs with (a tuned winner's flash parameters merged in)
+        self.options = opts
         try:
-            self.gpu = GpuNetwork(
-                self.platform,
-                network,
-                fp16=fp16,
-                flash=flash,
-                graphs=graphs,
-                max_batch=max_batch,
-                flash_overrides=overrides,
-                winograd=winograd,
-                winograd_staged=winograd_staged,
-                winograd_split=winograd_split,
-                se_gates=se_gates,
-            )
+            self.gpu = GpuNetwork(self.platform, network, fp16=fp16, options=opts)
         except BaseException:
             self.platform.close()
             raise
@@ -211,18 +160,6 @@ class GpuBackend(BackendBase):
             gpu.close()
             self.gpu = None  # type: ignore[assignment]
             self.platform.close()
-
-
-def _flash_param(key: str, value: str) -> int:
-    """``attn_<field>=N``: an integer the flash kernel accepts (``tuning.PARAM_LIMITS``)."""
-    try:
-        n = int(value.strip())
-    except ValueError:
-        raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer") from None
-    problem = param_problem(key.removeprefix("attn_"), n)
-    if problem:
-        raise BackendOptionError(f"--backend-opts: {key}: {problem}")
-    return n
 
 
 # ---- registry factories and probes ------------------------------------------------------------

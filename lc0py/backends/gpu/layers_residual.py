@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from lc0py.backends.gpu.layers import ACT_NONE, AttentionPolicyHead, MovesLeftHead, Tap, ValueHead
 from lc0py.backends.gpu.ops import GpuOps
+from lc0py.backends.gpu.residual_kernels import ResidualKernels, fusable
 from lc0py.backends.gpu.se_fold import STATS
 from lc0py.backends.gpu.weights import (
     PLANES,
@@ -68,8 +69,14 @@ class Conv3x3:
     bias + act).
     """
 
-    def __init__(self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool) -> None:
+    def __init__(
+        self, w: ConvWeights[int], c_in: int, c_out: int, act: int | None, winograd: bool,
+        kernels: ResidualKernels | None = None,
+    ) -> None:
+        """``kernels``: the network's kernel choices (which fused step a batch takes); needed by
+        ``forward_fused`` / ``output_fused`` only."""
         self.w, self.c_in, self.c_out, self.act, self.winograd = w, c_in, c_out, act, winograd
+        self.kernels = kernels
 
     def multiply(self, ops: GpuOps, buf: Buffers, bsz: int, sms: int = 0) -> None:
         """Winograd: the 36 batched GEMMs ``M[:, k] = V[:, k] · U[k]ᵀ`` (``V`` already transformed).
@@ -105,8 +112,10 @@ class Conv3x3:
         v_next = buf.wino_v if transform_next else 0
         act_code = self.act if act is None else act
         assert act_code is not None
-        ops.winograd_fused(buf.wino_m, self.w.b, skip, out, v_next, se, self.c_out, se_hidden, act_code, bsz,
-                           stats=stats, gates=gates)
+        assert self.kernels is not None, "a fused convolution is built with the network's kernel choices"
+        kernel = self.kernels.fused_step(self.c_out, se_hidden, bsz)
+        ops.winograd_fused(kernel, buf.wino_m, self.w.b, skip, out, v_next, se, self.c_out, se_hidden,
+                           act_code, bsz, stats=stats, gates=gates)
 
     def forward(
         self, ops: GpuOps, buf: Buffers, x: int, out: int, bsz: int, transformed: bool = False
@@ -136,11 +145,13 @@ class ResidualBlock:
 
     def __init__(
         self, w: ResidualBlockWeights[int], s: ResidualShape, act: int, index: int, se_hidden: int,
-        fused: bool = False,
+        kernels: ResidualKernels,
     ) -> None:
-        self.w, self.s, self.act, self.index, self.se_hidden, self.fused = w, s, act, index, se_hidden, fused
-        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
-        self.conv2 = Conv3x3(w.conv2, s.C, s.C, None, s.winograd)
+        self.w, self.s, self.act, self.index, self.se_hidden = w, s, act, index, se_hidden
+        self.kernels = kernels
+        self.fused = kernels.winograd.fused
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd, kernels)
+        self.conv2 = Conv3x3(w.conv2, s.C, s.C, None, s.winograd, kernels)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, transform_next: bool = True) -> None:
         se = self.w.se
@@ -148,14 +159,13 @@ class ResidualBlock:
         if se is not None and se.fc1_w is not None and se.fc1_b is not None:
             gate = (se.fc1_w, se.fc1_b, se.fc2_w, se.fc2_b)
         c = self.s.C
-        if (
-            self.fused and se is not None and se.fold_w is not None and se.fold_b is not None
-            and (gate is None or ops.use_se_gates(bsz))
-        ):
+        if se is not None and self.kernels.se_outside(True, bsz):
             # the SE outside the fused step (se_fold.py): the sums of h -> the folded fc1 GEMM ->
             # se_gates, on the side stream while the main one runs the second convolution's GEMMs
             # (they need only V); the second step waits for both
-            s, k, fold_w, fold_b, w2, b2 = self.se_hidden, STATS * c, se.fold_w, se.fold_b, se.fc2_w, se.fc2_b
+            fold_w, fold_b = se.fold_w, se.fold_b
+            assert fold_w is not None and fold_b is not None, "residual_kernels.se_weights uploads the fold"
+            s, k, w2, b2 = self.se_hidden, STATS * c, se.fc2_w, se.fc2_b
             self.conv1.forward_fused(ops, buf, bsz, stats=buf.se_stats)
 
             def gates() -> None:
@@ -163,7 +173,7 @@ class ResidualBlock:
                 ops.se_gates_kernel(buf.se_hpre, fold_b, w2, b2, buf.se_gates, c, s, self.act, bsz)
 
             ops.branch(SE_BRANCH, gates)
-            self.conv2.multiply(ops, buf, bsz, sms=ops.sms_beside_branch())
+            self.conv2.multiply(ops, buf, bsz, sms=self.kernels.branch_sms)
             ops.join(SE_BRANCH)
             self.conv2.output_fused(ops, buf, bsz, out=buf.x, transform_next=transform_next, skip=buf.x,
                                     gates=buf.se_gates, act=self.act)
@@ -181,9 +191,11 @@ class ResidualBlock:
 class ConvPolicyHead:
     """3x3 conv + act, 3x3 conv to P planes, lc0's 73x64 -> 1858 map (bias added in the gather)."""
 
-    def __init__(self, w: ConvPolicyWeights[int], s: ResidualShape, act: int, fused: bool = False) -> None:
-        self.w, self.s, self.fused = w, s, fused
-        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd)
+    def __init__(
+        self, w: ConvPolicyWeights[int], s: ResidualShape, act: int, kernels: ResidualKernels
+    ) -> None:
+        self.w, self.s, self.fused = w, s, kernels.winograd.fused
+        self.conv1 = Conv3x3(w.conv1, s.C, s.C, act, s.winograd, kernels)
         self.conv2 = Conv3x3(ConvWeights(w.conv2_w, 0), s.C, s.P, None, s.winograd)  # bias: in the gather
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
@@ -222,23 +234,26 @@ class GpuResidualModel:
     attention = None  # no attention body: flash does not apply
 
     def __init__(
-        self, ops: GpuOps, net: ResidualNetwork, w: ResidualModelWeights[int], s: ResidualShape
+        self, ops: GpuOps, net: ResidualNetwork, w: ResidualModelWeights[int], s: ResidualShape,
+        kernels: ResidualKernels,
     ) -> None:
+        """``kernels``: the network's kernel choices (``residual_kernels``), made from its options."""
         self.s = s
         act = activation_code(net.default_act)
         #: Winograd convolutions through ``winograd_output_fused`` (when it takes this width)
-        self.fused = s.winograd and ops.can_fuse_winograd(s.C)
+        self.fused = kernels.winograd.fused
         folded = any(bw.se is not None and bw.se.fold_w is not None for bw in w.blocks)
-        ops.prepare_residual(s.C, se_outside=self.fused and folded)
-        self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd)
+        step_c = s.C if fusable(s.C, ops.p.info.warp_size) else 0
+        ops.prepare_residual(step_c, se_outside=self.fused and folded)
+        self.input = Conv3x3(w.input, PLANES, s.C, act, s.winograd, kernels)
         self.blocks = [
-            ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0, self.fused)
+            ResidualBlock(bw, s, act, i, b.se.fc1.n_out if b.se is not None else 0, kernels)
             for i, (bw, b) in enumerate(zip(w.blocks, net.blocks, strict=True))
         ]
         pol = w.policy
         self.policy: ConvPolicyHead | ClassicalPolicyHead | AttentionPolicyHead
         if isinstance(pol, ConvPolicyWeights):
-            self.policy = ConvPolicyHead(pol, s, act, self.fused)
+            self.policy = ConvPolicyHead(pol, s, act, kernels)
         elif isinstance(pol, ClassicalPolicyWeights):
             self.policy = ClassicalPolicyHead(pol, s, act)
         else:

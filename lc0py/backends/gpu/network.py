@@ -1,11 +1,12 @@
 """One network on one GPU: weights uploaded once, the forward pass as layers, run by a runner.
 
-``GpuNetwork(platform, network, fp16=...)`` packs the net into typed weight records
-(``weights.pack_model``) and uploads them in one allocation, builds the layers (``layers.py``:
-embedding, encoder layers, policy/value/moves-left heads, each with one ``forward``) on the
-primitive launches of ``ops.py`` (kernels compiled through ``compile_cache.py``, cached on disk),
-and hands the model to a ``runner.GpuRunner`` (buffer arena, pinned slots, graphs per batch
-bucket, asynchronous results). This class only wires them and keeps the backend's API:
+``GpuNetwork(platform, network, fp16=..., options=GpuOptions(...))`` packs the net into typed
+weight records (``weights.pack_model``) and uploads them in one allocation, builds the layers
+(``layers.py``: embedding, encoder layers, policy/value/moves-left heads, each with one
+``forward``) on the primitive launches of ``ops.py`` (kernels compiled through
+``lc0py.gpu.compile_cache``, cached on disk; a residual body's kernel choices made by
+``residual_kernels.py``), and hands the model to a ``runner.GpuRunner`` (buffer arena, pinned
+slots, graphs per batch bucket, asynchronous results). This class only wires them and keeps the backend's API:
 ``submit``/``evaluate``/``evaluate_traced``, ``set_flash_overrides`` (the tuner's kernel swap),
 ``time_attention``.
 """
@@ -22,6 +23,8 @@ from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel
 from lc0py.backends.gpu.layers import GpuModel
 from lc0py.backends.gpu.layers_residual import GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.residual_kernels import ResidualKernels, choose_winograd, se_weights
 from lc0py.backends.gpu.runner import GpuRunner, PendingBatch
 from lc0py.backends.gpu.weights import (
     ModelWeights,
@@ -46,6 +49,8 @@ from lc0py.weights.residual import ResidualNetwork
 
 __all__ = ["GpuNetwork", "PendingBatch"]
 
+DEFAULT_OPTIONS = GpuOptions()
+
 
 class GpuNetwork:
     """One network on one GPU (see the module docstring)."""
@@ -56,18 +61,14 @@ class GpuNetwork:
         network: Network | ResidualNetwork,
         *,
         fp16: bool = True,
-        flash: bool = True,
-        graphs: bool = True,
-        max_batch: int = 256,
-        flash_overrides: dict[str, int] | None = None,
-        winograd: bool = False,
-        winograd_staged: bool | None = None,
-        winograd_split: bool = True,
-        se_gates: bool | None = None,
+        options: GpuOptions = DEFAULT_OPTIONS,
     ) -> None:
+        """``options``: the backend's parsed ``--backend-opts`` (flash, graphs, max_batch, the
+        residual kernels' choices, flash parameters); the defaults when built directly."""
         self.p = platform
         self.net = network
         self.fp16 = fp16
+        self.options = options
         self.np_dtype = np.float16 if fp16 else np.float32
         self._closed = False
         self._w_base = 0
@@ -78,23 +79,22 @@ class GpuNetwork:
         self._enqueue = threading.Lock()
         self.cache = KernelCache(platform)
         self.model: GpuModel | GpuResidualModel
+        self.residual_kernels: ResidualKernels | None = None
         if isinstance(network, ResidualNetwork):
-            # a classical residual (SE-ResNet) body: convolutions as im2col + GEMM, no attention
-            rshape = residual_shape(network, winograd)
+            # a classical residual (SE-ResNet) body: convolutions as im2col or Winograd + GEMMs
+            wino = choose_winograd(options, network.filters, platform.info)
+            rshape = residual_shape(network, wino.winograd)
             self.shape: NetShape | ResidualShape = rshape
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
-            self.ops.staged_fused = winograd_staged
-            self.ops.split_fused = winograd_split
-            self.ops.se_gates = se_gates
-            # a batch makes its SE gates in the fused step or outside it (ops.use_se_gates): upload
+            kernels = ResidualKernels(options, platform.info, fp16, wino, platform.can_fork)
+            self.residual_kernels = kernels
+            # a batch makes its SE gates in the fused step or outside it (choose_se_gates): upload
             # fc1 for the one, its fold with the second convolution for the other, as they run
-            fused = winograd and self.ops.can_fuse_winograd(rshape.C)
-            fold = fused and se_gates is not False
-            plain = not (fold and se_gates is True)
-            packed = pack_residual_model(network, self.np_dtype, winograd, fold, plain)
+            fold, plain = se_weights(options, wino.fused)
+            packed = pack_residual_model(network, self.np_dtype, wino.winograd, fold, plain)
             rweights = self._upload(packed)
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
-            self.model = GpuResidualModel(self.ops, network, rweights, rshape)
+            self.model = GpuResidualModel(self.ops, network, rweights, rshape, kernels)
             ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)
         else:
             shape = net_shape(network)
@@ -102,15 +102,17 @@ class GpuNetwork:
             self.ops = GpuOps(platform, self.cache, fp16, GpuModel.SIDE_BRANCHES)
             weights = self._upload(pack_model(network, self.np_dtype))
             self.model_weights = weights
-            self.model = GpuModel(self.ops, self.cache, network, weights, shape, flash, flash_overrides)
+            self.model = GpuModel(
+                self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides
+            )
             ml = network.moves_left
             ml_relu = ml is not None and ml.fc2.b is not None
         self.runner = GpuRunner(
             self.ops,
             self.model,
             self.shape,
-            graphs=graphs,
-            max_batch=max_batch,
+            graphs=options.graphs,
+            max_batch=options.max_batch,
             moves_left_relu=ml_relu,
         )
 

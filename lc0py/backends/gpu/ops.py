@@ -13,30 +13,24 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 
+from lc0py.backends.gpu.residual_kernels import (
+    FUSED_WINOGRAD_MAX_C,
+    SPLIT_FUSED_MAX_THREADS,
+    FusedStep,
+    fused_positions_per_block,
+    split_fused_smem,
+    split_staged_grid,
+    split_staged_smem,
+)
 from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import Event, KernelArg, Platform
 
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 
-
-#: The widest body ``winograd_output_fused`` takes (one thread per channel; its launch bounds).
-FUSED_WINOGRAD_MAX_C = 512
-SPLIT_FUSED_MAX_THREADS = 1024  # kernels/residual.hip LC0_SPLIT_MAX_THREADS: 4 tiles x c channels a block
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
 SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
-#: se_gates=auto from this batch up: the gates cost a fixed ~14 us a block (the folded fc1 GEMM and
-#: se_gates, both latency-bound) and save ~0.02 us a position in the second step (H100, res-20x256:
-#: 0.87 of off at 256, 0.97 at 512, 1.01-1.03 at 1024; docs/performance.md)
-SE_GATES_AUTO_MIN = 768
-#: Multiprocessors the second convolution's GEMM leaves free for the SE branch beside it (its
-#: sums -> gates kernels on the side stream). cuBLAS's Hopper GEMMs are persistent, one block a
-#: multiprocessor: on all of them the branch waits for the GEMM's end. 16 of an H100's 132 gave
-#: the forward pass 1.6 % at 1024 (4, 8: 0.4-0.5 %; 24: 1.4 %; docs/performance.md §9, log of
-#: 2026-11-27).
-SE_BRANCH_SMS = 16
-
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
@@ -71,16 +65,6 @@ class GpuOps:
         self._events: list[Event] = (
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
-        #: the fused Winograd step with a position's four tiles on four threads where it fits
-        #: (backend option ``winograd_split``; ``False``: always the direct kernel)
-        self.split_fused = True
-        #: the split step in persistent blocks that copy the next position's rows ahead into
-        #: shared memory, where that fits (backend option ``winograd_staged``): ``None`` (auto) for
-        #: batches of 1.5 positions per resident block or more, ``True`` always
-        self.staged_fused: bool | None = None
-        #: the SE of fused residual blocks outside the second convolution's step (backend option
-        #: ``se_gates``): ``None`` (auto) for batches of ``SE_GATES_AUTO_MIN`` or more
-        self.se_gates: bool | None = None
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -118,13 +102,6 @@ class GpuOps:
             ev = self._events[2 * k + 1]
             self.p.event_record(ev.handle, self.side)
             self.p.stream_wait_event(self.main, ev.handle)
-
-    def sms_beside_branch(self) -> int:
-        """The multiprocessor target of a GEMM beside a side-stream branch (``Platform.gemm``'s
-        ``sms``): the device's count less ``SE_BRANCH_SMS``; 0 (all) without a side stream."""
-        if not self.fork or SE_BRANCH_SMS <= 0:
-            return 0
-        return max(1, self.p.info.sm_count - SE_BRANCH_SMS)
 
     # ---- primitives ---------------------------------------------------------------------------
     def gemm(
@@ -235,13 +212,13 @@ class GpuOps:
         )
 
     # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
-    def prepare_residual(self, channels: int, se_outside: bool = False) -> None:
+    def prepare_residual(self, step_c: int, se_outside: bool = False) -> None:
         """Compile the im2col, SE/residual and gather kernels (at build time, not in a capture);
-        the fused steps for a body of ``channels`` filters (``LC0_STEP_C``: its row strides become
-        constants); ``se_outside``: also the fused steps that write sums / apply gates, and
-        ``se_gates`` (``LC0_SE_OUTSIDE``: a second build, so that the plain steps carry none of it)."""
-        #: the width the fused steps are built for (0: any, read from the launch's argument)
-        self.step_c = channels if self.can_fuse_winograd(channels) else 0
+        the fused steps with ``LC0_STEP_C = step_c`` (the body's width, its row strides then
+        constants; 0: any, read from the launch's argument); ``se_outside``: also the fused steps
+        that write sums / apply gates, and ``se_gates`` (``LC0_SE_OUTSIDE``: a second build, so that
+        the plain steps carry none of it)."""
+        self.step_c = step_c
         self.k_im2col = self.function("residual.hip", "im2col3x3", {})
         self.k_se = self.function("residual.hip", "se_residual", {})
         self.k_gather_bias = self.function("policy_map.hip", "gather_bias", {})
@@ -272,81 +249,16 @@ class GpuOps:
         self.p.set_max_dynamic_shared(staged, self.p.info.shared_mem_per_block_optin)
         return direct, split, staged
 
-    def use_se_gates(self, bsz: int) -> bool:
-        """Whether a batch of ``bsz`` takes the SE outside the fused step (``se_gates``)."""
-        return self.se_gates is True or (self.se_gates is None and bsz >= SE_GATES_AUTO_MIN)
-
-    def can_fuse_winograd(self, c: int) -> bool:
-        """Whether ``winograd_output_fused`` takes ``c`` channels: one thread per channel, whole
-        waves per position (its SE layer is a warp per output), at most ``FUSED_WINOGRAD_MAX_C``."""
-        return c <= FUSED_WINOGRAD_MAX_C and c % self.p.info.warp_size == 0
-
-    @staticmethod
-    def fused_positions_per_block(c: int) -> int:
-        """Positions per block of the fused step: at least 256 threads where ``c`` allows."""
-        return max(1, 256 // c)
-
-    def can_split_fused(self, c: int, s: int) -> bool:
-        """Whether ``winograd_output_fused_split`` runs this body: with ``split_fused`` on, a
-        position's 4 x ``c`` threads must fit one block (<= 256 filters) and its shared memory
-        the 48 KiB every device gives a block without opting in."""
-        fits = 4 * c <= SPLIT_FUSED_MAX_THREADS and self.split_fused_smem(c, s) <= 48 * 1024
-        return self.split_fused and self.can_fuse_winograd(c) and fits
-
-    @staticmethod
-    def split_fused_smem(c: int, s: int) -> int:
-        """Dynamic shared memory of the split kernel: per-tile sums [4][c], SE hidden [s] and
-        the quadrants' edges next to the board's centre [4][8][c], in floats."""
-        return (36 * c + s) * 4
-
-    def split_staged_smem(self, c: int, s: int) -> int:
-        """Dynamic shared memory of ``winograd_output_fused_split_staged``: the split kernel's
-        (16-byte aligned), two stages of one position's ``M`` rows [36][4][c] and its skip rows
-        [64][c]: 217 KiB for 256 filters in fp16."""
-        return (self.split_fused_smem(c, s) + 15) // 16 * 16 + (2 * 144 + 64) * c * self.elem
-
-    def can_stage_split(self, c: int, s: int, bsz: int) -> bool:
-        """Whether the staged split kernel runs this batch: the split kernel applies, its stages
-        fit the device's opt-in shared memory (fp16 <= 256 filters and fp32 <= 128 on an H100's
-        227 KiB; AMD's 64 KiB only narrow bodies) in 16-byte rows, and ``winograd_staged`` is on,
-        or auto and the batch gives the resident blocks at least 1.5 positions each on average:
-        with one, there is no next position to copy ahead, only the extra trip through shared
-        memory (H100, res-20x256, against the split kernel: 0.87x at batch 64, 0.95x at 128,
-        1.00x at 192, 1.04x at 256; docs/performance.md)."""
-        if self.staged_fused is False or not self.can_split_fused(c, s) or (c * self.elem) % 16:
-            return False
-        if self.split_staged_smem(c, s) > self.p.info.shared_mem_per_block_optin:
-            return False
-        return self.staged_fused is True or 2 * bsz >= 3 * self.split_staged_blocks(c, s)
-
-    def split_staged_blocks(self, c: int, s: int) -> int:
-        """How many blocks of the staged split kernel are resident at once on the device (by
-        shared memory, threads and the kernel's 64-register bound)."""
-        info = self.p.info
-        threads = 4 * c
-        per_sm = min(
-            info.shared_mem_per_block_optin // self.split_staged_smem(c, s),
-            2048 // threads,
-            65536 // (64 * threads),
-        )
-        return info.sm_count * max(1, per_sm)
-
-    def split_staged_grid(self, c: int, s: int, bsz: int) -> int:
-        """Persistent blocks: as many as are resident at once, never more than positions."""
-        return max(1, min(bsz, self.split_staged_blocks(c, s)))
-
     def winograd_fused(
-        self, m: int, bias: int, skip: int, out: int, v: int, se: tuple[int, int, int, int] | None,
-        c: int, s: int, act: int, bsz: int, stats: int = 0, gates: int = 0,
+        self, kernel: FusedStep, m: int, bias: int, skip: int, out: int, v: int,
+        se: tuple[int, int, int, int] | None, c: int, s: int, act: int, bsz: int, stats: int = 0,
+        gates: int = 0,
     ) -> None:
         """From the 36 GEMM outputs ``M``: ``y = act(SE(Aᵀ M A + bias) + skip)`` written to NHWC
         ``out`` and/or, transformed for the next 3x3 convolution, to ``V`` (pointer 0: not written;
-        ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``.
-
-        Kernel: the split kernel where it applies (its staged form for large batches, or as
-        ``winograd_staged`` says), else the direct one (one thread per channel, several narrow
-        positions per block)."""
-        assert self.can_fuse_winograd(c) and self.step_c in (0, c), (c, self.step_c)
+        ``skip`` 0: no skip; ``se`` None: no SE). ``out`` may be ``skip``. ``kernel``: the form
+        ``residual_kernels.choose_fused_step`` chose for this batch."""
+        assert self.step_c in (0, c), (c, self.step_c)
         w1, b1, w2t, b2 = se if se is not None else (0, 0, 0, 0)
         args: list[KernelArg] = [
             P(m), P(bias), P(skip), P(out), P(v), P(w1), P(b1), P(w2t), P(b2), I(bsz), I(c), I(s), I(act),
@@ -357,18 +269,16 @@ class GpuOps:
             k_direct, k_split, k_staged = self.k_wino_fused_se, self.k_wino_split_se, self.k_wino_staged_se
         else:
             k_direct, k_split, k_staged = self.k_wino_fused, self.k_wino_split, self.k_wino_staged
-        if self.can_stage_split(c, s, bsz):
-            grid = self.split_staged_grid(c, s, bsz)
-            smem = self.split_staged_smem(c, s)
+        if kernel is FusedStep.STAGED:
+            grid = split_staged_grid(c, s, self.elem, self.p.info, bsz)
+            smem = split_staged_smem(c, s, self.elem)
             self.p.launch(k_staged, (grid, 1, 1), (c, 4, 1), smem, self.stream, args)
-            return
-        if self.can_split_fused(c, s):
-            smem = self.split_fused_smem(c, s)
-            self.p.launch(k_split, (bsz, 1, 1), (c, 4, 1), smem, self.stream, args)
-            return
-        per = self.fused_positions_per_block(c)
-        smem = per * (c + s) * 4 if se is not None else 0
-        self.p.launch(k_direct, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
+        elif kernel is FusedStep.SPLIT:
+            self.p.launch(k_split, (bsz, 1, 1), (c, 4, 1), split_fused_smem(c, s), self.stream, args)
+        else:
+            per = fused_positions_per_block(c)
+            smem = per * (c + s) * 4 if se is not None else 0
+            self.p.launch(k_direct, (-(-bsz // per), 1, 1), (c, per, 1), smem, self.stream, args)
 
     def se_gates_kernel(self, hpre: int, b1f: int, w2t: int, b2: int, gates: int, c: int, s: int, act: int,
                         bsz: int) -> None:

@@ -33,8 +33,9 @@ def net(request):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
 def test_flash_fallback_reference(cuda_platform, net, fp16: bool) -> None:  # type: ignore[no-untyped-def]
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
 
-    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
+    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions(max_batch=16))
     try:
         assert gpu.uses_flash, gpu.flash_choice.reason
         batch, ref, trace = traced_reference(net)
@@ -84,9 +85,10 @@ def test_results_stay_valid_after_later_batches(cuda_platform) -> None:  # type:
     """Policy arrays are zero-copy views of pinned buffers: later batches must never reuse a
     buffer something still views (a kept row, an NN cache entry)."""
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
 
     net = random_network("tiny", 6)
-    gpu = GpuNetwork(cuda_platform, net, fp16=True, max_batch=8)
+    gpu = GpuNetwork(cuda_platform, net, fp16=True, options=GpuOptions(max_batch=8))
     try:
         b1, b2 = (
             random_batch(5, int(net.format.input), seed=1),
@@ -125,9 +127,10 @@ def test_verify_option_and_gpu_alias(cuda_platform, caplog: pytest.LogCaptureFix
 def test_pe_dense_reference(cuda_platform, preset: str, fp16: bool) -> None:  # type: ignore[no-untyped-def]
     """PE_DENSE embedding (preproc, LN, gating, embedding FFN) vs the float64 reference."""
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
 
     net = random_network(preset, 12, embedding="pe_dense", **({"layers": 2} if preset != "tiny" else {}))
-    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, max_batch=16)
+    gpu = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions(max_batch=16))
     try:
         assert gpu.shape.pe_dense
         batch, ref, trace = traced_reference(net)

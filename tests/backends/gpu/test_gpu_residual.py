@@ -47,14 +47,14 @@ def _check(
     platform: Any, net: Any, fp16: bool, label: str, winograd: bool | None = None, *, size: int = 9,
     staged: bool | None = None, split: bool = True, se_gates: bool | None = None,
 ) -> None:
-    from lc0py.backends.gpu.backend import winograd_default
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
 
-    wino = winograd_default(net) if winograd is None else winograd
-    gpu = GpuNetwork(
-        platform, net, fp16=fp16, max_batch=max(16, size), winograd=wino,
-        winograd_staged=staged, winograd_split=split, se_gates=se_gates,
+    opts = GpuOptions(  # winograd None: auto, as the backend chooses it
+        max_batch=max(16, size), winograd=winograd, winograd_staged=staged, winograd_split=split,
+        se_gates=se_gates,
     )
+    gpu = GpuNetwork(platform, net, fp16=fp16, options=opts)
     try:
         batch, ref, trace = traced_reference(net, size)
         limit = RTOL_FP16 if fp16 else RTOL_FP32
@@ -92,13 +92,13 @@ def test_fused_winograd_kernels_on_large_batches(  # type: ignore[no-untyped-def
     """The three kernels of the fused Winograd step (fp16), on batches with more positions than
     the staged kernel has persistent blocks (each block loops over double-buffered stages) and,
     for the direct kernel at 32 filters (8 positions per block), a partial last group."""
-    from lc0py.backends.gpu.ops import GpuOps
+    from lc0py.backends.gpu.residual_kernels import fused_positions_per_block
 
     preset, overrides = NETS[case]
     overrides = dict(overrides)
     overrides.pop("winograd", None)
     net = random_network(preset, 11, **overrides)
-    groups = -(-size // GpuOps.fused_positions_per_block(net.filters))
+    groups = -(-size // fused_positions_per_block(net.filters))
     assert groups > cuda_platform.info.sm_count  # the staged kernel's blocks each take several
     staged, split = kernel == "staged", kernel in ("split", "staged")
     _check(cuda_platform, net, True, f"{case} {kernel}", True, size=size, staged=staged, split=split)

@@ -274,17 +274,3 @@ def test_ln_config_threads_are_whole_waves() -> None:
     assert ln_config(768, 8, warp_size=64)["LC0_LN_THREADS"] == 64
     assert ln_config(6144, 8, warp_size=64)["LC0_LN_THREADS"] % 64 == 0
     assert ln_config(768, 8, warp_size=32)["LC0_LN_THREADS"] == 32
-
-
-def test_winograd_is_the_default_for_wide_residual_bodies() -> None:
-    """``winograd=auto`` follows the H100 measurements (docs/performance.md): on from 128 filters."""
-    from lc0py.backends.gpu.backend import WINOGRAD_MIN_FILTERS, _auto_or_bool, winograd_default
-    from lc0py.weights.presets import random_network
-
-    assert winograd_default(random_network("res-tiny", 1)) is (random_network("res-tiny", 1).filters >= 128)
-    assert winograd_default(random_network("res-20x256", 1, blocks=1)) is True
-    assert winograd_default(random_network("t82", 1, layers=1)) is False  # no convolutions
-    assert WINOGRAD_MIN_FILTERS == 128
-    assert _auto_or_bool("winograd", "auto") is None and _auto_or_bool("winograd", "on") is True
-    with pytest.raises(Exception, match="winograd"):
-        _auto_or_bool("winograd", "maybe")

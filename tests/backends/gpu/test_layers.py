@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.backends.gpu.ops import SE_BRANCH_SMS, SE_GATES_AUTO_MIN
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS, SE_GATES_AUTO_MIN, FusedStep, split_staged_grid
 from lc0py.backends.gpu.weights import leaves
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -96,7 +97,7 @@ def test_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: bool, f
 
     net = _net(**CASES[case])
     plat = PointerPlatform()
-    gpu = GpuNetwork(plat, net, fp16=fp16, flash=flash, graphs=False, max_batch=4)
+    gpu = GpuNetwork(plat, net, fp16=fp16, options=GpuOptions(flash=flash, graphs=False, max_batch=4))
     try:
         assert gpu.uses_flash == flash, gpu.flash_choice.reason
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0)
@@ -112,7 +113,7 @@ def test_model_is_a_loop_over_layer_objects() -> None:
     cases.append((dict(preset="tiny", embedding="pe_dense"), PeDenseEmbedding))
     for kw, emb_type in cases:
         net = _net(**kw)
-        gpu = GpuNetwork(PointerPlatform(), net, graphs=False, max_batch=1)
+        gpu = GpuNetwork(PointerPlatform(), net, options=GpuOptions(graphs=False, max_batch=1))
         try:
             assert isinstance(gpu.model.embedding, emb_type)
             assert len(gpu.model.encoders) == len(net.encoders)
@@ -167,9 +168,8 @@ def test_residual_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16
     net = _net(**kw)
     plat = PointerPlatform()
     sizes = (3,) if se_gates is not None else (3, SE_GATES_AUTO_MIN)
-    gpu = GpuNetwork(
-        plat, net, fp16=fp16, graphs=False, max_batch=max(sizes), winograd=winograd, se_gates=se_gates
-    )
+    opts = GpuOptions(graphs=False, max_batch=max(sizes), winograd=winograd, se_gates=se_gates)
+    gpu = GpuNetwork(plat, net, fp16=fp16, options=opts)
     try:
         assert isinstance(gpu.model, GpuResidualModel) and not gpu.uses_flash
         if se_gates is not False:
@@ -196,13 +196,12 @@ def test_se_gates_option_picks_where_the_gates_are_made(se_gates: bool | None) -
 
     plat = PointerPlatform()
     net = _net("res-tiny", filters=32, se_hidden=8, blocks=2)
-    gpu = GpuNetwork(
-        plat, net, fp16=True, graphs=False, max_batch=SE_GATES_AUTO_MIN, winograd=True, se_gates=se_gates
-    )
+    opts = GpuOptions(graphs=False, max_batch=SE_GATES_AUTO_MIN, winograd=True, se_gates=se_gates)
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts)
     try:
         for n in (1, SE_GATES_AUTO_MIN - 1, SE_GATES_AUTO_MIN):
             want = se_gates is True or (se_gates is None and n >= SE_GATES_AUTO_MIN)
-            assert gpu.ops.use_se_gates(n) is want, n
+            assert gpu.residual_kernels is not None and gpu.residual_kernels.se_outside(True, n) is want, n
             plat.launched.clear()
             plat.gemm_sms.clear()
             masks = np.random.default_rng(n).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
@@ -225,9 +224,12 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool 
 
     plat = PointerPlatform()
     net = _net("res-20x256", blocks=2)
-    gpu = GpuNetwork(plat, net, fp16=fp16, graphs=False, max_batch=4, winograd=True, winograd_staged=staged)
+    opts = GpuOptions(graphs=False, max_batch=4, winograd=True, winograd_staged=staged)
+    gpu = GpuNetwork(plat, net, fp16=fp16, options=opts)
     try:
-        assert gpu.ops.staged_fused is staged and gpu.ops.split_fused  # split: the default
+        kernels = gpu.residual_kernels
+        assert kernels is not None and kernels.options.winograd_staged is staged
+        assert kernels.options.winograd_split  # split: the default
         masks = np.random.default_rng(2).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
         gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
         n_staged = plat.launched.count(gpu.ops.k_wino_staged)
@@ -240,10 +242,10 @@ def test_winograd_staged_option_picks_the_fused_kernel(fp16: bool, staged: bool 
         threshold = (3 * sms + 1) // 2  # auto: 1.5 positions per resident block or more
         for bsz in (1, threshold - 1, threshold, 5000):
             want = fp16 and (staged is True or (staged is None and bsz >= threshold))
-            assert gpu.ops.can_stage_split(256, 32, bsz) is want, bsz
+            assert (kernels.fused_step(256, 32, bsz) is FusedStep.STAGED) is want, bsz
         if fp16:
-            assert gpu.ops.split_staged_grid(256, 32, 3) == 3  # never more blocks than positions
-            assert gpu.ops.split_staged_grid(256, 32, 5000) == sms  # one 1,024-thread block an SM
+            assert split_staged_grid(256, 32, 2, plat.info, 3) == 3  # never more blocks than positions
+            assert split_staged_grid(256, 32, 2, plat.info, 5000) == sms  # one 1,024-thread block an SM
     finally:
         gpu.close()
 
@@ -259,7 +261,8 @@ def test_winograd_split_option_picks_the_fused_kernel(preset: str, split: bool, 
 
     plat = PointerPlatform()
     net = _net(preset, blocks=2)
-    gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, winograd_split=split)
+    opts = GpuOptions(graphs=False, max_batch=4, winograd=True, winograd_split=split)
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts)
     try:
         masks = np.random.default_rng(4).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
         gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
@@ -283,7 +286,8 @@ def test_fused_steps_are_built_for_the_body_width(
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module reaches compile()
     plat = PointerPlatform()
     net = _net("res-tiny", filters=filters, se_hidden=8, blocks=1)
-    gpu = GpuNetwork(plat, net, fp16=True, graphs=False, max_batch=4, winograd=True, se_gates=None)
+    opts = GpuOptions(graphs=False, max_batch=4, winograd=True, se_gates=None)
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts)
     try:
         assert gpu.model.fused is fused and gpu.ops.step_c == (filters if fused else 0)
         widths = {o for _, opts in plat.compiles for o in opts if o.startswith("-DLC0_STEP_C=")}
@@ -293,6 +297,6 @@ def test_fused_steps_are_built_for_the_body_width(
         assert se_builds == ({"-DLC0_SE_OUTSIDE=0", "-DLC0_SE_OUTSIDE=1"} if fused else set())
         if fused:
             with pytest.raises(AssertionError):
-                gpu.ops.winograd_fused(0, 0, 0, 0, 0, None, 2 * filters, 0, 2, 1)
+                gpu.ops.winograd_fused(FusedStep.SPLIT, 0, 0, 0, 0, 0, None, 2 * filters, 0, 2, 1)
     finally:
         gpu.close()

@@ -68,6 +68,7 @@ def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
     from lc0py.gpu.platform import GpuError
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
@@ -103,7 +104,7 @@ def test_submits_from_two_threads_never_launch_into_a_capture() -> None:
             return super().gemm(*a, **k)
 
     plat = CapturingPlatform()
-    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=64)
+    gpu = GpuNetwork(plat, random_network("tiny", 3), options=GpuOptions(graphs=True, max_batch=64))
     rng = np.random.default_rng(5)
     failures: list[BaseException] = []
 
@@ -131,6 +132,7 @@ def test_prepare_captures_every_bucket_once_and_submits_then_capture_nothing() -
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
     from lc0py.backends.gpu.weights import graph_bucket
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
@@ -144,7 +146,7 @@ def test_prepare_captures_every_bucket_once_and_submits_then_capture_nothing() -
             self.captures += 1
 
     plat = CountingPlatform()
-    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=64)
+    gpu = GpuNetwork(plat, random_network("tiny", 3), options=GpuOptions(graphs=True, max_batch=64))
     want = len({graph_bucket(n) for n in range(1, 81)})  # 1, 2, 4, 8, 16, 32, 48, 64, 80
     assert gpu.prepare(80) == want == plat.captures
     assert gpu.prepare(80) == 0  # idempotent
@@ -163,6 +165,7 @@ def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
     from lc0py.gpu.platform import GpuError
     from lc0py.weights.presets import random_network
     from tests.backends.gpu.test_layers import PointerPlatform
@@ -182,7 +185,7 @@ def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
             return super().copy_h2d(*a, **k)
 
     plat = PerThreadContext()
-    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=16)
+    gpu = GpuNetwork(plat, random_network("tiny", 3), options=GpuOptions(graphs=True, max_batch=16))
     failures: list[BaseException] = []
 
     def feed() -> None:
@@ -209,6 +212,7 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
 
     from lc0py.backends.base import PlanesBatch
     from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
     from lc0py.backends.gpu.runner import PLANES, UPLOAD_CHUNK_ROWS
     from lc0py.backends.gpu.weights import graph_bucket
     from lc0py.gpu.vendor_platform import VendorPlatform
@@ -230,7 +234,8 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
             return bytes(self.device[a] for a in range(ptr, ptr + nbytes))
 
     plat = CopyingPlatform()
-    gpu = GpuNetwork(plat, random_network("tiny", 3), graphs=True, max_batch=2 * UPLOAD_CHUNK_ROWS + 64)
+    opts = GpuOptions(graphs=True, max_batch=2 * UPLOAD_CHUNK_ROWS + 64)
+    gpu = GpuNetwork(plat, random_network("tiny", 3), options=opts)
     buf = gpu.runner.buf
     try:
         rng = np.random.default_rng(8)

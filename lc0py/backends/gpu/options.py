@@ -1,0 +1,141 @@
+"""The GPU backends' ``--backend-opts``, parsed once into a frozen record.
+
+``GpuOptions.parse(BackendOptions)`` is the one place that reads, converts and validates them (a bad
+value is one ``BackendOptionError`` line naming the option and what it accepts; an unknown name is
+refused with the known ones). The record then travels, unchanged, from ``GpuBackend`` to
+``GpuNetwork`` and to the kernel choices (``kernels.choose_attention``, ``residual_kernels``):
+nothing below the backend reads option text or sets option flags on other objects.
+
+=================== ========= ==============================================================
+``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
+``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
+``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
+``gpu``             ``0``     device ordinal (lc0's name), checked against the devices present
+``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
+``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
+                              heads x depth and dtype (``off``: the built-in defaults)
+``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
+                              (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
+``winograd_split``  ``on``    residual nets of <= 256 filters, fused Winograd step: a position's four
+                              tiles on four threads; ``off``: one thread per channel
+``winograd_staged`` ``auto``  residual nets, with the split step: persistent blocks that copy the next
+                              position's rows into shared memory while computing, where the stages
+                              fit; ``auto``: batches of 1.5 positions per resident block or more
+``se_gates``        ``auto``  residual nets with SE, fused Winograd steps: the SE outside the second
+                              convolution's step (se_fold.py); ``auto``: batches of 768 or more
+``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
+                              ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
+                              ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
+=================== ========= ==============================================================
+
+(The policy behind ``auto``: ``residual_kernels.py``; measurements: docs/performance.md.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from lc0py.backends.gpu.tuning import OVERRIDABLE, param_problem
+from lc0py.backends.options import BackendOptions, to_bool
+from lc0py.errors import BackendOptionError
+
+#: Every option name the GPU backends take, in the order ``--backend-opts`` errors list them.
+KNOWN_OPTIONS = (
+    "flash",
+    "winograd",
+    "winograd_staged",
+    "winograd_split",
+    "se_gates",
+    "graphs",
+    "max_batch",
+    "gpu",
+    "verify",
+    "tuned",
+    *(f"attn_{n}" for n in OVERRIDABLE),
+)
+MAX_BATCH_LIMIT = 65536
+
+
+def auto_or_bool(key: str, value: str) -> bool | None:
+    """``auto`` -> None, ``on``/``off`` (and lc0's other spellings) -> bool; else one line."""
+    text = value.strip().lower()
+    if text == "auto":
+        return None
+    try:
+        return to_bool(key, value)
+    except BackendOptionError:
+        raise BackendOptionError(f"--backend-opts: {key}='{value}' is not one of on, off, auto") from None
+
+
+def flash_param(key: str, value: str) -> int:
+    """``attn_<field>=N``: an integer the flash kernel accepts (``tuning.PARAM_LIMITS``)."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise BackendOptionError(f"--backend-opts: {key}='{value}' is not an integer") from None
+    problem = param_problem(key.removeprefix("attn_"), n)
+    if problem:
+        raise BackendOptionError(f"--backend-opts: {key}: {problem}")
+    return n
+
+
+@dataclass(frozen=True)
+class GpuOptions:
+    """The GPU backends' options (table in the module docstring); ``None`` means ``auto``.
+
+    Frozen and hashable, so the kernel choices can be pure functions of it."""
+
+    flash: bool = True
+    graphs: bool = True
+    max_batch: int = 256
+    gpu: int = 0
+    verify: bool = False
+    tuned: bool = True
+    winograd: bool | None = None
+    winograd_split: bool = True
+    winograd_staged: bool | None = None
+    se_gates: bool | None = None
+    #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
+    #: explicit ``attn_*`` options, merged over a tuned winner by the backend
+    attn: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def parse(cls, options: BackendOptions) -> GpuOptions:
+        """Take every GPU option from ``options`` and refuse what is left (an unknown name)."""
+        take = options.take
+        record = cls(
+            flash=take("flash", True),
+            graphs=take("graphs", True),
+            max_batch=take("max_batch", 256, lo=1, hi=MAX_BATCH_LIMIT),
+            gpu=take("gpu", 0, lo=0),
+            verify=take("verify", False),
+            tuned=take("tuned", True),
+            winograd=take("winograd", None, auto_or_bool),
+            winograd_split=take("winograd_split", True),
+            winograd_staged=take("winograd_staged", None, auto_or_bool),
+            se_gates=take("se_gates", None, auto_or_bool),
+            attn=tuple(
+                sorted(
+                    (field, value)
+                    for field in OVERRIDABLE
+                    if (value := take(f"attn_{field}", None, flash_param)) is not None
+                )
+            ),
+        )
+        options.finish(KNOWN_OPTIONS)
+        return record
+
+    @classmethod
+    def from_text(cls, text: str | None, backend: str = "") -> GpuOptions:
+        """``GpuOptions.parse`` of a ``key=value,...`` string (scripts, tests)."""
+        return cls.parse(BackendOptions.parse(text, backend))
+
+    @property
+    def flash_overrides(self) -> dict[str, int]:
+        """The flash parameters as ``FlashParams`` field -> value."""
+        return dict(self.attn)
+
+    def with_flash_overrides(self, overrides: Mapping[str, int]) -> GpuOptions:
+        """The same options with these flash parameters (a tuned winner, the tuner's candidate)."""
+        return replace(self, attn=tuple(sorted(overrides.items())))
