@@ -66,6 +66,7 @@ class GpuNetwork:
         """``options``: the backend's parsed ``--backend-opts`` (flash, graphs, max_batch, the
         residual kernels' choices, flash parameters); the defaults when built directly."""
         self.p = platform
+        platform.bind_thread()  # another device (gpu=N) may have been made current since its creation
         self.net = network
         self.fp16 = fp16
         self.options = options
@@ -208,6 +209,7 @@ class GpuNetwork:
         the current buffers (run a batch first so they hold real activations)."""
         if not isinstance(self.model, GpuModel):
             raise UnsupportedNetError("attention timing: a residual network has no attention body")
+        self.p.bind_thread()
         self.runner.ensure(bsz)
         stream = self.ops.main
         start, end = self.p.create_event(timing=True), self.p.create_event(timing=True)

@@ -64,7 +64,10 @@ class _PinnedPool:
         return self.p.alloc_host(self.nbytes)
 
     def release(self, buf: HostBuffer) -> None:
+        """Called when the last array viewing ``buf`` is collected: on whatever thread that is,
+        where another device (``gpu=N``) or none may be current, so the device is bound first."""
         if self.closed or buf.nbytes != self.nbytes:
+            self.p.bind_thread()
             self.p.free_host(buf)
         else:
             self.free.append(buf)

@@ -9,6 +9,7 @@ two ordinals are fed, interleaved, from one thread: each launch must find its ow
 from __future__ import annotations
 
 import dataclasses
+import gc
 import threading
 from typing import Any
 
@@ -92,6 +93,7 @@ class _Device(PointerPlatform):
         self.vendor = vendor
         self.info = dataclasses.replace(self.info, vendor=vendor, index=ordinal)
         self.binds = 0
+        self.freed_host = 0
         self.misplaced: list[str] = []
         self.bind_thread()
 
@@ -114,6 +116,15 @@ class _Device(PointerPlatform):
     def gemm(self, *a: Any, **k: Any) -> None:
         self._where("gemm")
         super().gemm(*a, **k)
+
+    def alloc(self, nbytes: int) -> int:
+        self._where("alloc")
+        return super().alloc(nbytes)
+
+    def free_host(self, buf: Any) -> None:
+        self._where("free_host")
+        self.freed_host += 1
+        super().free_host(buf)
 
 
 @pytest.fixture
@@ -189,6 +200,14 @@ def test_two_backends_on_two_ordinals_share_one_thread(fake_devices: list[_Devic
                 backend.evaluate(PlanesBatch(masks, np.ones((n, 112), np.float32)))
         assert not dev0.misplaced and not dev1.misplaced, (dev0.misplaced[:3], dev1.misplaced[:3])
         assert dev0.binds > 1 and dev1.binds > 1  # rebound after the other took the thread
+        # a result outliving its backend frees its pinned buffer when collected, on whatever
+        # thread and with whatever device current then: its own device is bound first
+        kept = first.evaluate(PlanesBatch(masks, np.ones((n, 112), np.float32))).policy
+        first.close()
+        second.evaluate(PlanesBatch(masks, np.ones((n, 112), np.float32)))
+        del kept
+        gc.collect()
+        assert dev0.freed_host >= 1 and not dev0.misplaced, dev0.misplaced[:3]
     finally:
         first.close()
         second.close()
