@@ -2,7 +2,8 @@
 
 Like ``kernels.choose_attention``, every decision is a function of the options record
 (``GpuOptions``), the body's shape, the device (``DeviceInfo``) and, where it depends on it, the
-batch, and returns the choice together with the reason the backend logs (at debug level, ``-v``):
+batch, and returns the choice together with the reason the backend logs (info level, shown with
+``-v``, as the attention choice is):
 
 * ``choose_winograd``: 3x3 convolutions as Winograd F(4x4,3x3) or im2col, and whether through the
   fused output steps (once per network);
@@ -222,8 +223,8 @@ def branch_gemm_sms(device: DeviceInfo, can_fork: bool) -> int:
 
 class ResidualKernels:
     """The decisions above bound to one network's options, device and precision: memoised per
-    (width, SE size, batch) -- a forward pass asks once per convolution -- and logged at debug
-    level when a batch size not seen before changes a decision's answer."""
+    (width, SE size, batch) -- a forward pass asks once per convolution -- and logged (info,
+    ``-v``) when a batch size not seen before changes a decision's answer."""
 
     def __init__(
         self, options: GpuOptions, device: DeviceInfo, fp16: bool, winograd: WinogradChoice, can_fork: bool
@@ -239,7 +240,7 @@ class ResidualKernels:
     def _note(self, decision: str, answer: object, reason: str) -> None:
         if self._last.get(decision) != answer:
             self._last[decision] = answer
-            log.debug("%s: %s (%s)", decision, answer, reason)
+            log.info("%s: %s (%s)", decision, answer, reason)
 
     def fused_step(self, c: int, s: int, bsz: int) -> FusedStep:
         """``choose_fused_step`` for this network."""

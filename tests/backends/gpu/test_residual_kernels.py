@@ -118,7 +118,7 @@ def test_branch_gemm_leaves_multiprocessors_to_the_side_stream() -> None:
 
 def test_bound_choices_memoise_and_log_each_change(caplog: pytest.LogCaptureFixture) -> None:
     opts = GpuOptions(winograd=True)
-    with caplog.at_level(logging.DEBUG, logger="lc0py.backends.gpu"):
+    with caplog.at_level(logging.INFO, logger="lc0py.backends.gpu"):
         kernels = ResidualKernels(opts, H100, True, choose_winograd(opts, 256, H100), can_fork=True)
         steps = [kernels.fused_step(256, 32, n) for n in (64, 64, 100, 300, 1024, 64)]
         gates = [kernels.se_outside(True, n) for n in (64, 1024, 1024)]
