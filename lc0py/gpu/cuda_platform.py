@@ -34,7 +34,7 @@ from lc0py.errors import BackendUnavailable, KernelCompileError
 from lc0py.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg, ordinal_error
 from lc0py.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 
-log = logging.getLogger("lc0py.backends.gpu")
+log = logging.getLogger("lc0py.gpu")
 
 INSTALL_HINT = "cuda-python is not installed (pip install 'lc0py[cuda]')"
 

@@ -51,7 +51,7 @@ from lc0py.gpu.platform import (
 )
 from lc0py.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 
-log = logging.getLogger("lc0py.backends.gpu")
+log = logging.getLogger("lc0py.gpu")
 
 INSTALL_HINT = "hip-python is not installed (pip install 'lc0py[rocm]')"
 NO_RUNTIME = "no AMD GPU/ROCm runtime found"
