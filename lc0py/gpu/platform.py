@@ -1,9 +1,10 @@
 """The GPU platform interface: everything the GPU backend needs from a vendor runtime.
 
 One small abstract class, implemented by ``cuda_platform.CudaPlatform`` (CUDA driver API, NVRTC,
-cuBLAS) and ``hip_platform.HipPlatform`` (HIP, hiprtc, hipBLAS/rocBLAS). The network code
-(``network.py``) and the kernels (``kernels/*.hip``, single-source HIP C++) only talk to this, so
-the forward pass is written once for both vendors.
+cuBLAS) and ``hip_platform.HipPlatform`` (HIP, hiprtc, hipBLAS/rocBLAS). The GPU backends'
+network code (``lc0py/backends/gpu/``), the attention operator (``lc0py/attention/gpu.py``) and
+the kernels (``kernels/*.hip``, single-source HIP C++) only talk to this, so the forward pass is
+written once for both vendors. One platform is one device (the backends' ``gpu=N``).
 
 Conventions (both implementations follow them exactly):
 
