@@ -3,10 +3,11 @@ general entry ``attention_f16`` -- the same source and body as the chess net's a
 naive path (two strided-batched cuBLAS/hipBLAS GEMMs around ``softmax_rows``, materialising the
 ``[B, H, Lq, Lk]`` scores), on ``DeviceArray``\\ s (fp16 storage, fp32 accumulation).
 
-``GpuAttention`` owns one ``Platform`` (created on first use; no vendor package is imported
-before that), a kernel cache and a stream, and counts the device memory it allocates, so a
-benchmark can report each path's peak (``peak_bytes``: the operator's own buffers -- inputs,
-outputs, scores -- not the BLAS library's workspace).
+``GpuAttention`` owns one ``Platform`` (created on first use, on ``device``; no vendor package is
+imported before that; its device is made current at every entry point, so engines and backends
+on other devices can share the thread), a kernel cache and a stream, and counts the device
+memory it allocates, so a benchmark can report each path's peak (``peak_bytes``: the operator's
+own buffers -- inputs, outputs, scores -- not the BLAS library's workspace).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class DeviceArray:
     def numpy(self) -> np.ndarray:
         """Copy to the host (waits for the engine's stream)."""
         out = np.empty(self.shape, np.float16)
+        self.engine.platform.bind_thread()
         self.engine.platform.copy_d2h(out, self.ptr, self.nbytes, self.engine.stream)
         self.engine.platform.synchronize(self.engine.stream)
         return out
@@ -124,6 +126,7 @@ class GpuAttention:
 
     # ---- memory ----------------------------------------------------------------------------------
     def alloc(self, nbytes: int) -> int:
+        self.platform.bind_thread()  # another engine or backend may hold another device here
         ptr = self.platform.alloc(max(nbytes, 16))
         self._sizes[ptr] = nbytes
         self.current_bytes += nbytes
@@ -131,6 +134,7 @@ class GpuAttention:
         return ptr
 
     def free(self, ptr: int) -> None:
+        self.platform.bind_thread()
         self.platform.synchronize(self.stream)
         self.current_bytes -= self._sizes.pop(ptr)
         self.platform.free(ptr)
@@ -159,16 +163,19 @@ class GpuAttention:
         """Upload ``x`` as fp16 (synchronously: ``x`` may be a temporary)."""
         h = np.ascontiguousarray(np.asarray(x, dtype=np.float16))
         out = self.empty(h.shape)
+        self.platform.bind_thread()
         self.platform.copy_h2d(out.ptr, h, h.nbytes, self.stream)
         self.platform.synchronize(self.stream)
         return out
 
     def synchronize(self) -> None:
+        self.platform.bind_thread()
         self.platform.synchronize(self.stream)
 
     def close(self) -> None:
         if self.platform is None:
             return
+        self.platform.bind_thread()
         self.platform.synchronize(self.stream)
         for ptr in list(self._sizes):
             self.platform.free(ptr)
@@ -225,6 +232,7 @@ class GpuAttention:
         elif out.shape != q.shape:
             raise UsageError(f"out has shape {out.shape}, want {q.shape}")
         call = _Call(s, q, k, v, out, layout, g, g_b, g_h, causal, scale)
+        self.platform.bind_thread()
         try:
             if impl == "flash":
                 self._flash(call)
