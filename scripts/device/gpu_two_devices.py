@@ -8,7 +8,7 @@ frees its pinned buffer without error, and ``gpu=<count>`` is refused in one lin
 only the refusal and ``gpu=0`` are checked. Writes ``two_devices.json`` under ``--out``; exit 1
 on any failure.
 
-    PYTHONPATH=$PWD python3 scripts/gpu_two_devices.py --out /tmp/out
+    PYTHONPATH=$PWD python3 scripts/device/gpu_two_devices.py --out /tmp/out
 """
 
 from __future__ import annotations
