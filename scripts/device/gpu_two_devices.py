@@ -45,11 +45,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder for two_devices.json")
     args = ap.parse_args()
-    from lc0py.gpu.cuda_platform import _check, _driver
+    from cuda.bindings import driver
 
-    drv = _driver()
-    _check(drv.cuInit(0), "cuInit")
-    count = int(_check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+    (status,) = driver.cuInit(0)
+    status, count = driver.cuDeviceGetCount()
+    if int(status) != 0:
+        raise SystemExit(f"cuDeviceGetCount failed ({status})")
+    count = int(count)
     report: dict[str, Any] = {"devices": count, "checks": {}}
     checks = report["checks"]
     rng = np.random.default_rng(27)
