@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from lc0py.backends.option_groups import OptionGroup, has_group_syntax, parse_option_groups
 from lc0py.errors import BackendOptionError
 
 _TRUE = {"1", "true", "on", "yes"}
@@ -85,11 +86,21 @@ class BackendOptions:
 
     values: dict[str, str]
     backend: str = ""
+    # lc0's nested groups, ``(backend=cuda-fp16,gpu=0),(gpu=1)`` (``option_groups``): only the
+    # multi-device backends (demux, roundrobin, multiplexing) take them; ``finish`` refuses them
+    # elsewhere. ``root`` is the parsed tree the groups hang from (their parent for inheritance).
+    groups: list[OptionGroup] = field(default_factory=list)
+    root: OptionGroup | None = None
 
     @classmethod
-    def parse(cls, text: str | dict[str, str] | None, backend: str = "") -> BackendOptions:
+    def parse(cls, text: str | dict[str, str] | BackendOptions | None, backend: str = "") -> BackendOptions:
+        if isinstance(text, BackendOptions):
+            return cls(dict(text.values), backend or text.backend, list(text.groups), text.root)
         if isinstance(text, dict):
             return cls({k.lower(): str(v) for k, v in text.items()}, backend)
+        if text and has_group_syntax(text):
+            root = parse_option_groups(text)
+            return cls(dict(root.values), backend, list(root.groups), root)
         return cls(parse_backend_options(text), backend)
 
     def take(self, key: str, default: Any, convert: Callable[[str, str], Any] | None = None, *,
@@ -125,6 +136,12 @@ class BackendOptions:
 
     def finish(self, known: tuple[str, ...] = ()) -> None:
         """Refuse options nobody took."""
+        if self.groups:
+            where = f"backend '{self.backend}'" if self.backend else "this backend"
+            raise BackendOptionError(
+                f"--backend-opts: {self.groups[0].label()}: {where} takes no option groups "
+                "(groups are for demux, roundrobin and multiplexing)"
+            )
         if self.values:
             names = ", ".join(sorted(self.values))
             where = f" for backend '{self.backend}'" if self.backend else ""

@@ -166,7 +166,7 @@ def available_backends() -> list[str]:
 def create_backend(
     name: str | None = None,
     weights: str | Path | Network | ResidualNetwork | None = None,
-    options: str | dict[str, str] | None = None,
+    options: str | dict[str, str] | BackendOptions | None = None,
 ) -> Backend:
     """Create backend ``name`` (``None``/"auto": the best one available) for ``weights``.
 
@@ -202,7 +202,7 @@ def create_backend(
             skipped.append((candidate, reason))
             continue
         try:
-            attempt = BackendOptions(dict(opts.values), backend=candidate)
+            attempt = BackendOptions(dict(opts.values), candidate, list(opts.groups), opts.root)
             backend = _resolve(e.factory)(network, attempt)
         except Lc0pyError as exc:
             skipped.append((candidate, str(exc)))
@@ -254,3 +254,13 @@ for _name, _priority, _factory, _description, _probe in (
     register(
         BackendEntry(_name, _priority, f"{_GPU}:{_factory}", _description, f"{_GPU}:{_probe}", device="gpu")
     )
+
+# lc0's multi-device backends (lc0py.backends.multi): children from nested option groups,
+# ``--backend-opts=(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)``. Never picked by "auto".
+_MULTI = "lc0py.backends.multi.factory"
+for _name, _priority, _description in (
+    ("multiplexing", -1000, "joins the search threads' requests, then sends them to the children"),
+    ("demux", -1001, "splits each batch across the children"),
+    ("roundrobin", -1002, "sends whole batches to the children in turn"),
+):
+    register(BackendEntry(_name, _priority, f"{_MULTI}:create_{_name}", _description, auto=False))

@@ -288,7 +288,7 @@ class Search:
         while the backend computes the previous one; with ``Threads`` above 2, minibatches
         gathered while the device already has a batch queued wait here and go to it together."""
         overlap = self.params.overlap
-        limit = batches_in_flight(self.params)
+        limit = batches_in_flight(self.params, self.worker.backend)
         inflight = self._inflight
         held = self._held
         worker = self.worker

@@ -174,12 +174,16 @@ def minibatch_target(params: SearchParams, info: BackendInfo) -> int:
     return max(1, params.minibatch_size or info.recommended_batch or 256)
 
 
-def batches_in_flight(params: SearchParams) -> int:
+def batches_in_flight(params: SearchParams, backend: object = None) -> int:
     """Minibatches whose visits may be in flight at once: lc0's ``Threads`` (each of its search
     threads holds one), at least two with ``SearchOverlap`` (the next one is gathered while the
-    backend computes the last), one without."""
+    backend computes the last), one without. ``Threads`` 0 (auto) over a multi-device backend
+    (``demux``/``roundrobin``/``multiplexing``: ``children``) keeps one more than it has children
+    in flight, so every device has a batch queued while the next is gathered."""
     if not params.overlap:
         return 1
+    if params.threads == 0:
+        return max(2, len(getattr(backend, "children", ())) + 1)
     return max(2, params.threads)
 
 
