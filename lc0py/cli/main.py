@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "uci": ("lc0py.uci.engine", "run as a UCI engine (chess GUIs, python-chess, lichess-bot)"),
     "verify": ("lc0py.tools.verify", "flash path vs fallback vs numpy float64 reference, with errors"),
     "eval": ("lc0py.tools.eval", "evaluate positions: policy over legal moves, WDL, Q, moves-left"),
+    "bulk-eval": ("lc0py.tools.bulk_eval", "evaluate files of positions or games (FEN, EPD, PGN, Parquet) "
+                  "at scale, resumably, on every GPU or on Ray"),
     "describenet": ("lc0py.tools.describenet", "describe a network file as lc0's describenet does"),
     "make-net": ("lc0py.tools.make_net", "write a random-weight network lc0 can load (deterministic)"),
     "export-onnx": ("lc0py.backends.onnx.export_cli", "export a network to an ONNX model"),

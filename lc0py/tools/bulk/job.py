@@ -1,0 +1,492 @@
+"""Evaluating a whole file of positions or games, resumably: :func:`evaluate_file`.
+
+The job (``lc0py bulk-eval``, or this module from Python):
+
+1. **Plan** (``sources.plan``): the input is cut into chunks of records, written with the job's
+   settings into ``OUT/manifest.json``. A rerun with the same input and settings finds the
+   manifest and resumes; anything else in ``OUT`` is refused, never overwritten.
+2. **Evaluate** each chunk not done yet: its records are read and encoded by the compiled encoder
+   (PGN movetext by python-chess in worker processes) on a prefetch thread while the backend works
+   on the previous chunk; batches go to ``backend.evaluate_async`` several at a time, so every
+   device behind a ``demux``/``roundrobin`` backend has work queued; each batch's outputs are
+   reduced at once (compiled) to the top-k legal-move policy, WDL, Q and moves-left.
+3. **Write** the chunk as ``part-NNNNNN.jsonl`` (or ``.parquet``), atomically, then its record
+   ``part-NNNNNN.done.json`` (positions, skipped lines, bad records with their location),
+   atomically: a chunk is done when its record exists, so a job killed at any point loses
+   nothing and writes nothing twice when it is run again.
+4. **Check**: when every chunk is done, the rows of every part are counted and compared with the
+   records, and the records with the input's (``summary.json``).
+
+A bad FEN, move or game is reported on stderr with its location (``file:line``; PGN: game and
+line) and in the chunk's record, and skipped; it never stops the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lc0py.backends.base import Backend, PendingOutput, PlanesBatch
+from lc0py.errors import UsageError
+from lc0py.storage.atomic import write_atomically
+from lc0py.tools.bulk import compiled, sources
+from lc0py.tools.bulk.encoder import EncodedChunk, encode_records, error_text, line_spans
+from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part
+
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+JOB_FORMAT = "lc0py-bulk-eval/1"
+DEFAULT_CHUNK = {"fen": 8192, "parquet": 8192, "pgn": 256}
+ERRORS_SHOWN = 20  # bad records printed on stderr per run (all are in the chunk records)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What decides the output: changing any of these makes a different job."""
+
+    input_kind: str
+    output_format: str = "jsonl"  # "jsonl" or "parquet"
+    top: int = 10  # 0: every legal move
+    chunk_records: int = 0  # 0: DEFAULT_CHUNK[input_kind]
+    history_fill: str = "fen_only"
+    probe_layers: tuple[int, ...] = ()
+    weights: str = ""  # the net's identity (path, size) or "" for the backend's own
+
+    @property
+    def per_chunk(self) -> int:
+        return self.chunk_records or DEFAULT_CHUNK[self.input_kind]
+
+    @property
+    def suffix(self) -> str:
+        return ".parquet" if self.output_format == "parquet" else ".jsonl"
+
+    @property
+    def key_name(self) -> str:
+        return {"pgn": "game", "parquet": "row"}.get(self.input_kind, "line")
+
+
+@dataclass
+class JobPlan:
+    input: Path
+    output: Path
+    settings: Settings
+    chunks: list[sources.Chunk]
+    done: set[int] = field(default_factory=set)
+
+    def part_path(self, index: int) -> Path:
+        return self.output / f"part-{index:06d}{self.settings.suffix}"
+
+    def record_path(self, index: int) -> Path:
+        return self.output / f"part-{index:06d}.done.json"
+
+
+@dataclass
+class JobSummary:
+    """What a run did and what the output folder holds (``summary.json``)."""
+
+    output: str
+    chunks: int
+    chunks_run: int
+    records: int
+    positions: int
+    skipped: int
+    bad: int
+    seconds: float
+    positions_per_second: float
+    complete: bool
+
+
+def _input_identity(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def weights_identity(weights: str | os.PathLike[str] | None) -> str:
+    if weights is None:
+        return ""
+    p = Path(weights)
+    try:
+        return f"{p.resolve()}:{p.stat().st_size}"
+    except OSError:
+        return str(weights)
+
+
+def prepare_job(input_path: str | os.PathLike[str], output_dir: str | os.PathLike[str],
+                settings: Settings) -> JobPlan:
+    """The job's plan: read from ``OUT/manifest.json`` when it is the same job (resume), else
+    planned from the input and written there. A folder holding another job is refused."""
+    src = Path(input_path)
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--output {out}: not a directory")
+    manifest_path = out / MANIFEST
+    identity = _input_identity(src) if src.is_file() else None
+    wanted = {"format": JOB_FORMAT, "input": identity, "settings": asdict(settings)}
+    wanted["settings"]["probe_layers"] = list(settings.probe_layers)
+    if manifest_path.is_file():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--output {out}: unreadable {MANIFEST} ({exc})") from None
+        for key in ("format", "input", "settings"):
+            if manifest.get(key) != wanted[key]:
+                raise UsageError(
+                    f"--output {out}: holds another job (its {key} differs: {manifest.get(key)} vs "
+                    f"{wanted[key]}); give a new folder"
+                )
+        chunks = [sources.Chunk.from_list(c) for c in manifest["chunks"]]
+    else:
+        if out.is_dir() and any(out.iterdir()):
+            raise UsageError(f"--output {out}: not empty and holds no {MANIFEST}; give a new folder")
+        chunks = sources.plan(src, settings.input_kind, settings.per_chunk)
+        out.mkdir(parents=True, exist_ok=True)
+        manifest = {**wanted, "chunks": [c.to_list() for c in chunks]}
+        write_atomically(manifest_path, json.dumps(manifest), what=f"--output {manifest_path}")
+    plan = JobPlan(src, out, settings, chunks)
+    plan.done = {c.index for c in chunks if plan.record_path(c.index).is_file()}
+    return plan
+
+
+# --- one chunk ----------------------------------------------------------------------------------
+@dataclass
+class LoadedChunk:
+    """A chunk's records as text, encoded; ``where[r]``: the location of record ``r``."""
+
+    chunk: sources.Chunk
+    encoded: EncodedChunk
+    where: list[str]
+    extra_errors: list[tuple[int, str]]  # (record, error) found before encoding (PGN)
+
+
+def _pgn_worker(path: str, chunk: sources.Chunk, first_line: int) -> tuple[list[str], list[str | None], list[int]]:
+    data = sources.read_bytes(path, chunk)
+    return sources.pgn_games_as_lines(data, first_line)
+
+
+class ChunkLoader:
+    """Reads and encodes chunks; PGN games are parsed in ``workers`` processes (python-chess)."""
+
+    def __init__(self, plan: JobPlan, input_format: int, workers: int = 0) -> None:
+        self.plan = plan
+        self.input_format = input_format
+        self.kind = plan.settings.input_kind
+        self._pool: ProcessPoolExecutor | None = None
+        if self.kind == "pgn":
+            import multiprocessing
+
+            count = workers or max(1, (os.cpu_count() or 2) - 1)
+            self._pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def load(self, chunk: sources.Chunk) -> LoadedChunk:
+        name = str(self.plan.input)
+        fill = self.plan.settings.history_fill
+        if self.kind == "fen":
+            data = sources.read_bytes(name, chunk)
+            starts, ends = line_spans(data)
+            first_line = chunk.first + 1
+            where = [f"{name}:{first_line + r}" for r in range(len(starts))]
+            enc = encode_records(data, starts, ends, all_plies=False, capacity=len(starts),
+                                 input_format=self.input_format, history_fill=fill)
+            return LoadedChunk(chunk, enc, where, [])
+        if self.kind == "parquet":
+            lines = sources.parquet_rows_as_lines(name, chunk)
+            where = [f"{name}: row {chunk.first + r}" for r in range(len(lines))]
+            return self._encode_lines(chunk, lines, where, [], all_plies=False)
+        assert self._pool is not None
+        # the game's first line: count the lines before the chunk (cheap next to parsing it)
+        games, errors, lines_at = self._pool.submit(_pgn_worker, name, chunk, self._line_of(chunk)).result()
+        where = [f"{name}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
+        extra = [(g, err) for g, err in enumerate(errors) if err is not None]
+        return self._encode_lines(chunk, games, where, extra, all_plies=True)
+
+    def _line_of(self, chunk: sources.Chunk) -> int:
+        if chunk.start == 0:
+            return 1
+        count = 1
+        with open(self.plan.input, "rb") as f:
+            remaining = chunk.start
+            while remaining > 0:
+                block = f.read(min(remaining, 1 << 24))
+                if not block:
+                    break
+                count += block.count(b"\n")
+                remaining -= len(block)
+        return count
+
+    def _encode_lines(self, chunk: sources.Chunk, lines: list[str], where: list[str],
+                      extra: list[tuple[int, str]], all_plies: bool) -> LoadedChunk:
+        text = "\n".join(line.replace("\n", " ") for line in lines).encode()
+        starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        moves = sum(line.count(" ") for line in lines) if all_plies else 0
+        enc = encode_records(text, starts, ends, all_plies=all_plies, capacity=len(lines) + moves,
+                             input_format=self.input_format, history_fill=self.plan.settings.history_fill)
+        for g, _ in extra:  # a game python-chess could not read is no position
+            enc.status[g] = compiled.SKIPPED
+        return LoadedChunk(chunk, enc, where, extra)
+
+
+@dataclass
+class ChunkRecord:
+    chunk: int
+    records: int
+    positions: int
+    skipped: int
+    bad: list[dict[str, str]]
+
+
+class ChunkEvaluator:
+    """Runs encoded chunks through a backend and reduces the outputs (one per process/actor)."""
+
+    def __init__(self, backend: Backend, settings: Settings, batch: int = 0, in_flight: int = 0,
+                 probe_net: Any = None) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.batch = int(batch or backend.info.recommended_batch or 256)
+        children = len(getattr(backend, "children", ())) or 1
+        self.in_flight = int(in_flight or max(2, children + 1))
+        self.top = settings.top if settings.top > 0 else compiled.B.MAX_MOVES
+        self.probe_net = probe_net
+
+    def evaluate(self, loaded: LoadedChunk) -> tuple[ResultBlock, ChunkRecord]:
+        enc = loaded.encoded
+        n = len(enc)
+        k = self.top
+        moves = np.empty((n, k), np.int32)
+        probs = np.empty((n, k), np.float32)
+        legal = np.empty(n, np.int32)
+        wdl = np.empty((n, 3), np.float32)
+        has_ml = self.backend.info.has_moves_left
+        mlh = np.empty(n, np.float32) if has_ml else None
+        pending: deque[tuple[int, int, PendingOutput]] = deque()
+
+        def drain_one() -> None:
+            start, stop, handle = pending.popleft()
+            out = handle.result()
+            compiled.summarise_rows(enc.pos[start:stop], enc.transform[start:stop], out.policy, k,
+                                    moves[start:stop], probs[start:stop], legal[start:stop])
+            wdl[start:stop] = out.wdl
+            if mlh is not None:
+                mlh[start:stop] = out.moves_left
+
+        for start in range(0, n, self.batch):
+            stop = min(n, start + self.batch)
+            planes = PlanesBatch(enc.planes.masks[start:stop], enc.planes.values[start:stop])
+            pending.append((start, stop, self.backend.evaluate_async(planes)))
+            if len(pending) >= self.in_flight:
+                drain_one()
+        while pending:
+            drain_one()
+        chunk = loaded.chunk
+        key = chunk.first + enc.record + (0 if self.settings.input_kind == "parquet" else 1)
+        ply = enc.ply.copy() if self.settings.input_kind == "pgn" else None
+        probes = self._probes(loaded) if self.settings.probe_layers else None
+        block = ResultBlock(self.settings.key_name, key, ply, moves, probs, legal, wdl, mlh, probes)
+        bad = [{"where": loaded.where[r], "error": err} for r, err in loaded.extra_errors]
+        extra = {r for r, _ in loaded.extra_errors}
+        for r in np.flatnonzero(enc.status > 0).tolist():
+            if r not in extra:
+                bad.append({"where": loaded.where[r], "error": error_text(int(enc.status[r]), int(enc.err_arg[r]))})
+        bad.sort(key=lambda b: b["where"])
+        skipped = int((enc.status == compiled.SKIPPED).sum()) - len(extra)
+        record = ChunkRecord(chunk.index, chunk.count, n, skipped, bad)
+        return block, record
+
+    def _probes(self, loaded: LoadedChunk) -> list[list[list[float]]]:
+        """Per position, per probed layer: the residual stream after the layer (``Net.trace``'s
+        ``*.output`` activations, in order), averaged over the squares. The trace runs the numpy
+        reference on the position alone (no move history), one position at a time: for small
+        jobs and for looking inside a net, not for millions of positions."""
+        from lc0py.search.core.board import board_from_pos
+
+        if self.probe_net is None:
+            raise UsageError("--probe-layers needs --weights (the trace runs on the net)")
+        out = []
+        for r in range(len(loaded.encoded)):
+            board = board_from_pos(loaded.encoded.pos[r])
+            trace = self.probe_net.trace(board)
+            layers = [v for name, v in trace.activations.items() if name.endswith(".output")]
+            row = []
+            for layer in self.settings.probe_layers:
+                if not 0 <= layer < len(layers):
+                    raise UsageError(f"--probe-layers {layer}: the net has layers 0..{len(layers) - 1}")
+                row.append(np.asarray(layers[layer], np.float64).reshape(64, -1).mean(axis=0).astype(
+                    np.float32).tolist())
+            out.append(row)
+        return out
+
+
+def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord) -> None:
+    """The part, then its record (both atomic): the record says the part is complete."""
+    write_part(plan.part_path(record.chunk), block, plan.settings.output_format)
+    write_atomically(plan.record_path(record.chunk), json.dumps(asdict(record)),
+                     what=f"output record {plan.record_path(record.chunk)}")
+
+
+def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: int) -> JobSummary:
+    """Every chunk done? Rows of every part equal to its record, records to the input's."""
+    done = {c.index for c in plan.chunks if plan.record_path(c.index).is_file()}
+    plan.done = done
+    records = positions = skipped = bad = 0
+    complete = len(done) == len(plan.chunks)
+    for c in plan.chunks:
+        if c.index not in done:
+            continue
+        rec = json.loads(plan.record_path(c.index).read_text())
+        rows = count_rows(plan.part_path(c.index), plan.settings.output_format)
+        if rows != rec["positions"] or rec["records"] != c.count:
+            raise UsageError(f"--output {plan.output}: part {c.index} holds {rows} rows for "
+                             f"{rec['positions']} positions of {rec['records']}/{c.count} records")
+        records += rec["records"]
+        positions += rec["positions"]
+        skipped += rec["skipped"]
+        bad += len(rec["bad"])
+    planned = sum(c.count for c in plan.chunks)
+    if complete and records != planned:
+        raise UsageError(f"--output {plan.output}: {records} records evaluated, the input has {planned}")
+    summary = JobSummary(str(plan.output), len(plan.chunks), chunks_run, records, positions, skipped, bad,
+                         round(seconds, 3), round(positions_run / seconds, 1) if seconds > 0 else 0.0,
+                         complete)
+    if complete:
+        write_atomically(plan.output / SUMMARY, json.dumps(asdict(summary)), what=f"--output {SUMMARY}")
+    return summary
+
+
+class BadRecordPrinter:
+    """Bad records on stderr, the first ``ERRORS_SHOWN`` of a run, then a count."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.count = 0
+
+    def __call__(self, record: ChunkRecord) -> None:
+        for b in record.bad:
+            self.count += 1
+            if self.count <= ERRORS_SHOWN:
+                print(f"bulk-eval: {b['where']}: {b['error']} (skipped)", file=self.stream)
+
+    def close(self) -> None:
+        if self.count > ERRORS_SHOWN:
+            print(f"bulk-eval: {self.count - ERRORS_SHOWN} more bad records (in part-*.done.json)",
+                  file=self.stream)
+
+
+def run_local(plan: JobPlan, backend: Backend, *, batch: int = 0, in_flight: int = 0, workers: int = 0,
+              probe_net: Any = None, on_chunk: Callable[[ChunkRecord], None] | None = None,
+              show_progress: bool | None = None) -> JobSummary:
+    """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process."""
+    from lc0py.tools.progress import progress
+
+    evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net)
+    loader = ChunkLoader(plan, backend.info.input_format, workers)
+    todo = [c for c in plan.chunks if c.index not in plan.done]
+    printer = BadRecordPrinter()
+    started = time.perf_counter()
+    positions_run = 0
+    total = sum(c.count for c in todo)
+    unit = "game" if plan.settings.input_kind == "pgn" else "pos"
+    try:
+        with ThreadPoolExecutor(2, thread_name_prefix="lc0py-bulk") as pool, \
+                progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar:
+            ahead: deque[Future[LoadedChunk]] = deque()
+            writing: Future[None] | None = None
+            queue = iter(todo)
+            for c in queue:
+                ahead.append(pool.submit(loader.load, c))
+                if len(ahead) >= 2:
+                    break
+            while ahead:
+                loaded = ahead.popleft().result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    ahead.append(pool.submit(loader.load, nxt))
+                block, record = evaluator.evaluate(loaded)
+                if writing is not None:
+                    writing.result()
+                writing = pool.submit(write_chunk, plan, block, record)
+                printer(record)
+                if on_chunk is not None:
+                    on_chunk(record)
+                positions_run += record.positions
+                bar.update(loaded.chunk.count)
+            if writing is not None:
+                writing.result()
+    finally:
+        loader.close()
+        printer.close()
+    return check_output(plan, len(todo), time.perf_counter() - started, positions_run)
+
+
+def evaluate_file(
+    input_path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    weights: str | os.PathLike[str] | None = None,
+    backend: str = "auto",
+    options: str | None = None,
+    *,
+    input_format: str | None = None,
+    output_format: str = "jsonl",
+    top: int = 10,
+    chunk_records: int = 0,
+    batch: int = 0,
+    in_flight: int = 0,
+    workers: int = 0,
+    history_fill: str = "fen_only",
+    probe_layers: tuple[int, ...] = (),
+    show_progress: bool | None = None,
+) -> JobSummary:
+    """Evaluate every position of ``input_path`` into ``output_dir`` (module docstring), resuming
+    a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
+    ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
+    every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``.
+
+    >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
+    >>> summary.positions, summary.complete  # doctest: +SKIP
+    """
+    from lc0py.api import load
+
+    settings = make_settings(input_path, input_format, output_format, top, chunk_records, history_fill,
+                             probe_layers, weights, backend)
+    plan = prepare_job(input_path, output_dir, settings)
+    with load(weights, backend, options) as net:
+        probe_net = net if probe_layers else None
+        return run_local(plan, net.backend, batch=batch, in_flight=in_flight, workers=workers,
+                         probe_net=probe_net, show_progress=show_progress)
+
+
+def make_settings(input_path: str | os.PathLike[str], input_format: str | None, output_format: str, top: int,
+                  chunk_records: int, history_fill: str, probe_layers: tuple[int, ...],
+                  weights: str | os.PathLike[str] | None, backend: str) -> Settings:
+    """The job's ``Settings``, each checked (one ``UsageError`` line per bad value)."""
+    from lc0py.chess.encoding import HISTORY_FILLS
+
+    kind = sources.input_kind(input_path, input_format)
+    if output_format not in ("jsonl", "parquet"):
+        raise UsageError(f"--output-format {output_format}: jsonl or parquet")
+    if output_format == "parquet" or kind == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UsageError('Parquet needs pyarrow: pip install "lc0py[parquet]"') from None
+    if top < 0:
+        raise UsageError(f"--top {top}: must be 0 (all moves) or more")
+    if chunk_records < 0:
+        raise UsageError(f"--chunk {chunk_records}: must be positive")
+    if history_fill not in HISTORY_FILLS:
+        raise UsageError(f"--history-fill {history_fill}: one of {', '.join(HISTORY_FILLS)}")
+    ident = weights_identity(weights) if weights is not None else ("" if backend == "random" else "default")
+    return Settings(kind, output_format, top, chunk_records, history_fill, tuple(probe_layers), ident)

@@ -1,0 +1,268 @@
+"""Inputs of the bulk evaluator: FEN/EPD/positions lists, PGN and Parquet, cut into chunks.
+
+A job's input is planned once into **chunks** (``Chunk``): contiguous byte ranges holding a fixed
+number of records (lines, or games for PGN), or row ranges of a Parquet file. A chunk is the unit
+of work, of output (one part file each) and of resumption, and the same plan serves the local
+run and the Ray shards, so both write the same parts. Planning reads the file once, in blocks,
+without parsing it: memory stays bounded whatever the input size.
+
+Records are handed to the compiled encoder as text lines: a FEN/EPD/positions line as it is, a
+PGN game as ``FEN | uci uci ...`` (python-chess reads the movetext, in worker processes), a
+Parquet row as ``fen | moves`` from its ``fen`` (and optional ``moves``) column.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from lc0py.errors import UsageError
+from lc0py.storage.reading import open_regular_file
+
+KINDS = ("fen", "pgn", "parquet")
+_BLOCK = 1 << 24
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Records ``first`` .. ``first + count - 1`` (0-based) of the input, at bytes (or Parquet
+    rows) ``start`` .. ``stop``."""
+
+    index: int
+    start: int
+    stop: int
+    first: int
+    count: int
+
+    def to_list(self) -> list[int]:
+        return [self.index, self.start, self.stop, self.first, self.count]
+
+    @classmethod
+    def from_list(cls, row: list[int]) -> Chunk:
+        return cls(*(int(x) for x in row))
+
+
+def input_kind(path: str | Path, given: str | None = None) -> str:
+    """``fen`` (FEN, EPD and positions lists), ``pgn`` or ``parquet``: ``given``, else from the suffix."""
+    if given:
+        if given not in KINDS:
+            raise UsageError(f"--input-format {given}: not one of {', '.join(KINDS)}")
+        return given
+    suffix = Path(path).suffix.lower()
+    if suffix == ".pgn":
+        return "pgn"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    return "fen"
+
+
+def _open(path: str | Path) -> io.BufferedReader:
+    return open_regular_file(str(path), "file", UsageError, label=f"input {path}")  # type: ignore[return-value]
+
+
+def plan_lines(path: str | Path, per_chunk: int) -> list[Chunk]:
+    """Chunks of ``per_chunk`` lines each."""
+    chunks: list[Chunk] = []
+    start = offset = lines = 0
+    in_chunk = 0
+    with _open(path) as f:
+        while True:
+            block = f.read(_BLOCK)
+            if not block:
+                break
+            pos = 0
+            while True:
+                want = per_chunk - in_chunk
+                # find the want-th newline from pos, or run out of block
+                found = pos - 1
+                for _ in range(want):
+                    found = block.find(b"\n", found + 1)
+                    if found < 0:
+                        break
+                if found < 0:
+                    in_chunk += block.count(b"\n", pos)
+                    break
+                stop = offset + found + 1
+                chunks.append(Chunk(len(chunks), start, stop, lines, per_chunk))
+                lines += per_chunk
+                start = stop
+                in_chunk = 0
+                pos = found + 1
+            offset += len(block)
+        if offset > start:  # the last lines (the last may lack its newline)
+            f.seek(start)
+            tail = f.read(offset - start)
+            count = tail.count(b"\n") + (0 if tail.endswith(b"\n") else 1)
+            chunks.append(Chunk(len(chunks), start, offset, lines, count))
+    return chunks
+
+
+class PgnScanner:
+    """Finds where games start, a line at a time: a tag line (``[``) after movetext or a blank
+    line, or movetext after a blank line (a game without tags). Fed whole lines, block by block."""
+
+    def __init__(self) -> None:
+        self.in_tags = False
+        self.after_blank = True
+        self.starts: list[int] = []
+
+    def feed(self, data: bytes, base: int) -> None:
+        pos = 0
+        n = len(data)
+        while pos < n:
+            end = data.find(b"\n", pos)
+            end = n if end < 0 else end
+            line = data[pos:end].strip()
+            if line.startswith(b"["):
+                if not self.in_tags:
+                    self.starts.append(base + pos)
+                    self.in_tags = True
+            elif line and not line.startswith((b"%", b";")):
+                if not self.in_tags and self.after_blank:
+                    self.starts.append(base + pos)
+                self.in_tags = False
+                self.after_blank = False
+            elif not line and not self.in_tags:
+                self.after_blank = True
+            pos = end + 1
+
+
+def plan_pgn(path: str | Path, per_chunk: int) -> list[Chunk]:
+    """Chunks of ``per_chunk`` games each (the file is read once, game boundaries only)."""
+    scanner = PgnScanner()
+    with _open(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        offset = 0
+        carry = b""
+        while True:
+            block = f.read(_BLOCK)
+            if not block:
+                break
+            data = carry + block
+            cut = data.rfind(b"\n") + 1
+            scanner.feed(data[:cut], offset)
+            offset += cut
+            carry = data[cut:]
+        if carry:
+            scanner.feed(carry, offset)
+    starts = scanner.starts
+    chunks = []
+    for k in range(0, len(starts), per_chunk):
+        group = starts[k : k + per_chunk]
+        stop = starts[k + per_chunk] if k + per_chunk < len(starts) else size
+        chunks.append(Chunk(len(chunks), group[0], stop, k, len(group)))
+    return chunks
+
+
+def plan_parquet(path: str | Path, per_chunk: int) -> list[Chunk]:
+    """Chunks of at most ``per_chunk`` rows, never across a row group."""
+    pq = _pyarrow_parquet()
+    try:
+        meta = pq.ParquetFile(str(path)).metadata
+    except Exception as exc:
+        raise UsageError(f"input {path}: not a readable Parquet file ({exc})") from None
+    chunks: list[Chunk] = []
+    row = 0
+    for g in range(meta.num_row_groups):
+        rows = meta.row_group(g).num_rows
+        for k in range(0, rows, per_chunk):
+            count = min(per_chunk, rows - k)
+            chunks.append(Chunk(len(chunks), row + k, row + k + count, row + k, count))
+        row += rows
+    return chunks
+
+
+def _pyarrow_parquet():  # type: ignore[no-untyped-def]
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError('Parquet needs pyarrow: pip install "lc0py[parquet]"') from None
+    return pq
+
+
+def plan(path: str | Path, kind: str, per_chunk: int) -> list[Chunk]:
+    _open(path).close()  # a missing file, a directory or a FIFO: one line, before anything else
+    if kind == "pgn":
+        return plan_pgn(path, per_chunk)
+    if kind == "parquet":
+        return plan_parquet(path, per_chunk)
+    return plan_lines(path, per_chunk)
+
+
+def read_bytes(path: str | Path, chunk: Chunk) -> bytes:
+    with _open(path) as f:
+        f.seek(chunk.start)
+        return f.read(chunk.stop - chunk.start)
+
+
+def pgn_games_as_lines(data: bytes, first_line: int) -> tuple[list[str], list[str | None], list[int]]:
+    """Every game of ``data`` as ``FEN | uci ...`` (python-chess reads the movetext), its error
+    (``None`` if it is fine) and the line it starts on (``first_line`` = the chunk's first)."""
+    import chess.pgn
+
+    scanner = PgnScanner()
+    scanner.feed(data, 0)
+    starts = scanner.starts
+    lines: list[str] = []
+    errors: list[str | None] = []
+    where: list[int] = []
+    text_line = first_line
+    previous = 0
+    for k, start in enumerate(starts):
+        stop = starts[k + 1] if k + 1 < len(starts) else len(data)
+        text_line += data.count(b"\n", previous, start)
+        previous = start
+        where.append(text_line)
+        try:
+            game = chess.pgn.read_game(io.StringIO(data[start:stop].decode("utf-8", "replace")))
+        except Exception as exc:  # python-chess raises on some malformed input
+            lines.append("")
+            errors.append(f"unreadable game ({exc})")
+            continue
+        if game is None:
+            lines.append("")
+            errors.append("no game")
+            continue
+        if game.errors:
+            lines.append("")
+            errors.append(str(game.errors[0]).splitlines()[0])
+            continue
+        board = game.board()
+        moves = [m.uci() for m in game.mainline_moves()]
+        lines.append(f"{board.fen()} | {' '.join(moves)}")
+        errors.append(None)
+    return lines, errors, where
+
+
+def parquet_rows_as_lines(path: str | Path, chunk: Chunk) -> list[str]:
+    """Rows ``chunk.start`` .. ``chunk.stop`` as ``fen | moves`` lines (``fen`` column needed;
+    ``moves``: optional, a space-separated string or a list of UCI moves)."""
+    pq = _pyarrow_parquet()
+    pf = pq.ParquetFile(str(path))
+    names = pf.schema_arrow.names
+    if "fen" not in names:
+        raise UsageError(f"input {path}: no 'fen' column (columns: {', '.join(names)})")
+    first = 0
+    for g in range(pf.metadata.num_row_groups):  # the row group holding the chunk
+        rows = pf.metadata.row_group(g).num_rows
+        if first <= chunk.start < first + rows:
+            break
+        first += rows
+    table = pf.read_row_group(g, columns=[c for c in ("fen", "moves") if c in names])
+    part = table.slice(chunk.start - first, chunk.stop - chunk.start)
+    fens = part.column("fen").to_pylist()
+    moves = part.column("moves").to_pylist() if "moves" in part.column_names else [None] * len(fens)
+    out = []
+    for fen, mv in zip(fens, moves, strict=True):
+        text = " ".join(mv) if isinstance(mv, list) else (mv or "")
+        out.append(f"{(fen or '').replace('|', ' ').strip()} | {text}" if text else (fen or "").replace("\n", " "))
+    return out
+
+
+def iter_chunks(chunks: list[Chunk], done: set[int]) -> Iterator[Chunk]:
+    for chunk in chunks:
+        if chunk.index not in done:
+            yield chunk

@@ -1,0 +1,123 @@
+"""One chunk's results as a part file: JSON lines or Parquet, written atomically.
+
+Columns (JSONL keys), one row per position:
+
+* the key: ``line`` (FEN/EPD lists: the 1-based input line), ``game`` + ``ply`` (PGN: the 1-based
+  game, the ply from its start position, 0 = before the first move) or ``row`` (Parquet: 0-based);
+* ``policy``: the legal moves' probabilities (softmax at temperature 1 over the raw logits, as
+  ``lc0py eval``), most likely first, the ``top`` best or all; JSONL ``{"e2e4": p, ...}``,
+  Parquet two list columns ``moves`` and ``probs``;
+* ``wdl`` ``[w, d, l]``, ``q`` = w - l, ``mlh`` (moves left; null without that head),
+  ``legal`` (the number of legal moves);
+* ``probes`` (with ``--probe-layers``): per probed layer, the mean over the 64 squares of the
+  residual stream after that layer (``Net.trace``), ``[[...], ...]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lc0py.storage.atomic import write_atomically
+from lc0py.tools.bulk.compiled import uci_table
+
+_UCI = uci_table()
+
+
+@dataclass
+class ResultBlock:
+    """One chunk's results, row by row (``ply`` is ``None`` for non-game inputs)."""
+
+    key_name: str  # "line", "game" or "row"
+    key: np.ndarray  # int64
+    ply: np.ndarray | None
+    moves: np.ndarray  # [N, K] int32 display codes, -1 padding
+    probs: np.ndarray  # [N, K] float32
+    legal: np.ndarray  # [N] int
+    wdl: np.ndarray  # [N, 3] float32
+    mlh: np.ndarray | None  # [N] float32
+    probes: list[list[list[float]]] | None = None
+
+    def __len__(self) -> int:
+        return int(len(self.key))
+
+
+def _g(x: float) -> str:
+    text = f"{x:.6g}"
+    return text if text not in ("nan", "inf", "-inf") else "null"
+
+
+def jsonl_text(block: ResultBlock) -> str:
+    """The block as JSON lines (hand-formatted: this runs for every position of a job)."""
+    uci = _UCI
+    out = []
+    key = block.key.tolist()
+    ply = block.ply.tolist() if block.ply is not None else None
+    moves = block.moves.tolist()
+    probs = block.probs.tolist()
+    legal = block.legal.tolist()
+    wdl = block.wdl.tolist()
+    mlh = block.mlh.tolist() if block.mlh is not None else None
+    name = block.key_name
+    for i in range(len(key)):
+        head = f'{{"{name}": {key[i]}, "ply": {ply[i]}, ' if ply is not None else f'{{"{name}": {key[i]}, '
+        pol = ", ".join(f'"{uci[m]}": {_g(p)}' for m, p in zip(moves[i], probs[i], strict=True) if m >= 0)
+        w, d, l = wdl[i]
+        tail = f'"mlh": {_g(mlh[i])}' if mlh is not None else '"mlh": null'
+        line = (f'{head}"policy": {{{pol}}}, "wdl": [{_g(w)}, {_g(d)}, {_g(l)}], "q": {_g(w - l)}, '
+                f'{tail}, "legal": {legal[i]}')
+        if block.probes is not None:
+            line += ', "probes": ' + json.dumps(block.probes[i])
+        out.append(line + "}\n")
+    return "".join(out)
+
+
+def parquet_bytes(block: ResultBlock) -> bytes:
+    """The block as one Parquet file (pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = len(block)
+    valid = block.moves >= 0
+    counts = valid.sum(axis=1)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    flat_codes = block.moves[valid]
+    uci = np.array(_UCI, dtype=object)
+    moves = pa.ListArray.from_arrays(pa.array(offsets), pa.array(uci[flat_codes].tolist(), pa.string()))
+    probs = pa.ListArray.from_arrays(pa.array(offsets), pa.array(block.probs[valid].astype(np.float32)))
+    wdl = pa.FixedSizeListArray.from_arrays(pa.array(block.wdl.astype(np.float32).reshape(-1)), 3)
+    columns = {block.key_name: pa.array(block.key.astype(np.int64))}
+    if block.ply is not None:
+        columns["ply"] = pa.array(block.ply.astype(np.int32))
+    columns.update(
+        moves=moves,
+        probs=probs,
+        wdl=wdl,
+        q=pa.array((block.wdl[:, 0] - block.wdl[:, 2]).astype(np.float32)),
+        mlh=pa.array(block.mlh.astype(np.float32)) if block.mlh is not None else pa.nulls(n, pa.float32()),
+        legal=pa.array(block.legal.astype(np.int16)),
+    )
+    if block.probes is not None:
+        columns["probes"] = pa.array(block.probes, pa.list_(pa.list_(pa.float32())))
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink, compression="zstd")
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def write_part(path: Path, block: ResultBlock, fmt: str) -> None:
+    data: bytes | str = parquet_bytes(block) if fmt == "parquet" else jsonl_text(block)
+    write_atomically(path, data, what=f"output part {path}")
+
+
+def count_rows(path: Path, fmt: str) -> int:
+    """Rows in a written part (the final check reads them back, not the records of them)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(str(path)).metadata.num_rows)
+    with open(path, "rb") as f:
+        return sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
