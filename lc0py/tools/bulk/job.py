@@ -176,12 +176,12 @@ def _pgn_worker(path: str, chunk: sources.Chunk, first_line: int) -> tuple[list[
 class ChunkLoader:
     """Reads and encodes chunks; PGN games are parsed in ``workers`` processes (python-chess)."""
 
-    def __init__(self, plan: JobPlan, input_format: int, workers: int = 0) -> None:
+    def __init__(self, plan: JobPlan, input_format: int, workers: int = 0, inline: bool = False) -> None:
         self.plan = plan
         self.input_format = input_format
         self.kind = plan.settings.input_kind
         self._pool: ProcessPoolExecutor | None = None
-        if self.kind == "pgn":
+        if self.kind == "pgn" and not inline:  # inline: this process parses (a Ray actor)
             import multiprocessing
 
             count = workers or max(1, (os.cpu_count() or 2) - 1)
@@ -207,9 +207,11 @@ class ChunkLoader:
             lines = sources.parquet_rows_as_lines(name, chunk)
             where = [f"{name}: row {chunk.first + r}" for r in range(len(lines))]
             return self._encode_lines(chunk, lines, where, [], all_plies=False)
-        assert self._pool is not None
         # the game's first line: count the lines before the chunk (cheap next to parsing it)
-        games, errors, lines_at = self._pool.submit(_pgn_worker, name, chunk, self._line_of(chunk)).result()
+        if self._pool is not None:
+            games, errors, lines_at = self._pool.submit(_pgn_worker, name, chunk, self._line_of(chunk)).result()
+        else:
+            games, errors, lines_at = _pgn_worker(name, chunk, self._line_of(chunk))
         where = [f"{name}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
         extra = [(g, err) for g, err in enumerate(errors) if err is not None]
         return self._encode_lines(chunk, games, where, extra, all_plies=True)

@@ -201,8 +201,11 @@ def read_bytes(path: str | Path, chunk: Chunk) -> bytes:
 def pgn_games_as_lines(data: bytes, first_line: int) -> tuple[list[str], list[str | None], list[int]]:
     """Every game of ``data`` as ``FEN | uci ...`` (python-chess reads the movetext), its error
     (``None`` if it is fine) and the line it starts on (``first_line`` = the chunk's first)."""
+    import logging
+
     import chess.pgn
 
+    logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)  # its errors are reported here, once
     scanner = PgnScanner()
     scanner.feed(data, 0)
     starts = scanner.starts

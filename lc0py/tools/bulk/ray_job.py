@@ -1,0 +1,187 @@
+"""The bulk evaluation on Ray: the job's chunks as tasks on actors, one actor per device.
+
+``evaluate_file_on_ray`` (``lc0py bulk-eval --ray [ADDRESS]``) plans the job exactly as the local
+run does (``job.prepare_job``: same manifest, same chunks, same part files, so a job started
+locally can be finished on Ray and the other way round), then:
+
+* connects to Ray: ``address=None`` starts a local cluster on this machine (a laptop, or a
+  multi-GPU box), ``"auto"`` joins the running cluster, ``"ray://head:10001"`` a remote one
+  (the output folder must then be on storage every node sees);
+* starts the actors: one per GPU of the cluster (``num_gpus=1``: Ray gives each its own device,
+  so ``backend="cuda-fp16"`` runs on that one), or ``actors`` CPU actors where there is no GPU;
+* keeps every actor two chunks deep (the next chunk is queued while one runs); each actor reads,
+  encodes, evaluates and writes its chunk's part and record atomically, exactly as the local run;
+* redoes the chunk of an actor that dies (killed, out of memory, node lost) on a fresh actor, at
+  most ``attempts`` times per chunk; a half-written part is never seen (atomic rename), and a
+  part written twice is the same bytes written over itself;
+* checks the output (``job.check_output``: every part's rows against its record, the records
+  against the input) and returns the :class:`~lc0py.tools.bulk.job.JobSummary`.
+
+Ray is an optional extra: ``pip install "lc0py[ray]"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lc0py.errors import Lc0pyError, UsageError
+from lc0py.tools.bulk import job as J
+from lc0py.tools.bulk.sources import Chunk
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UsageError('--ray needs Ray: pip install "lc0py[ray]"') from None
+    return ray
+
+
+class ChunkWorker:
+    """The actor's body (plain class; ``ray.remote`` wraps it): one backend, chunks in turn."""
+
+    def __init__(self, plan: J.JobPlan, weights: str | None, backend: str, options: str | None,
+                 batch: int, in_flight: int, hook: Callable[[int, int], None] | None) -> None:
+        from lc0py.api import load
+
+        self.plan = plan
+        self.net = load(weights, backend, options)
+        probe = self.net if plan.settings.probe_layers else None
+        self.evaluator = J.ChunkEvaluator(self.net.backend, plan.settings, batch, in_flight, probe)
+        self.loader = J.ChunkLoader(plan, self.net.backend.info.input_format, workers=0, inline=True)
+        self.hook = hook
+
+    def run(self, row: list[int], attempt: int) -> dict[str, Any]:
+        chunk = Chunk.from_list(row)
+        loaded = self.loader.load(chunk)
+        block, record = self.evaluator.evaluate(loaded)
+        if self.hook is not None:  # fault injection (tests): between evaluating and writing
+            self.hook(chunk.index, attempt)
+        J.write_chunk(self.plan, block, record)
+        return {"chunk": record.chunk, "positions": record.positions, "bad": record.bad}
+
+    def ping(self) -> int:
+        return os.getpid()
+
+
+def evaluate_file_on_ray(
+    input_path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    weights: str | os.PathLike[str] | None = None,
+    backend: str = "auto",
+    options: str | None = None,
+    *,
+    address: str | None = None,
+    actors: int = 0,
+    gpus_per_actor: float | None = None,
+    input_format: str | None = None,
+    output_format: str = "jsonl",
+    top: int = 10,
+    chunk_records: int = 0,
+    batch: int = 0,
+    in_flight: int = 0,
+    history_fill: str = "fen_only",
+    probe_layers: tuple[int, ...] = (),
+    attempts: int = 3,
+    hook: Callable[[int, int], None] | None = None,
+) -> J.JobSummary:
+    """Run ``evaluate_file``'s job on Ray (module docstring). ``actors``: how many (default: one
+    per GPU, else 2); ``gpus_per_actor``: default 1 when the cluster has GPUs, else 0."""
+    ray = _ray()
+    settings = J.make_settings(input_path, input_format, output_format, top, chunk_records, history_fill,
+                               probe_layers, weights, backend)
+    plan = J.prepare_job(input_path, output_dir, settings)
+    plan.input = plan.input.resolve()
+    plan.output = plan.output.resolve()
+    started_here = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, logging_level="warning",
+                 log_to_driver=False)
+        started_here = True
+    try:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        per_actor = (1.0 if gpus else 0.0) if gpus_per_actor is None else gpus_per_actor
+        count = actors or (max(1, int(gpus / per_actor)) if per_actor else 2)
+        remote = ray.remote(num_cpus=0 if per_actor else 1, num_gpus=per_actor, max_restarts=0,
+                            max_task_retries=0)(ChunkWorker)
+        weights_arg = None if weights is None else str(Path(weights).resolve())
+        args = (plan, weights_arg, backend, options, batch, in_flight, hook)
+        started = time.perf_counter()
+        positions = _dispatch(ray, remote, args, count, plan, attempts)
+        seconds = time.perf_counter() - started
+        todo = len([c for c in plan.chunks if c.index not in plan.done])
+        return J.check_output(plan, todo, seconds, positions)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _init_error(exc: Exception) -> str:
+    """The one line of an actor whose constructor failed (the ``Lc0pyError`` it raised)."""
+    text = str(getattr(exc, "error_msg", "") or exc)
+    found = re.findall(r"lc0py\.errors\.\w+: (.+)", text)
+    if found:
+        return found[-1].strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return f"bulk-eval --ray: an actor could not start ({lines[-1].strip() if lines else 'no reason given'})"
+
+
+def _dispatch(ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int) -> int:
+    """Every chunk not done, two per actor at a time; a dead actor's chunks go to a new one."""
+    pending = [c for c in plan.chunks if c.index not in plan.done]
+    tries: dict[int, int] = {}
+    workers = [remote.remote(*args) for _ in range(min(count, max(1, len(pending))))]
+    running: dict[Any, tuple[Any, Chunk]] = {}  # task -> (actor, chunk)
+    load: dict[Any, int] = {w: 0 for w in workers}
+    printer = J.BadRecordPrinter()
+    positions = 0
+    try:
+        while pending or running:
+            for w in list(load):
+                while pending and load[w] < 2:
+                    chunk = pending.pop(0)
+                    attempt = tries.get(chunk.index, 0)
+                    task = w.run.remote(chunk.to_list(), attempt)
+                    running[task] = (w, chunk)
+                    load[w] += 1
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for task in ready:
+                w, chunk = running.pop(task)
+                try:
+                    result = ray.get(task)
+                except ray.exceptions.RayActorError as exc:
+                    if getattr(exc, "actor_init_failed", False):  # a bad option, net, device: no retry
+                        raise Lc0pyError(_init_error(exc)) from None
+                    load.pop(w, None)
+                    tries[chunk.index] = tries.get(chunk.index, 0) + 1
+                    if tries[chunk.index] >= attempts:
+                        raise Lc0pyError(f"bulk-eval --ray: chunk {chunk.index} failed {attempts} times "
+                                         "(its actor died each time)") from None
+                    pending.insert(0, chunk)
+                    # the dead actor's other tasks fail too and come back through here
+                    if w not in load and len(load) < count:
+                        fresh = remote.remote(*args)
+                        load[fresh] = 0
+                    continue
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, Lc0pyError):
+                        raise Lc0pyError(str(cause).splitlines()[0]) from None
+                    raise
+                if w in load:
+                    load[w] -= 1
+                positions += int(result["positions"])
+                printer(J.ChunkRecord(result["chunk"], 0, result["positions"], 0, result["bad"]))
+    finally:
+        printer.close()
+        for w in list(load):
+            try:
+                ray.kill(w)
+            except Exception:  # already gone
+                pass
+    return positions
