@@ -101,7 +101,9 @@ def _tokens(source: str) -> list[_Token]:
                 j += 1
             text = source[i:j]
             try:
-                float(text) if any(ch in text for ch in ".eE") else int(text, 0 if "x" in text.lower() else 10)
+                float(text) if any(ch in text for ch in ".eE") else int(
+                    text, 0 if "x" in text.lower() else 10
+                )
             except ValueError:
                 raise _error(source, i, f"'{text}' is not a number") from None
             out.append(_Token("number", text, i))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict
 
 from lc0py.errors import UsageError
@@ -18,38 +17,96 @@ from lc0py.tools.arguments import add_backend_arguments, add_weights_argument
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", metavar="INPUT",
-                        help="positions: FEN/EPD lines ('FEN | uci moves' allowed), .pgn games (every "
-                             "ply), or .parquet (a 'fen' column, optional 'moves')")
-    parser.add_argument("-O", "--output", required=True, metavar="DIR",
-                        help="output folder: part files, manifest.json, summary.json; a rerun resumes")
+    parser.add_argument(
+        "input",
+        metavar="INPUT",
+        help="positions: FEN/EPD lines ('FEN | uci moves' allowed), .pgn games (every "
+        "ply), or .parquet (a 'fen' column, optional 'moves')",
+    )
+    parser.add_argument(
+        "-O",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="output folder: part files, manifest.json, summary.json; a rerun resumes",
+    )
     add_weights_argument(parser)
-    add_backend_arguments(parser, note="several GPUs: --backend demux --backend-opts "
-                                       "'(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)'")
-    parser.add_argument("--input-format", choices=("fen", "pgn", "parquet"), default=None,
-                        help="override the format guessed from the suffix")
-    parser.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl",
-                        help="part files as JSON lines (default) or Parquet (needs pyarrow)")
-    parser.add_argument("--top", type=int, default=10, metavar="N",
-                        help="keep the N most likely legal moves (0: all; default 10)")
-    parser.add_argument("--chunk", type=int, default=0, metavar="N",
-                        help="records per chunk and part file (default: 8192 lines or rows, 256 games)")
-    parser.add_argument("--batch", type=int, default=0, metavar="N",
-                        help="positions per backend call (default: the backend's recommended batch)")
-    parser.add_argument("--in-flight", type=int, default=0, metavar="N",
-                        help="backend calls in flight (default: devices + 1)")
-    parser.add_argument("--workers", type=int, default=0, metavar="N",
-                        help="processes reading PGN movetext (default: CPUs - 1)")
-    parser.add_argument("--history-fill", default="fen_only", choices=("no", "fen_only", "always"),
-                        help="lc0's HistoryFill for FEN starts (default fen_only)")
-    parser.add_argument("--probe-layers", default="", metavar="L,L",
-                        help="also record the residual stream after these layers (mean over squares; "
-                             "numpy trace, slow)")
-    parser.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
-                        help="run on Ray: a local cluster (no ADDRESS), 'auto', or ray://host:10001 "
-                             '(pip install "lc0py[ray]")')
-    parser.add_argument("--ray-actors", type=int, default=0, metavar="N",
-                        help="Ray actors (default: one per GPU of the cluster, else 2 on CPUs)")
+    add_backend_arguments(
+        parser,
+        note="several GPUs: --backend demux --backend-opts "
+        "'(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)'",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=("fen", "pgn", "parquet"),
+        default=None,
+        help="override the format guessed from the suffix",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="part files as JSON lines (default) or Parquet (needs pyarrow)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=10,
+        metavar="N",
+        help="keep the N most likely legal moves (0: all; default 10)",
+    )
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=0,
+        metavar="N",
+        help="records per chunk and part file (default: 8192 lines or rows, 256 games)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="positions per backend call (default: the backend's recommended batch)",
+    )
+    parser.add_argument(
+        "--in-flight", type=int, default=0, metavar="N", help="backend calls in flight (default: devices + 1)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="processes reading PGN movetext (default: CPUs - 1)",
+    )
+    parser.add_argument(
+        "--history-fill",
+        default="fen_only",
+        choices=("no", "fen_only", "always"),
+        help="lc0's HistoryFill for FEN starts (default fen_only)",
+    )
+    parser.add_argument(
+        "--probe-layers",
+        default="",
+        metavar="L,L",
+        help="also record the residual stream after these layers (mean over squares; numpy trace, slow)",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Ray: a local cluster (no ADDRESS), 'auto', or ray://host:10001 "
+        '(pip install "lc0py[ray]")',
+    )
+    parser.add_argument(
+        "--ray-actors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Ray actors (default: one per GPU of the cluster, else 2 on CPUs)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
@@ -68,26 +125,49 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) < 0:
             raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must not be negative")
     common = dict(
-        input_format=args.input_format, output_format=args.output_format, top=args.top,
-        chunk_records=args.chunk, batch=args.batch, history_fill=args.history_fill,
+        input_format=args.input_format,
+        output_format=args.output_format,
+        top=args.top,
+        chunk_records=args.chunk,
+        batch=args.batch,
+        history_fill=args.history_fill,
         probe_layers=_layers(args.probe_layers),
     )
     show = False if args.no_progress else None
     if args.ray is not None:
         from lc0py.tools.bulk.ray_job import evaluate_file_on_ray
 
-        summary = evaluate_file_on_ray(args.input, args.output, args.weights, args.backend, args.backend_opts,
-                                       address=None if args.ray == "local" else args.ray,
-                                       actors=args.ray_actors, in_flight=args.in_flight, **common)
+        summary = evaluate_file_on_ray(
+            args.input,
+            args.output,
+            args.weights,
+            args.backend,
+            args.backend_opts,
+            address=None if args.ray == "local" else args.ray,
+            actors=args.ray_actors,
+            in_flight=args.in_flight,
+            **common,
+        )
     else:
-        summary = evaluate_file(args.input, args.output, args.weights, args.backend, args.backend_opts,
-                                in_flight=args.in_flight, workers=args.workers, show_progress=show, **common)
+        summary = evaluate_file(
+            args.input,
+            args.output,
+            args.weights,
+            args.backend,
+            args.backend_opts,
+            in_flight=args.in_flight,
+            workers=args.workers,
+            show_progress=show,
+            **common,
+        )
     if args.json:
         print(json.dumps(asdict(summary)))
     else:
         state = "complete" if summary.complete else "INCOMPLETE"
-        print(f"bulk-eval: {summary.positions} positions from {summary.records} records "
-              f"({summary.skipped} blank/comment, {summary.bad} bad) in {summary.output}, {state}; "
-              f"this run: {summary.chunks_run} of {summary.chunks} chunks, {summary.seconds:.2f} s, "
-              f"{summary.positions_per_second:,.0f} positions/s")
+        print(
+            f"bulk-eval: {summary.positions} positions from {summary.records} records "
+            f"({summary.skipped} blank/comment, {summary.bad} bad) in {summary.output}, {state}; "
+            f"this run: {summary.chunks_run} of {summary.chunks} chunks, {summary.seconds:.2f} s, "
+            f"{summary.positions_per_second:,.0f} positions/s"
+        )
     return 0 if summary.complete else 1

@@ -26,7 +26,9 @@ class Reporter:
 
 
 @contextmanager
-def progress(total: int | None, desc: str, unit: str = "pos", enabled: bool | None = None) -> Iterator[Reporter]:
+def progress(
+    total: int | None, desc: str, unit: str = "pos", enabled: bool | None = None
+) -> Iterator[Reporter]:
     """A :class:`Reporter` over ``total`` units (``None``: unknown) labelled ``desc``."""
     if enabled is None:
         enabled = sys.stderr.isatty()
@@ -37,7 +39,9 @@ def progress(total: int | None, desc: str, unit: str = "pos", enabled: bool | No
         except ImportError:  # pragma: no cover - tqdm is a dependency
             tqdm = None
         if tqdm is not None:
-            bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, dynamic_ncols=True)
+            bar = tqdm(
+                total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, dynamic_ncols=True
+            )
     try:
         yield Reporter(bar)
     finally:

@@ -4,6 +4,8 @@ minibatch must get its own rows of the outputs, and the tree must stay whole."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import time
 
 import numpy as np
@@ -81,6 +83,16 @@ def checked_rows(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-de
 def test_batches_in_flight_follow_threads_and_overlap() -> None:
     assert batches_in_flight(SearchParams(overlap=False, threads=8)) == 1
     assert [batches_in_flight(SearchParams(threads=t)) for t in (0, 1, 2, 3, 6)] == [2, 2, 2, 3, 6]
+
+
+def test_auto_threads_keep_every_child_of_a_multi_backend_fed() -> None:
+    from lc0py.backends.registry import create_backend
+
+    tiny = str(Path(__file__).resolve().parents[2] / "weights" / "tiny-seed1.pb.gz")
+    with create_backend("demux", tiny, "backend=random,(),(),()") as demux:
+        assert batches_in_flight(SearchParams(), demux) == 4  # a batch queued on each, one gathering
+        assert batches_in_flight(SearchParams(threads=2), demux) == 2  # lc0's Threads, as given
+        assert batches_in_flight(SearchParams(overlap=False), demux) == 1
 
 
 @pytest.mark.parametrize("minibatch", [64, 256])

@@ -107,7 +107,9 @@ class DemuxBackend(MultiBackend):
         if n == 0:
             return self.children[0].submit(batch)
         size = self.part_size(n)
-        parts = [self._next_child().submit(slice_batch(batch, s, min(n, s + size))) for s in range(0, n, size)]
+        parts = [
+            self._next_child().submit(slice_batch(batch, s, min(n, s + size))) for s in range(0, n, size)
+        ]
         return JoinedHandle(parts)
 
     def prepare(self, max_batch: int) -> None:
@@ -149,8 +151,9 @@ class MultiplexingBackend(MultiBackend):
         self._workers: list[threading.Thread] = []
         for child in children:
             for k in range(child.spec.threads):
-                t = threading.Thread(target=self._work, args=(child,), daemon=True,
-                                     name=f"lc0py-mux-{child.spec.backend}-{k}")
+                t = threading.Thread(
+                    target=self._work, args=(child,), daemon=True, name=f"lc0py-mux-{child.spec.backend}-{k}"
+                )
                 t.start()
                 self._workers.append(t)
 

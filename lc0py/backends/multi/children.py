@@ -152,8 +152,12 @@ def child_specs(kind: str, options: BackendOptions) -> list[ChildSpec]:
         threads = to_int(f"{label}: threads", merged.get("threads", "1"), 1, 64)
         max_batch = to_int(f"{label}: max_batch", merged.get("max_batch", "256"), 1, 1 << 20)
         child_values = {k: v for k, v in merged.items() if k not in MULTI_KEYS}
-        child_options = BackendOptions(child_values, name, list(group.groups) if group is not root else [],
-                                       group if group is not root else None)
+        child_options = BackendOptions(
+            child_values,
+            name,
+            list(group.groups) if group is not root else [],
+            group if group is not root else None,
+        )
         specs.append(ChildSpec(label, name, child_options, threads, max_batch))
     return specs
 
@@ -190,12 +194,15 @@ def merged_info(kind: str, children: list[Child], recommended_batch: int) -> Bac
     for child in children[1:]:
         info = child.info
         if (info.input_format, info.has_wdl, info.has_moves_left) != (
-            first.input_format, first.has_wdl, first.has_moves_left
+            first.input_format,
+            first.has_wdl,
+            first.has_moves_left,
         ):
             raise BackendOptionError(
                 f"--backend-opts: {child.label}: input format {info.input_format}, wdl {info.has_wdl}, "
                 f"moves-left {info.has_moves_left} differ from {children[0].label}'s "
                 f"({first.input_format}, {first.has_wdl}, {first.has_moves_left})"
             )
-    return BackendInfo(first.input_format, first.has_wdl, first.has_moves_left, recommended_batch,
-                       asynchronous=True)
+    return BackendInfo(
+        first.input_format, first.has_wdl, first.has_moves_left, recommended_batch, asynchronous=True
+    )

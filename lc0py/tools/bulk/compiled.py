@@ -214,7 +214,11 @@ def parse_fen(buf: np.ndarray, tok: np.ndarray, ntok: int, pos: np.ndarray) -> i
         pushed = ep + 8 if black else ep - 8
         occ = pos[0] | pos[1]
         pusher = pos[B.W_PIECES + B.PAWN] & pos[0 if black else 1]
-        if ep // 8 != (2 if black else 5) or occ & (U1 << np.uint64(ep)) or not (pusher & (U1 << np.uint64(pushed))):
+        if (
+            ep // 8 != (2 if black else 5)
+            or occ & (U1 << np.uint64(ep))
+            or not (pusher & (U1 << np.uint64(pushed)))
+        ):
             return 4
         pos[B.W_EP] = np.uint64(ep)
     # 5. counters: FEN fields 5 and 6, or EPD opcodes hmvc/fmvn
@@ -396,7 +400,9 @@ def encode_records(
         status[r] = 0
         first = 0 if all_plies else nm
         for k in range(first, nm + 1):
-            out_transform[rows] = encode(hist, reps, k + 1, input_format, fill, out_masks[rows], out_values[rows])
+            out_transform[rows] = encode(
+                hist, reps, k + 1, input_format, fill, out_masks[rows], out_values[rows]
+            )
             for w in range(B.POS_WORDS):
                 out_pos[rows, w] = hist[k, w]
             out_record[rows] = r

@@ -30,8 +30,16 @@ class EncodedChunk:
         return len(self.planes)
 
 
-def encode_records(buf: bytes, starts: np.ndarray, ends: np.ndarray, *, all_plies: bool,
-                   capacity: int, input_format: int, history_fill: str = "fen_only") -> EncodedChunk:
+def encode_records(
+    buf: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    *,
+    all_plies: bool,
+    capacity: int,
+    input_format: int,
+    history_fill: str = "fen_only",
+) -> EncodedChunk:
     """Encode the records ``buf[starts[i]:ends[i]]`` (``compiled.encode_records``); ``capacity``:
     at least the rows they give (records, or records + moves with ``all_plies``)."""
     data = np.frombuffer(buf, dtype=np.uint8)
@@ -44,11 +52,31 @@ def encode_records(buf: bytes, starts: np.ndarray, ends: np.ndarray, *, all_plie
     ply = np.empty(capacity, np.int64)
     status = np.empty(n, np.int64)
     err_arg = np.empty(n, np.int64)
-    rows = compiled.encode_records(data, np.asarray(starts, np.int64), np.asarray(ends, np.int64),
-                                   all_plies, int(input_format), fill_code(history_fill), masks, values,
-                                   pos, transform, record, ply, status, err_arg)
-    return EncodedChunk(PlanesBatch(masks[:rows], values[:rows]), pos[:rows], transform[:rows],
-                        record[:rows], ply[:rows], status, err_arg)
+    rows = compiled.encode_records(
+        data,
+        np.asarray(starts, np.int64),
+        np.asarray(ends, np.int64),
+        all_plies,
+        int(input_format),
+        fill_code(history_fill),
+        masks,
+        values,
+        pos,
+        transform,
+        record,
+        ply,
+        status,
+        err_arg,
+    )
+    return EncodedChunk(
+        PlanesBatch(masks[:rows], values[:rows]),
+        pos[:rows],
+        transform[:rows],
+        record[:rows],
+        ply[:rows],
+        status,
+        err_arg,
+    )
 
 
 def line_spans(buf: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -121,8 +121,9 @@ def weights_identity(weights: str | os.PathLike[str] | None) -> str:
         return str(weights)
 
 
-def prepare_job(input_path: str | os.PathLike[str], output_dir: str | os.PathLike[str],
-                settings: Settings) -> JobPlan:
+def prepare_job(
+    input_path: str | os.PathLike[str], output_dir: str | os.PathLike[str], settings: Settings
+) -> JobPlan:
     """The job's plan: read from ``OUT/manifest.json`` when it is the same job (resume), else
     planned from the input and written there. A folder holding another job is refused."""
     src = Path(input_path)
@@ -131,8 +132,9 @@ def prepare_job(input_path: str | os.PathLike[str], output_dir: str | os.PathLik
         raise UsageError(f"--output {out}: not a directory")
     manifest_path = out / MANIFEST
     identity = _input_identity(src) if src.is_file() else None
-    wanted = {"format": JOB_FORMAT, "input": identity, "settings": asdict(settings)}
-    wanted["settings"]["probe_layers"] = list(settings.probe_layers)
+    settings_json = asdict(settings)
+    settings_json["probe_layers"] = list(settings.probe_layers)
+    wanted: dict[str, Any] = {"format": JOB_FORMAT, "input": identity, "settings": settings_json}
     if manifest_path.is_file():
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -168,7 +170,9 @@ class LoadedChunk:
     extra_errors: list[tuple[int, str]]  # (record, error) found before encoding (PGN)
 
 
-def _pgn_worker(path: str, chunk: sources.Chunk, first_line: int) -> tuple[list[str], list[str | None], list[int]]:
+def _pgn_worker(
+    path: str, chunk: sources.Chunk, first_line: int
+) -> tuple[list[str], list[str | None], list[int]]:
     data = sources.read_bytes(path, chunk)
     return sources.pgn_games_as_lines(data, first_line)
 
@@ -200,8 +204,15 @@ class ChunkLoader:
             starts, ends = line_spans(data)
             first_line = chunk.first + 1
             where = [f"{name}:{first_line + r}" for r in range(len(starts))]
-            enc = encode_records(data, starts, ends, all_plies=False, capacity=len(starts),
-                                 input_format=self.input_format, history_fill=fill)
+            enc = encode_records(
+                data,
+                starts,
+                ends,
+                all_plies=False,
+                capacity=len(starts),
+                input_format=self.input_format,
+                history_fill=fill,
+            )
             return LoadedChunk(chunk, enc, where, [])
         if self.kind == "parquet":
             lines = sources.parquet_rows_as_lines(name, chunk)
@@ -209,7 +220,9 @@ class ChunkLoader:
             return self._encode_lines(chunk, lines, where, [], all_plies=False)
         # the game's first line: count the lines before the chunk (cheap next to parsing it)
         if self._pool is not None:
-            games, errors, lines_at = self._pool.submit(_pgn_worker, name, chunk, self._line_of(chunk)).result()
+            games, errors, lines_at = self._pool.submit(
+                _pgn_worker, name, chunk, self._line_of(chunk)
+            ).result()
         else:
             games, errors, lines_at = _pgn_worker(name, chunk, self._line_of(chunk))
         where = [f"{name}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
@@ -230,13 +243,26 @@ class ChunkLoader:
                 remaining -= len(block)
         return count
 
-    def _encode_lines(self, chunk: sources.Chunk, lines: list[str], where: list[str],
-                      extra: list[tuple[int, str]], all_plies: bool) -> LoadedChunk:
+    def _encode_lines(
+        self,
+        chunk: sources.Chunk,
+        lines: list[str],
+        where: list[str],
+        extra: list[tuple[int, str]],
+        all_plies: bool,
+    ) -> LoadedChunk:
         text = "\n".join(line.replace("\n", " ") for line in lines).encode()
         starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
         moves = sum(line.count(" ") for line in lines) if all_plies else 0
-        enc = encode_records(text, starts, ends, all_plies=all_plies, capacity=len(lines) + moves,
-                             input_format=self.input_format, history_fill=self.plan.settings.history_fill)
+        enc = encode_records(
+            text,
+            starts,
+            ends,
+            all_plies=all_plies,
+            capacity=len(lines) + moves,
+            input_format=self.input_format,
+            history_fill=self.plan.settings.history_fill,
+        )
         for g, _ in extra:  # a game python-chess could not read is no position
             enc.status[g] = compiled.SKIPPED
         return LoadedChunk(chunk, enc, where, extra)
@@ -254,8 +280,9 @@ class ChunkRecord:
 class ChunkEvaluator:
     """Runs encoded chunks through a backend and reduces the outputs (one per process/actor)."""
 
-    def __init__(self, backend: Backend, settings: Settings, batch: int = 0, in_flight: int = 0,
-                 probe_net: Any = None) -> None:
+    def __init__(
+        self, backend: Backend, settings: Settings, batch: int = 0, in_flight: int = 0, probe_net: Any = None
+    ) -> None:
         self.backend = backend
         self.settings = settings
         self.batch = int(batch or backend.info.recommended_batch or 256)
@@ -279,8 +306,15 @@ class ChunkEvaluator:
         def drain_one() -> None:
             start, stop, handle = pending.popleft()
             out = handle.result()
-            compiled.summarise_rows(enc.pos[start:stop], enc.transform[start:stop], out.policy, k,
-                                    moves[start:stop], probs[start:stop], legal[start:stop])
+            compiled.summarise_rows(
+                enc.pos[start:stop],
+                enc.transform[start:stop],
+                out.policy,
+                k,
+                moves[start:stop],
+                probs[start:stop],
+                legal[start:stop],
+            )
             wdl[start:stop] = out.wdl
             if mlh is not None:
                 mlh[start:stop] = out.moves_left
@@ -302,7 +336,9 @@ class ChunkEvaluator:
         extra = {r for r, _ in loaded.extra_errors}
         for r in np.flatnonzero(enc.status > 0).tolist():
             if r not in extra:
-                bad.append({"where": loaded.where[r], "error": error_text(int(enc.status[r]), int(enc.err_arg[r]))})
+                bad.append(
+                    {"where": loaded.where[r], "error": error_text(int(enc.status[r]), int(enc.err_arg[r]))}
+                )
         bad.sort(key=lambda b: b["where"])
         skipped = int((enc.status == compiled.SKIPPED).sum()) - len(extra)
         record = ChunkRecord(chunk.index, chunk.count, n, skipped, bad)
@@ -326,8 +362,13 @@ class ChunkEvaluator:
             for layer in self.settings.probe_layers:
                 if not 0 <= layer < len(layers):
                     raise UsageError(f"--probe-layers {layer}: the net has layers 0..{len(layers) - 1}")
-                row.append(np.asarray(layers[layer], np.float64).reshape(64, -1).mean(axis=0).astype(
-                    np.float32).tolist())
+                row.append(
+                    np.asarray(layers[layer], np.float64)
+                    .reshape(64, -1)
+                    .mean(axis=0)
+                    .astype(np.float32)
+                    .tolist()
+                )
             out.append(row)
         return out
 
@@ -335,8 +376,11 @@ class ChunkEvaluator:
 def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord) -> None:
     """The part, then its record (both atomic): the record says the part is complete."""
     write_part(plan.part_path(record.chunk), block, plan.settings.output_format)
-    write_atomically(plan.record_path(record.chunk), json.dumps(asdict(record)),
-                     what=f"output record {plan.record_path(record.chunk)}")
+    write_atomically(
+        plan.record_path(record.chunk),
+        json.dumps(asdict(record)),
+        what=f"output record {plan.record_path(record.chunk)}",
+    )
 
 
 def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: int) -> JobSummary:
@@ -351,8 +395,10 @@ def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: 
         rec = json.loads(plan.record_path(c.index).read_text())
         rows = count_rows(plan.part_path(c.index), plan.settings.output_format)
         if rows != rec["positions"] or rec["records"] != c.count:
-            raise UsageError(f"--output {plan.output}: part {c.index} holds {rows} rows for "
-                             f"{rec['positions']} positions of {rec['records']}/{c.count} records")
+            raise UsageError(
+                f"--output {plan.output}: part {c.index} holds {rows} rows for "
+                f"{rec['positions']} positions of {rec['records']}/{c.count} records"
+            )
         records += rec["records"]
         positions += rec["positions"]
         skipped += rec["skipped"]
@@ -360,9 +406,18 @@ def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: 
     planned = sum(c.count for c in plan.chunks)
     if complete and records != planned:
         raise UsageError(f"--output {plan.output}: {records} records evaluated, the input has {planned}")
-    summary = JobSummary(str(plan.output), len(plan.chunks), chunks_run, records, positions, skipped, bad,
-                         round(seconds, 3), round(positions_run / seconds, 1) if seconds > 0 else 0.0,
-                         complete)
+    summary = JobSummary(
+        str(plan.output),
+        len(plan.chunks),
+        chunks_run,
+        records,
+        positions,
+        skipped,
+        bad,
+        round(seconds, 3),
+        round(positions_run / seconds, 1) if seconds > 0 else 0.0,
+        complete,
+    )
     if complete:
         write_atomically(plan.output / SUMMARY, json.dumps(asdict(summary)), what=f"--output {SUMMARY}")
     return summary
@@ -383,13 +438,23 @@ class BadRecordPrinter:
 
     def close(self) -> None:
         if self.count > ERRORS_SHOWN:
-            print(f"bulk-eval: {self.count - ERRORS_SHOWN} more bad records (in part-*.done.json)",
-                  file=self.stream)
+            print(
+                f"bulk-eval: {self.count - ERRORS_SHOWN} more bad records (in part-*.done.json)",
+                file=self.stream,
+            )
 
 
-def run_local(plan: JobPlan, backend: Backend, *, batch: int = 0, in_flight: int = 0, workers: int = 0,
-              probe_net: Any = None, on_chunk: Callable[[ChunkRecord], None] | None = None,
-              show_progress: bool | None = None) -> JobSummary:
+def run_local(
+    plan: JobPlan,
+    backend: Backend,
+    *,
+    batch: int = 0,
+    in_flight: int = 0,
+    workers: int = 0,
+    probe_net: Any = None,
+    on_chunk: Callable[[ChunkRecord], None] | None = None,
+    show_progress: bool | None = None,
+) -> JobSummary:
     """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process."""
     from lc0py.tools.progress import progress
 
@@ -402,8 +467,10 @@ def run_local(plan: JobPlan, backend: Backend, *, batch: int = 0, in_flight: int
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     try:
-        with ThreadPoolExecutor(2, thread_name_prefix="lc0py-bulk") as pool, \
-                progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar:
+        with (
+            ThreadPoolExecutor(2, thread_name_prefix="lc0py-bulk") as pool,
+            progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
+        ):
             ahead: deque[Future[LoadedChunk]] = deque()
             writing: Future[None] | None = None
             queue = iter(todo)
@@ -461,18 +528,42 @@ def evaluate_file(
     """
     from lc0py.api import load
 
-    settings = make_settings(input_path, input_format, output_format, top, chunk_records, history_fill,
-                             probe_layers, weights, backend)
+    settings = make_settings(
+        input_path,
+        input_format,
+        output_format,
+        top,
+        chunk_records,
+        history_fill,
+        probe_layers,
+        weights,
+        backend,
+    )
     plan = prepare_job(input_path, output_dir, settings)
-    with load(weights, backend, options) as net:
+    with load(None if weights is None else Path(weights), backend, options) as net:
         probe_net = net if probe_layers else None
-        return run_local(plan, net.backend, batch=batch, in_flight=in_flight, workers=workers,
-                         probe_net=probe_net, show_progress=show_progress)
+        return run_local(
+            plan,
+            net.backend,
+            batch=batch,
+            in_flight=in_flight,
+            workers=workers,
+            probe_net=probe_net,
+            show_progress=show_progress,
+        )
 
 
-def make_settings(input_path: str | os.PathLike[str], input_format: str | None, output_format: str, top: int,
-                  chunk_records: int, history_fill: str, probe_layers: tuple[int, ...],
-                  weights: str | os.PathLike[str] | None, backend: str) -> Settings:
+def make_settings(
+    input_path: str | os.PathLike[str],
+    input_format: str | None,
+    output_format: str,
+    top: int,
+    chunk_records: int,
+    history_fill: str,
+    probe_layers: tuple[int, ...],
+    weights: str | os.PathLike[str] | None,
+    backend: str,
+) -> Settings:
     """The job's ``Settings``, each checked (one ``UsageError`` line per bad value)."""
     from lc0py.chess.encoding import HISTORY_FILLS
 

@@ -45,8 +45,16 @@ def _ray() -> Any:
 class ChunkWorker:
     """The actor's body (plain class; ``ray.remote`` wraps it): one backend, chunks in turn."""
 
-    def __init__(self, plan: J.JobPlan, weights: str | None, backend: str, options: str | None,
-                 batch: int, in_flight: int, hook: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self,
+        plan: J.JobPlan,
+        weights: str | None,
+        backend: str,
+        options: str | None,
+        batch: int,
+        in_flight: int,
+        hook: Callable[[int, int], None] | None,
+    ) -> None:
         from lc0py.api import load
 
         self.plan = plan
@@ -93,22 +101,31 @@ def evaluate_file_on_ray(
     """Run ``evaluate_file``'s job on Ray (module docstring). ``actors``: how many (default: one
     per GPU, else 2); ``gpus_per_actor``: default 1 when the cluster has GPUs, else 0."""
     ray = _ray()
-    settings = J.make_settings(input_path, input_format, output_format, top, chunk_records, history_fill,
-                               probe_layers, weights, backend)
+    settings = J.make_settings(
+        input_path,
+        input_format,
+        output_format,
+        top,
+        chunk_records,
+        history_fill,
+        probe_layers,
+        weights,
+        backend,
+    )
     plan = J.prepare_job(input_path, output_dir, settings)
     plan.input = plan.input.resolve()
     plan.output = plan.output.resolve()
     started_here = False
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level="warning",
-                 log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, logging_level="warning", log_to_driver=False)
         started_here = True
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         per_actor = (1.0 if gpus else 0.0) if gpus_per_actor is None else gpus_per_actor
         count = actors or (max(1, int(gpus / per_actor)) if per_actor else 2)
-        remote = ray.remote(num_cpus=0 if per_actor else 1, num_gpus=per_actor, max_restarts=0,
-                            max_task_retries=0)(ChunkWorker)
+        remote = ray.remote(
+            num_cpus=0 if per_actor else 1, num_gpus=per_actor, max_restarts=0, max_task_retries=0
+        )(ChunkWorker)
         weights_arg = None if weights is None else str(Path(weights).resolve())
         args = (plan, weights_arg, backend, options, batch, in_flight, hook)
         started = time.perf_counter()
@@ -131,7 +148,9 @@ def _init_error(exc: Exception) -> str:
     return f"bulk-eval --ray: an actor could not start ({lines[-1].strip() if lines else 'no reason given'})"
 
 
-def _dispatch(ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int) -> int:
+def _dispatch(
+    ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int
+) -> int:
     """Every chunk not done, two per actor at a time; a dead actor's chunks go to a new one."""
     pending = [c for c in plan.chunks if c.index not in plan.done]
     tries: dict[int, int] = {}
@@ -160,8 +179,10 @@ def _dispatch(ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.
                     load.pop(w, None)
                     tries[chunk.index] = tries.get(chunk.index, 0) + 1
                     if tries[chunk.index] >= attempts:
-                        raise Lc0pyError(f"bulk-eval --ray: chunk {chunk.index} failed {attempts} times "
-                                         "(its actor died each time)") from None
+                        raise Lc0pyError(
+                            f"bulk-eval --ray: chunk {chunk.index} failed {attempts} times "
+                            "(its actor died each time)"
+                        ) from None
                     pending.insert(0, chunk)
                     # the dead actor's other tasks fail too and come back through here
                     if w not in load and len(load) < count:

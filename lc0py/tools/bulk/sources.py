@@ -45,7 +45,7 @@ class Chunk:
         return cls(*(int(x) for x in row))
 
 
-def input_kind(path: str | Path, given: str | None = None) -> str:
+def input_kind(path: str | os.PathLike[str], given: str | None = None) -> str:
     """``fen`` (FEN, EPD and positions lists), ``pgn`` or ``parquet``: ``given``, else from the suffix."""
     if given:
         if given not in KINDS:
@@ -149,7 +149,7 @@ def plan_pgn(path: str | Path, per_chunk: int) -> list[Chunk]:
         if carry:
             scanner.feed(carry, offset)
     starts = scanner.starts
-    chunks = []
+    chunks: list[Chunk] = []
     for k in range(0, len(starts), per_chunk):
         group = starts[k : k + per_chunk]
         stop = starts[k + per_chunk] if k + per_chunk < len(starts) else size
@@ -261,7 +261,9 @@ def parquet_rows_as_lines(path: str | Path, chunk: Chunk) -> list[str]:
     out = []
     for fen, mv in zip(fens, moves, strict=True):
         text = " ".join(mv) if isinstance(mv, list) else (mv or "")
-        out.append(f"{(fen or '').replace('|', ' ').strip()} | {text}" if text else (fen or "").replace("\n", " "))
+        out.append(
+            f"{(fen or '').replace('|', ' ').strip()} | {text}" if text else (fen or "").replace("\n", " ")
+        )
     return out
 
 

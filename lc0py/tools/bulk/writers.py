@@ -67,8 +67,10 @@ def jsonl_text(block: ResultBlock) -> str:
         pol = ", ".join(f'"{uci[m]}": {_g(p)}' for m, p in zip(moves[i], probs[i], strict=True) if m >= 0)
         w, d, l = wdl[i]
         tail = f'"mlh": {_g(mlh[i])}' if mlh is not None else '"mlh": null'
-        line = (f'{head}"policy": {{{pol}}}, "wdl": [{_g(w)}, {_g(d)}, {_g(l)}], "q": {_g(w - l)}, '
-                f'{tail}, "legal": {legal[i]}')
+        line = (
+            f'{head}"policy": {{{pol}}}, "wdl": [{_g(w)}, {_g(d)}, {_g(l)}], "q": {_g(w - l)}, '
+            f'{tail}, "legal": {legal[i]}'
+        )
         if block.probes is not None:
             line += ', "probes": ' + json.dumps(block.probes[i])
         out.append(line + "}\n")

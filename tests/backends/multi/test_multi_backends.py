@@ -20,13 +20,15 @@ KINDS = ("demux", "roundrobin", "multiplexing")
 
 def _batch(n: int, seed: int) -> PlanesBatch:
     rng = np.random.default_rng(seed)
-    return PlanesBatch(rng.integers(0, 2**63, (n, 112), dtype=np.uint64), rng.random((n, 112), dtype=np.float32))
+    return PlanesBatch(
+        rng.integers(0, 2**63, (n, 112), dtype=np.uint64), rng.random((n, 112), dtype=np.float32)
+    )
 
 
 def _pieces(batch: PlanesBatch, sizes: list[int]) -> list[PlanesBatch]:
     out, start = [], 0
     for size in sizes:
-        out.append(PlanesBatch(batch.masks[start:start + size], batch.values[start:start + size]))
+        out.append(PlanesBatch(batch.masks[start : start + size], batch.values[start : start + size]))
         start += size
     return out
 
@@ -53,8 +55,12 @@ def test_numpy_children_match_the_numpy_backend(kind: str) -> None:
     reference = create_backend("numpy", TINY).evaluate(batch)
     with create_backend(kind, TINY, "(backend=numpy),numpy") as multi:
         out = multi.evaluate(batch)
-    np.testing.assert_allclose(out.policy, reference.policy, rtol=1e-4, atol=1e-4)  # fp32 BLAS sums differ by batch size
-    np.testing.assert_allclose(out.wdl, reference.wdl, rtol=1e-4, atol=1e-4)  # fp32 BLAS sums differ by batch size
+    np.testing.assert_allclose(
+        out.policy, reference.policy, rtol=1e-4, atol=1e-4
+    )  # fp32 BLAS sums differ by batch size
+    np.testing.assert_allclose(
+        out.wdl, reference.wdl, rtol=1e-4, atol=1e-4
+    )  # fp32 BLAS sums differ by batch size
     assert not np.isnan(out.policy).any()
 
 
@@ -84,7 +90,8 @@ def test_roundrobin_alternates_whole_batches() -> None:
         for k, child in enumerate(rr.children):
             original = child.backend.evaluate
             child.backend.evaluate = (  # type: ignore[method-assign]
-                lambda b, _o=original, _k=k: (calls.append(_k), _o(b))[1])
+                lambda b, _o=original, _k=k: (calls.append(_k), _o(b))[1]
+            )
         for n in (5, 6, 7, 8):
             rr.evaluate(_batch(n, n))
         assert calls == [0, 1, 0, 1]

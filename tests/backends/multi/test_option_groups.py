@@ -14,7 +14,9 @@ def test_anonymous_groups_inherit_parent_keys() -> None:
     assert root.values == {"backend": "cuda-fp16"}
     assert [g.name for g in root.groups] == ["[0]", "[1]"]
     assert [g.inherited() for g in root.groups] == [
-        {"backend": "cuda-fp16", "gpu": "0"}, {"backend": "cuda-fp16", "gpu": "1"}]
+        {"backend": "cuda-fp16", "gpu": "0"},
+        {"backend": "cuda-fp16", "gpu": "1"},
+    ]
     assert root.groups[1].lookup("backend") == "cuda-fp16" and root.groups[1].lookup("x") is None
 
 

@@ -44,16 +44,21 @@ def _random_lines(seed: int, games: int) -> list[str]:
 def _reference(line: str, fmt: int, fill: str):  # type: ignore[no-untyped-def]
     fen, _, moves = line.partition("|")
     fen = fen.strip()
-    return PositionHistory.from_fen(chess.STARTING_FEN if fen == "startpos" else fen, moves.split()).encode(fmt, fill)
+    return PositionHistory.from_fen(chess.STARTING_FEN if fen == "startpos" else fen, moves.split()).encode(
+        fmt, fill
+    )
 
 
-@pytest.mark.parametrize("fmt, fill", [(1, "fen_only"), (3, "always"), (4, "no"), (5, "fen_only"), (133, "always")])
+@pytest.mark.parametrize(
+    "fmt, fill", [(1, "fen_only"), (3, "always"), (4, "no"), (5, "fen_only"), (133, "always")]
+)
 def test_planes_equal_the_python_encoder(fmt: int, fill: str) -> None:
     lines = _random_lines(fmt, 25)
     buf = ("\n".join(lines) + "\n").encode()
     starts, ends = line_spans(buf)
-    enc = encode_records(buf, starts, ends, all_plies=False, capacity=len(lines), input_format=fmt,
-                         history_fill=fill)
+    enc = encode_records(
+        buf, starts, ends, all_plies=False, capacity=len(lines), input_format=fmt, history_fill=fill
+    )
     assert (enc.status == 0).all() and len(enc) == len(lines)
     for i, line in enumerate(lines):
         ref = _reference(line, fmt, fill)
@@ -137,8 +142,10 @@ def test_bad_records_are_named(line: str, error: str) -> None:
 
 
 def test_epd_opcodes_and_missing_fields() -> None:
-    lines = ["rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - hmvc 3; fmvn 7; id \"x\";",
-             "4k3/8/8/8/8/8/8/4K3"]
+    lines = [
+        'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - hmvc 3; fmvn 7; id "x";',
+        "4k3/8/8/8/8/8/8/4K3",
+    ]
     buf = "\n".join(lines).encode()
     starts, ends = line_spans(buf)
     enc = encode_records(buf, starts, ends, all_plies=False, capacity=2, input_format=4)

@@ -13,8 +13,8 @@ import pytest
 from lc0py.api import load
 from lc0py.cli.main import main
 from lc0py.errors import UsageError
-from lc0py.tools.bulk import job as J
 from lc0py.tools.bulk import evaluate_file
+from lc0py.tools.bulk import job as J
 from lc0py.tools.eval import to_json
 from lc0py.tools.positions import parse_position_line
 
@@ -73,8 +73,10 @@ def test_results_equal_eval_json(tmp_path: Path) -> None:
 
 def test_bad_records_skipped_with_location(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "mixed.epd"
-    src.write_text("# header\n\nstartpos\nnot a fen\nstartpos | e2e4 e7e5 e1e3\n"
-                   "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - hmvc 0; id \"e4\";\n")
+    src.write_text(
+        "# header\n\nstartpos\nnot a fen\nstartpos | e2e4 e7e5 e1e3\n"
+        'rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - hmvc 0; id "e4";\n'
+    )
     summary = evaluate_file(src, tmp_path / "out", None, "random", top=3)
     err = capsys.readouterr().err
     assert f"{src}:4: bad piece placement (skipped)" in err
@@ -174,7 +176,9 @@ def test_parquet_input_and_output(tmp_path: Path) -> None:
     text.write_text("\n".join(lines) + "\n")
     a = evaluate_file(src, tmp_path / "a", None, "random", output_format="parquet", chunk_records=5)
     b = evaluate_file(text, tmp_path / "b", None, "random")
-    assert a.complete and a.positions == b.positions == 30 and a.chunks == 8  # row groups 12, 12, 6: 5+5+2, 5+5+2, 5+1
+    assert (
+        a.complete and a.positions == b.positions == 30 and a.chunks == 8
+    )  # row groups 12, 12, 6: 5+5+2, 5+5+2, 5+1
     table = pa.concat_tables([pq.read_table(p) for p in sorted((tmp_path / "a").glob("part-*.parquet"))])
     assert table.column("row").to_pylist() == list(range(30))
     rows = _rows(tmp_path / "b")

@@ -26,8 +26,13 @@ def cluster() -> Iterator[None]:
     # this module's fault-injection hook travels by value (workers cannot import a test module)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="error", log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            logging_level="error",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
+        )
     yield
     ray.shutdown()
 
@@ -58,7 +63,10 @@ def _parts(out: Path) -> dict[str, bytes]:
 def test_equals_the_single_process_run(cluster: None, positions: Path, tmp_path: Path) -> None:
     local = evaluate_file(positions, tmp_path / "local", TINY, "numpy", chunk_records=8)
     remote = evaluate_file_on_ray(positions, tmp_path / "ray", TINY, "numpy", chunk_records=8, actors=2)
-    assert remote.complete and (remote.positions, remote.bad) == (local.positions, local.bad) == (local.positions, 1)
+    assert remote.complete and (remote.positions, remote.bad) == (local.positions, local.bad) == (
+        local.positions,
+        1,
+    )
     # fp32 sums differ in the last bit with the BLAS threads of a Ray actor: the same keys and
     # moves, values within the fp32 tolerance (the random backend's runs below are bit-equal)
     ray_rows, local_rows = _rows(tmp_path / "ray"), _rows(tmp_path / "local")
@@ -72,7 +80,11 @@ def test_equals_the_single_process_run(cluster: None, positions: Path, tmp_path:
 def _rows(out: Path) -> list[dict]:  # type: ignore[type-arg]
     import json
 
-    return [json.loads(line) for part in sorted(out.glob("part-*.jsonl")) for line in part.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for part in sorted(out.glob("part-*.jsonl"))
+        for line in part.read_text().splitlines()
+    ]
 
 
 def _kill_once(chunk: int, attempt: int) -> None:
@@ -82,8 +94,9 @@ def _kill_once(chunk: int, attempt: int) -> None:
 
 def test_a_killed_actor_has_its_chunk_redone(cluster: None, positions: Path, tmp_path: Path) -> None:
     clean = evaluate_file(positions, tmp_path / "clean", None, "random", chunk_records=8)
-    summary = evaluate_file_on_ray(positions, tmp_path / "ray", None, "random", chunk_records=8, actors=2,
-                                   hook=_kill_once)
+    summary = evaluate_file_on_ray(
+        positions, tmp_path / "ray", None, "random", chunk_records=8, actors=2, hook=_kill_once
+    )
     assert summary.complete and summary.positions == clean.positions
     assert _parts(tmp_path / "ray") == _parts(tmp_path / "clean")
 
