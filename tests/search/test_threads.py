@@ -4,9 +4,8 @@ minibatch must get its own rows of the outputs, and the tree must stay whole."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
