@@ -25,7 +25,17 @@ if TYPE_CHECKING:
 
 #: keys the multi-device backends read themselves (from a group or its parents); children never
 #: see them
-MULTI_KEYS = ("backend", "threads", "max_batch", "minimum-split-size")
+MULTI_KEYS = ("backend", "minimum-split-size")
+#: keys lc0 shares between a multi-device backend and its children (each reads the same value):
+#: ``threads`` (also ONNX Runtime's CPU threads) and ``max_batch`` (also the GPU backends' largest
+#: batch); a child gets them only if its backend takes them, as lc0's backends ignore the rest
+SHARED_KEYS = ("threads", "max_batch")
+
+
+def _takes(backend: str, key: str) -> bool:
+    if key == "threads":
+        return backend.startswith("onnx")
+    return backend in ("gpu", "cuda", "cuda-fp16", "rocm", "rocm-fp16")
 
 
 def child_error(label: str, exc: BaseException) -> Lc0pyError:
@@ -151,7 +161,11 @@ def child_specs(kind: str, options: BackendOptions) -> list[ChildSpec]:
             raise BackendOptionError(f"--backend-opts: {label}: '{kind}' cannot be its own child")
         threads = to_int(f"{label}: threads", merged.get("threads", "1"), 1, 64)
         max_batch = to_int(f"{label}: max_batch", merged.get("max_batch", "256"), 1, 1 << 20)
-        child_values = {k: v for k, v in merged.items() if k not in MULTI_KEYS}
+        child_values = {
+            k: v
+            for k, v in merged.items()
+            if k not in MULTI_KEYS and (k not in SHARED_KEYS or _takes(name, k))
+        }
         child_options = BackendOptions(
             child_values,
             name,

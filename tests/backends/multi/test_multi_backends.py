@@ -147,3 +147,16 @@ def test_bad_groups_are_named_in_one_line(opts: str, fragment: str) -> None:
     with pytest.raises(Lc0pyError) as info:
         create_backend("demux", TINY, opts)
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_children_get_inherited_and_shared_keys_as_lc0() -> None:
+    from lc0py.backends.multi.children import child_specs
+    from lc0py.backends.options import BackendOptions
+
+    opts = BackendOptions.parse("backend=cuda-fp16,max_batch=512,threads=2,(gpu=0),(gpu=1,backend=onnx-cpu)")
+    a, b = child_specs("demux", opts)
+    assert (a.backend, a.options.values, a.threads, a.max_batch) == (
+        "cuda-fp16", {"gpu": "0", "max_batch": "512"}, 2, 512)
+    assert (b.backend, b.options.values) == ("onnx-cpu", {"gpu": "1", "threads": "2"})
+    (only,) = child_specs("demux", BackendOptions.parse("backend=random,seed=3"))
+    assert (only.backend, only.options.values, only.label) == ("random", {"seed": "3"}, "demux child 0")
