@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="processes reading PGN movetext (default: CPUs - 1)",
     )
     parser.add_argument(
+        "--writers",
+        type=int,
+        default=-1,
+        metavar="N",
+        help="processes formatting and writing the parts (default: none on 2 CPUs, else CPUs/4, at most 4)",
+    )
+    parser.add_argument(
         "--history-fill",
         default="fen_only",
         choices=("no", "fen_only", "always"),
@@ -121,6 +128,8 @@ def _layers(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     from lc0py.tools.bulk.job import evaluate_file
 
+    if args.writers < -1:
+        raise UsageError(f"--writers {args.writers}: -1 (automatic), 0 (none) or more")
     for flag in ("top", "chunk", "batch", "in_flight", "workers", "ray_actors"):
         if getattr(args, flag) < 0:
             raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must not be negative")
@@ -157,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             args.backend_opts,
             in_flight=args.in_flight,
             workers=args.workers,
+            writers=args.writers,
             show_progress=show,
             **common,
         )

@@ -476,14 +476,3 @@ def summarise_rows(
             else:
                 out_moves[r, j] = -1
                 out_probs[r, j] = 0.0
-
-
-def uci_table() -> list[str]:
-    """UCI text of every display code (``from | to << 6 | promo << 12``)."""
-    files = "abcdefgh"
-    names = [files[s % 8] + str(s // 8 + 1) for s in range(64)]
-    table = []
-    for code in range(5 << 12):
-        frm, to, promo = code & 63, (code >> 6) & 63, code >> 12
-        table.append(names[frm] + names[to] + ("", "n", "b", "r", "q")[promo])
-    return table

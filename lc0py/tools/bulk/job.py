@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.base import Backend, PendingOutput, PlanesBatch
+from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
 from lc0py.tools.bulk import compiled, sources
 from lc0py.tools.bulk.encoder import EncodedChunk, encode_records, error_text, line_spans
-from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part
+from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part_and_record
 
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
@@ -185,11 +185,10 @@ class ChunkLoader:
         self.input_format = input_format
         self.kind = plan.settings.input_kind
         self._pool: ProcessPoolExecutor | None = None
+        self.workers = 0
         if self.kind == "pgn" and not inline:  # inline: this process parses (a Ray actor)
-            import multiprocessing
-
-            count = workers or max(1, (os.cpu_count() or 2) - 1)
-            self._pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+            self.workers = workers or max(1, (os.cpu_count() or 2) - 1)
+            self._pool = _spawn_pool(self.workers)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -290,6 +289,12 @@ class ChunkEvaluator:
         self.in_flight = int(in_flight or max(2, children + 1))
         self.top = settings.top if settings.top > 0 else compiled.B.MAX_MOVES
         self.probe_net = probe_net
+        self._reducers = ThreadPoolExecutor(
+            max(1, min(8, os.cpu_count() or 2)), thread_name_prefix="lc0py-reduce"
+        )
+
+    def close(self) -> None:
+        self._reducers.shutdown(wait=True)
 
     def evaluate(self, loaded: LoadedChunk) -> tuple[ResultBlock, ChunkRecord]:
         enc = loaded.encoded
@@ -302,10 +307,9 @@ class ChunkEvaluator:
         has_ml = self.backend.info.has_moves_left
         mlh = np.empty(n, np.float32) if has_ml else None
         pending: deque[tuple[int, int, PendingOutput]] = deque()
+        reducing: list[Future[None]] = []
 
-        def drain_one() -> None:
-            start, stop, handle = pending.popleft()
-            out = handle.result()
+        def reduce(start: int, stop: int, out: NetworkOutput) -> None:
             compiled.summarise_rows(
                 enc.pos[start:stop],
                 enc.transform[start:stop],
@@ -319,6 +323,11 @@ class ChunkEvaluator:
             if mlh is not None:
                 mlh[start:stop] = out.moves_left
 
+        def drain_one() -> None:
+            start, stop, handle = pending.popleft()
+            # compiled and GIL-free: several batches are reduced at once while the devices work
+            reducing.append(self._reducers.submit(reduce, start, stop, handle.result()))
+
         for start in range(0, n, self.batch):
             stop = min(n, start + self.batch)
             planes = PlanesBatch(enc.planes.masks[start:stop], enc.planes.values[start:stop])
@@ -327,6 +336,8 @@ class ChunkEvaluator:
                 drain_one()
         while pending:
             drain_one()
+        for f in reducing:
+            f.result()
         chunk = loaded.chunk
         key = chunk.first + enc.record + (0 if self.settings.input_kind == "parquet" else 1)
         ply = enc.ply.copy() if self.settings.input_kind == "pgn" else None
@@ -373,14 +384,26 @@ class ChunkEvaluator:
         return out
 
 
-def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord) -> None:
-    """The part, then its record (both atomic): the record says the part is complete."""
-    write_part(plan.part_path(record.chunk), block, plan.settings.output_format)
-    write_atomically(
+def _spawn_pool(count: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+
+
+def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord, pool: Any = None) -> Any:
+    """The part, then its record (both atomic): the record says the part is complete. With
+    ``pool`` (writer processes) it runs there and the future is returned."""
+    args = (
+        plan.part_path(record.chunk),
         plan.record_path(record.chunk),
+        block,
         json.dumps(asdict(record)),
-        what=f"output record {plan.record_path(record.chunk)}",
+        plan.settings.output_format,
     )
+    if pool is not None:
+        return pool.submit(write_part_and_record, *args)
+    write_part_and_record(*args)
+    return None
 
 
 def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: int) -> JobSummary:
@@ -451,11 +474,13 @@ def run_local(
     batch: int = 0,
     in_flight: int = 0,
     workers: int = 0,
+    writers: int = -1,
     probe_net: Any = None,
     on_chunk: Callable[[ChunkRecord], None] | None = None,
     show_progress: bool | None = None,
 ) -> JobSummary:
-    """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process."""
+    """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process (``workers``
+    PGN parsing processes, ``writers`` JSON/Parquet writing processes; -1/0: automatic/none)."""
     from lc0py.tools.progress import progress
 
     evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net)
@@ -466,17 +491,23 @@ def run_local(
     positions_run = 0
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
+    cpus = os.cpu_count() or 2
+    # chunks read ahead: enough to keep every PGN worker process parsing
+    depth = (loader.workers + 1) if plan.settings.input_kind == "pgn" else 3
+    if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
+        writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
+    writer_pool = _spawn_pool(writers) if writers else None
     try:
         with (
-            ThreadPoolExecutor(2, thread_name_prefix="lc0py-bulk") as pool,
+            ThreadPoolExecutor(depth + 1, thread_name_prefix="lc0py-bulk") as pool,
             progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
         ):
             ahead: deque[Future[LoadedChunk]] = deque()
-            writing: Future[None] | None = None
+            writing: deque[Future[None]] = deque()
             queue = iter(todo)
             for c in queue:
                 ahead.append(pool.submit(loader.load, c))
-                if len(ahead) >= 2:
+                if len(ahead) >= depth:
                     break
             while ahead:
                 loaded = ahead.popleft().result()
@@ -484,19 +515,25 @@ def run_local(
                 if nxt is not None:
                     ahead.append(pool.submit(loader.load, nxt))
                 block, record = evaluator.evaluate(loaded)
-                if writing is not None:
-                    writing.result()
-                writing = pool.submit(write_chunk, plan, block, record)
+                while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
+                    writing.popleft().result()
+                if writer_pool is not None:
+                    writing.append(write_chunk(plan, block, record, writer_pool))
+                else:
+                    writing.append(pool.submit(write_chunk, plan, block, record))
                 printer(record)
                 if on_chunk is not None:
                     on_chunk(record)
                 positions_run += record.positions
                 bar.update(loaded.chunk.count)
-            if writing is not None:
-                writing.result()
+            while writing:
+                writing.popleft().result()
     finally:
         loader.close()
+        evaluator.close()
         printer.close()
+        if writer_pool is not None:
+            writer_pool.shutdown(wait=True, cancel_futures=True)
     return check_output(plan, len(todo), time.perf_counter() - started, positions_run)
 
 
@@ -514,6 +551,7 @@ def evaluate_file(
     batch: int = 0,
     in_flight: int = 0,
     workers: int = 0,
+    writers: int = -1,
     history_fill: str = "fen_only",
     probe_layers: tuple[int, ...] = (),
     show_progress: bool | None = None,
@@ -521,7 +559,9 @@ def evaluate_file(
     """Evaluate every position of ``input_path`` into ``output_dir`` (module docstring), resuming
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
-    every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``.
+    every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
+    reading PGN movetext (0: CPUs - 1); ``writers``: processes formatting and writing the parts
+    (-1: none on 2 CPUs, else a quarter of them, at most 4).
 
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP
@@ -548,6 +588,7 @@ def evaluate_file(
             batch=batch,
             in_flight=in_flight,
             workers=workers,
+            writers=writers,
             probe_net=probe_net,
             show_progress=show_progress,
         )

@@ -22,7 +22,18 @@ from pathlib import Path
 import numpy as np
 
 from lc0py.storage.atomic import write_atomically
-from lc0py.tools.bulk.compiled import uci_table
+
+
+def uci_table() -> list[str]:
+    """UCI text of every display code ``from | to << 6 | promo << 12`` (``compiled``'s moves)."""
+    files = "abcdefgh"
+    names = [files[s % 8] + str(s // 8 + 1) for s in range(64)]
+    table = []
+    for code in range(5 << 12):
+        frm, to, promo = code & 63, (code >> 6) & 63, code >> 12
+        table.append(names[frm] + names[to] + ("", "n", "b", "r", "q")[promo])
+    return table
+
 
 _UCI = uci_table()
 
@@ -113,6 +124,16 @@ def parquet_bytes(block: ResultBlock) -> bytes:
 def write_part(path: Path, block: ResultBlock, fmt: str) -> None:
     data: bytes | str = parquet_bytes(block) if fmt == "parquet" else jsonl_text(block)
     write_atomically(path, data, what=f"output part {path}")
+
+
+def write_part_and_record(
+    part: Path, record_path: Path, block: ResultBlock, record_json: str, fmt: str
+) -> None:
+    """The part, then its record (both atomic): the record says the part is complete. Runs in
+    the job's writer processes (formatting JSON is the job's one pure-Python step per position),
+    so this module imports nothing heavy."""
+    write_part(part, block, fmt)
+    write_atomically(record_path, record_json, what=f"output record {record_path}")
 
 
 def count_rows(path: Path, fmt: str) -> int:

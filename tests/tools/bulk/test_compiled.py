@@ -14,6 +14,7 @@ from lc0py.chess import PositionHistory
 from lc0py.chess.policy import move_to_index
 from lc0py.tools.bulk import compiled
 from lc0py.tools.bulk.encoder import encode_records, error_text, line_spans
+from lc0py.tools.bulk.writers import uci_table
 
 
 def _random_lines(seed: int, games: int) -> list[str]:
@@ -91,7 +92,7 @@ def test_top_k_policy_equals_the_api() -> None:
     probs = np.empty((len(enc), k), np.float32)
     legal = np.empty(len(enc), np.int32)
     compiled.summarise_rows(enc.pos, enc.transform, logits, k, moves, probs, legal)
-    table = compiled.uci_table()
+    table = uci_table()
     for i, line in enumerate(lines):
         history = PositionHistory.from_fen(*_fen_moves(line))
         board = history.board

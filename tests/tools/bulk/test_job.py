@@ -198,3 +198,13 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["bulk-eval", str(src), "-O", str(tmp_path / "o"), "-b", "random", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["positions"] == 1 and summary["complete"]
+
+
+def test_writer_processes_write_the_same_parts(tmp_path: Path) -> None:
+    src = tmp_path / "p.fen"
+    src.write_text("\n".join(_lines(30, 7)) + "\n")
+    a = evaluate_file(src, tmp_path / "a", None, "random", chunk_records=8, writers=0)
+    b = evaluate_file(src, tmp_path / "b", None, "random", chunk_records=8, writers=2)
+    assert a.complete and b.complete and a.chunks == b.chunks == 4
+    for part in sorted((tmp_path / "a").glob("part-*")):
+        assert (tmp_path / "b" / part.name).read_bytes() == part.read_bytes()
