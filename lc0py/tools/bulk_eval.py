@@ -101,7 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ray",
         nargs="?",
-        const="auto",
+        const="local",
         default=None,
         metavar="ADDRESS",
         help="run on Ray: a local cluster (no ADDRESS), 'auto', or ray://host:10001 "

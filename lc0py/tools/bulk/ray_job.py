@@ -43,7 +43,9 @@ def _ray() -> Any:
 
 
 class ChunkWorker:
-    """The actor's body (plain class; ``ray.remote`` wraps it): one backend, chunks in turn."""
+    """The actor's body (plain class; ``ray.remote`` wraps it): one backend. Two chunks run at
+    once (a threaded actor): one is read and encoded (PGN: in ``parse_workers`` processes) while
+    the other is on the device; the backend itself is entered by one of them at a time."""
 
     def __init__(
         self,
@@ -54,20 +56,27 @@ class ChunkWorker:
         batch: int,
         in_flight: int,
         hook: Callable[[int, int], None] | None,
+        parse_workers: int = 0,
     ) -> None:
+        import threading
+
         from lc0py.api import load
 
+        self._device = threading.Lock()
         self.plan = plan
         self.net = load(weights, backend, options)
         probe = self.net if plan.settings.probe_layers else None
         self.evaluator = J.ChunkEvaluator(self.net.backend, plan.settings, batch, in_flight, probe)
-        self.loader = J.ChunkLoader(plan, self.net.backend.info.input_format, workers=0, inline=True)
+        self.loader = J.ChunkLoader(
+            plan, self.net.backend.info.input_format, workers=parse_workers, inline=parse_workers == 0
+        )
         self.hook = hook
 
     def run(self, row: list[int], attempt: int) -> dict[str, Any]:
         chunk = Chunk.from_list(row)
         loaded = self.loader.load(chunk)
-        block, record = self.evaluator.evaluate(loaded)
+        with self._device:
+            block, record = self.evaluator.evaluate(loaded)
         if self.hook is not None:  # fault injection (tests): between evaluating and writing
             self.hook(chunk.index, attempt)
         J.write_chunk(self.plan, block, record)
@@ -124,10 +133,17 @@ def evaluate_file_on_ray(
         per_actor = (1.0 if gpus else 0.0) if gpus_per_actor is None else gpus_per_actor
         count = actors or (max(1, int(gpus / per_actor)) if per_actor else 2)
         remote = ray.remote(
-            num_cpus=0 if per_actor else 1, num_gpus=per_actor, max_restarts=0, max_task_retries=0
+            num_cpus=0 if per_actor else 1,
+            num_gpus=per_actor,
+            max_restarts=0,
+            max_task_retries=0,
+            max_concurrency=2,
         )(ChunkWorker)
+        # PGN movetext: each GPU actor gets its share of the node's CPUs as parsing processes
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        parse_workers = max(1, cpus // count - 1) if per_actor and settings.input_kind == "pgn" else 0
         weights_arg = None if weights is None else str(Path(weights).resolve())
-        args = (plan, weights_arg, backend, options, batch, in_flight, hook)
+        args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers)
         started = time.perf_counter()
         positions = _dispatch(ray, remote, args, count, plan, attempts)
         seconds = time.perf_counter() - started
