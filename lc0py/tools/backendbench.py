@@ -86,9 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_arguments(parser, "one object per batch size (JSON lines) instead of CSV")
 
 
+#: ``--batch-sizes`` may go past lc0's 1024 (``--max-batch-size``): a ``demux`` backend over N
+#: GPUs is measured at N x 1024
+MAX_LISTED_SIZE = 16384
+
+
 def parse_sizes(text: str) -> list[int]:
-    """``"1,8,64"`` -> ``[1, 8, 64]`` (each 1..1024)."""
-    return int_list("--batch-sizes", text, 1, 1024)
+    """``"1,8,64"`` -> ``[1, 8, 64]`` (each 1..``MAX_LISTED_SIZE``)."""
+    return int_list("--batch-sizes", text, 1, MAX_LISTED_SIZE)
 
 
 def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
