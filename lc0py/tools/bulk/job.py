@@ -229,18 +229,7 @@ class ChunkLoader:
         return self._encode_lines(chunk, games, where, extra, all_plies=True)
 
     def _line_of(self, chunk: sources.Chunk) -> int:
-        if chunk.start == 0:
-            return 1
-        count = 1
-        with open(self.plan.input, "rb") as f:
-            remaining = chunk.start
-            while remaining > 0:
-                block = f.read(min(remaining, 1 << 24))
-                if not block:
-                    break
-                count += block.count(b"\n")
-                remaining -= len(block)
-        return count
+        return chunk.line or 1
 
     def _encode_lines(
         self,

@@ -29,16 +29,17 @@ _BLOCK = 1 << 24
 @dataclass(frozen=True)
 class Chunk:
     """Records ``first`` .. ``first + count - 1`` (0-based) of the input, at bytes (or Parquet
-    rows) ``start`` .. ``stop``."""
+    rows) ``start`` .. ``stop``; ``line``: the 1-based line at ``start`` (PGN, for messages)."""
 
     index: int
     start: int
     stop: int
     first: int
     count: int
+    line: int = 0
 
     def to_list(self) -> list[int]:
-        return [self.index, self.start, self.stop, self.first, self.count]
+        return [self.index, self.start, self.stop, self.first, self.count, self.line]
 
     @classmethod
     def from_list(cls, row: list[int]) -> Chunk:
@@ -108,6 +109,8 @@ class PgnScanner:
         self.in_tags = False
         self.after_blank = True
         self.starts: list[int] = []
+        self.lines: list[int] = []  # the 1-based line of each start
+        self.line = 0
 
     def feed(self, data: bytes, base: int) -> None:
         pos = 0
@@ -116,13 +119,16 @@ class PgnScanner:
             end = data.find(b"\n", pos)
             end = n if end < 0 else end
             line = data[pos:end].strip()
+            self.line += 1
             if line.startswith(b"["):
                 if not self.in_tags:
                     self.starts.append(base + pos)
+                    self.lines.append(self.line)
                     self.in_tags = True
             elif line and not line.startswith((b"%", b";")):
                 if not self.in_tags and self.after_blank:
                     self.starts.append(base + pos)
+                    self.lines.append(self.line)
                 self.in_tags = False
                 self.after_blank = False
             elif not line and not self.in_tags:
@@ -153,7 +159,7 @@ def plan_pgn(path: str | Path, per_chunk: int) -> list[Chunk]:
     for k in range(0, len(starts), per_chunk):
         group = starts[k : k + per_chunk]
         stop = starts[k + per_chunk] if k + per_chunk < len(starts) else size
-        chunks.append(Chunk(len(chunks), group[0], stop, k, len(group)))
+        chunks.append(Chunk(len(chunks), group[0], stop, k, len(group), scanner.lines[k]))
     return chunks
 
 

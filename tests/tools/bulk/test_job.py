@@ -208,3 +208,21 @@ def test_writer_processes_write_the_same_parts(tmp_path: Path) -> None:
     assert a.complete and b.complete and a.chunks == b.chunks == 4
     for part in sorted((tmp_path / "a").glob("part-*")):
         assert (tmp_path / "b" / part.name).read_bytes() == part.read_bytes()
+
+
+def test_probe_layers_are_the_trace_means(tmp_path: Path) -> None:
+    import numpy as np
+
+    src = tmp_path / "p.fen"
+    src.write_text("startpos\n4k3/8/8/8/8/8/4P3/4K3 w - - 0 1\n")
+    evaluate_file(src, tmp_path / "out", TINY, "numpy", probe_layers=(0, 1))
+    rows = _rows(tmp_path / "out")
+    with load(TINY, "numpy") as net:
+        for row, fen in zip(rows, (chess.STARTING_FEN, "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"), strict=True):
+            outputs = [v for k, v in net.trace(chess.Board(fen)).activations.items() if k.endswith(".output")]
+            assert len(row["probes"]) == 2
+            for layer in (0, 1):
+                want = np.asarray(outputs[layer], np.float64).reshape(64, -1).mean(axis=0)
+                np.testing.assert_allclose(row["probes"][layer], want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(UsageError, match="--probe-layers 99"):
+        evaluate_file(src, tmp_path / "bad", TINY, "numpy", probe_layers=(99,))
