@@ -52,7 +52,9 @@ def san(pos: np.ndarray, move: int, legal: list[int]) -> str:
         capture = capture or (to == ep and frm % 8 != to % 8)
         text = (FILES[frm % 8] + "x" if capture else "") + _square(to)
         return text + ("=" + LETTERS[promo] if promo else "")
-    rivals = [m & 63 for m in legal if (m >> 6) & 63 == to and m & 63 != frm and _piece_at(pos, m & 63)[1] == piece]
+    rivals = [
+        m & 63 for m in legal if (m >> 6) & 63 == to and m & 63 != frm and _piece_at(pos, m & 63)[1] == piece
+    ]
     hint = ""
     if rivals:
         if all(r % 8 != frm % 8 for r in rivals):
@@ -79,9 +81,7 @@ def fen(pos: np.ndarray) -> str:
             row += c.upper() if colour == 0 else c
         rows.append(row + (str(empty) if empty else ""))
     castling = int(pos[8])
-    rights = "".join(
-        c for c, sq in (("K", 7), ("Q", 0), ("k", 63), ("q", 56)) if castling & (1 << sq)
-    ) or "-"
+    rights = "".join(c for c, sq in (("K", 7), ("Q", 0), ("k", 63), ("q", 56)) if castling & (1 << sq)) or "-"
     ep = int(pos[9])
     ep_text = _square(ep) if ep != 64 else "-"
     stm = "b" if int(pos[10]) else "w"
@@ -130,8 +130,14 @@ def _start() -> np.ndarray:
 
         pos = np.zeros(B.POS_WORDS, np.uint64)
         pos[0], pos[1] = 0xFFFF, 0xFFFF << 48
-        pieces = [0xFF << 8 | 0xFF << 48, 0x42 | 0x42 << 56, 0x24 | 0x24 << 56, 0x81 | 0x81 << 56,
-                  0x08 | 0x08 << 56, 0x10 | 0x10 << 56]
+        pieces = [
+            0xFF << 8 | 0xFF << 48,
+            0x42 | 0x42 << 56,
+            0x24 | 0x24 << 56,
+            0x81 | 0x81 << 56,
+            0x08 | 0x08 << 56,
+            0x10 | 0x10 << 56,
+        ]
         for t, m in enumerate(pieces):
             pos[2 + t] = m
         pos[8] = 1 | 1 << 7 | 1 << 56 | 1 << 63
