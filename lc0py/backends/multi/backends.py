@@ -9,8 +9,8 @@ positions went in.
 from __future__ import annotations
 
 import itertools
-import queue
 import threading
+from collections import deque
 from concurrent.futures import Future
 
 import numpy as np
@@ -147,7 +147,11 @@ class MultiplexingBackend(MultiBackend):
     def __init__(self, children: list[Child]) -> None:
         super().__init__(children)
         self.info = merged_info(self.name, children, min(c.info.recommended_batch for c in children))
-        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        # lc0's queue: a worker takes requests from the front while they fit in its max_batch and
+        # leaves the first one that does not for the next worker (peek, then pop)
+        self._queue: deque[_Request] = deque()
+        self._ready = threading.Condition()
+        self._closing = False
         self._workers: list[threading.Thread] = []
         for child in children:
             for k in range(child.spec.threads):
@@ -161,28 +165,28 @@ class MultiplexingBackend(MultiBackend):
         if not self._workers:
             raise Lc0pyError("multiplexing: the backend is closed")
         request = _Request(batch)
-        self._queue.put(request)
+        with self._ready:
+            self._queue.append(request)
+            self._ready.notify()
         return ChildHandle(self.name, request.future)
 
     def _work(self, child: Child) -> None:
         limit = child.spec.max_batch
-        held: list[_Request | None] = []  # taken from the queue but not joined (did not fit)
+        queue = self._queue
         while True:
-            first = held.pop() if held else self._queue.get()
-            if first is None:
-                return
-            taken = [first]
-            size = len(first.batch)
-            while True:  # join what is queued, up to max_batch (a larger single request still goes)
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None or size + len(nxt.batch) > limit:
-                    held.append(nxt)
-                    break
-                taken.append(nxt)
-                size += len(nxt.batch)
+            with self._ready:
+                while not queue and not self._closing:
+                    self._ready.wait()
+                if not queue:  # closing, nothing left
+                    return
+                taken = [queue.popleft()]
+                size = len(taken[0].batch)
+                # join what is queued, up to max_batch (a larger single request still goes alone)
+                while queue and size + len(queue[0].batch) <= limit:
+                    size += len(queue[0].batch)
+                    taken.append(queue.popleft())
+                if queue:
+                    self._ready.notify()  # what is left is another worker's
             self._compute(child, taken)
 
     @staticmethod
@@ -210,8 +214,9 @@ class MultiplexingBackend(MultiBackend):
 
     def close(self) -> None:
         workers, self._workers = self._workers, []
-        for _ in workers:
-            self._queue.put(None)
+        with self._ready:
+            self._closing = True
+            self._ready.notify_all()
         for t in workers:
             t.join()
         super().close()

@@ -160,3 +160,26 @@ def test_children_get_inherited_and_shared_keys_as_lc0() -> None:
     assert (b.backend, b.options.values) == ("onnx-cpu", {"gpu": "1", "threads": "2"})
     (only,) = child_specs("demux", BackendOptions.parse("backend=random,seed=3"))
     assert (only.backend, only.options.values, only.label) == ("random", {"seed": "3"}, "demux child 0")
+
+
+@pytest.mark.parametrize("kind", ["demux", "roundrobin", "multiplexing"])
+def test_children_compute_at_the_same_time(kind: str) -> None:
+    """Each child waits at a barrier for the other: only concurrent children get through (the
+    timeout is a hang guard, not a measurement)."""
+    barrier = threading.Barrier(2, timeout=60)
+    # multiplexing: max_batch 4, so the two requests cannot travel together
+    with create_backend(kind, TINY, "backend=random,max_batch=4,(),()") as multi:
+        for child in multi.children:
+            original = child.backend.evaluate
+
+            def meet(b: PlanesBatch, _orig=original) -> NetworkOutput:
+                barrier.wait()
+                return _orig(b)
+
+            child.backend.evaluate = meet  # type: ignore[method-assign]
+        if kind == "demux":
+            out = multi.evaluate(_batch(8, 1))  # one batch, both halves at once
+            assert len(out) == 8
+        else:
+            handles = [multi.evaluate_async(_batch(4, k)) for k in range(2)]
+            assert [len(h.result()) for h in handles] == [4, 4]
