@@ -156,7 +156,11 @@ def test_children_get_inherited_and_shared_keys_as_lc0() -> None:
     opts = BackendOptions.parse("backend=cuda-fp16,max_batch=512,threads=2,(gpu=0),(gpu=1,backend=onnx-cpu)")
     a, b = child_specs("demux", opts)
     assert (a.backend, a.options.values, a.threads, a.max_batch) == (
-        "cuda-fp16", {"gpu": "0", "max_batch": "512"}, 2, 512)
+        "cuda-fp16",
+        {"gpu": "0", "max_batch": "512"},
+        2,
+        512,
+    )
     assert (b.backend, b.options.values) == ("onnx-cpu", {"gpu": "1", "threads": "2"})
     (only,) = child_specs("demux", BackendOptions.parse("backend=random,seed=3"))
     assert (only.backend, only.options.values, only.label) == ("random", {"seed": "3"}, "demux child 0")
