@@ -119,3 +119,29 @@ def test_a_bad_option_is_one_line(cluster: None, positions: Path, tmp_path: Path
     with pytest.raises(Lc0pyError) as info:
         evaluate_file_on_ray(positions, tmp_path / "bad", None, "random", "zz=1", actors=1)
     assert str(info.value).startswith("--backend-opts: unknown option(s) zz") and "\n" not in str(info.value)
+
+
+def test_the_command_runs_on_ray(
+    cluster: None, positions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from lc0py.cli.main import main
+
+    argv = [
+        "bulk-eval",
+        str(positions),
+        "-O",
+        str(tmp_path / "cli"),
+        "-b",
+        "random",
+        "--chunk",
+        "16",
+        "--ray",
+        "--ray-actors",
+        "2",
+        "--json",
+    ]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["complete"] and summary["chunks"] == 4 and summary["bad"] == 1
