@@ -52,7 +52,8 @@ def test_small_blocks_find_the_same_boundaries(tmp_path: Path, monkeypatch: pyte
 def test_pgn_games_with_and_without_tags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pgn = (
         '[Event "a"]\n[Site "?"]\n\n1. e4 e5\n2. Nf3 *\n\n1. d4 d5 *\n\n'
-        '[Event "c"]\n\n{a comment}\n1. c4 *\n\n[Event "d"]\n[FEN "8/8/8/8/8/8/8/K6k w - - 0 1"]\n\n1. Kb1 *\n'
+        '[Event "c"]\n\n{a comment}\n1. c4 *\n\n'
+        '[Event "d"]\n[FEN "8/8/8/8/8/8/8/K6k w - - 0 1"]\n\n1. Kb1 *\n'
     )
     path = tmp_path / "g.pgn"
     path.write_text(pgn)
