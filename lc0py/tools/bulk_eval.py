@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from lc0py.errors import UsageError
 from lc0py.tools.arguments import add_backend_arguments, add_weights_argument
+
+if TYPE_CHECKING:
+    from lc0py.tools.bulk.job import JobSummary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,14 +131,12 @@ def _layers(text: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.tools.bulk.job import evaluate_file
-
     if args.writers < -1:
         raise UsageError(f"--writers {args.writers}: -1 (automatic), 0 (none) or more")
     for flag in ("top", "chunk", "batch", "in_flight", "workers", "ray_actors"):
         if getattr(args, flag) < 0:
             raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must not be negative")
-    common = dict(
+    common: dict[str, Any] = dict(
         input_format=args.input_format,
         output_format=args.output_format,
         top=args.top,
@@ -143,33 +146,15 @@ def run(args: argparse.Namespace) -> int:
         probe_layers=_layers(args.probe_layers),
     )
     show = False if args.no_progress else None
-    if args.ray is not None:
-        from lc0py.tools.bulk.ray_job import evaluate_file_on_ray
-
-        summary = evaluate_file_on_ray(
-            args.input,
-            args.output,
-            args.weights,
-            args.backend,
-            args.backend_opts,
-            address=None if args.ray == "local" else args.ray,
-            actors=args.ray_actors,
-            in_flight=args.in_flight,
-            **common,
+    try:
+        summary = _run(args, common, show)
+    except KeyboardInterrupt:
+        print(
+            f"bulk-eval: interrupted; every finished chunk is kept in {args.output}: run the same "
+            "command again to resume",
+            file=sys.stderr,
         )
-    else:
-        summary = evaluate_file(
-            args.input,
-            args.output,
-            args.weights,
-            args.backend,
-            args.backend_opts,
-            in_flight=args.in_flight,
-            workers=args.workers,
-            writers=args.writers,
-            show_progress=show,
-            **common,
-        )
+        return 130
     if args.json:
         print(json.dumps(asdict(summary)))
     else:
@@ -181,3 +166,34 @@ def run(args: argparse.Namespace) -> int:
             f"{summary.positions_per_second:,.0f} positions/s"
         )
     return 0 if summary.complete else 1
+
+
+def _run(args: argparse.Namespace, common: dict[str, Any], show: bool | None) -> JobSummary:
+    from lc0py.tools.bulk.job import evaluate_file
+
+    if args.ray is not None:
+        from lc0py.tools.bulk.ray_job import evaluate_file_on_ray
+
+        return evaluate_file_on_ray(
+            args.input,
+            args.output,
+            args.weights,
+            args.backend,
+            args.backend_opts,
+            address=None if args.ray == "local" else args.ray,
+            actors=args.ray_actors,
+            in_flight=args.in_flight,
+            **common,
+        )
+    return evaluate_file(
+        args.input,
+        args.output,
+        args.weights,
+        args.backend,
+        args.backend_opts,
+        in_flight=args.in_flight,
+        workers=args.workers,
+        writers=args.writers,
+        show_progress=show,
+        **common,
+    )

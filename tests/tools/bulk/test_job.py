@@ -226,3 +226,16 @@ def test_probe_layers_are_the_trace_means(tmp_path: Path) -> None:
                 np.testing.assert_allclose(row["probes"][layer], want, rtol=1e-5, atol=1e-6)
     with pytest.raises(UsageError, match="--probe-layers 99"):
         evaluate_file(src, tmp_path / "bad", TINY, "numpy", probe_layers=(99,))
+
+
+def test_ctrl_c_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(J, "evaluate_file", interrupted)
+    src = tmp_path / "p.fen"
+    src.write_text("startpos\n")
+    assert main(["bulk-eval", str(src), "-O", str(tmp_path / "o"), "-b", "random"]) == 130
+    assert "run the same command again to resume" in capsys.readouterr().err
