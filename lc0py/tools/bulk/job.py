@@ -482,7 +482,7 @@ def run_local(
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     cpus = os.cpu_count() or 2
     # chunks read ahead: enough to keep every PGN worker process parsing
-    depth = (loader.workers + 1) if plan.settings.input_kind == "pgn" else 3
+    depth = min(loader.workers + 1, 12) if plan.settings.input_kind == "pgn" else 3  # bounded memory
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
         writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
     writer_pool = _spawn_pool(writers) if writers else None
