@@ -267,7 +267,7 @@ class CudaPlatform(VendorPlatform):
     vendor = "nvidia"
     blas_name = "cuBLAS"
     # cuda.bindings calls the driver without the GIL: on the device a counting thread kept
-    # running through cuEventSynchronize (measured 2026-11-27, docs/performance.md §9)
+    # running through cuEventSynchronize (measured 2026-11-27, docs/performance.md §10)
     sync_releases_gil = True
 
     def __init__(self, device: int = 0) -> None:

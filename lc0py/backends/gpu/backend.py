@@ -11,7 +11,7 @@
                               (``auto``: on from ``WINOGRAD_MIN_FILTERS`` filters), else im2col + GEMM
 ``winograd_split``  ``on``    residual nets of <= 256 filters, fused Winograd step: a position's four tiles on
                               four threads (58 registers a thread, where the one-thread-per-channel kernel
-                              needs 128); ``off``: that kernel. docs/performance.md §9 (log,
+                              needs 128); ``off``: that kernel. docs/performance.md §10 (log,
                               2026-11-27)
 ``winograd_staged`` ``auto``  residual nets, with the split step: persistent blocks that copy the next
                               position's rows into shared memory (cp.async) while computing, where its

@@ -44,7 +44,7 @@ SE_GATES_AUTO_MIN = 768
 #: Multiprocessors the second convolution's GEMM leaves free for the SE branch beside it (its
 #: sums -> gates kernels on the side stream). cuBLAS's Hopper GEMMs are persistent, one block a
 #: multiprocessor: on all of them the branch waits for the GEMM's end. 16 of an H100's 132 gave
-#: the forward pass 1.6 % at 1024 (4, 8: 0.4-0.5 %; 24: 1.4 %; docs/performance.md §9, log of
+#: the forward pass 1.6 % at 1024 (4, 8: 0.4-0.5 %; 24: 1.4 %; docs/performance.md §10, log of
 #: 2026-11-27).
 SE_BRANCH_SMS = 16
 

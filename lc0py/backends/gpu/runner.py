@@ -36,7 +36,7 @@ from lc0py.gpu.platform import Event, HostBuffer, Platform
 
 #: Positions of the planes' masks one host copy + H2D step takes (``GpuRunner._upload``): copied
 #: whole, a 1024-position batch's 0.9 MB of masks kept the device idle ~0.1 ms before its H2D
-#: started (measured 2026-11-27, docs/performance.md §9).
+#: started (measured 2026-11-27, docs/performance.md §10).
 UPLOAD_CHUNK_ROWS = 256
 
 

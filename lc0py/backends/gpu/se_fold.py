@@ -14,7 +14,7 @@ of the board and channel, its quadrant, its outer rank, its outer file and its o
 
 so fc1 becomes one small GEMM over ``[B, 16C]`` sums, computed before the second convolution's
 fused step, which then reads its position's gates instead of pooling and running fc1 and fc2
-behind four barriers (docs/performance.md §9, log of 2026-11-27).
+behind four barriers (docs/performance.md §10, log of 2026-11-27).
 """
 
 from __future__ import annotations
