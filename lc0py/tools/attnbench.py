@@ -42,6 +42,7 @@ from lc0py.backends.accuracy import relative_error
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
 from lc0py.tools.arguments import add_json_arguments, int_list, json_target
+from lc0py.tools.progress import progress
 
 IMPLS = ("cpu", "naive", "flash")
 
@@ -236,47 +237,44 @@ def run(args: argparse.Namespace) -> int:
                   f"with L > --cpu-max-seq {args.cpu_max_seq}", file=sys.stderr, flush=True)
         shapes = runnable
     rows: list[dict[str, Any]] = []
-    try:
-        for n, s in enumerate(shapes):
-            rng = np.random.default_rng(n)
-            host = tuple(
-                rng.standard_normal((s.batch, h, s.seq, s.depth)).astype(np.float16)
-                for h in (s.heads, s.kv_heads, s.kv_heads)
-            )
-            timings: dict[str, Timing] = {}
-            outs: dict[str, np.ndarray] = {}
-            dev = tuple(eng.to_device(x) for x in host) if eng is not None else None
-            try:
-                for impl in impls:
-                    why = skip_reason(impl, s, args)
-                    if why is not None:
-                        timings[impl] = Timing(impl, skipped=why)
-                    elif impl == "cpu":
-                        timings[impl] = _bench_cpu(s, host, args.iters)
-                    else:
-                        try:
-                            timings[impl], outs[impl] = _bench_gpu(eng, impl, s, dev, args.iters, args.warmup)
-                        except Exception as exc:  # e.g. out of memory: a row says so, the sweep goes on
-                            timings[impl] = Timing(impl, skipped=f"{type(exc).__name__}: {exc}"[:120])
-            finally:
-                for x in dev or ():
-                    x.free()
-            row: dict[str, Any] = {**asdict(s), "results": {i: t.summary() for i, t in timings.items()}}
-            if "flash" in outs and "naive" in outs:
-                row["flash_vs_naive_rel_err"] = relative_error(outs["flash"], outs["naive"])
-            rows.append(row)
-            print(
-                f"attnbench {n + 1}/{len(shapes)} {s.label()}: "
-                + ", ".join(
+    with progress(len(shapes), "attnbench", unit="shape") as bar:
+        try:
+            for n, s in enumerate(shapes):
+                rng = np.random.default_rng(n)
+                host = tuple(
+                    rng.standard_normal((s.batch, h, s.seq, s.depth)).astype(np.float16)
+                    for h in (s.heads, s.kv_heads, s.kv_heads)
+                )
+                timings: dict[str, Timing] = {}
+                outs: dict[str, np.ndarray] = {}
+                dev = tuple(eng.to_device(x) for x in host) if eng is not None else None
+                try:
+                    for impl in impls:
+                        why = skip_reason(impl, s, args)
+                        if why is not None:
+                            timings[impl] = Timing(impl, skipped=why)
+                        elif impl == "cpu":
+                            timings[impl] = _bench_cpu(s, host, args.iters)
+                        else:
+                            try:
+                                timings[impl], outs[impl] = _bench_gpu(eng, impl, s, dev, args.iters,
+                                                                       args.warmup)
+                            except Exception as exc:  # e.g. out of memory: a row says so, the sweep goes on
+                                timings[impl] = Timing(impl, skipped=f"{type(exc).__name__}: {exc}"[:120])
+                finally:
+                    for x in dev or ():
+                        x.free()
+                row: dict[str, Any] = {**asdict(s), "results": {i: t.summary() for i, t in timings.items()}}
+                if "flash" in outs and "naive" in outs:
+                    row["flash_vs_naive_rel_err"] = relative_error(outs["flash"], outs["naive"])
+                rows.append(row)
+                bar.update(1)
+                bar.set_postfix(last=f"{s.label()}: " + ", ".join(
                     f"{i} {r['mean_ms']:.3f} ms" if "mean_ms" in r else f"{i} skipped"
-                    for i, r in row["results"].items()
-                ),
-                file=sys.stderr,
-                flush=True,
-            )
-    finally:
-        if eng is not None:
-            eng.close()
+                    for i, r in row["results"].items()))
+        finally:
+            if eng is not None:
+                eng.close()
     if not target.stdout:
         print(table(rows))
     if target.stdout or target.file:

@@ -38,13 +38,13 @@ from lc0py.tools.arguments import (
 )
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
 from lc0py.tools.positions import normalise_fen
+from lc0py.tools.progress import Reporter, progress
 
 CPU_DEFAULT_SIZES = (1, 4, 16)
 CPU_DEFAULT_BATCHES = 3
 CPU_DEFAULT_WARMUP = 1
 CPU_WARMUP_SIZE = 4
 WARMUP_BATCHES = 2
-PROGRESS_AFTER_S = 2.0
 
 @dataclass
 class Plan:
@@ -123,26 +123,6 @@ def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
     return Plan(sizes, batches, WARMUP_BATCHES), False
 
 
-class _Progress:
-    """``size S: batch k/n`` on stderr (terminals only) once the run has taken a while."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.tty = sys.stderr.isatty()
-        self.shown = False
-
-    def update(self, text: str) -> None:
-        if self.tty and time.monotonic() - self.start > PROGRESS_AFTER_S:
-            sys.stderr.write(f"\r\033[Kbackendbench: {text}")
-            sys.stderr.flush()
-            self.shown = True
-
-    def clear(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
-
-
 def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
     """Encode the position, build a batch of ``size`` copies, evaluate, touch every output.
 
@@ -164,15 +144,15 @@ def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
 
 
 def bench_size(backend: Any, history: Any, input_format: int, size: int, batches: int,
-               progress: _Progress | None = None) -> BatchStats:
+               progress: Reporter | None = None) -> BatchStats:
     """Time ``batches`` batches of ``size`` positions (one thread) and return the statistics."""
     completions = []
     start = time.perf_counter()
-    for k in range(batches):
+    for _ in range(batches):
         run_batch(backend, history, input_format, size)
         completions.append(time.perf_counter())
         if progress is not None:
-            progress.update(f"size {size}: batch {k + 1}/{batches}")
+            progress.update(size)
     return compute_stats(size, start, [completions])
 
 
@@ -218,63 +198,122 @@ def run(args: argparse.Namespace) -> int:
     if weights is None and any(needs_weights(n) for n in names):
         weights = default_weights()  # generated (and announced) once for every backend
     rows: list[dict[str, Any]] = []
+    devices: dict[str, str] = {}
     for index, name in enumerate(names):
-        rows += bench_backend(args, name, weights, history, target, index == 0, len(names) > 1)
+        rows += bench_backend(args, name, weights, history, target, index == 0, len(names) > 1, devices)
     if target.file is not None:
         JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
     if args.plot is not None:
-        plot(rows, args.plot, args.backend_opts)
+        net = weights.name if weights is not None else "no net (random backend)"
+        if weights is not None and args.weights is None:
+            net = "built-in T82 (random weights)"
+        plot(rows, args.plot, args.backend_opts, net, devices.get("label", ""))
         print(f"backendbench: plot written to {args.plot}", file=sys.stderr)
     return 0
 
 
 def bench_backend(args: argparse.Namespace, name: str, weights: Path | None, history: Any,
-                  target: JsonTarget, first: bool = True, several: bool = False) -> list[dict[str, Any]]:
+                  target: JsonTarget, first: bool = True, several: bool = False,
+                  devices: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Run the plan on backend ``name``; print its rows (CSV or JSON lines) and return them.
-    With ``several`` backends, a ``# backend NAME`` line precedes each one's CSV rows."""
+    With ``several`` backends, a ``# backend NAME`` line precedes each one's CSV rows. The device
+    it ran on goes into ``devices["label"]`` (joined with " / " when backends differ)."""
     from lc0py.backends.registry import create_backend, is_cpu_backend
 
     rows: list[dict[str, Any]] = []
     backend = create_backend(name, weights, args.backend_opts)
     try:
+        if devices is not None:
+            label = device_label(backend)
+            known = devices.get("label", "")
+            devices["label"] = label if not known or label in known.split(" / ") else f"{known} / {label}"
         plan, cpu_defaults = make_plan(args, is_cpu_backend(backend))
         if cpu_defaults:
             print(f"backendbench: CPU backend '{backend.name}': small CPU plan: {plan.describe()} "
                   f"(lc0's plan, sizes 1..256 x 100 batches, is for GPUs; --batches/--batch-sizes/... "
                   f"change it)", file=sys.stderr, flush=True)
         fmt = backend.info.input_format
-        progress = _Progress()
-        for k in range(plan.warmup):
-            run_batch(backend, history, fmt, plan.warmup_size or max(plan.sizes))
-            progress.update(f"warm-up {k + 1}/{plan.warmup}")
-        for index, size in enumerate(plan.sizes):
-            stats = bench_size(backend, history, fmt, size, plan.batches, progress)
-            progress.clear()
-            row = {"backend": backend.name, **stats.as_dict()}
-            rows.append(row)
-            if target.stdout:
-                sys.stdout.write(json.dumps(row) + "\n")
-            else:
-                if index == 0 and several:  # which backend the following rows belong to
-                    sys.stdout.write(f"# backend {backend.name}\n")
-                if header_due(index, args.header_only_once) and (first or not args.header_only_once):
-                    sys.stdout.write(HEADER + "\n")
-                sys.stdout.write(stats.csv_row() + "\n")
-            sys.stdout.flush()
+        warm = plan.warmup_size or max(plan.sizes)
+        total = plan.warmup * warm + plan.batches * sum(plan.sizes)
+        with progress(total, f"backendbench {backend.name}", unit="pos") as bar:
+            bar.set_postfix(size=f"warm-up {warm}")
+            for _ in range(plan.warmup):
+                run_batch(backend, history, fmt, warm)
+                bar.update(warm)
+            for index, size in enumerate(plan.sizes):
+                bar.set_postfix(size=size)
+                stats = bench_size(backend, history, fmt, size, plan.batches, bar)
+                with bar.suspended():  # the row on stdout, the bar redrawn below it
+                    rows.append(_emit(args, backend.name, stats, index, first, several, target))
     finally:
         backend.close()
     return rows
 
 
-def plot(rows: list[dict[str, Any]], path: str, backend_opts: str = "") -> None:
-    """Nodes per second against batch size, one line per backend (log-log when sizes span 8x)."""
+def _emit(args: argparse.Namespace, name: str, stats: BatchStats, index: int, first: bool, several: bool,
+          target: JsonTarget) -> dict[str, Any]:
+    """Print one batch size's row (a JSON line, or the CSV row under its header) and return it."""
+    row = {"backend": name, **stats.as_dict()}
+    if target.stdout:
+        sys.stdout.write(json.dumps(row) + "\n")
+    else:
+        if index == 0 and several:  # which backend the following rows belong to
+            sys.stdout.write(f"# backend {name}\n")
+        if header_due(index, args.header_only_once) and (first or not args.header_only_once):
+            sys.stdout.write(HEADER + "\n")
+        sys.stdout.write(stats.csv_row() + "\n")
+    sys.stdout.flush()
+    return row
+
+
+def spread_nps(row: dict[str, Any]) -> tuple[float, float]:
+    """The nps range one standard deviation of the per-batch times spans: ``size / (mean +- sdev)``
+    (asymmetric in nps; a spread as wide as the mean has no upper end and uses the fastest batch)."""
+    size, mean, sdev = float(row["size"]), float(row["mean_ms"]), float(row.get("sdev_ms", 0.0))
+    low = 1000.0 * size / (mean + sdev) if mean + sdev > 0 else 0.0
+    high = 1000.0 * size / (mean - sdev) if mean - sdev > 0 else float(row.get("max_nps", row["nps"]))
+    return low, high
+
+
+def plot_title(net: str, device: str, backend_opts: str = "") -> str:
+    """``lc0py backendbench: NET on DEVICE (options)``."""
+    opts = f" ({backend_opts})" if backend_opts else ""
+    return f"lc0py backendbench: {net} on {device}{opts}"
+
+
+def device_label(backend: Any) -> str:
+    """The device a backend ran on, for the plot's title: the GPU's name, else the CPU's model."""
+    platform = getattr(backend, "platform", None)
+    name = getattr(getattr(platform, "info", None), "name", None)
+    if isinstance(name, str) and name:
+        return name
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform as host
+
+    return host.processor() or host.machine() or "CPU"
+
+
+def plot(rows: list[dict[str, Any]], path: str, backend_opts: str = "", net: str = "",
+         device: str = "") -> None:
+    """Nodes per second against batch size, one line per backend (log-log when sizes span 8x),
+    each point with an error bar from the per-batch times (mean +- one standard deviation); the
+    net and the device in the title."""
     from lc0py.tools.plotting import line_plot
 
     series: dict[str, list[tuple[float, float]]] = {}
+    spread: dict[str, list[tuple[float, float, float]]] = {}
     for row in rows:
         series.setdefault(row["backend"], []).append((row["size"], row["nps"]))
+        if "mean_ms" in row:
+            spread.setdefault(row["backend"], []).append((row["size"], *spread_nps(row)))
     sizes = [row["size"] for row in rows]
     wide = bool(sizes) and max(sizes) >= 8 * min(sizes)
-    opts = f" ({backend_opts})" if backend_opts else ""
-    line_plot(series, path, xlabel="batch size", ylabel="nodes per second (mean)",
-              title=f"lc0py backendbench{opts}", log_x=wide, log_y=wide)
+    line_plot(series, path, xlabel="batch size", ylabel="nodes per second (mean, bar: ±1 sd of batch time)",
+              title=plot_title(net or "?", device or "?", backend_opts), log_x=wide, log_y=wide,
+              spread=spread)

@@ -1,5 +1,8 @@
 """Statistics of one ``backendbench`` batch size, exactly as lc0 master computes them.
 
+The text output keeps lc0's ten CSV columns in lc0's order; their labels carry the unit (``ms``,
+``nps``) and every row is aligned under the header (``--json`` is the machine-readable form).
+
 Pure functions (no clock, no I/O) so they are unit-tested; ``lc0py.tools.backendbench`` feeds
 them the completion times it measured (docs/uci-and-tools.md §1, lc0 ``src/tools/backendbench.cc``).
 """
@@ -9,8 +12,26 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-HEADER = "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean"
-ROW_FORMAT = "%4d,%9s,%8.4g,%7.4f,%7.4f,%8s,%8s,%8s,%10.4f,%11.4f"
+# lc0's ten columns in lc0's order, each labelled with its unit and given a fixed width that holds
+# the widest value a real run prints (millions of nps on a GPU, minutes per batch on a CPU), so the
+# streamed rows stay under their header: (label, width)
+COLUMNS = (
+    ("size", 5),
+    ("mean nps", 10),
+    ("mean ms", 10),
+    ("sdev ms", 12),
+    ("cv", 7),
+    ("max nps", 10),
+    ("median nps", 11),
+    ("min nps", 10),
+    ("first max ms", 13),
+    ("first mean ms", 14),
+)
+HEADER = ",".join(f"{label:>{width}}" for label, width in COLUMNS)
+
+
+def _cells(values: tuple[str, ...]) -> str:
+    return ",".join(f"{value:>{width}}" for value, (_, width) in zip(values, COLUMNS, strict=True))
 
 
 def format_nps(nps: float) -> str:
@@ -36,10 +57,13 @@ class BatchStats:
     samples: int
 
     def csv_row(self) -> str:
-        return ROW_FORMAT % (
-            self.size, format_nps(self.nps), self.mean_ms, self.sdev_ms, self.cv, format_nps(self.max_nps),
-            format_nps(self.median_nps), format_nps(self.min_nps), self.first_max_ms, self.first_mean_ms,
-        )
+        """The row under ``HEADER``: each value right-aligned in its column (lc0's number formats:
+        whole nps, 4 significant digits for the mean time, 4 decimals for the rest)."""
+        return _cells((
+            str(self.size), format_nps(self.nps), f"{self.mean_ms:.4g}", f"{self.sdev_ms:.4f}",
+            f"{self.cv:.4f}", format_nps(self.max_nps), format_nps(self.median_nps),
+            format_nps(self.min_nps), f"{self.first_max_ms:.4f}", f"{self.first_mean_ms:.4f}",
+        ))
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)

@@ -36,6 +36,7 @@ from lc0py.tools.arguments import (
 )
 from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
+from lc0py.tools.progress import progress
 
 DEFAULT_TOP = 10
 #: Positions per backend call: lc0's own batches are at most a few hundred, and the encoded
@@ -118,19 +119,22 @@ def run(args: argparse.Namespace) -> int:
     target = json_target(args, "eval")
     out = sys.stdout
     lines: list[str] = []
-    with load(args.weights, args.backend, args.backend_opts) as net:  # the loader names bad paths
-        # printed as each batch comes back: a long --positions file shows progress, memory stays bounded
+    with load(args.weights, args.backend, args.backend_opts) as net, \
+            progress(len(specs), "eval", unit="pos", enabled=None if len(specs) > 1 else False) as bar:
+        # printed as each batch comes back (memory stays bounded); the bar on stderr counts them
         for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),
                                                     strict=True), start=1):
             line = json.dumps(to_json(spec, ev, args.top))
             if target.file is not None:
                 lines.append(line)
-            if target.stdout:
-                out.write(line + "\n")
-            else:
-                block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
-                out.write(block + ("\n\n" if n < len(specs) else "\n"))
-            out.flush()
+            with bar.suspended():
+                if target.stdout:
+                    out.write(line + "\n")
+                else:
+                    block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
+                    out.write(block + ("\n\n" if n < len(specs) else "\n"))
+                out.flush()
+            bar.update(1)
             if n <= len(svg_paths):
                 svg = svg_paths[n - 1]
                 write_atomically(svg, evaluation_svg(history.board, ev), what=f"--svg {svg}")

@@ -35,8 +35,10 @@ def line_plot(
     title: str,
     log_x: bool = False,
     log_y: bool = False,
+    spread: dict[str, list[tuple[float, float, float]]] | None = None,
 ) -> None:
-    """One marked line per ``series`` entry (label -> ``(x, y)`` points), saved to ``path``."""
+    """One marked line per ``series`` entry (label -> ``(x, y)`` points), saved to ``path``.
+    ``spread`` (label -> ``(x, low, high)``) draws an error bar from ``low`` to ``high`` at ``x``."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     try:
@@ -44,6 +46,13 @@ def line_plot(
             pts = sorted(points)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=f"C{i % 10}", marker="o", ms=3,
                     label=label)
+            bars = sorted((spread or {}).get(label, []))
+            if bars:
+                mids = dict(pts)
+                ax.errorbar([b[0] for b in bars], [mids.get(b[0], (b[1] + b[2]) / 2) for b in bars],
+                            yerr=[[max(mids.get(b[0], b[1]) - b[1], 0.0) for b in bars],
+                                  [max(b[2] - mids.get(b[0], b[2]), 0.0) for b in bars]],
+                            fmt="none", ecolor=f"C{i % 10}", capsize=3, alpha=0.7)
         if log_x:
             ax.set_xscale("log", base=2)
         if log_y:

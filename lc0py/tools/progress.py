@@ -81,6 +81,19 @@ class Reporter:
         if self.enabled:
             self._bar.set_description_str(desc, refresh=False)
 
+    @contextmanager
+    def suspended(self) -> Iterator[None]:
+        """Around the command's own output on the same terminal (a result row on stdout): the bar
+        is cleared first and redrawn after, so the two never share a line."""
+        if not self.enabled or self._bar.disable:
+            yield
+            return
+        self._bar.clear()
+        try:
+            yield
+        finally:
+            self._bar.refresh()
+
     def write(self, line: str) -> None:
         """Print ``line`` on the reporter's stream above the bar (only when the bar is drawn)."""
         if self.enabled and not self._bar.disable:

@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from lc0py.backends.gpu.tuning import FlashParams, save_tuned
 from lc0py.errors import UsageError
@@ -50,6 +50,7 @@ from lc0py.tools.arguments import (
     add_weights_argument,
     json_target,
 )
+from lc0py.tools.progress import Reporter, progress
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
@@ -252,26 +253,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-save", action="store_true", help="do not save the winner for the backend")
 
 
-def _progress_bar(stream: Any, fp16: bool) -> Callable[[int, int, FlashParams, Result | None], None]:
-    """``tune [####......] 7/20 <config>: <nps>`` on stderr (redrawn on a terminal, a line per
-    candidate in logs)."""
-    tty = stream.isatty()
+def _report_to(bar: Reporter, fp16: bool) -> Callable[[int, int, FlashParams, Result | None], None]:
+    """The sweep's progress on the shared reporter: a step per candidate, the candidate being
+    measured and the last one's result after the bar (every result is in the table at the end)."""
 
     def show(done: int, total: int, p: FlashParams, res: Result | None) -> None:
-        bar = "#" * (20 * done // total) + "." * (20 - 20 * done // total)
-        what = label(p, fp16) if res is None else ("skipped" if res.skipped else f"{res.score:,.0f} nps")
-        line = (
-            f"tune [{bar}] {done}/{total} {label(p, fp16)}: {what}"
-            if res
-            else f"tune [{bar}] {done}/{total} {what} ..."
-        )
-        if tty:
-            stream.write("\r\033[K" + line)
-            if done == total and res is not None:
-                stream.write("\n")
-        elif res is not None:
-            stream.write(line + "\n")
-        stream.flush()
+        if res is None:
+            bar.set_postfix(measuring=label(p, fp16))
+            return
+        bar.update(1)
+        bar.set_postfix(last=f"{label(p, fp16)}: "
+                        + ("skipped" if res.skipped else f"{res.score:,.0f} nps"))
 
     return show
 
@@ -373,7 +365,8 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
             f"({'quick' if args.quick else 'full'}), {len(filtered)} filtered",
             file=sys.stderr,
         )
-        results = sweep(candidates, measure, _progress_bar(sys.stderr, fp16))
+        with progress(len(candidates), "tune", unit="config") as bar:
+            results = sweep(candidates, measure, _report_to(bar, fp16))
         winner = pick_winner(results)
         # leave the network on the winner (or the default) in case the caller keeps using it
         gpu.set_flash_overrides(overrides_of(winner.params if winner else default, fp16))

@@ -146,7 +146,7 @@ def test_several_backends_and_plot(tiny_path: Path, tmp_path: Path,
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert lines[0] == "# backend numpy" and lines[1] == HEADER and "# backend random" in lines
-    assert len([line for line in lines if line[:4].strip().isdigit()]) == 6
+    assert len([line for line in lines if line.split(",")[0].strip().isdigit()]) == 6
     assert "plot written" in captured.err
     import matplotlib.image
 
@@ -165,6 +165,25 @@ def test_plot_data_one_line_per_backend(monkeypatch: pytest.MonkeyPatch) -> None
     backendbench.plot(rows, "x.png")
     assert seen["series"] == {"cuda": [(1, 10.0), (64, 500.0)], "cuda-fp16": [(1, 12.0), (64, 900.0)]}
     assert seen["log_x"] is True and seen["xlabel"] == "batch size"
+
+
+def test_plot_has_spread_net_and_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Error bars from the per-batch times (mean +- sd), the net and the device in the title."""
+    from lc0py.tools import backendbench, plotting
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(plotting, "line_plot", lambda series, path, **kw: seen.update(series=series, **kw))
+    rows = [{"backend": "numpy", "size": 4, "nps": 40.0, "mean_ms": 100.0, "sdev_ms": 20.0, "max_nps": 60.0},
+            {"backend": "numpy", "size": 16, "nps": 80.0, "mean_ms": 200.0, "sdev_ms": 0.0, "max_nps": 80.0}]
+    backendbench.plot(rows, "x.png", net="maia-1900.pb.gz", device="NVIDIA H100")
+    spread = seen["spread"]
+    assert isinstance(spread, dict)
+    (x0, lo0, hi0), (x1, lo1, hi1) = spread["numpy"]
+    assert (x0, x1) == (4, 16)
+    assert lo0 == pytest.approx(4000 / 120) and hi0 == pytest.approx(4000 / 80)
+    assert lo1 == pytest.approx(80.0) and hi1 == pytest.approx(80.0)
+    title = str(seen["title"])
+    assert "maia-1900.pb.gz" in title and "NVIDIA H100" in title
 
 
 def test_plot_without_matplotlib_is_one_line_before_measuring(

@@ -43,12 +43,27 @@ def test_single_batch_uses_first_time() -> None:
 def test_row_format() -> None:
     s = compute_stats(256, 0.0, [[0.0071020, 0.0071020 + 0.006195, 0.0071020 + 2 * 0.006195]])
     row = s.csv_row()
-    assert row.startswith(" 256,")
+    assert row.startswith("  256,")
     fields = row.split(",")
     assert len(fields) == len(HEADER.split(","))
-    assert [len(f) for f in fields] == [4, 9, 8, 7, 7, 8, 8, 8, 10, 11]
-    assert fields[2] == "   6.195"  # %8.4g
-    assert fields[8] == "    7.1020"
+    assert [len(f) for f in fields] == [len(h) for h in HEADER.split(",")]
+    assert fields[2].strip() == "6.195"  # lc0's %.4g
+    assert fields[8].strip() == "7.1020"
+
+
+def test_header_names_units() -> None:
+    labels = [h.strip() for h in HEADER.split(",")]
+    assert labels == ["size", "mean nps", "mean ms", "sdev ms", "cv", "max nps", "median nps", "min nps",
+                      "first max ms", "first mean ms"]
+
+
+def test_wide_values_stay_aligned() -> None:
+    """A fast GPU (millions of nps) and a slow CPU (minutes a batch) both stay under the header."""
+    fast = compute_stats(1024, 0.0, [[0.0004, 0.0008, 0.0013]])  # ~2.3M nps
+    slow = compute_stats(1, 0.0, [[300.0, 900.0, 1250.0]])  # minutes a batch, first batch 300 s
+    header = [len(h) for h in HEADER.split(",")]
+    for s in (fast, slow):
+        assert [len(f) for f in s.csv_row().split(",")] == header
 
 
 def test_header_schedule() -> None:
@@ -65,5 +80,5 @@ def test_small_rates_keep_digits() -> None:
     """CPU backends on T82 run at a few positions a second: the row must not say 0 or 1."""
     s = compute_stats(1, 0.0, [[0.0, 0.4, 0.8]])  # 2.5 nps
     fields = s.csv_row().split(",")
-    assert fields[1] == "      2.5" and fields[5].strip() == "2.5"
-    assert [len(f) for f in fields] == [4, 9, 8, 7, 7, 8, 8, 8, 10, 11]
+    assert fields[1].strip() == "2.5" and fields[5].strip() == "2.5"
+    assert [len(f) for f in fields] == [len(h) for h in HEADER.split(",")]
