@@ -11,6 +11,7 @@ naming the option instead of being silently ignored.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -146,4 +147,6 @@ class BackendOptions:
             names = ", ".join(sorted(self.values))
             where = f" for backend '{self.backend}'" if self.backend else ""
             hint = f" (known: {', '.join(known)})" if known else ""
-            raise BackendOptionError(f"--backend-opts: unknown option(s) {names}{where}{hint}")
+            guesses = [m for name in sorted(self.values) for m in difflib.get_close_matches(name, known, 1)]
+            guess = f"; did you mean {', '.join(guesses)}?" if guesses else ""
+            raise BackendOptionError(f"--backend-opts: unknown option(s) {names}{where}{guess}{hint}")

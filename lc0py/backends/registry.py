@@ -13,6 +13,7 @@ sees the rest.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import sys
@@ -67,9 +68,10 @@ def backend_names() -> list[str]:
 
 def entry(name: str) -> BackendEntry:
     if name not in _REGISTRY:
-        raise BackendUnavailable(
-            f"--backend '{name}': unknown backend (available: {', '.join([AUTO, *backend_names()])})"
-        )
+        names = [AUTO, *backend_names()]
+        guess = difflib.get_close_matches(name, names, 1)
+        hint = f"; did you mean '{guess[0]}'?" if guess else ""
+        raise BackendUnavailable(f"--backend '{name}': unknown backend{hint} (available: {', '.join(names)})")
     return _REGISTRY[name]
 
 
@@ -193,6 +195,7 @@ def create_backend(
         return _resolve(e.factory)(network, opts)  # type: ignore[no-any-return]
 
     skipped: list[tuple[str, str]] = []
+    failed: set[str] = set()
     for candidate in backend_names():
         e = _REGISTRY[candidate]
         if not e.auto:
@@ -206,6 +209,7 @@ def create_backend(
             backend = _resolve(e.factory)(network, attempt)
         except Lc0pyError as exc:
             skipped.append((candidate, str(exc)))
+            failed.add(candidate)
             log.info("backend %s not usable, trying the next one: %s", candidate, exc)
             continue
         if skipped:
@@ -215,7 +219,24 @@ def create_backend(
             if absent is not None:
                 print(f"lc0py: {absent}: using {candidate} (CPU)", file=sys.stderr, flush=True)
         return backend  # type: ignore[no-any-return]
-    raise BackendUnavailable("no backend could be created: " + "; ".join(f"{n}: {r}" for n, r in skipped))
+    raise BackendUnavailable(auto_failure(skipped, failed))
+
+
+def auto_failure(skipped: list[tuple[str, str]], failed: set[str]) -> str:
+    """Why "auto" found no backend, the cause first: a backend that could run here but refused
+    (a bad option, an unsupported net: ``failed``) is what the user must fix, so its message leads;
+    the backends that cannot run on this machine follow in short."""
+    refused = [(n, r) for n, r in skipped if n in failed]
+    absent = "; ".join(f"{n}: {r.split(' (')[0]}" for n, r in skipped if n not in failed)
+    if not refused:
+        return f"no backend can run here: {absent}"
+    # a refusal that can name the fix (a misspelt option another backend knows) goes first
+    refused.sort(key=lambda item: "did you mean" not in item[1])
+    reason = refused[0][1]
+    others = ", ".join(n for n, _ in refused[1:])
+    also = f" (also refused by {others})" if others else ""
+    rest = f"; the other backends cannot run here: {absent}" if absent else ""
+    return f"{reason}{also} [--backend auto{rest}]"
 
 
 # Registered names (lc0's where lc0 has them). GPU, ONNX and random backends register here too,

@@ -37,6 +37,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# lc0's mode names -> (lc0py command, the extra defaults that mode sets); lc0's "bench" is its
+# benchmark with a shorter plan (10 positions, 500 ms each: lc0's src/main.cc, tools/benchmark.cc)
+ALIASES: dict[str, tuple[str, dict[str, object]]] = {
+    "leela2onnx": ("export-onnx", {}),
+    "bench": ("benchmark", {"short_plan": True}),
+}
+
+WEIGHTS_RULE = (
+    "Networks, the same rule for every command: --weights FILE; --weights '<random>' is the built-in "
+    "T82-shaped net with random weights; without --weights (lc0's '<autodiscover>') the net lc0 finds "
+    "in its folders, else: backendbench and benchmark go on with '<random>' (said on stderr), every "
+    "other command stops with one line. lc0's mode names work too: bench, leela2onnx."
+)
+
+
 def _load(module: str):  # type: ignore[no-untyped-def]
     try:
         return importlib.import_module(module)
@@ -56,7 +71,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="lc0py", description="Python inference engine for lc0 networks (attention-body and residual)."
+        prog="lc0py", description="Python inference engine for lc0 networks (attention-body and residual).",
+        epilog=WEIGHTS_RULE,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log backend decisions")
     parser.add_argument("--version", action="version", version=f"lc0py v{__version__}")
@@ -65,10 +81,33 @@ def build_parser() -> argparse.ArgumentParser:
         module = _load(module_name)
         if module is None:
             continue
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=WEIGHTS_RULE)
         module.add_arguments(p)
         p.set_defaults(_module=module)
+    for alias, (target, defaults) in ALIASES.items():
+        module_name, help_text = COMMANDS[target]
+        module = _load(module_name)
+        if module is None:
+            continue
+        text = f"lc0's name for {target}" + (" with lc0's short plan (10 positions x 500 ms)"
+                                             if defaults.get("short_plan") else "")
+        p = sub.add_parser(alias, help=text, description=f"{help_text} ({text})", epilog=WEIGHTS_RULE)
+        module.add_arguments(p)
+        p.set_defaults(_module=module, **defaults)
     return parser
+
+
+def _unknown_command(word: str) -> Lc0pyError:
+    """``lc0py evl``: one line with the nearest command names."""
+    import difflib
+
+    from lc0py.errors import UsageError
+
+    names = [*COMMANDS, *ALIASES]
+    guess = difflib.get_close_matches(word, names, 2)
+    hint = f"; did you mean {' or '.join(repr(g) for g in guess)}?" if guess else ""
+    return UsageError(f"unknown command '{word}'{hint} (commands: {', '.join(COMMANDS)}; "
+                      f"lc0py with no command, or only flags, is the UCI engine)")
 
 
 _TOP_FLAGS = ("-v", "--verbose")
@@ -82,7 +121,9 @@ def with_default_command(argv: list[str]) -> list[str]:
         i += 1
     if i < len(argv) and argv[i] in ("-h", "--help", "--version"):
         return argv
-    if i == len(argv) or argv[i] not in COMMANDS:
+    if i < len(argv) and not argv[i].startswith("-") and argv[i] not in COMMANDS and argv[i] not in ALIASES:
+        raise _unknown_command(argv[i])
+    if i == len(argv) or (argv[i] not in COMMANDS and argv[i] not in ALIASES):
         argv = [*argv[:i], "uci", *argv[i:]]
     if argv[i] == "uci":
         from lc0py.uci.config import config_arguments

@@ -37,8 +37,10 @@ from lc0py.tools.arguments import (
     json_target,
 )
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
+from lc0py.tools.default_net import FILE_NAME as DEFAULT_NET_FILE
 from lc0py.tools.positions import normalise_fen
 from lc0py.tools.progress import Reporter, progress
+from lc0py.tools.weights_choice import AUTODISCOVER, RANDOM, resolve_weights
 
 CPU_DEFAULT_SIZES = (1, 4, 16)
 CPU_DEFAULT_BATCHES = 3
@@ -71,7 +73,7 @@ INT_FLAGS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_weights_argument(parser, note="default: the built-in T82-shaped net (random weights)")
+    add_weights_argument(parser, note="default <autodiscover>: the net lc0 would find, else <random>")
     add_backend_arguments(parser, note="or several: cuda,cuda-fp16")
     parser.add_argument("--batches", default=None, metavar="N", help="batches per size (default 100)")
     parser.add_argument("--start-batch-size", default=None, metavar="N", help="first batch size (default 1)")
@@ -174,7 +176,7 @@ def backend_list(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.backends.registry import default_weights, needs_weights
+    from lc0py.backends.registry import needs_weights
     from lc0py.chess import PositionHistory
 
     for flag, (attr, lo, hi) in INT_FLAGS.items():
@@ -185,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     except PositionError as exc:
         raise PositionError(f"--fen: {exc}") from None
     weights: Path | None = None
-    if args.weights is not None:
+    if args.weights is not None and args.weights.strip() not in (RANDOM, AUTODISCOVER):
         weights = Path(args.weights)
         check_regular_file(str(weights), "file", UsageError, label=f"--weights {weights}")
     names = backend_list(args.backend)
@@ -195,8 +197,8 @@ def run(args: argparse.Namespace) -> int:
         from lc0py.tools.plotting import pyplot
 
         pyplot()  # matplotlib missing: say so now, not after the measurements
-    if weights is None and any(needs_weights(n) for n in names):
-        weights = default_weights()  # generated (and announced) once for every backend
+    if weights is None and any(needs_weights(n) for n in names):  # found or generated once for all
+        weights = resolve_weights(args.weights, "backendbench", speed_tool=True)
     rows: list[dict[str, Any]] = []
     devices: dict[str, str] = {}
     for index, name in enumerate(names):
@@ -205,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         JsonTarget(False, target.file).write("\n".join(json.dumps(row) for row in rows))
     if args.plot is not None:
         net = weights.name if weights is not None else "no net (random backend)"
-        if weights is not None and args.weights is None:
+        if weights is not None and weights.name == DEFAULT_NET_FILE:
             net = "built-in T82 (random weights)"
         plot(rows, args.plot, args.backend_opts, net, devices.get("label", ""))
         print(f"backendbench: plot written to {args.plot}", file=sys.stderr)

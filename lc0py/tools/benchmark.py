@@ -38,6 +38,7 @@ from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimit
 from lc0py.search.warmup import warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.tools.bench_stats import format_nps
+from lc0py.tools.weights_choice import resolve_weights
 from lc0py.uci.options import Options
 
 # lc0's src/tools/benchmark.h (a string may carry "moves ...", applied first).
@@ -82,11 +83,23 @@ POSITIONS: tuple[str, ...] = (
 MOVETIME_MS = 10000
 CPU_POSITIONS = 4
 CPU_MOVETIME_MS = 5000
+# lc0's "bench" mode: the same benchmark, shorter (src/main.cc, tools/benchmark.cc)
+BENCH_POSITIONS = 10
+BENCH_MOVETIME_MS = 500
 
 
 def apply_plan(args: argparse.Namespace, is_cpu: bool) -> bool:
     """Fill the limits no flag set: lc0's plan, or on a CPU backend the small CPU plan (returns
-    whether the CPU plan filled anything). ``--nodes`` alone keeps lc0's "no time limit"."""
+    whether the CPU plan filled anything). ``--nodes`` alone keeps lc0's "no time limit". lc0's
+    ``bench`` mode (``args.short_plan``) has its own short plan, on every backend."""
+    if getattr(args, "short_plan", False):
+        if args.num_positions is None:
+            args.num_positions = BENCH_POSITIONS
+        if args.movetime is None:
+            args.movetime = -1 if args.nodes is not None else BENCH_MOVETIME_MS
+        if args.nodes is None:
+            args.nodes = -1
+        return False
     cpu = is_cpu and (args.num_positions is None or (args.movetime is None and args.nodes is None))
     if args.num_positions is None:
         args.num_positions = CPU_POSITIONS if is_cpu else len(POSITIONS)
@@ -141,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
     from lc0py.backends.registry import check_name, create_backend, is_cpu_backend
 
     check_name(options["Backend"])
-    weights = options["WeightsFile"]
-    weights = None if weights in ("", "<autodiscover>") else weights
+    weights = resolve_weights(options["WeightsFile"], "benchmark", speed_tool=True,
+                              backend=options["Backend"])
     backend = create_backend(options["Backend"], weights, options["BackendOptions"] or None)
     if apply_plan(args, is_cpu_backend(backend)) and not args.fen:
         time_text = f"{args.movetime} ms" if args.movetime >= 0 else "no time limit"

@@ -11,19 +11,24 @@ top-level fields), and two extra lines: ``Parameters`` and ``FLOPs per position`
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from typing import Any
 
-from lc0py.errors import UnsupportedNetError
-from lc0py.tools.arguments import add_weights_argument
+from lc0py.errors import UnsupportedNetError, UsageError
+from lc0py.tools.arguments import add_json_arguments, add_weights_argument, json_target
+from lc0py.tools.weights_choice import resolve_weights
 from lc0py.weights import proto
 from lc0py.weights.decode import layer_element_count
 from lc0py.weights.loader import load_proto, network_from_proto
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_weights_argument(parser, required=True)
+    parser.add_argument("net", nargs="?", default=None, metavar="NET.pb.gz",
+                        help="the network file (the same as --weights NET.pb.gz)")
+    add_weights_argument(parser)
+    add_json_arguments(parser, "the sections as an object of objects ({section: {key: value}})")
 
 
 def _key(label: str) -> str:
@@ -170,7 +175,31 @@ def _human(n: int, unit: str) -> str:
     return str(n)
 
 
+def as_sections(lines: list[str]) -> dict[str, dict[str, str]]:
+    """``describe``'s lines as ``{section: {key: value}}`` (the ``--json`` document)."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and lines[i + 1] and set(lines[i + 1]) == {"~"}:
+            current = sections.setdefault(line, {})
+        elif current is not None and ": " in line and not set(line) <= {"~"}:
+            key, _, value = line.partition(": ")
+            current[key.strip()] = value
+    return sections
+
+
 def run(args: argparse.Namespace) -> int:
-    net = load_proto(args.weights)
-    print("\n".join(describe(net, args.weights)), file=sys.stdout)
+    if args.net is not None and args.weights is not None and args.net != args.weights:
+        raise UsageError(f"describenet: two networks given ({args.net} and --weights {args.weights}): "
+                         "give one")
+    target = json_target(args, "describenet")
+    weights = resolve_weights(args.net or args.weights, "describenet", speed_tool=False)
+    if weights is None:  # pragma: no cover - describenet names no backend: a network is always needed
+        raise UsageError("describenet: no network")
+    net = load_proto(str(weights))
+    lines = describe(net, str(weights))
+    if not target.stdout:
+        print("\n".join(lines), file=sys.stdout)
+    if target.stdout or target.file is not None:
+        target.write(json.dumps({"file": str(weights), **as_sections(lines)}, indent=1))
     return 0

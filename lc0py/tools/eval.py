@@ -37,6 +37,7 @@ from lc0py.tools.arguments import (
 from lc0py.tools.board_svg import evaluation_svg
 from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_file
 from lc0py.tools.progress import progress
+from lc0py.tools.weights_choice import resolve_weights
 
 DEFAULT_TOP = 10
 #: Positions per backend call: lc0's own batches are at most a few hundred, and the encoded
@@ -62,7 +63,7 @@ def _round(x: float) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_weights_argument(parser, required=True)
+    add_weights_argument(parser, note="default <autodiscover>: the net lc0 would find, else an error")
     parser.add_argument("--fen", metavar="FEN", help="position (default: the start position; 'startpos' ok)")
     parser.add_argument("--moves", nargs="*", default=[], metavar="UCI", help="moves played from --fen")
     parser.add_argument("--positions", metavar="FILE",
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     target = json_target(args, "eval")
     out = sys.stdout
     lines: list[str] = []
-    with load(args.weights, args.backend, args.backend_opts) as net, \
+    weights = resolve_weights(args.weights, "eval", speed_tool=False, backend=args.backend)
+    with load(weights, args.backend, args.backend_opts) as net, \
             progress(len(specs), "eval", unit="pos", enabled=None if len(specs) > 1 else False) as bar:
         # printed as each batch comes back (memory stays bounded); the bar on stderr counts them
         for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),

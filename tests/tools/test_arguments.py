@@ -26,7 +26,7 @@ def test_network_flags_come_from_the_uci_table() -> None:
                 "backend_opts": ("BackendOptions", "-o")}
     seen = 0
     for name, sub in _subparsers().items():
-        if name in ("uci", "benchmark", "export-onnx"):  # the option table itself / the ONNX exporter
+        if name in ("uci", "benchmark", "bench", "export-onnx", "leela2onnx"):  # the table itself / ONNX
             continue
         for dest, (uci_name, short) in expected.items():
             action = _option(sub, dest)

@@ -35,7 +35,8 @@ def _batch_size(text: str) -> int | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--weights", "-w", required=True, metavar="FILE", help="lc0 network file (.pb.gz)")
+    parser.add_argument("--weights", "-w", "--input", required=True, metavar="FILE",
+                        help="lc0 network file (.pb.gz); --input is lc0 leela2onnx's name")
     parser.add_argument("--output", "-o", required=True, metavar="FILE", help="ONNX model to write")
     parser.add_argument("--force", action="store_true",
                         help="write through a symbolic link at --output (refused by default)")
