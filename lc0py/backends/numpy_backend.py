@@ -4,7 +4,9 @@ Runs attention-body and residual (SE-ResNet) networks alike.
 
 Slow but exact; useful everywhere a GPU is absent and as the yardstick for other backends.
 Options (``--backend-opts``): ``precision=fp32|fp64`` (default ``fp32``). With ``fp64`` the
-weights are converted to float64 once at creation, not per batch.
+weights are converted to float64 once at creation, not per batch. ``threads=N``: BLAS threads per
+evaluation (default 1 as lc0's CPU backends, or ``$LC0PY_BLAS_THREADS``; 0 = the BLAS library's
+choice, a thread per core: see ``lc0py.backends.blas_threads``).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, PlanesBatch
+from lc0py.backends.blas_threads import blas_limit, blas_threads
 from lc0py.backends.options import BackendOptions
 from lc0py.model.forward import cast_network, forward
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
 PRECISIONS: dict[str, type] = {"fp32": np.float32, "fp64": np.float64}
-KNOWN_OPTIONS = ("precision",)
+KNOWN_OPTIONS = ("precision", "threads")
 
 
 class NumpyBackend(BackendBase):
@@ -26,10 +29,12 @@ class NumpyBackend(BackendBase):
 
     name = "numpy"
 
-    def __init__(self, network: Network | ResidualNetwork, precision: str = "fp32") -> None:
+    def __init__(self, network: Network | ResidualNetwork, precision: str = "fp32",
+                 threads: int | None = None) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
         self.precision = precision
+        self.threads = blas_threads(threads)
         self.dtype = PRECISIONS[precision]
         self.network = cast_network(network, self.dtype)
         self.info = BackendInfo(
@@ -45,7 +50,8 @@ class NumpyBackend(BackendBase):
             return NetworkOutput(
                 np.zeros((0, 1858), np.float32), np.zeros((0, 3), np.float32), np.zeros(0, np.float32)
             )
-        out = forward(self.network, batch.dense(self.dtype), self.dtype)
+        with blas_limit(self.threads):
+            out = forward(self.network, batch.dense(self.dtype), self.dtype)
         return NetworkOutput(
             policy=out.policy.astype(np.float32),
             wdl=out.wdl.astype(np.float32),
@@ -53,11 +59,18 @@ class NumpyBackend(BackendBase):
         )
 
     def __repr__(self) -> str:
-        return f"NumpyBackend(precision={self.precision!r})"
+        return f"NumpyBackend(precision={self.precision!r}, threads={self.threads})"
 
 
 def create(network: Network | ResidualNetwork, options: BackendOptions) -> NumpyBackend:
     """Registry factory: ``options`` may hold ``precision``; anything else is refused."""
     precision = options.take_choice("precision", "fp32", tuple(PRECISIONS))
+    threads = options.take("threads", None, lambda key, text: _threads_option(key, text))
     options.finish(KNOWN_OPTIONS)
-    return NumpyBackend(network, precision)
+    return NumpyBackend(network, precision, threads)
+
+
+def _threads_option(key: str, text: str) -> int:
+    from lc0py.backends.options import to_int
+
+    return int(to_int(key, text, 0, 1024))

@@ -148,6 +148,21 @@ def _gpu_absent(skipped: list[tuple[str, str]]) -> str | None:
     return f"no usable GPU ({reasons})"
 
 
+ONNX_EXTRA_HINT = ('faster on a CPU: pip install "lc0py[onnx]" (ONNX Runtime: ~1.5x numpy on T82, '
+                   '3.4-4.4x on Maia nets)')
+
+
+def cpu_choice_line(candidate: str, skipped: list[tuple[str, str]]) -> str:
+    """What "auto" says when it lands on a CPU backend: which one and why (no usable GPU), and the
+    faster extra when it is what is missing (ONNX Runtime, for numpy)."""
+    why = _gpu_absent(skipped) or "no GPU backend can run here (-v says why)"
+    line = f"--backend auto: using {candidate} (CPU): {why}"
+    onnx = dict(skipped).get("onnx-cpu", "")
+    if candidate == "numpy" and "not installed" in onnx:
+        line += f"; {ONNX_EXTRA_HINT}"
+    return line
+
+
 def unavailable_reason(name: str) -> str | None:
     """``None`` if backend ``name`` can probably run here, else why not (one line)."""
     e = entry(name)
@@ -215,9 +230,8 @@ def create_backend(
         if skipped:
             log.info("auto backend: using %s (skipped %s)", candidate,
                      "; ".join(f"{n}: {r}" for n, r in skipped))
-            absent = _gpu_absent(skipped) if e.device == "cpu" else None
-            if absent is not None:
-                print(f"lc0py: {absent}: using {candidate} (CPU)", file=sys.stderr, flush=True)
+        if e.device == "cpu":
+            print(f"lc0py: {cpu_choice_line(candidate, skipped)}", file=sys.stderr, flush=True)
         return backend  # type: ignore[no-any-return]
     raise BackendUnavailable(auto_failure(skipped, failed))
 

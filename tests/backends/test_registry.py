@@ -55,8 +55,10 @@ def test_auto_says_when_it_passes_over_an_installed_gpu_backend(
                         if name != "numpy" else None)
     backend = registry.create_backend("auto", TINY)
     assert backend.name == "numpy"
-    expected = "lc0py: no usable GPU (cuda-fp16: no NVIDIA driver/GPU found): using numpy (CPU)\n"
-    assert capsys.readouterr().err == expected
+    expected = ("lc0py: --backend auto: using numpy (CPU): no usable GPU (cuda-fp16: no NVIDIA "
+                "driver/GPU found); faster on a CPU: pip install \"lc0py[onnx]\"")
+    err = capsys.readouterr().err
+    assert err.startswith(expected) and err.count("\n") == 1
 
 
 def test_cpu_classification() -> None:
