@@ -26,6 +26,15 @@ DELIBERATE: dict[str, str] = {
     "auto picks the best one available, where lc0's default is the first backend built in",
 }
 
+# Options whose declared default is the same as lc0's but stands for a value chosen by the
+# backend; what that value is, in each engine (written into the table's last column).
+EFFECTIVE: dict[str, str] = {
+    "Threads": "0 = the backend's choice, in both engines: CPU backends 1 search thread (lc0 blas/eigen; "
+    "lc0py numpy, onnx-cpu), GPU backends 2 (lc0 cuda; lc0py: 2 minibatches in flight)",
+    "MinibatchSize": "0 = the backend's recommended size: lc0 eigen/blas 7, cuda 2 x SMs; lc0py numpy 7, "
+    "onnx-cpu 32, GPU and random 256",
+}
+
 
 @dataclass(frozen=True)
 class UciOption:
@@ -199,6 +208,8 @@ def render_markdown(rows: list[Comparison], lc0_version: str, command: str) -> s
             diff = f"{ref.type}, default {_show(ref.default)}" + (" (hidden)" if ref.hidden else "")
         if r.name in DELIBERATE and DELIBERATE[r.name]:
             diff += f" — deliberate: {DELIBERATE[r.name]}"
+        if r.name in EFFECTIVE:
+            diff += ("; " if diff else "") + f"effective: {EFFECTIVE[r.name]}"
         out.append(f"| {r.name} | {lc0_cells} | {status} | {diff} |")
     out.append("")
     return "\n".join(out)

@@ -86,6 +86,12 @@ class BackendInfo:
     has_wdl: bool
     has_moves_left: bool
     recommended_batch: int = 256
+    # lc0's backend attributes for the search defaults (``runs_on_cpu``, ``recommended_batch_size``):
+    # with Threads and MinibatchSize at 0, a CPU backend gets one search thread (lc0's blas/eigen
+    # suggest 1) and ``search_minibatch`` leaves a minibatch (0: ``recommended_batch``; lc0's eigen
+    # recommends 7), a GPU backend two minibatches in flight of ``recommended_batch``.
+    runs_on_cpu: bool = False
+    search_minibatch: int = 0
     # ``evaluate_async`` only queues the batch on a device and returns at once (GPU backends): the
     # search submits from its own thread, so the next batch waits on the device's queue rather than
     # behind the previous result. Host backends compute inside ``evaluate_async`` (False): the

@@ -22,6 +22,9 @@ from lc0py.weights.residual import ResidualNetwork
 
 PRECISIONS: dict[str, type] = {"fp32": np.float32, "fp64": np.float64}
 KNOWN_OPTIONS = ("precision", "threads")
+# lc0's eigen backend (the CPU backend lc0 0.32.1 ships, its numpy counterpart): recommended
+# minibatch 7, one search thread; lc0py's numpy search uses the same defaults (issue 29)
+LC0_EIGEN_MINIBATCH = 7
 
 
 class NumpyBackend(BackendBase):
@@ -42,6 +45,8 @@ class NumpyBackend(BackendBase):
             has_wdl=network.has_wdl,
             has_moves_left=network.has_moves_left,
             recommended_batch=32,
+            runs_on_cpu=True,
+            search_minibatch=LC0_EIGEN_MINIBATCH,
         )
 
     def evaluate(self, batch: PlanesBatch) -> NetworkOutput:

@@ -203,8 +203,11 @@ def index_to_move(
 
 def king_takes_rook_uci(board: chess.Board, move: chess.Move) -> str:
     """UCI text with standard castling written king-takes-rook (``e1h1``, ``e8a8``), as lc0 prints
-    moves in ``benchmark`` and VerboseMoveStats whatever UCI_Chess960 says (docs/uci-and-tools.md §2, §6)."""
-    if board.is_castling(move) and chess.square_distance(move.from_square, move.to_square) == 2:
+    moves in ``benchmark`` and VerboseMoveStats whatever UCI_Chess960 says (docs/uci-and-tools.md §2, §6).
+    A Chess960 board's castling moves are king-takes-rook already (``e8c8`` with the rook on c8,
+    two squares from the king): they are written as they are, as ``uci_move`` does."""
+    if (not board.chess960 and board.is_castling(move)
+            and chess.square_distance(move.from_square, move.to_square) == 2):
         rook_file = 7 if move.to_square > move.from_square else 0
         return chess.Move(
             move.from_square, chess.square(rook_file, chess.square_rank(move.from_square))

@@ -6,7 +6,11 @@ it once per search, so changing an option between moves takes effect at the next
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lc0py.backends.base import BackendInfo
 
 
 @dataclass
@@ -72,3 +76,20 @@ class SearchParams:
     # lc0py only: seed of the temperature and noise draws (None: fresh entropy each search, as
     # lc0's Random); tests and reproducible self-play set it
     random_seed: int | None = None
+
+
+def effective_params(params: SearchParams, info: BackendInfo) -> SearchParams:
+    """``params`` with lc0's backend-dependent defaults filled in where the user left 0, as lc0
+    0.32.1 does (``Threads`` 0: the backend's suggestion; ``MinibatchSize`` 0: its recommended
+    size): on a CPU backend one search thread (no second minibatch gathered while the backend
+    computes) and its search minibatch (numpy: 7, lc0 eigen's); elsewhere unchanged (two
+    minibatches in flight of the backend's recommended batch). Values the user set are kept."""
+    if not getattr(info, "runs_on_cpu", False):  # test doubles may carry older infos
+        return params
+    changes: dict[str, object] = {}
+    if params.threads == 0:
+        changes.update(threads=1, overlap=False)
+    minibatch = int(getattr(info, "search_minibatch", 0))
+    if params.minibatch_size == 0 and minibatch:
+        changes["minibatch_size"] = minibatch
+    return replace(params, **changes) if changes else params  # type: ignore[arg-type]

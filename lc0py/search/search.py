@@ -60,7 +60,7 @@ from lc0py.search.core.pick import (
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
 from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
-from lc0py.search.params import SearchParams
+from lc0py.search.params import SearchParams, effective_params
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
@@ -144,7 +144,7 @@ class Search:
         self.tree = tree
         self.history = tree.history
         self.backend = backend
-        self.params = params
+        self.params = params = effective_params(params, backend.info)
         self.limits = limits
         self.cache = cache
         self.cb = callbacks or SearchCallbacks()
@@ -313,7 +313,13 @@ class Search:
                 if self._released:
                     break
                 hints, best = self._hints, self._best_root_child()
-                batch = worker.gather(hints.remaining_playouts, self._allowed, best, room if held else None)
+                cap = self._nodes_left()
+                if cap is not None:  # lc0: a minibatch gathers no more leaves than the limit has left
+                    room = max(1, min(room if held else self.target, cap))
+                    held_room: int | None = room
+                else:
+                    held_room = room if held else None
+                batch = worker.gather(hints.remaining_playouts, self._allowed, best, held_room)
                 self.initial_visits -= batch.reverted
                 self._note_first_playout()
                 worker.collect_collisions(batch)
@@ -335,6 +341,14 @@ class Search:
         if not self._bestmove_wanted:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
+
+    def _nodes_left(self) -> int | None:
+        """(lock held) Root visits the ``nodes`` limit still allows beyond those backed up and
+        those in flight (``None`` without a node limit)."""
+        if self.limits.nodes is None:
+            return None
+        in_flight = sum(b.nn_count for b in self._inflight)
+        return int(self.limits.nodes) - self.playouts - self.initial_visits - in_flight
 
     def _groups_outstanding(self) -> int:
         """(lock held) Network batches handed to the backend and not backed up yet (finished or

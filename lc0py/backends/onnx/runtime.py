@@ -182,6 +182,7 @@ class OnnxBackend(BackendBase):
             has_wdl=network.has_wdl,
             has_moves_left=network.has_moves_left,
             recommended_batch=batch_size or (32 if spec.device == "cpu" else 256),
+            runs_on_cpu=spec.device == "cpu",
         )
 
     def _open(self, model: str | bytes) -> Any:
