@@ -22,11 +22,11 @@ import chess
 import numpy as np
 
 from lc0py.api.evaluation import Evaluation, check_temperature, summarise
-from lc0py.api.trace import Trace, trace_position
+from lc0py.api.trace import Intervention, Trace, trace_positions
 from lc0py.backends.options import BackendOptions
 from lc0py.backends.registry import check_name, create_backend, resolve_network
 from lc0py.chess import PositionHistory, encode_batch
-from lc0py.errors import Lc0pyError
+from lc0py.errors import Lc0pyError, PositionError
 from lc0py.model.forward import cast_network
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
@@ -34,12 +34,17 @@ from lc0py.weights.residual import ResidualNetwork
 if TYPE_CHECKING:
     from lc0py.backends.base import Backend
 
-Position = chess.Board | PositionHistory
-"""What the evaluation methods take: a python-chess board (its move stack is the history) or a
-:class:`lc0py.chess.PositionHistory`."""
+Position = chess.Board | PositionHistory | str
+"""What the evaluation methods take: a python-chess board (its move stack is the history), a
+:class:`lc0py.chess.PositionHistory`, or a FEN string (``"startpos"`` too; no history, as lc0
+sees ``position fen ...``)."""
 
 Weights = str | Path | Network | ResidualNetwork | None
 Options = str | Mapping[str, str] | None
+
+
+class PositionTypeError(PositionError, TypeError):
+    """A position of a type the API does not take (an ``Lc0pyError``, and a ``TypeError``)."""
 
 
 def _history(position: Position) -> PositionHistory:
@@ -47,7 +52,28 @@ def _history(position: Position) -> PositionHistory:
         return position
     if isinstance(position, chess.Board):
         return PositionHistory.from_board(position)
-    raise TypeError(f"expected a chess.Board or PositionHistory, got {type(position).__name__}")
+    if isinstance(position, str):
+        text = position.strip()
+        if text.startswith("position "):
+            text = text[len("position "):].strip()
+        if text.startswith("fen "):
+            text = text[len("fen "):].strip()
+        try:
+            return PositionHistory.from_fen(None if text in ("", "startpos") else text)
+        except PositionError:
+            raise
+        except ValueError as exc:
+            raise PositionError(f"'{position}': not a FEN ({exc})") from None
+    raise PositionTypeError(f"a position is a chess.Board, a FEN string or a PositionHistory, "
+                            f"not {type(position).__name__}")
+
+
+def _api_terms(message: str) -> str:
+    """An error message in the terms of ``load(weights, backend, options)``, not the CLI's flags."""
+    for flag, word in (("--backend-opts", "options"), ("--backend auto", "backend='auto'"),
+                       ("--backend", "backend"), ("--weights", "weights"), ("-o precision", "options")):
+        message = message.replace(flag, word)
+    return message
 
 
 class Net:
@@ -58,13 +84,27 @@ class Net:
     backend without weights). Close it (or use ``with``) to free device memory.
     """
 
-    def __init__(self, backend: Backend, network: Network | ResidualNetwork | None = None) -> None:
+    def __init__(self, backend: Backend, network: Network | ResidualNetwork | None = None,
+                 path: str | None = None) -> None:
         self.backend = backend
         self.network = network
+        self.path = path
+        """The weights file the net was loaded from (``None``: a network object, or none)."""
         self._reference: Network | ResidualNetwork | None = None
 
+    @property
+    def body(self) -> str:
+        """``"attention 15x768, 24 heads"``, ``"residual 20x256"`` or ``"none"`` (the body's
+        kind and size: blocks x width)."""
+        net = self.network
+        if net is None:
+            return "none"
+        if isinstance(net, ResidualNetwork):
+            return f"residual {net.num_blocks}x{net.filters}"
+        return f"attention {len(net.encoders)}x{net.embedding_size}, {net.heads} heads"
+
     def __repr__(self) -> str:
-        return f"Net(backend={self.backend.name!r})"
+        return f"Net(path={self.path!r}, body={self.body!r}, backend={self.backend.name!r})"
 
     def evaluate(self, board: Position, *, temperature: float = 1.0) -> Evaluation:
         """The network's opinion of ``board``'s current position (see :class:`Evaluation`)."""
@@ -112,21 +152,40 @@ class Net:
             for i, (history, enc) in enumerate(zip(chunk, encoded, strict=True))
         ]
 
-    def trace(self, board: Position, *, temperature: float = 1.0) -> Trace:
-        """Per-layer activations and per-head attention probabilities for ``board``.
+    def trace(self, board: Position, *, temperature: float = 1.0,
+              intervene: Intervention | None = None) -> Trace:
+        """Per-block activations (``trace.blocks``, ``trace.activations``) and, on an attention
+        body, per-head attention probabilities (``trace.attention``) for ``board``.
 
         Computed by the numpy float32 reference forward pass on this net's weights, whatever the
         backend (the GPU kernels never materialise the attention matrix: that is their point); a
         GPU backend adds its own per-layer attention outputs as ``device_activations``.
+
+        ``intervene(key, activation)`` reads every intermediate as it is computed (``key`` as in
+        ``trace.activations``, the array with its batch axis first) and may replace it by
+        returning an array of the same shape (``None`` leaves it): the rest of the pass, the
+        recorded activations and ``trace.evaluation`` then follow the patched value, e.g.
+        ``net.trace(board, intervene=lambda k, a: a * 0 if k == "encoder3.mha" else None)``.
         """
+        return self.trace_many([board], temperature=temperature, intervene=intervene)[0]
+
+    def trace_many(self, boards: Iterable[Position], *, temperature: float = 1.0,
+                   intervene: Intervention | None = None) -> list[Trace]:
+        """:meth:`trace` for several positions in one batched pass (``intervene`` sees the whole
+        batch: arrays ``[B, ...]`` in the order of ``boards``)."""
         if self.network is None:
-            raise ValueError("trace needs a network: this Net has none (random backend)")
+            raise Lc0pyError("trace needs a network: this Net has none (the random backend)")
         if self._reference is None:
             self._reference = cast_network(self.network, np.float32)
-        history = _history(board)
-        trace = trace_position(self._reference, history, check_temperature(temperature))
-        device = self._device_activations(history)
-        return dataclasses.replace(trace, device_activations=device) if device else trace
+        histories = [_history(board) for board in boards]
+        if not histories:
+            return []
+        traces = trace_positions(self._reference, histories, check_temperature(temperature), intervene)
+        if len(histories) == 1:
+            device = self._device_activations(histories[0])
+            if device:
+                return [dataclasses.replace(traces[0], device_activations=device)]
+        return traces
 
     def _device_activations(self, history: PositionHistory) -> dict[str, np.ndarray]:
         """The backend's own intermediates for one position, where it exposes them (the GPU
@@ -156,10 +215,22 @@ def load(weights: Weights = None, backend: str = "auto", options: Options = None
 
     ``weights``: an lc0 ``.pb.gz`` path, a loaded :class:`lc0py.weights.Network`, or ``None`` for
     the built-in default net (random weights, said on stderr). ``backend``: lc0's names
-    (``"auto"`` picks the best that runs here). ``options``: ``--backend-opts`` as text
-    (``"precision=fp64"``) or a mapping; ``policy_head``/``value_head`` pick a multi-head net's heads.
-    A bad name, option, or file raises an :class:`lc0py.errors.Lc0pyError` subclass.
+    (``"auto"`` picks the best that runs here). ``options``: backend options as text
+    (``"precision=fp64,threads=2"``) or a mapping; ``policy_head``/``value_head`` pick a
+    multi-head net's heads. A bad name, option, or file raises an
+    :class:`lc0py.errors.Lc0pyError` subclass whose message names ``backend``/``options``.
     """
+    try:
+        return open_net(weights, backend, options)
+    except Lc0pyError as exc:
+        # the same error, said in this function's terms (backend=, options=), not the CLI's flags
+        exc.args = (_api_terms(str(exc)), *exc.args[1:])
+        raise
+
+
+def open_net(weights: Weights = None, backend: str = "auto", options: Options = None) -> Net:
+    """:func:`load` with its errors in the command line's terms (``--backend``, ``--weights``):
+    what ``lc0py eval`` calls."""
     name = check_name(backend)
     text = dict(options) if isinstance(options, Mapping) else options
     opts = BackendOptions.parse(text, backend=name)  # syntax checked before anything loads
@@ -169,4 +240,5 @@ def load(weights: Weights = None, backend: str = "auto", options: Options = None
         policy_head=opts.values.get("policy_head", "vanilla"),
         value_head=opts.values.get("value_head", "winner"),
     )
-    return Net(create_backend(name, network, text), network)
+    path = str(weights) if isinstance(weights, str | Path) else None
+    return Net(create_backend(name, network, text), network, path)

@@ -122,16 +122,16 @@ def encoder_layer(
     v = dense(x, layer.v)
     bias = smolgen_bias(network, layer, x)
     if bias is not None:
-        record(trace, prefix + "smolgen", bias)
+        bias = record(trace, prefix + "smolgen", bias)
     o = attention_reference(q, k, v, bias, network.heads)
-    record(trace, prefix + "attention", o)
+    o = record(trace, prefix + "attention", o)
     y = dense(o, layer.out)
-    record(trace, prefix + "mha", y)
+    y = record(trace, prefix + "mha", y)
     x1 = apply_layer_norm(x + alpha * y, layer.ln1)
-    record(trace, prefix + "ln1", x1)
+    x1 = record(trace, prefix + "ln1", x1)
     f = _ffn(x1, layer.ffn1, layer.ffn2, network.ffn_act)
     x2 = apply_layer_norm(x1 + alpha * f, layer.ln2)
-    record(trace, prefix + "output", x2)
+    x2 = record(trace, prefix + "output", x2)
     return x2
 
 
@@ -157,9 +157,9 @@ def forward_attention(network: Network, planes: np.ndarray, dtype: type = np.flo
                       trace: Trace = None) -> ForwardOutput:
     """Evaluate ``planes [B, 112, 8, 8]`` with an attention-body ``network`` in ``dtype``."""
     x = planes_to_tokens(planes, dtype)
-    record(trace, "tokens", x)
+    x = record(trace, "tokens", x)
     h = embed(network, x)
-    record(trace, "embedding", h)
+    h = record(trace, "embedding", h)
     for i, layer in enumerate(network.encoders):
         h = encoder_layer(network, layer, h, trace, prefix=f"encoder{i}.")
     policy = policy_head(network, network.policy, h, trace)

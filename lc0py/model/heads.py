@@ -13,7 +13,7 @@ from lc0py.model.layers import dense, matmul_t, softmax
 from lc0py.model.tables import attention_policy_gather
 from lc0py.weights.network import Activation, Dense, PolicyHead
 
-Trace = dict[str, np.ndarray] | Callable[[str, np.ndarray], None] | None
+Trace = dict[str, np.ndarray] | Callable[[str, np.ndarray], np.ndarray | None] | None
 
 NUM_PLANES = 112
 POLICY_SIZE = 1858
@@ -38,14 +38,23 @@ class ForwardOutput:
         return self.wdl[:, 0] - self.wdl[:, 2]
 
 
-def record(trace: Trace, key: str, value: np.ndarray) -> None:
-    """Hand ``value`` to the trace hook under ``key`` (a dict stores it, a callable gets it)."""
+def record(trace: Trace, key: str, value: np.ndarray) -> np.ndarray:
+    """Hand ``value`` to the trace hook under ``key`` (a dict stores it, a callable gets it) and
+    return what the pass goes on with: ``value``, or the array a callable returned in its place
+    (an intervention, ``Net.trace(intervene=...)``: same shape, patched values; ``None`` keeps it)."""
     if trace is None:
-        return
+        return value
     if callable(trace):
-        trace(key, value)
-    else:
-        trace[key] = value
+        replaced = trace(key, value)
+        if replaced is None:
+            return value
+        out = np.asarray(replaced, dtype=value.dtype)
+        if out.shape != value.shape:
+            raise ValueError(f"trace hook for {key!r} returned shape {list(out.shape)}, "
+                             f"expected {list(value.shape)}")
+        return out
+    trace[key] = value
+    return value
 
 
 def attention_policy_logits(head: PolicyHead, p: np.ndarray, trace: Trace = None) -> np.ndarray:
@@ -61,7 +70,7 @@ def attention_policy_logits(head: PolicyHead, p: np.ndarray, trace: Trace = None
     off = matmul_t(kp[:, 56:64, :], head.promotion)  # [B, 8 to-file, 4] (q, r, b, n), unscaled
     promo = logits[:, 48:56, 56:64, None] + off[:, None, :, 0:3] + off[:, None, :, 3:4]
     v = np.concatenate([logits.reshape(b, 4096), promo.reshape(b, 192)], axis=1)
-    record(trace, "policy.logits4288", v)
+    v = record(trace, "policy.logits4288", v)
     return v[:, attention_policy_gather()]
 
 
@@ -71,7 +80,7 @@ def value_from_features(v: np.ndarray, fc1: Dense, fc2: Dense, act: Activation, 
     -> ``fc2`` -> ``(W, D, L) [B, 3]``: softmax of 3 logits, or ``((1+q)/2, 0, (1-q)/2)`` with
     ``q = tanh`` of a classical head's single output."""
     z = dense(dense(v, fc1, act), fc2)
-    record(trace, "value.logits", z)
+    z = record(trace, "value.logits", z)
     if wdl:
         return softmax(z, axis=-1)
     q = np.tanh(z[:, 0])

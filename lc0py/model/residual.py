@@ -91,14 +91,14 @@ def residual_block(network: ResidualNetwork, block: ResidualBlock, x: np.ndarray
                    prefix: str = "") -> np.ndarray:
     act = network.default_act
     h = conv_act(x, block.conv1, act)
-    record(trace, prefix + "conv1", h)
+    h = record(trace, prefix + "conv1", h)
     y = conv2d(h, block.conv2)
-    record(trace, prefix + "conv2", y)
+    y = record(trace, prefix + "conv2", y)
     if block.se is not None:
         scale, bias = squeeze_excite(y, block.se, act)
         y = scale * y + bias
     out = activation(act, y + x)
-    record(trace, prefix + "output", out)
+    out = record(trace, prefix + "output", out)
     return out
 
 
@@ -117,7 +117,7 @@ def policy_head(network: ResidualNetwork, h: np.ndarray, trace: Trace = None) ->
     act = network.default_act
     if isinstance(head, ConvPolicyHead):
         planes = conv2d(conv_act(h, head.conv1, act), head.conv2).reshape(b, -1, 64)
-        record(trace, "policy.planes", planes)
+        planes = record(trace, "policy.planes", planes)
         return planes.reshape(b, -1)[:, conv_policy_gather()]
     if isinstance(head, ClassicalPolicyHead):
         p = conv_act(h, head.conv, act).reshape(b, -1)
@@ -146,7 +146,7 @@ def moves_left_head(network: ResidualNetwork, head: ConvMovesLeftHead, h: np.nda
 def tower(network: ResidualNetwork, x: np.ndarray, trace: Trace = None) -> np.ndarray:
     """Input convolution and residual blocks: planes ``[B, 112, 8, 8]`` -> ``[B, C, 8, 8]``."""
     h = conv_act(x, network.input, network.default_act)
-    record(trace, "input", h)
+    h = record(trace, "input", h)
     for i, block in enumerate(network.blocks):
         h = residual_block(network, block, h, trace, prefix=f"block{i}.")
     return h

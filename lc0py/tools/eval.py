@@ -105,7 +105,7 @@ def format_table(spec: PositionSpec, ev: Evaluation, number: int, top: int) -> s
 
 
 def run(args: argparse.Namespace) -> int:
-    from lc0py.api import load
+    from lc0py.api.net import open_net
 
     if args.top is not None:
         try:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     lines: list[str] = []
     weights = resolve_weights(args.weights, "eval", speed_tool=False, backend=args.backend)
-    with load(weights, args.backend, args.backend_opts) as net, \
+    with open_net(weights, args.backend, args.backend_opts) as net, \
             progress(len(specs), "eval", unit="pos", enabled=None if len(specs) > 1 else False) as bar:
         # printed as each batch comes back (memory stays bounded); the bar on stderr counts them
         for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),

@@ -82,7 +82,7 @@ def test_bad_arguments(net64: lc0py.Net) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         net64.evaluate_many([chess.Board()], batch_size=-1)
     with pytest.raises(TypeError):
-        net64.evaluate("startpos")  # type: ignore[arg-type]
+        net64.evaluate(42)  # type: ignore[arg-type]
 
 
 def test_unknown_backend_is_refused_before_loading(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_random_backend_needs_no_weights() -> None:
     with lc0py.load(None, backend="random") as net:
         ev = net.evaluate(_board("e4"))
         assert len(ev.policy) == 20 and abs(sum(ev.policy.values()) - 1) < 1e-9
-        with pytest.raises(ValueError, match="trace needs a network"):
+        with pytest.raises(Lc0pyError, match="trace needs a network"):
             net.trace(chess.Board())
 
 

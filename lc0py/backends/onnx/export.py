@@ -109,8 +109,41 @@ def network_to_onnx(
     )
     props = {"lc0py.attention": attention, "lc0py.fp16": str(fp16).lower()}
     props.update(exporter.model_props())
+    props.update(format_metadata(network))
     helper.set_model_props(model, props)
     return model
+
+
+def format_metadata(network: Network | ResidualNetwork) -> dict[str, str]:
+    """What a consumer of the ONNX model must know to feed it and read it, as ``metadata_props``
+    (lczerolens, for one, must be told the input encoding): the net's formats by lc0's own enum
+    names (``pblczero.NetworkFormat``), the body and the exporter's version (docs/onnx-export.md).
+
+    ``lc0.input_format`` (e.g. ``INPUT_112_WITH_CANONICALIZATION_HECTOPLIES``: how the 112 planes
+    are encoded), ``lc0.policy_format`` (the 1858 outputs are lc0's move index either way),
+    ``lc0.value_format`` (``VALUE_WDL``: output ``/output/wdl``, else ``/output/value``),
+    ``lc0.moves_left`` (``MOVES_LEFT_V1``: output ``/output/mlh``), ``lc0py.body``
+    (``attention 15x768, 24 heads`` / ``residual 20x256``), ``lc0py.version``.
+    """
+    import lc0py
+    from lc0py.weights.proto import ENUMS
+
+    def name(enum: str, value: int) -> str:
+        return next((n for n, v in ENUMS[f"NetworkFormat.{enum}"] if v == int(value)), str(int(value)))
+
+    fmt = network.format
+    if isinstance(network, ResidualNetwork):
+        body = f"residual {network.num_blocks}x{network.filters}"
+    else:
+        body = f"attention {network.num_layers}x{network.embedding_size}, {network.heads} heads"
+    return {
+        "lc0.input_format": name("InputFormat", fmt.input),
+        "lc0.policy_format": name("PolicyFormat", fmt.policy),
+        "lc0.value_format": name("ValueFormat", fmt.value),
+        "lc0.moves_left": name("MovesLeftFormat", fmt.moves_left if network.has_moves_left else 0),
+        "lc0py.body": body,
+        "lc0py.version": lc0py.__version__,
+    }
 
 
 def body_label(network: Network | ResidualNetwork, attention: str) -> str:
