@@ -132,14 +132,27 @@ def with_default_command(argv: list[str]) -> list[str]:
     return argv
 
 
+def banner(args: argparse.Namespace) -> str:
+    """What lc0 prints on stderr when it starts as an engine (its name and version line), for
+    lc0py: name, version, what it is, and the net and backend when the command line names them."""
+    line = f"lc0py v{__version__} (lc0-compatible UCI engine, Python)"
+    weights = getattr(args, "opt_WeightsFile", None)
+    backend = getattr(args, "opt_Backend", None)
+    known = [f"{what} {value}" for what, value in (("weights", weights), ("backend", backend)) if value]
+    return line + (f"; {', '.join(known)}" if known else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
     try:
-        argv = with_default_command(list(sys.argv[1:] if argv is None else argv))
+        argv = with_default_command(given)
     except Lc0pyError as exc:
         print(f"lc0py: {exc}", file=sys.stderr)
         return exc.exit_code
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "uci" and "uci" not in given:  # bare lc0py: lc0's banner
+        print(banner(args), file=sys.stderr, flush=True)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="lc0py: %(message)s",

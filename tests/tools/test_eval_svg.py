@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import chess
 import pytest
 
 from lc0py.cli.main import main
@@ -68,3 +69,41 @@ def test_svg_into_a_missing_directory_is_one_line(tmp_path: Path, capsys: pytest
     assert main(["eval", "-w", str(TINY), "--svg", str(tmp_path / "no" / "x.svg")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--svg" in err
+
+
+def _lines(svg: str) -> list[tuple[str, float, float, float, float, float]]:
+    root = ET.fromstring(svg)
+    keys = ("x1", "y1", "x2", "y2", "stroke-width")
+    return [(a.get("data-move", ""), *(float(a.get(k, "nan")) for k in keys))  # type: ignore[misc]
+            for a in root.findall(".//svg:line[@class='move-arrow']", NS)]
+
+
+def test_arrows_on_one_line_are_side_by_side() -> None:
+    """A rook's a1a4 and a1a8 (and the queen's a1a2) lie on one line: drawn apart, none hidden."""
+    from lc0py.api.evaluation import Evaluation
+    from lc0py.tools.board_svg import evaluation_svg
+
+    board = chess.Board("4k3/8/8/8/8/8/8/R3K3 w Q - 0 1")
+    moves = {"a1a4": 0.4, "a1a8": 0.3, "a1a2": 0.2, "e1f2": 0.1}
+    ev = Evaluation(board.fen(), {chess.Move.from_uci(m): p for m, p in moves.items()}, (0.5, 0.3, 0.2), None)
+    drawn = {m: rest for m, *rest in _lines(evaluation_svg(board, ev))}
+    file_a = [drawn[m] for m in ("a1a4", "a1a8", "a1a2")]
+    xs = sorted(x1 for x1, _, x2, _, _ in file_a)
+    widths = {x1: w for x1, _, _, _, w in file_a}
+    for a, b in zip(xs, xs[1:], strict=False):  # vertical arrows: apart by at least their half widths
+        assert b - a >= (widths[a] + widths[b]) / 2
+    for x1, _, x2, _, _ in file_a:
+        assert x1 == pytest.approx(x2)  # still along the file
+    e1f2 = drawn["e1f2"]
+    assert e1f2[0] == pytest.approx(15 + 4.5 * 45)  # alone on its line: from the square's centre
+
+
+def test_long_legend_wraps_inside_the_picture() -> None:
+    from lc0py.tools.board_svg import BOARD, LEGEND_CHARS, wrap_legend
+
+    text = "White to move, Q +0.123: " + "  ".join(f"exd8=Q+ {k}%" for k in range(12))
+    lines = wrap_legend(text)
+    assert len(lines) > 1 and all(len(line) <= LEGEND_CHARS for line in lines)
+    assert " ".join(lines).split() == text.split()  # nothing lost
+    assert LEGEND_CHARS * 0.6 * 12 <= BOARD
+    assert wrap_legend("x" * (LEGEND_CHARS + 5)) == ["x" * LEGEND_CHARS, "x" * 5]
