@@ -81,3 +81,13 @@ def test_the_rule_is_in_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["backendbench", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "built-in T82-shaped net (random weights)" not in out  # no default it does not use
+
+
+def test_export_onnx_follows_it(nothing_found: Path, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnx")
+    out = tmp_path / "random.onnx"
+    assert main(["export-onnx", "-w", "<random>", "-o", str(out)]) == 0
+    assert out.stat().st_size > 1000
+    assert main(["export-onnx", "-w", "<autodiscover>", "-o", str(tmp_path / "none.onnx")]) == 2
+    assert "no network found in lc0's folders" in capsys.readouterr().err

@@ -36,7 +36,9 @@ def _batch_size(text: str) -> int | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", "-w", "--input", required=True, metavar="FILE",
-                        help="lc0 network file (.pb.gz); --input is lc0 leela2onnx's name")
+                        help="lc0 network file (.pb.gz); <random>: the built-in random-weight T82; "
+                             "<autodiscover>: the net lc0 finds in its folders; --input is lc0 "
+                             "leela2onnx's name")
     parser.add_argument("--output", "-o", required=True, metavar="FILE", help="ONNX model to write")
     parser.add_argument("--force", action="store_true",
                         help="write through a symbolic link at --output (refused by default)")
@@ -63,9 +65,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--value-head", default="winner", help="value head of a multi-head net")
 
 
+def _weights(value: str) -> str:
+    """``--weights`` under lc0py's one rule (``lc0py --help``): a file, ``<random>`` or
+    ``<autodiscover>`` (exporting needs a net: nothing found is an error)."""
+    text = value.strip()
+    if text == "<random>":
+        from lc0py.backends.registry import default_weights
+
+        return str(default_weights())  # announced on stderr: random weights
+    if text == "<autodiscover>":
+        from lc0py.weights.discover import discover_weights_file, search_directories
+
+        found = discover_weights_file()
+        if found is None:
+            raise UsageError(f"export-onnx: no network found in lc0's folders "
+                             f"({', '.join(search_directories())}); give --weights FILE")
+        return found
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from lc0py.weights import load_network
 
+    args.weights = _weights(args.weights)
     output = Path(args.output)
     label = f"-o '{output}'"
     # before the (slow) load and export: a directory, device, symlink or the input itself is refused
