@@ -435,9 +435,11 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
 
 def _load(args: argparse.Namespace) -> Network | ResidualNetwork:
     if args.weights:
+        from lc0py.tools.weights_choice import resolve_weights
         from lc0py.weights import load_network
 
-        return load_network(args.weights)  # names a missing file, a directory or a FIFO as such
+        path = resolve_weights(args.weights, "tune", speed_tool=False)  # <random>, <autodiscover>
+        return load_network(path)  # names a missing file, a directory or a FIFO as such
     from lc0py.weights.presets import random_network
 
     return random_network(args.preset or "t82", 0)

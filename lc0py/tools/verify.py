@@ -115,9 +115,11 @@ def random_games_batch(n: int, input_format: int, seed: int) -> PlanesBatch:
 
 def _load(args: argparse.Namespace) -> Any:
     if args.weights:
+        from lc0py.tools.weights_choice import resolve_weights
         from lc0py.weights import load_network
 
-        return load_network(args.weights)  # names a missing file, directory or FIFO as such
+        path = resolve_weights(args.weights, "verify", speed_tool=False)  # <random>, <autodiscover>
+        return load_network(path)  # names a missing file, directory or FIFO as such
     from lc0py.weights.presets import PRESETS, random_network
 
     preset = PRESETS.get(args.preset)  # an unknown name: refused by random_network

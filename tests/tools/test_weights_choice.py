@@ -91,3 +91,8 @@ def test_export_onnx_follows_it(nothing_found: Path, tmp_path: Path,
     assert out.stat().st_size > 1000
     assert main(["export-onnx", "-w", "<autodiscover>", "-o", str(tmp_path / "none.onnx")]) == 2
     assert "no network found in lc0's folders" in capsys.readouterr().err
+
+
+def test_verify_takes_autodiscover(nothing_found: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "-w", "<autodiscover>", "-b", "numpy"]) == 2
+    assert "verify: no network" in capsys.readouterr().err
