@@ -37,10 +37,10 @@ from lc0py.tools.arguments import (
     json_target,
 )
 from lc0py.tools.bench_stats import HEADER, BatchStats, compute_stats, header_due
-from lc0py.tools.default_net import FILE_NAME as DEFAULT_NET_FILE
 from lc0py.tools.positions import normalise_fen
 from lc0py.tools.progress import Reporter, progress
 from lc0py.tools.weights_choice import AUTODISCOVER, RANDOM, resolve_weights
+from lc0py.weights.default_net import FILE_NAME as DEFAULT_NET_FILE
 
 CPU_DEFAULT_SIZES = (1, 4, 16)
 CPU_DEFAULT_BATCHES = 3

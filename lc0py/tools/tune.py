@@ -439,6 +439,7 @@ def _load(args: argparse.Namespace) -> Network | ResidualNetwork:
         from lc0py.weights import load_network
 
         path = resolve_weights(args.weights, "tune", speed_tool=False)  # <random>, <autodiscover>
+        assert path is not None  # no backend that runs without a net is named here
         return load_network(path)  # names a missing file, a directory or a FIFO as such
     from lc0py.weights.presets import random_network
 

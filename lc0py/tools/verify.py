@@ -119,6 +119,7 @@ def _load(args: argparse.Namespace) -> Any:
         from lc0py.weights import load_network
 
         path = resolve_weights(args.weights, "verify", speed_tool=False)  # <random>, <autodiscover>
+        assert path is not None  # no backend that runs without a net is named here
         return load_network(path)  # names a missing file, directory or FIFO as such
     from lc0py.weights.presets import PRESETS, random_network
 

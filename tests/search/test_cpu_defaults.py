@@ -9,10 +9,10 @@ import pytest
 from lc0py.backends.base import BackendInfo
 from lc0py.backends.random_backend import RandomBackend
 from lc0py.chess.policy import king_takes_rook_uci
-from lc0py.search.nncache import NNCache
+from lc0py.search.core.nncache import NNCache
+from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams, effective_params
 from lc0py.search.search import Search, SearchLimits
-from lc0py.search.tree import NodeTree
 from lc0py.search.worker import batches_in_flight, minibatch_target
 
 CPU = BackendInfo(input_format=1, has_wdl=True, has_moves_left=False, recommended_batch=32,

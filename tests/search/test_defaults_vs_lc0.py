@@ -19,9 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lc0py.tools.benchmark import POSITIONS as BENCHMARK_POSITIONS
-from lc0py.tools.benchmark import split_position
-from lc0py.tools.lc0_binary import (
+from devtools.lc0_binary import (
     RootStats,
     UciSession,
     find_lc0_binary,
@@ -31,7 +29,9 @@ from lc0py.tools.lc0_binary import (
     root_search,
     set_options,
 )
-from lc0py.tools.search_fidelity import l1_distance
+from devtools.search_fidelity import l1_distance
+from lc0py.tools.benchmark import POSITIONS as BENCHMARK_POSITIONS
+from lc0py.tools.benchmark import split_position
 from tests.shared_files import real_net
 
 LC0 = find_lc0_binary()
