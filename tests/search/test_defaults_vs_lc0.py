@@ -3,13 +3,17 @@
 lc0 0.32.1 picks its search defaults per backend: on its CPU backends one search thread and the
 backend's recommended minibatch (eigen: 7). lc0py applies the same to its CPU backends when the
 user leaves Threads and MinibatchSize at 0 (``lc0py.search.params.effective_params``). Both
-engines are started with only a net and their CPU backend (lc0: eigen, lc0py: numpy); the only
-``setoption`` is VerboseMoveStats (it changes no search, it prints the root's visits). Each of the
-first 20 of lc0's benchmark positions is ``ucinewgame`` + ``position`` + ``go nodes 800``.
+engines are started with only a net and their CPU backend (lc0: eigen, lc0py: numpy); each of
+the first 20 of lc0's benchmark positions is ``ucinewgame`` + ``position`` + ``go nodes 800``.
 
-Targets: the same ``bestmove`` in >= 19 of 20 positions on each of two real nets (Maia 1900,
-Mean Girl 8; the issue measured 8/10 and 9/10 before), and the root's visit shares close (median
-L1 <= 0.05): with lc0py's former CPU defaults (2 minibatches of 32 in flight) the trees differ.
+1. No option set (VerboseMoveStats only: it prints the root's visits, it changes no search):
+   the same ``bestmove`` in >= 19 of 20 positions on each of two real nets (Maia 1900, Mean
+   Girl 8; the issue measured 8/10 and 9/10 before).
+2. The same with SmartPruningFactor=0 as the one option, so that neither search stops on its
+   clock (smart pruning's node estimate depends on the machine's load): the root's visit shares
+   are close, median L1 <= 0.035 (measured 0.015 and 0.027; both engines are deterministic at
+   one search thread without a clock). With lc0py's former CPU defaults (2 minibatches of 32 in
+   flight) the trees differ: median L1 0.045 and 0.065.
 """
 
 from __future__ import annotations
@@ -44,10 +48,14 @@ pytestmark = [
 ]
 
 
-def _searches(session: UciSession) -> list[RootStats]:
+def _searches(session: UciSession) -> tuple[list[RootStats], list[RootStats]]:
+    """(no option set, SmartPruningFactor=0) searches of every position."""
     session.run(["uci"], lambda s: s == "uciok")
     set_options(session, {"VerboseMoveStats": True})
-    return [root_search(session, fen, moves, NODES, timeout=600) for fen, moves in POSITIONS]
+    default = [root_search(session, fen, moves, NODES, timeout=600) for fen, moves in POSITIONS]
+    set_options(session, {"SmartPruningFactor": 0})
+    full = [root_search(session, fen, moves, NODES, timeout=600) for fen, moves in POSITIONS]
+    return default, full
 
 
 @pytest.mark.parametrize("net_name", ["maia-1900", "meangirl-8"])
@@ -55,16 +63,17 @@ def test_default_search_follows_lc0(net_name: str, tmp_path: Path) -> None:
     assert LC0 is not None
     net = real_net(tmp_path, net_name)
     with UciSession(lc0_command(LC0, net, "eigen"), name="lc0") as lc0:
-        theirs = _searches(lc0)
+        theirs, theirs_full = _searches(lc0)
     with UciSession(lc0py_command(net, "numpy"), env=lc0py_env(None), name="lc0py") as session:
-        ours = _searches(session)
+        ours, ours_full = _searches(session)
     differ = [(k + 1, a.bestmove, b.bestmove) for k, (a, b) in enumerate(zip(ours, theirs, strict=True))
               if a.bestmove != b.bestmove]
     same = len(POSITIONS) - len(differ)
-    l1 = [l1_distance(a.shares(), b.shares()) for a, b in zip(ours, theirs, strict=True)]
+    l1 = [l1_distance(a.shares(), b.shares()) for a, b in zip(ours_full, theirs_full, strict=True)]
     report = (f"{net_name}: same best move {same}/{len(POSITIONS)}, differ (position, lc0py, lc0) "
-              f"{differ}; L1 of the root visit shares: median {statistics.median(l1):.3f}, "
+              f"{differ}; L1 of the root visit shares (SmartPruningFactor=0): median "
+              f"{statistics.median(l1):.3f}, "
               f"max {max(l1):.3f}")
     print(report)
     assert same >= 19, report
-    assert statistics.median(l1) <= 0.05, report
+    assert statistics.median(l1) <= 0.035, report
