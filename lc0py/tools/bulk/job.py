@@ -555,7 +555,7 @@ def evaluate_file(
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP
     """
-    from lc0py.api import load
+    from lc0py.api.net import open_net as load  # errors in the command line's terms
 
     settings = make_settings(
         input_path,

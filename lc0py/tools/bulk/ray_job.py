@@ -60,7 +60,7 @@ class ChunkWorker:
     ) -> None:
         import threading
 
-        from lc0py.api import load
+        from lc0py.api.net import open_net as load  # errors in the command line's terms
 
         self._device = threading.Lock()
         self.plan = plan
