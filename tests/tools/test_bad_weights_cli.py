@@ -52,7 +52,9 @@ def _wrong_size(m: Any) -> None:
 
 CONTAINER = [
     ("truncated-gzip", lambda d: d[: len(d) // 3], "truncated gzip data"),
-    ("corrupt-gzip", _corrupt, "corrupt gzip data"),
+    # 64 zero bytes inside the deflate stream: refused either by inflate or, when they still inflate,
+    # by the wire check on the garbage they make (before the member's CRC is reached)
+    ("corrupt-gzip", _corrupt, ("corrupt gzip data", "not an lc0 network file")),
     ("not-protobuf", lambda d: gzip.compress(b"\xff" * 40), "not an lc0 network file"),
     ("wrong-magic", _mutated(lambda m: setattr(m, "magic", 7)), "bad header"),
     ("too-new", _mutated(lambda m: setattr(m.min_version, "minor", 99)), "lc0 version >= v0.99.0 required"),
@@ -85,13 +87,17 @@ def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 @pytest.mark.parametrize("make, message", [pytest.param(m, msg, id=i) for i, m, msg in CONTAINER])
 def test_container_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[bytes], bytes], message: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Callable[[bytes], bytes],
+    message: str | tuple[str, ...],
 ) -> None:
     path = tmp_path / "bad.pb.gz"
     path.write_bytes(make(_good(tmp_path)))
     before = sorted(tmp_path.iterdir())
     line = _run(capsys, ["describenet", "--weights", str(path)])
-    assert f"{path}: " in line and message in line
+    messages = (message,) if isinstance(message, str) else message
+    assert f"{path}: " in line and any(m in line for m in messages)
     assert sorted(tmp_path.iterdir()) == before
 
 
