@@ -255,7 +255,7 @@ def main() -> None:
     ap.add_argument("-b", "--backend", default="random")
     ap.add_argument("-o", "--backend-opts", default=None)
     ap.add_argument("--delay-ms", type=float, default=0.0, help="random / sim-gpu: device ms a batch")
-    ap.add_argument("--delay-per-position-us", type=float, default=0.0, help="random / sim-gpu: + us a position")
+    ap.add_argument("--delay-per-position-us", type=float, default=0.0, help="+ us a position")
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
