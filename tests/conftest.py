@@ -54,6 +54,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and cold:
         reporter.write_line(
-            f"conftest: compiled the search core in {time.perf_counter() - start:.0f} s "
+            f"conftest: search core compiled (or loaded) in {time.perf_counter() - start:.0f} s "
             f"({os.environ.get('LC0PY_NUMBA_CACHE')}), before the tests and their hang guards"
         )
