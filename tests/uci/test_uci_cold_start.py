@@ -7,20 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.uci.process import HANG_GUARD_S, UciProcess
+from devtools.lc0_binary import lc0py_session
 
 
 def test_uciok_before_the_core_is_compiled(tmp_path: Path) -> None:
     cache = tmp_path / "numba"  # empty: this engine compiles the core from scratch
-    engine = UciProcess("--backend", "random", cwd=tmp_path, env={"LC0PY_NUMBA_CACHE": str(cache)})
-    try:
+    with lc0py_session("--backend", "random", cwd=tmp_path, env={"LC0PY_NUMBA_CACHE": str(cache)}) as engine:
         engine.send("uci")
         engine.expect(lambda line: line == "uciok")
-        compiled = list(cache.glob("core-*/warm"))
-        assert not compiled, "uciok waited for the compile"
+        assert not list(cache.glob("core-*/warm")), "uciok waited for the compile"
         engine.send("quit")
-        assert engine.proc.wait(HANG_GUARD_S) == 0
-        assert engine.proc.stderr is not None
-        assert "Traceback" not in engine.proc.stderr.read()
-    finally:
-        engine.close()
+        assert engine.wait() == 0
+        assert not any("Traceback" in line for line in engine.stderr)
