@@ -135,7 +135,7 @@ class _HostMemory:
         self._keep: dict[int, np.ndarray] = {}
 
     def alloc_host(self, nbytes: int) -> Any:
-        from lc0py.backends.gpu.platform import HostBuffer
+        from lc0py.gpu.platform import HostBuffer
 
         mem = np.zeros(nbytes, np.uint8)
         self._keep[mem.ctypes.data] = mem
