@@ -26,7 +26,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-import numba
 import numpy as np
 
 from lc0py.backends.base import (
@@ -40,10 +39,12 @@ from lc0py.backends.base import (
 )
 from lc0py.backends.options import BackendOptions
 from lc0py.chess.encoding import SUPPORTED_FORMATS
+from lc0py.storage.compiled import cached_njit
 
 if TYPE_CHECKING:
     from lc0py.weights.network import Network
 
+_njit = cached_njit("random-backend", nogil=True)  # lc0py's cache folder (storage.compiled)
 TABLE_ROWS = 251  # prime, so "h mod rows" uses all the hash bits
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -66,14 +67,14 @@ def _plane_weights(n: int, seed: int) -> np.ndarray:
     return weights
 
 
-@numba.njit(cache=True, nogil=True)
+@_njit
 def _mix_one(x: np.uint64) -> np.uint64:
     x = (x ^ (x >> np.uint64(30))) * _M1
     x = (x ^ (x >> np.uint64(27))) * _M2
     return x ^ (x >> np.uint64(31))
 
 
-@numba.njit(cache=True, nogil=True)
+@_njit
 def _hash_rows(masks: np.ndarray, values: np.ndarray, weights: np.ndarray, out: np.ndarray) -> None:
     """``planes_hash`` row by row, compiled (``values``: the float32 bits as uint32)."""
     n = masks.shape[1]
@@ -98,7 +99,7 @@ def planes_hash(batch: PlanesBatch, seed: int = 0) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@_njit
 def _outputs_from_hash(
     h: np.ndarray, rows: int, has_wdl: bool, has_moves_left: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

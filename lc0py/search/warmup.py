@@ -1,19 +1,35 @@
 """Load (or compile, once per installation) the search core before the first timed ``go``.
 
-numba compiles on first call and caches the machine code on disk (``core/jit.py``); loading it
-back still costs about a second per process. ``warm_up()`` pays that at engine start
-(``isready`` / the backend's creation), so the first ``go`` answers within its budget."""
+numba compiles on first call and caches the machine code on disk (``core/jit.py``, in lc0py's
+cache folder); loading it back still costs about a second per process, compiling it the first
+time about half a minute on an idle 2-core machine. ``start_in_background()`` starts that work in
+a thread at process start (the UCI loop calls it before it reads its first command, so ``uciok``
+goes out at once and the GUI's ``isready`` finds the core ready or nearly so); ``warm_up()`` runs
+it, or waits for the background run, telling the caller once (``on_wait``) when the wait is the
+first compile, so that a GUI sees why the engine is silent."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from lc0py.backends.base import POLICY_SIZE, BackendBase, BackendInfo, NetworkOutput, PlanesBatch
 
-_lock = threading.Lock()
+_lock = threading.Lock()  # held by whoever runs the warm-up
+_done = threading.Event()  # set once the core is loaded
+_background: threading.Thread | None = None
+_background_lock = threading.Lock()
+MARKER = "warm"  # written into the core's cache folder once a warm-up there finished
+
+COMPILING = (
+    "compiling the search core (once after installing or updating lc0py; "
+    "about a minute on a small machine, then cached)"
+)
 
 
 class _FlatBackend(BackendBase):
@@ -30,44 +46,96 @@ class _FlatBackend(BackendBase):
         return NetworkOutput(np.zeros((n, POLICY_SIZE), np.float32), wdl, np.zeros(n, np.float32))
 
 
-_done = False
+def _marker() -> Path | None:
+    from lc0py.search.core.jit import cache_folder
+
+    folder = cache_folder()
+    return None if folder is None else folder / MARKER
 
 
-def warm_up() -> float:
-    """Run a tiny search on a flat fake network (every compiled function with the argument
-    types the search uses); returns the seconds it took (0 when already warm)."""
-    global _done
-    with _lock:
-        if _done:
-            return 0.0
-        from lc0py.search.core.nncache import NNCache
-        from lc0py.search.core.tree import NodeTree
-        from lc0py.search.params import SearchParams
-        from lc0py.search.search import Search, SearchLimits
+def is_cached() -> bool:
+    """Whether the core's machine code is in the cache (a warm-up there finished before)."""
+    marker = _marker()
+    return marker is not None and marker.is_file()
 
-        start = time.perf_counter()
-        tree = NodeTree()
-        tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", [])
-        # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon)
-        params = SearchParams(
-            overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0
-        )
-        limits = SearchLimits(nodes=64, smart_pruning=False)
-        search = Search(tree, _FlatBackend(), params, limits, NNCache(1000))
-        search.run()
-        search.join()
-        search.info()
-        search.best_move()
-        # What this tiny search never reaches, compiled here with the argument types the search
-        # passes (a first call does nothing): undoing the visits of a batch still in flight when a
-        # search stops -- which a cold cache would otherwise compile after `stop`, before bestmove.
-        from lc0py.search.core import gather
 
-        gather.cancel_visits(tree.arrays, search.worker.root_id, np.zeros((1, 5), np.int32), 0)
-        # ... and the NN cache's growth (its first doubling, deep into a long search)
-        from lc0py.search.core import nncache as cache_core
+def is_warm() -> bool:
+    """Whether this process has loaded the core."""
+    return _done.is_set()
 
-        cache_core.grown(cache_core.allocate(1), 2)
-        tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", ["a1a2"])
-        _done = True
-        return time.perf_counter() - start
+
+def _run() -> float:
+    """The tiny search on a flat fake network (every compiled function with the argument types
+    the search uses); returns the seconds it took."""
+    from lc0py.search.core import gather
+    from lc0py.search.core import nncache as cache_core
+    from lc0py.search.core.nncache import NNCache
+    from lc0py.search.core.tree import NodeTree
+    from lc0py.search.params import SearchParams
+    from lc0py.search.search import Search, SearchLimits
+
+    start = time.perf_counter()
+    tree = NodeTree()
+    tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", [])
+    # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon)
+    params = SearchParams(
+        overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0
+    )
+    limits = SearchLimits(nodes=64, smart_pruning=False)
+    search = Search(tree, _FlatBackend(), params, limits, NNCache(1000))
+    search.run()
+    search.join()
+    search.info()
+    search.best_move()
+    # What this tiny search never reaches, compiled here with the argument types the search
+    # passes (a first call does nothing): undoing the visits of a batch still in flight when a
+    # search stops -- which a cold cache would otherwise compile after `stop`, before bestmove.
+    gather.cancel_visits(tree.arrays, search.worker.root_id, np.zeros((1, 5), np.int32), 0)
+    # ... and the NN cache's growth (its first doubling, deep into a long search)
+    cache_core.grown(cache_core.allocate(1), 2)
+    tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", ["a1a2"])
+    return time.perf_counter() - start
+
+
+def warm_up(on_wait: Callable[[str], None] | None = None) -> float:
+    """Load (or compile) the search core in this process, or wait for the background run; returns
+    the seconds spent here (0 when already warm). ``on_wait(text)`` is called once, before a wait
+    that is a first compile (nothing cached), or one that has lasted half a second."""
+    if _done.is_set():
+        return 0.0
+    start = time.perf_counter()
+    told = False
+    if on_wait is not None and not is_cached():
+        on_wait(COMPILING)
+        told = True
+    if not _lock.acquire(blocking=False):  # the background thread is at it
+        if not told and on_wait is not None and not _done.wait(0.5):
+            on_wait(COMPILING if not is_cached() else "loading the compiled search core")
+        _lock.acquire()
+    try:
+        if not _done.is_set():
+            _run()
+            _done.set()
+            marker = _marker()
+            if marker is not None and not marker.exists():
+                with contextlib.suppress(OSError):
+                    marker.write_bytes(b"")
+    finally:
+        _lock.release()
+    return time.perf_counter() - start
+
+
+def _background_run() -> None:
+    with contextlib.suppress(BaseException):  # a failure shows again in the caller's own warm_up()
+        warm_up()
+
+
+def start_in_background() -> None:
+    """Start ``warm_up()`` in a daemon thread (once per process; no-op when already warm)."""
+    global _background
+    if _done.is_set():
+        return
+    with _background_lock:
+        if _background is None:
+            _background = threading.Thread(target=_background_run, name="lc0py-warm-up", daemon=True)
+            _background.start()

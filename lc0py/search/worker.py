@@ -79,6 +79,8 @@ class Batch:
         self.picks = np.zeros((capacity, 5), np.int32)
         self.kinds = np.zeros(capacity, np.int8)
         self.vals = np.zeros((capacity, 3), np.float32)
+        # q, d, m of its network results (written by ``apply_results``, read by the backup)
+        self.qdm = np.zeros((3, capacity), np.float32)
         self.count = 0
         self.ooo = 0  # visits resolved out of order while gathering
         self.reverted = 0  # visits of reused two-fold draws undone while gathering
@@ -99,6 +101,7 @@ class Batch:
             new = np.zeros((cap, *old.shape[1:]), old.dtype)
             new[: len(old)] = old
             setattr(self, name, new)
+        self.qdm = np.zeros((3, cap), np.float32)  # written by each apply, nothing to keep
         req = self.requests
         grown = L.make_requests(cap)
         for old_a, new_a in zip(req, grown, strict=True):
@@ -124,6 +127,17 @@ class Batch:
     def planes(self) -> PlanesBatch:
         n = self.nn_count
         return PlanesBatch(self.requests.masks[:n], self.requests.values[:n])
+
+
+_NO_VALUES = np.zeros(0, np.float32)  # a batch without network results backs up no values
+
+
+def _float32_rows(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when it is the C-contiguous float32 array compiled code takes (every backend's
+    outputs are), else a copy that is."""
+    if a.dtype == np.float32 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.float32)
 
 
 def params_array(params: SearchParams, root_black: bool, has_mlh: bool) -> np.ndarray:
@@ -413,27 +427,30 @@ class SearchWorker:
         self._n_shared = 0
 
     def apply(self, batch: Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
-        """Store the batch's rows of ``out`` in the tree (``to_tree``) and the NN cache."""
-        rows = slice(batch.offset, batch.offset + batch.nn_count)
-        q = np.ascontiguousarray(out.q[rows], dtype=np.float32)
-        d = np.ascontiguousarray(out.wdl[rows, 1], dtype=np.float32)
-        m = np.ascontiguousarray(out.moves_left[rows], dtype=np.float32)
-        policy = np.ascontiguousarray(out.policy[rows], dtype=np.float32)
+        """Store the batch's rows of ``out`` in the tree (``to_tree``) and the NN cache: one
+        compiled call reading the backend's output arrays in place (policy logits at the legal
+        moves, WDL, moves-left); returns the batch's q, d, m (its own buffers)."""
+        policy, wdl = _float32_rows(out.policy), _float32_rows(out.wdl)
+        moves_left = _float32_rows(out.moves_left)
+        qdm = batch.qdm
         if self._use_cache:
             self.cache.reserve(batch.nn_count)  # it grows on demand, before the inserts
         L.apply_results(
             self.tree.arrays,
             batch.requests,
             policy,
-            q,
-            d,
-            m,
+            wdl,
+            moves_left,
+            batch.offset,
             self._inv_temp,
             self.cache.arrays,
             self._use_cache,
             to_tree,
+            qdm[0],
+            qdm[1],
+            qdm[2],
         )
-        return q, d, m
+        return qdm[0], qdm[1], qdm[2]
 
     def complete(self, batch: Batch, out: NetworkOutput | None) -> None:
         """``FetchMinibatchResults`` + ``DoBackupUpdate``."""
@@ -445,7 +462,7 @@ class SearchWorker:
                     self.tree.arrays, self.root_id, self._positions, self.root_noise, self.prm[P_NOISE_EPS]
                 )
         else:
-            q = d = m = np.zeros(0, np.float32)
+            q = d = m = _NO_VALUES
         t = self.tree.arrays
         work = G.backup_batch(
             t,

@@ -35,7 +35,7 @@ from lc0py.errors import UsageError
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimits
-from lc0py.search.warmup import warm_up
+from lc0py.search.warmup import start_in_background, warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.tools.bench_stats import format_nps
 from lc0py.tools.weights_choice import resolve_weights
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     from lc0py.backends.registry import check_name, create_backend, is_cpu_backend
 
     check_name(options["Backend"])
+    start_in_background()  # the compiled search core loads (or compiles) while the net loads
     weights = resolve_weights(options["WeightsFile"], "benchmark", speed_tool=True,
                               backend=options["Backend"])
     backend = create_backend(options["Backend"], weights, options["BackendOptions"] or None)
@@ -173,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         tree.reset_to_position(fen, moves)
         trees.append(tree)
 
-    warm_up()  # load the compiled search core before the clock runs
+    # the compiled search core, ready before the clock runs (a first compile is said on stderr)
+    warm_up(on_wait=lambda text: print(f"benchmark: {text}", file=sys.stderr, flush=True))
     prepare_for_search(backend, params)  # and capture the backend's graphs
     total_ms = 0
     total_playouts = 0

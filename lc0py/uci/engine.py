@@ -40,7 +40,7 @@ from lc0py.search.params import SearchParams
 from lc0py.search.search import PvLine, Search, SearchCallbacks, SearchInfo, SearchLimits
 from lc0py.search.tablebase import SyzygyTablebase
 from lc0py.search.timemgr import LegacyTimeManager
-from lc0py.search.warmup import warm_up
+from lc0py.search.warmup import start_in_background, warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.uci.contempt import contempt_side, rescale_params
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
@@ -285,7 +285,9 @@ class UciEngine:
             return None
         if weights is None and _needs_weights(str(self.options["Backend"])):
             self.out.send("info string random weights: the built-in random-weight net plays (<random>)")
-        warm_up()  # the compiled search core, loaded here rather than in the first timed go
+        # the compiled search core (started in the background at launch), loaded here rather than
+        # in the first timed go; a first compile is said as an info string while the GUI waits
+        warm_up(on_wait=lambda text: self.out.send(f"info string {text}"))
         try:  # and the backend's graphs for the minibatch sizes the search will send
             prepare_for_search(self.backend, self.options.search_params())
         except Exception as exc:
@@ -570,6 +572,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
         except OSError as exc:
             raise UsageError(f"--logfile {logfile}: cannot open it ({exc.strerror or exc})") from None
     engine = UciEngine(options, out, show_hidden=bool(getattr(args, "show_hidden", False)))
+    start_in_background()  # compile/load the search core while the GUI sends uci, options...
     if getattr(args, "preload", False):
         engine._ensure_backend()
     stream = stdin or sys.stdin

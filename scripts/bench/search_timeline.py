@@ -10,6 +10,15 @@ lc0py is changed: the wrappers are installed by this script only.
     python scripts/bench/search_timeline.py --backend random --delay-ms 7 --minibatch-size 256
     python scripts/bench/search_timeline.py -w t82.pb.gz --backend cuda-fp16 -o max_batch=1024
         --minibatch-size 256  (one command)
+    python scripts/bench/search_timeline.py -w t82.pb.gz --backend sim-gpu --delay-ms 0.3
+        --delay-per-position-us 1  (one command)
+
+``--backend sim-gpu`` (no GPU needed): the random backend's outputs computed on a device thread
+after the delay, written as a GPU writes them (fp16 value logits and moves-left, float32 policy
+rows in pooled host buffers) and handed to the search by the GPU runner's own result code
+(``GpuRunner.read_outputs``), after a copy of the planes into host slots as ``_upload`` does:
+the GPU backend's host path on a CPU. The report ends with the search thread's host time per
+batch and per node (its phases minus its waits for the device).
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from lc0py.backends.registry import create_backend  # noqa: E402
@@ -32,11 +43,13 @@ from lc0py.search.core.nncache import NNCache  # noqa: E402
 from lc0py.search.core.tree import NodeTree  # noqa: E402
 from lc0py.search.params import SearchParams  # noqa: E402
 from lc0py.search.search import Search, SearchLimits  # noqa: E402
+from lc0py.search.warmup import warm_up  # noqa: E402
 from lc0py.search.worker import prepare_for_search  # noqa: E402
 from lc0py.tools.benchmark import POSITIONS, split_position  # noqa: E402
 
 EVENTS: dict[str, list[tuple[float, float]]] = defaultdict(list)
 SIZES: list[int] = []
+CPU: list[float] = []  # search threads' CPU seconds
 _LOCK = threading.Lock()
 
 
@@ -80,6 +93,17 @@ def _instrument(backend: Any) -> None:
     _timed(worker_module.SearchWorker, "submit", "submit (search thread)")
     _timed(search_module.Search, "_complete_oldest", "complete_oldest (wait+complete)")
     _timed(search_module.Search, "_after_batch", "after_batch (stoppers, info)")
+    worker = search_module.Search._worker
+
+    def counted_worker(self: Any) -> None:  # the search thread's own CPU time (no waits)
+        c0 = time.thread_time()
+        try:
+            worker(self)
+        finally:
+            with _LOCK:
+                CPU.append(time.thread_time() - c0)
+
+    search_module.Search._worker = counted_worker  # type: ignore[method-assign]
     original = backend.evaluate_async
 
     def evaluate_async(batch: Any) -> Any:
@@ -91,6 +115,118 @@ def _instrument(backend: Any) -> None:
         return _TimedHandle(handle, t0)
 
     backend.evaluate_async = evaluate_async
+    if getattr(backend, "gpu", None) is not None:  # the GPU backend: its wait, apart from reading
+        from lc0py.backends.gpu import runner
+
+        wait = runner.wait_without_gil
+
+        def timed_wait(event: Any) -> None:
+            t0 = time.perf_counter()
+            wait(event)
+            _record("device.wait", t0, time.perf_counter())
+
+        runner.wait_without_gil = timed_wait
+
+
+class _HostMemory:
+    """The platform calls ``_PinnedPool`` makes, on ordinary host memory."""
+
+    def __init__(self) -> None:
+        self._keep: dict[int, np.ndarray] = {}
+
+    def alloc_host(self, nbytes: int) -> Any:
+        from lc0py.gpu.platform import HostBuffer
+
+        mem = np.zeros(nbytes, np.uint8)
+        self._keep[mem.ctypes.data] = mem
+        return HostBuffer(mem.ctypes.data, nbytes)
+
+    def free_host(self, buf: Any) -> None:
+        self._keep.pop(buf.ptr, None)
+
+
+class SimulatedGpu:
+    """A GPU backend's host side around a simulated device (see the module docstring)."""
+
+    def __init__(self, inner: Any, delay_ms: float, per_position_us: float, fp16: bool = True) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from lc0py.backends.gpu.runner import _PinnedPool
+
+        self.inner, self.name = inner, "sim-gpu"
+        self.info = inner.info
+        self.info.asynchronous = True
+        self.delay = (delay_ms + 0) / 1000.0
+        self.per_position = per_position_us / 1e6
+        self.np_dtype = np.float16 if fp16 else np.float32
+        self.moves_left_relu = True
+        self.host = _HostMemory()
+        cap = 4096
+        v_out = 3 if inner.info.has_wdl else 1
+        self.shape: Any = type("Shape", (), {"v_out": v_out, "mlh": inner.info.has_moves_left})
+        self.policy_pool = _PinnedPool(self.host, cap * 1858 * 4)  # type: ignore[arg-type]
+        self.slots = [
+            type("Slot", (), {
+                "masks": self.host.alloc_host(cap * 112 * 8), "values": self.host.alloc_host(cap * 112 * 4),
+                "value": self.host.alloc_host(cap * 3 * 4), "mlh": self.host.alloc_host(cap * 4),
+            })()
+            for _ in range(2)
+        ]
+        self.next = 0
+        self.device = ThreadPoolExecutor(1, thread_name_prefix="sim-device")
+
+    def prepare(self, max_batch: int) -> None:
+        return None
+
+    def _compute(self, slot: Any, n: int, policy_buf: Any) -> None:
+        time.sleep(self.delay + n * self.per_position)
+        from lc0py.backends.base import PlanesBatch
+
+        masks = slot.masks.view(np.uint64, (n, 112))
+        values = slot.values.view(np.float32, (n, 112))
+        out = self.inner.evaluate(PlanesBatch(masks, values))
+        policy_buf.view(np.float32, (n, 1858))[:] = out.policy
+        w, d, l = out.wdl[:, 0], out.wdl[:, 1], out.wdl[:, 2]
+        if self.shape.v_out == 3:  # logits whose softmax gives the random backend's WDL
+            logits = np.log(np.maximum(np.stack([w, d, l], axis=1), 1e-6))
+        else:
+            logits = np.arctanh(np.clip(w - l, -0.999, 0.999))[:, None]
+        slot.value.view(self.np_dtype, (n, self.shape.v_out))[:] = logits
+        slot.mlh.view(self.np_dtype, (n,))[:] = out.moves_left
+
+    def evaluate_async(self, batch: Any) -> Any:
+        from lc0py.backends.gpu.runner import GpuRunner
+
+        n = len(batch)
+        slot = self.slots[self.next]
+        self.next ^= 1
+        slot.masks.view(np.uint64, (n, 112))[:] = batch.masks  # GpuRunner._upload's host copy
+        slot.values.view(np.float32, (n, 112))[:] = batch.values
+        policy_buf = self.policy_pool.take()
+        done = self.device.submit(self._compute, slot, n, policy_buf)
+        runner = self
+
+        class Pending:
+            _out = None
+
+            def result(self) -> Any:
+                if self._out is None:
+                    t0 = time.perf_counter()
+                    done.result()
+                    _record("device.wait", t0, time.perf_counter())
+                    self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
+                return self._out
+
+            def done(self) -> bool:
+                return done.done()
+
+        return Pending()
+
+    def evaluate(self, batch: Any) -> Any:
+        return self.evaluate_async(batch).result()
+
+    def close(self) -> None:
+        self.device.shutdown(wait=True)
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -118,23 +254,32 @@ def main() -> None:
     ap.add_argument("-w", "--weights", default=None)
     ap.add_argument("-b", "--backend", default="random")
     ap.add_argument("-o", "--backend-opts", default=None)
-    ap.add_argument("--delay-ms", type=float, default=0.0, help="random backend: simulated device time")
+    ap.add_argument("--delay-ms", type=float, default=0.0, help="random / sim-gpu: device ms a batch")
+    ap.add_argument("--delay-per-position-us", type=float, default=0.0, help="+ us a position")
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--positions", type=int, default=3)
-    ap.add_argument("--minibatch-size", type=int, default=256)
+    ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
     ap.add_argument("--no-overlap", action="store_true")
     ap.add_argument("--threads", type=int, default=0, help="lc0's Threads: minibatches in flight (0: auto)")
     ap.add_argument("--skip", type=int, default=1, help="positions run first and not counted (warm-up)")
     args = ap.parse_args()
 
     opts = args.backend_opts
-    if args.backend == "random" and args.delay_ms:
-        opts = ",".join(x for x in (opts, f"delay_ms={args.delay_ms}") if x)
-    backend = create_backend(args.backend, args.weights, opts)
+    if args.backend == "random" and (args.delay_ms or args.delay_per_position_us):
+        delay = f"delay_ms={args.delay_ms},delay_per_position_us={args.delay_per_position_us}"
+        opts = ",".join(x for x in (opts, delay) if x)
+    backend: Any
+    if args.backend == "sim-gpu":
+        inner = create_backend("random", args.weights, opts)
+        backend = SimulatedGpu(inner, args.delay_ms, args.delay_per_position_us)
+    else:
+        backend = create_backend(args.backend, args.weights, opts)
     params = SearchParams(
         minibatch_size=args.minibatch_size, overlap=not args.no_overlap, threads=args.threads
     )
     cache = NNCache(200000)
+    t0 = time.perf_counter()
+    print(f"search core loaded in {warm_up():.2f} s")  # (or compiled: a fresh machine)
     t0 = time.perf_counter()
     prepare_for_search(backend, params)  # graph captures, as the engine does at isready
     print(f"backend prepared in {time.perf_counter() - t0:.2f} s")
@@ -147,6 +292,7 @@ def main() -> None:
         if i == args.skip:
             EVENTS.clear()
             SIZES.clear()
+            CPU.clear()
         fen, moves = split_position(text)
         tree = NodeTree()
         tree.reset_to_position(fen, moves)
@@ -174,6 +320,10 @@ def main() -> None:
         positions = sum(SIZES)
         print(f"network batches: {len(SIZES)}, mean size {positions / len(SIZES):.1f}, median "
               f"{statistics.median(SIZES):.0f}; {positions / wall:.0f} positions/s evaluated while searching")
+    host = sum(CPU)
+    batches = len(EVENTS.get("complete (apply+backup)", [])) or 1
+    print(f"search thread CPU time: {host:.2f} s = {1e6 * host / batches:.0f} us per minibatch "
+          f"({batches}), {1e6 * host / max(1, playouts):.2f} us per node")
     flight = _union(EVENTS.get("device.in_flight", []))
     busy = sum(b - a for a, b in flight)
     gathers = EVENTS.get("gather", [])

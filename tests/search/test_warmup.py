@@ -14,6 +14,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+
+import pytest
 
 SCRIPT = textwrap.dedent(
     """
@@ -71,3 +74,55 @@ def test_nothing_compiles_after_warm_up() -> None:
     lines = dict(line.split(": ", 1) for line in run.stdout.splitlines() if ": " in line)
     assert int(lines["cancel_visits calls"]) > 0, "no search stopped with a batch in flight"
     assert lines["new"] == "{}", f"compiled inside a timed search: {lines['new']}"
+
+
+def test_waiting_for_a_first_compile_is_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``warm_up(on_wait)``: nothing cached yet -> one message before the wait (the UCI engine
+    sends it as an ``info string``), then the core is loaded; a second call says nothing."""
+    from lc0py.search import warmup
+
+    monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "is_cached", lambda: False)
+    monkeypatch.setattr(warmup, "_marker", lambda: None)
+    ran: list[int] = []
+    monkeypatch.setattr(warmup, "_run", lambda: ran.append(1) or 0.0)
+    said: list[str] = []
+    warmup.warm_up(on_wait=said.append)
+    warmup.warm_up(on_wait=said.append)
+    assert said == [warmup.COMPILING]
+    assert ran == [1] and warmup.is_warm()
+
+
+def test_a_caller_waits_for_the_background_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``start_in_background()`` runs the warm-up on its own thread; a caller that comes while
+    it runs waits for it (told once), and the work is done once."""
+    from lc0py.search import warmup
+
+    monkeypatch.setattr(warmup, "_done", threading.Event())
+    monkeypatch.setattr(warmup, "_background", None)
+    monkeypatch.setattr(warmup, "is_cached", lambda: True)
+    monkeypatch.setattr(warmup, "_marker", lambda: None)
+    release = threading.Event()
+    started = threading.Event()
+    ran: list[str] = []
+
+    def slow_run() -> float:
+        ran.append(threading.current_thread().name)
+        started.set()
+        release.wait(30)
+        return 0.0
+
+    monkeypatch.setattr(warmup, "_run", slow_run)
+    warmup.start_in_background()
+    assert started.wait(30)
+    said: list[str] = []
+    waiter = threading.Thread(target=warmup.warm_up, kwargs={"on_wait": said.append})
+    waiter.start()
+    while not said:  # told after its first half second of waiting (no clock asserted)
+        waiter.join(0.05)
+        assert waiter.is_alive()
+    release.set()
+    waiter.join(30)
+    assert not waiter.is_alive()
+    assert ran == ["lc0py-warm-up"] and warmup.is_warm()
+    assert said == ["loading the compiled search core"]

@@ -1,25 +1,26 @@
 """The one decorator every compiled function of the search core is declared with.
 
-``cache=True``: compiled once, cached on disk; ``nogil=True``: compiled code releases the GIL, so
-the backend's thread runs at the same time. ``NUMBA_DISABLE_JIT=1`` runs the same source
-uncompiled (debugging).
+``nogil=True``: compiled code releases the GIL, so the backend's thread runs at the same time.
+``NUMBA_DISABLE_JIT=1`` runs the same source uncompiled (debugging).
 
-Where the cache lives: numba checks only the timestamp of a function's own file, so a function
-that calls into another file would keep running the old machine code of its callee after that
-file changed. The cache directory therefore carries a digest of every source file of this
-package: ``core/__pycache__/numba-<digest>`` (or ``$NUMBA_CACHE_DIR/lc0py-core-<digest>`` when
-that variable is set); any change to the core compiles everything afresh, once.
+Cached on disk by ``lc0py.storage.compiled.cached_njit`` (lc0py's cache folder, ``numba/``; a
+temporary folder, then no cache, when that is not writable; numba's process-wide settings are
+left alone). numba checks only the timestamp of a function's own file, so a function that calls
+into another file would keep running the old machine code of its callee after that file changed:
+the cache folder's name therefore carries a digest of every source file of this package
+(``numba/core-<digest>``), and any change to the core compiles everything afresh, once.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-import numba
-from numba.core import config
+from lc0py.storage.compiled import cached_njit, numba_cache_folder
+
+TAG = "core"
 
 
 def _sources_digest() -> str:
@@ -30,14 +31,15 @@ def _sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _cache_dir() -> str:
-    digest = _sources_digest()
-    user = os.environ.get("NUMBA_CACHE_DIR")
-    if user:
-        return os.path.join(user, f"lc0py-core-{digest}")
-    return str(Path(__file__).parent / "__pycache__" / f"numba-{digest}")
+DIGEST = _sources_digest()
 
 
-config.CACHE_DIR = _cache_dir()  # read by numba when each function below is decorated
+def njit(func: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``@njit`` or ``@njit(inline="always")``: numba's njit, nogil, cached in lc0py's folder."""
+    decorate = cached_njit(TAG, DIGEST, nogil=True, fastmath=False, **options)
+    return decorate if func is None else decorate(func)
 
-njit = functools.partial(numba.njit, cache=True, nogil=True, fastmath=False)
+
+def cache_folder() -> Path | None:
+    """Where the core's machine code is cached (None: not cached, compiled in each process)."""
+    return numba_cache_folder(TAG, DIGEST)

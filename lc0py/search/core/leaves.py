@@ -393,23 +393,33 @@ def apply_results(
     t: TreeArrays,
     req: Requests,
     policy: np.ndarray,
-    q: np.ndarray,
-    d: np.ndarray,
-    m: np.ndarray,
+    wdl: np.ndarray,
+    moves_left: np.ndarray,
+    row0: int,
     inv_temperature: float,
     cache: C.CacheArrays,
     use_cache: bool,
     to_tree: bool,
+    q: np.ndarray,
+    d: np.ndarray,
+    m: np.ndarray,
 ) -> None:
-    """Network results of ``req`` into the cache and (``to_tree``) the leaves' edges."""
+    """Network results of ``req`` (rows ``row0 …`` of the backend's output arrays, read where
+    they are: no copy, no per-batch allocation) into the cache and (``to_tree``) the leaves'
+    edges: lc0's ``FetchSingleNodeResult``. ``q = W − L``, ``d = D``, ``m`` (float32, as the
+    numpy expressions gave them) are written into ``q``, ``d``, ``m`` for the backup."""
     logits = np.empty(B.MAX_MOVES, np.float32)
     codes = np.empty(B.MAX_MOVES, np.uint16)
     work = np.empty(B.MAX_MOVES, np.uint32)
     stack = np.empty((3, SORT_STACK), np.int64)
     for b in range(req.count[0]):
+        r = row0 + b
+        q[b] = np.float32(wdl[r, 0]) - np.float32(wdl[r, 2])
+        d[b] = wdl[r, 1]
+        m[b] = moves_left[r]
         n = req.nmoves[b]
         for j in range(n):
-            logits[j] = policy[b, req.idx[b, j]]
+            logits[j] = policy[r, req.idx[b, j]]
         softmax_codes(logits, n, inv_temperature, codes)
         if use_cache:
             C.insert(cache, req.keys[b], q[b], d[b], m[b], codes, n)
