@@ -8,10 +8,25 @@ name the file or option and say what is wrong.
 from __future__ import annotations
 
 
+def one_line(text: object) -> str:
+    """``text`` as one printable line: control characters (a newline, a terminal escape such as
+    ``ESC[31m`` in a file name) are written as Python escapes (``\\n``, ``\\x1b``), so a message
+    naming a hostile path stays one line and cannot drive the terminal. Every user-facing
+    message goes through here: ``Lc0pyError.__str__``, the CLI's ``lc0py: ...`` line and the UCI
+    engine's ``error``/``info string`` lines."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class Lc0pyError(Exception):
-    """Base class: a user-facing error with a one-line message."""
+    """Base class: a user-facing error with a one-line message (see ``one_line``)."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
 
 class WeightsFormatError(Lc0pyError, ValueError):
@@ -44,3 +59,8 @@ class PositionError(Lc0pyError, ValueError):
 
 class UsageError(Lc0pyError):
     """A bad command-line argument or option value."""
+
+
+class ArgumentError(UsageError, ValueError):
+    """A bad argument of an API call (a NUL in a path, ``temperature`` <= 0 or NaN); also a
+    ``ValueError``, as Python code calling the API may expect."""

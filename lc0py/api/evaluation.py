@@ -13,6 +13,7 @@ import chess
 import numpy as np
 
 from lc0py.chess import legal_moves_with_indices
+from lc0py.errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,14 @@ class Evaluation:
 
 
 def check_temperature(temperature: float) -> float:
-    """``temperature`` as a float, ``ValueError`` unless it is a finite number > 0."""
-    t = float(temperature)
+    """``temperature`` as a float; an ``ArgumentError`` (an ``Lc0pyError`` and a ``ValueError``)
+    unless it is a finite number > 0."""
+    try:
+        t = float(temperature)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"temperature must be a finite number > 0, got {temperature!r}") from None
     if not np.isfinite(t) or t <= 0:
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        raise ArgumentError(f"temperature must be a finite number > 0, got {temperature!r}")
     return t
 
 

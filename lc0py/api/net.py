@@ -26,7 +26,7 @@ from lc0py.api.trace import Intervention, Trace, trace_positions
 from lc0py.backends.options import BackendOptions
 from lc0py.backends.registry import check_name, create_backend, resolve_network
 from lc0py.chess import PositionHistory, encode_batch
-from lc0py.errors import Lc0pyError, PositionError
+from lc0py.errors import ArgumentError, Lc0pyError, PositionError
 from lc0py.model.forward import cast_network
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
@@ -234,6 +234,8 @@ def open_net(weights: Weights = None, backend: str = "auto", options: Options = 
     name = check_name(backend)
     text = dict(options) if isinstance(options, Mapping) else options
     opts = BackendOptions.parse(text, backend=name)  # syntax checked before anything loads
+    if isinstance(weights, str | Path) and "\0" in str(weights):
+        raise ArgumentError(f"weights path {str(weights)!r}: contains a NUL byte")
     network = resolve_network(
         weights,
         name,

@@ -64,7 +64,7 @@ from lc0py.search.params import SearchParams, effective_params
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
-from lc0py.search.worker import Batch, SearchWorker, batches_in_flight, params_array
+from lc0py.search.worker import Batch, Deferred, SearchWorker, batches_in_flight, params_array
 
 _EMPTY = np.zeros(0, np.uint8)
 
@@ -152,6 +152,10 @@ class Search:
         self.input_format = backend.info.input_format if input_format is None else input_format
         self._lock = tree.lock
         self._stop = threading.Event()
+        # A stop asked for (``stop``, the deadline) before the root has a visit: lc0 sends no
+        # ``bestmove`` until it has one (``MaybeTriggerStop``), so the stop waits for it.
+        self._stop_requested = False
+        self._worker_ended = False
         self._done = threading.Event()
         self._released = False
         self._responded = False
@@ -178,6 +182,9 @@ class Search:
         self._best_root_edge = -1
         self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
         self._inflight: list[Batch] = []  # gathered and not backed up yet, oldest first
+        # evaluations handed to the backend whose batches the answered search gave up: the
+        # worker thread waits for them (or cancels them) before it ends, so none outlives it
+        self._abandoned: list[object] = []
         self._held: list[Batch] = []  # gathered while the device was busy, not handed over yet
         self.worker = SearchWorker(
             tree, backend, params, cache, self.input_format, self.prm, self._stop_flag, tablebase
@@ -215,10 +222,25 @@ class Search:
         self.wait()
 
     def stop(self) -> None:
-        """Stop now and emit ``bestmove`` (also ends an infinite search / ponder)."""
+        """Stop and emit ``bestmove`` (also ends an infinite search / ponder): at once when the
+        root has a visit, else as soon as the first evaluation is backed up (lc0's rule)."""
         self._bestmove_wanted = True
+        if self._defer_stop():
+            return
         self._set_stop()
         self._finish()
+
+    def _may_answer(self) -> bool:
+        """Whether a ``bestmove`` may be sent now: the root has a visit (lc0's
+        ``total_playouts_ + initial_visits_ > 0``), or the worker failed or ended."""
+        return self.error is not None or self._worker_ended or int(self.tree.arrays.n[self.root_id]) > 0
+
+    def _defer_stop(self) -> bool:
+        """True when the stop must wait for the first evaluation (noted for ``_after_batch``)."""
+        if self._stop.is_set() or self._may_answer():
+            return False
+        self._stop_requested = True
+        return True
 
     def stop_silently(self) -> None:
         """Stop without emitting ``bestmove`` (ponderhit restarts the search)."""
@@ -236,10 +258,15 @@ class Search:
         """Wait until ``bestmove`` was sent (the tree is then free for the next search)."""
         return self._done.wait(timeout)
 
-    def join(self, timeout: float | None = None) -> None:
-        """Also wait for the worker thread (e.g. an abandoned batch still in the backend)."""
+    def join(self, timeout: float | None = None) -> bool:
+        """Also wait for the worker and watchdog threads: the worker ends only after every
+        evaluation it handed to the backend has finished or was cancelled, so after ``join`` no
+        work of this search is left anywhere (the engine joins before the next search starts:
+        one search's evaluations never overlap the next one's). True when both ended."""
         for t in self._threads:
-            t.join(timeout)
+            if t is not threading.current_thread():
+                t.join(timeout)
+        return not any(t.is_alive() for t in self._threads)
 
     @property
     def done(self) -> bool:
@@ -278,9 +305,35 @@ class Search:
             self._bestmove_wanted = True
             self._set_stop()
         finally:
-            self.worker.close()
-            if self._stop.is_set() and self._bestmove_wanted:
-                self._finish()
+            self._worker_ended = True
+            try:
+                if (self._stop.is_set() or self._stop_requested) and self._bestmove_wanted:
+                    self._set_stop()
+                    self._finish()
+            finally:
+                self._drain_evaluations()
+                self.worker.close()
+
+    def _drain_evaluations(self) -> None:
+        """Before the worker thread ends: cancel the evaluations not started yet and wait for
+        the running ones (their results are not used), so no evaluation outlives the search."""
+        with self._lock:
+            pendings = list(self._abandoned) + [b.pending for b in self._inflight if b.pending is not None]
+            self._abandoned.clear()
+        seen: set[int] = set()
+        for pending in pendings:
+            if id(pending) in seen:
+                continue
+            seen.add(id(pending))
+            cancel = getattr(pending, "cancel", None)
+            if cancel is not None and cancel():
+                continue  # queued in the evaluation thread, never started
+            if isinstance(pending, Deferred):
+                continue  # computed only when asked for: nothing runs
+            try:
+                pending.result()  # type: ignore[attr-defined]
+            except BaseException:  # noqa: S110 - the search has answered; the error is moot
+                pass
 
     def _work(self) -> None:
         """lc0's ``ExecuteOneIteration`` in a loop (the worker's gather → evaluate → backup, then
@@ -301,6 +354,9 @@ class Search:
                 # its visits, one legal move, a proven win...) is answered without a playout.
                 self._maybe_trigger_stop()
         while not self._stop.is_set():
+            if self._stop_requested and inflight:  # answering after the first evaluation:
+                self._complete_oldest()  # nothing more is sent to the backend
+                continue
             with self._lock:
                 if self._released:
                     break
@@ -395,6 +451,7 @@ class Search:
             return
         self._released = True
         try:
+            self._abandoned.extend(b.pending for b in self._inflight if b.pending is not None)
             for batch in self._inflight:  # every visit first: a failed batch below must not stop it
                 self.worker.cancel_visits(batch)
             for batch in self._inflight:  # finished evaluations still fill the NN cache
@@ -455,6 +512,9 @@ class Search:
         stats = self._iteration_stats()
         if stats.total_nodes == 0 or self._stop.is_set():
             return
+        if self._stop_requested:  # a stop that waited for the first evaluation
+            self._set_stop()
+            return
         if self._first_eval_ms is None and stats.nodes_since_movestart > 0:
             self._first_eval_ms = stats.time_since_movestart
             first = True
@@ -469,6 +529,8 @@ class Search:
         if self._stop.is_set():
             return
         self.stop_reason = reason
+        if self._defer_stop():
+            return
         self._set_stop()
         if self.limits.infinite and not self._bestmove_wanted:
             self.cb.on_message("WARNING: Search has reached limit and does not make any progress.")
@@ -478,7 +540,7 @@ class Search:
         while not self._done.is_set():
             timeout = 0.05
             deadline = self.limits.deadline_ms
-            if deadline is not None and not self.limits.infinite:
+            if deadline is not None and not self.limits.infinite and not self._stop_requested:
                 left = (deadline - (time.perf_counter() - self.start_time) * 1000) / 1000
                 timeout = max(0.0005, min(timeout, left))
             if self._done.wait(timeout):
@@ -489,7 +551,7 @@ class Search:
             lim = self.limits
             if lim.deadline_ms is not None and not lim.infinite and self.elapsed_ms() >= lim.deadline_ms:
                 self._limit_reached("time")
-                if self._bestmove_wanted:
+                if self._bestmove_wanted and self._stop.is_set():
                     self._finish()
                     return
             with self._lock:

@@ -13,6 +13,12 @@ through python-chess's ``chess.syzygy``.
 
 The search sees only :class:`TablebaseProbe` (``max_pieces``, ``probe_wdl``, ``hits``); the UCI
 layer opens the tables (``SyzygyPath``) and computes the root filter.
+
+A missing table is a failed probe (the position is searched as any other). A table that cannot
+be read (truncated, corrupt, replaced by something that is not a table: python-chess then raises
+``OSError``, ``struct.error`` or anything else) turns the tables off for the rest of the search:
+every later probe fails at once, ``failure`` holds one line saying why (the UCI layer sends it as
+an ``info string``), and ``begin_search`` tries them again for the next search.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class SyzygyTablebase:
         self._tb = chess.syzygy.Tablebase()
         self._lock = threading.Lock()  # python-chess tables are not meant for concurrent probes
         self.hits = 0
+        self.failure = ""  # why the tables were turned off for this search ("" while they work)
         self.wdl_files = self.dtz_files = 0
         for folder in (p for p in paths.split(os.pathsep) if p.strip()):
             if not os.path.isdir(folder):
@@ -69,6 +76,26 @@ class SyzygyTablebase:
     def hit(self) -> None:
         self.hits += 1
 
+    def begin_search(self) -> None:
+        """A new search: the tables are tried again (a failure is reported once a search)."""
+        self.failure = ""
+
+    def _probe(self, kind: str, board: chess.Board) -> int | None:
+        if self.failure:
+            return None
+        try:
+            with self._lock:
+                probe = self._tb.probe_wdl if kind == "wdl" else self._tb.probe_dtz
+                return int(probe(board))
+        except KeyError:  # no such table (MissingTableError), castling rights, too many pieces
+            return None
+        except Exception as exc:  # an unreadable table: off for this search, said once
+            self.failure = (
+                f"Syzygy tablebases turned off for this search: {kind.upper()} probe of "
+                f"{board.fen()} failed ({type(exc).__name__}: {exc})"
+            )
+            return None
+
     def applies(self, board: chess.Board) -> bool:
         """Within the tables: no castling rights and at most ``max_pieces`` pieces."""
         return (
@@ -78,18 +105,10 @@ class SyzygyTablebase:
         )
 
     def probe_wdl(self, board: chess.Board) -> int | None:
-        try:
-            with self._lock:
-                return int(self._tb.probe_wdl(board))
-        except (KeyError, IndexError, ValueError, OSError):  # missing table, bad position
-            return None
+        return self._probe("wdl", board)
 
     def probe_dtz(self, board: chess.Board) -> int | None:
-        try:
-            with self._lock:
-                return int(self._tb.probe_dtz(board))
-        except (KeyError, IndexError, ValueError, OSError):
-            return None
+        return self._probe("dtz", board)
 
     def root_moves(
         self, board: chess.Board, repeated: bool, fast_play: bool

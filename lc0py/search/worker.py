@@ -262,9 +262,10 @@ class SearchWorker:
         self.root_noise = np.zeros(0, np.float32)
 
     def close(self) -> None:
-        """End the evaluation thread (a batch still in the backend finishes on its own)."""
+        """End the evaluation thread: queued batches are cancelled and the thread is joined (the
+        search drains its evaluations first, so nothing is left running past the search)."""
         if self._executor is not None:
-            self._executor.shutdown(wait=False)
+            self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
     def submit(self, batches: list[Batch]) -> None:

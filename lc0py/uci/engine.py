@@ -20,6 +20,8 @@ manager is kept there too.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import threading
 import time
@@ -33,7 +35,7 @@ from lc0py import __version__
 from lc0py.backends.base import Backend
 from lc0py.chess.encoding import PositionRecord
 from lc0py.chess.history import PositionHistory, check_side_not_to_move
-from lc0py.errors import BackendUnavailable, Lc0pyError, UsageError
+from lc0py.errors import BackendUnavailable, Lc0pyError, one_line
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
@@ -44,8 +46,16 @@ from lc0py.search.warmup import start_in_background, warm_up
 from lc0py.search.worker import prepare_for_search
 from lc0py.uci.contempt import contempt_side, rescale_params
 from lc0py.uci.info import InfoFormat, info_lines, uci_move
+from lc0py.uci.log import TrafficLog
 from lc0py.uci.options import Options
-from lc0py.uci.protocol import GoParams, UciError, parse_go, parse_position, parse_setoption
+from lc0py.uci.protocol import (
+    GoParams,
+    UciError,
+    check_fen_counters,
+    parse_go,
+    parse_position,
+    parse_setoption,
+)
 from lc0py.uci.verbose import verbose_stats
 from lc0py.weights.discover import AUTODISCOVER, discover_weights_file
 
@@ -54,23 +64,24 @@ RANDOM_WEIGHTS = "<random>"  # WeightsFile value: the built-in random-weight net
 
 
 class Output:
-    """Line-oriented, thread-safe, flushed writer (GUIs read line by line)."""
+    """Line-oriented, thread-safe, flushed writer (GUIs read line by line). Every line goes out
+    as one printable line (``one_line``: a control character in a message, e.g. a path with a
+    newline, cannot split it) and into the traffic log (``LogFile``)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.lock = threading.Lock()
-        self.log: TextIO | None = None
+        self.log = TrafficLog()
 
     def send(self, line: str) -> None:
+        line = one_line(line)
         with self.lock:
             try:
                 self.stream.write(line + "\n")
                 self.stream.flush()
             except (BrokenPipeError, ValueError):
                 pass
-            if self.log is not None:
-                self.log.write(f"<< {line}\n")
-                self.log.flush()
+        self.log.record("<<", line)
 
 
 class UciEngine:
@@ -93,6 +104,9 @@ class UciEngine:
         self._ponder_enabled = bool(options["Ponder"])
         self.tablebase: SyzygyTablebase | None = None
         self._tb_failed = ""  # a SyzygyPath that could not be opened (reported once)
+        # Set when a ``go`` found no backend that can search (no or a refused net): the engine
+        # then ends with status 1, so python-chess raises instead of waiting for a bestmove.
+        self.exit_code: int | None = None
 
     # ------------------------------------------------------------------ loop ----
     def handle(self, line: str) -> bool:
@@ -113,7 +127,7 @@ class UciEngine:
             self.out.send(f"error {exc}")
         except Exception as exc:  # never die on one command
             self.out.send(f"error {type(exc).__name__}: {exc}")
-        return True
+        return self.exit_code is None
 
     # ------------------------------------------------------------------ commands ----
     def cmd_uci(self, args: list[str]) -> None:
@@ -133,7 +147,9 @@ class UciEngine:
     def cmd_setoption(self, args: list[str]) -> None:
         name, value = parse_setoption(args)
         canonical = self.options.set(name, value)
-        if canonical in _BACKEND_OPTIONS:
+        if canonical == "LogFile":
+            self.out.log.set_file(str(self.options["LogFile"]))
+        elif canonical in _BACKEND_OPTIONS:
             self._drop_backend()
         elif canonical == "NNCacheSize":
             self.cache.resize(int(self.options["NNCacheSize"]))
@@ -151,13 +167,14 @@ class UciEngine:
     def cmd_position(self, args: list[str]) -> None:
         """Stop any search, start the clock, check the position; a refused one leaves no position
         (the next ``go`` answers ``bestmove (none)``, never a search of the previous one)."""
+        self.clock_start = time.perf_counter()  # the GUI's clock runs from here
         self._stop_search(wait=True)
-        self.clock_start = time.perf_counter()
         self.position = None
         self._ponder_go = None
         try:
             fen, moves = parse_position(args)
             if fen is not None:
+                check_fen_counters(fen)  # lc0 refuses counters past its int range
                 check_side_not_to_move(fen)  # else the side to move could capture the king
             PositionHistory.from_fen(fen, moves)  # refuse a bad FEN or move now
         except Lc0pyError as exc:
@@ -203,11 +220,15 @@ class UciEngine:
                 return
             self.cmd_ucinewgame([])
         if self._ensure_backend() is None:
-            return  # lc0: the error line, no bestmove
+            # lc0 prints the error and sends no bestmove, and python-chess then waits for ever;
+            # lc0py ends instead (status 1), which python-chess raises as EngineTerminatedError
+            self.out.send("info string no network can search here; the engine exits (status 1)")
+            self.exit_code = 1
+            return
         if self._ponder_enabled:
             self._set_search_position(for_ponder=go.ponder)
         self._ponder_go = go if go.ponder else None
-        self._start(go, self.clock_start, pondering=go.ponder)
+        self._start_safely(go, self.clock_start, pondering=go.ponder)
 
     def cmd_ponderhit(self, args: list[str]) -> None:
         """lc0's ``PonderHit``: stop the ponder search, start the clock now, search the full
@@ -220,7 +241,7 @@ class UciEngine:
         self.clock_start = time.perf_counter()
         go.ponder = False
         self._set_search_position(for_ponder=False)
-        self._start(go, self.clock_start, pondering=False)
+        self._start_safely(go, self.clock_start, pondering=False)
 
     def cmd_stop(self, args: list[str]) -> None:
         self._ponder_go = None
@@ -232,8 +253,32 @@ class UciEngine:
             self.search.wait(None)
 
     def _quit(self) -> None:
+        """Answer a running search (lc0 sends its ``bestmove``), then end cleanly (``shutdown``)."""
         if self.search is not None and not self.search.done:
             self.search.stop()
+
+    def shutdown(self, timeout: float = 60.0) -> bool:
+        """Wait for the search's threads (each waits for the evaluation it handed to the
+        backend) and close the backend, tables and log, so no thread is inside the backend's
+        native code (onnxruntime, numba) when the interpreter ends: that aborted the process.
+        False when a thread is still busy after ``timeout`` seconds (a backend that hangs)."""
+        search, self.search = self.search, None
+        clean = True
+        if search is not None:
+            if not search.done:
+                search.stop_silently()
+            clean = search.join(timeout)
+        if clean and self.backend is not None:
+            try:
+                self.backend.close()
+            except Exception:  # noqa: S110 - closing at exit; nothing to report to
+                pass
+            self.backend = None
+        if self.tablebase is not None:
+            self.tablebase.close()
+            self.tablebase = None
+        self.out.log.close()
+        return clean
 
     # ------------------------------------------------------------------ backend ----
     def _drop_backend(self) -> None:
@@ -276,7 +321,7 @@ class UciEngine:
         try:
             weights = self._weights()
             if weights is not None:
-                print(f"Loading weights file from: {weights}", file=sys.stderr)
+                print(f"Loading weights file from: {one_line(weights)}", file=sys.stderr)
             self.backend = create_backend(
                 self.options["Backend"], weights, self.options["BackendOptions"] or None
             )
@@ -322,7 +367,10 @@ class UciEngine:
 
     # ------------------------------------------------------------------ search ----
     def _stop_search(self, wait: bool, silently: bool | None = None) -> None:
-        """Stop the running search; a ponder search (by default) without its ``bestmove``."""
+        """Stop the running search; a ponder search (by default) without its ``bestmove``. With
+        ``wait``, also join its threads: the next search starts only when every evaluation of
+        this one has ended (lc0 joins its search threads the same way), so evaluations never
+        pile up in leftover threads, whatever the clock or a burst of ``stop``/``ucinewgame``."""
         search = self.search
         if search is None:
             return
@@ -332,6 +380,7 @@ class UciEngine:
             search.stop_silently() if silently else search.stop()
         if wait:
             search.wait(None)
+            search.join(None)
 
     def _root_moves(self, go: GoParams, board: chess.Board) -> list[chess.Move] | None:
         """``searchmoves`` as moves of ``board``, in either castling notation (lc0 drops the
@@ -373,7 +422,31 @@ class UciEngine:
         limits.smart_pruning = not limits.infinite and go.mate is None
         return limits
 
-    def _start(self, go: GoParams, start: float, pondering: bool) -> None:
+    def _start_safely(self, go: GoParams, start: float, pondering: bool) -> None:
+        """``_start``; a failure while setting the search up (anything the checks before did not
+        catch) is one ``info string`` line and the search starts again without the tables, the
+        contempt and the ``searchmoves``; if that fails too, the ``go`` still gets its
+        ``bestmove``: the first legal move, said so (never an exception without one)."""
+        try:
+            self._start(go, start, pondering)
+            return
+        except Exception as exc:
+            self.out.send(f"info string error while starting the search: {type(exc).__name__}: {exc}")
+        try:
+            self._start(go, start, pondering, plain=True)
+            return
+        except Exception as exc:
+            self.out.send(f"info string error while starting the search: {type(exc).__name__}: {exc}")
+        if pondering:
+            return  # a ponder search has no bestmove to give
+        moves = list(self.tree.history.board.generate_legal_moves())
+        if moves:
+            self.out.send("info string WARNING: the search could not run; move not searched")
+        self.out.send("bestmove " + (moves[0].uci() if moves else "(none)"))
+
+    def _start(self, go: GoParams, start: float, pondering: bool, plain: bool = False) -> None:
+        """Start the search of ``go``; ``plain`` (after a failure): no tables, no contempt, no
+        ``searchmoves``, no time manager (a movetime of what the clock allows or 1 node)."""
         board = self.tree.history.board
         try:
             root_moves = self._root_moves(go, board)
@@ -385,8 +458,15 @@ class UciEngine:
         if not any(board.generate_legal_moves()):
             self._answer_game_over(board)
             return
-        limits = self._limits(go, board, pondering)
-        tablebase = self._ensure_tablebase()
+        if plain:
+            limits = SearchLimits(infinite=go.infinite or pondering, nodes=1)
+            tablebase = None
+            root_moves = None
+        else:
+            limits = self._limits(go, board, pondering)
+            tablebase = self._ensure_tablebase()
+        if tablebase is not None:
+            tablebase.begin_search()
         if root_moves:
             limits.searchmoves = root_moves
         elif tablebase is not None:  # lc0's MakeRootMoveFilter: searchmoves override the tables
@@ -400,7 +480,7 @@ class UciEngine:
         backend = self.backend
         assert backend is not None
         params = self.options.search_params()
-        rescale = self._apply_contempt(params, board.turn, go.infinite, pondering)
+        rescale = None if plain else self._apply_contempt(params, board.turn, go.infinite, pondering)
         fmt = InfoFormat(
             score_type=self.options["ScoreType"],
             show_wdl=bool(self.options["UCI_ShowWDL"]),
@@ -432,10 +512,10 @@ class UciEngine:
 
         def on_bestmove(best: chess.Move | None, ponder: chess.Move | None) -> None:
             tm_used = search.elapsed_ms()
-            if search.root.n == 0 and best is not None:  # said, never silent
-                out.send(
-                    "info string WARNING: no evaluation finished before the deadline; move not searched"
-                )
+            if tablebase is not None and tablebase.failure:  # said once a search
+                out.send(f"info string {tablebase.failure}")
+            if search.root.n == 0 and best is not None:  # only when the backend failed; said
+                out.send("info string WARNING: no evaluation finished (see the error above); move not searched")
             if limits.deadline_ms is not None:
                 self.tm.search_finished(tm_used)
             if best is None:
@@ -565,12 +645,9 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     options = Options()
     options.apply_args(args)
     out = Output(stdout or sys.stdout)
-    logfile = options["LogFile"]
+    logfile = str(options["LogFile"])
     if logfile:
-        try:
-            out.log = open(logfile, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the loop
-        except OSError as exc:
-            raise UsageError(f"--logfile {logfile}: cannot open it ({exc.strerror or exc})") from None
+        out.log.set_file(logfile)  # a UsageError: one line, exit 2
     engine = UciEngine(options, out, show_hidden=bool(getattr(args, "show_hidden", False)))
     start_in_background()  # compile/load the search core while the GUI sends uci, options...
     if getattr(args, "preload", False):
@@ -581,11 +658,14 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
         if not line:
             engine._quit()
             break
-        if out.log is not None:
-            out.log.write(f">> {line.rstrip()}\n")
+        out.log.record(">>", line)
         if not engine.handle(line):
             break
-    search = engine.search
-    if search is not None:
-        search.wait(0.1)
-    return 0
+    if not engine.shutdown():
+        # a backend still busy after a minute: leave without running its native destructors
+        # under a live thread (that aborts); what was written is flushed first
+        with contextlib.suppress(Exception):
+            out.stream.flush()
+            sys.stderr.flush()
+        os._exit(engine.exit_code or 0)
+    return engine.exit_code or 0

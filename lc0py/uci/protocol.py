@@ -5,6 +5,7 @@ Every malformed command raises ``UciError`` whose text is what lc0 prints after 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from lc0py.errors import Lc0pyError
@@ -111,3 +112,19 @@ def parse_setoption(tokens: list[str]) -> tuple[str, str]:
     if not name:
         raise UciError("setoption requires name")
     return name, value
+
+
+INT_MAX = 2**31 - 1  # lc0 reads the FEN's counters into an ``int``
+
+
+def check_fen_counters(fen: str) -> None:
+    """Refuse what lc0 0.32.1 refuses in a FEN's counters: a rule-50 count or a move number
+    outside lc0's ``int`` range (2^31 and up, 2^64 included), with lc0's message. Other counter
+    checks are python-chess's (it also refuses a negative rule-50 count, which lc0 accepts)."""
+    fields = fen.split()
+    for index, what in ((4, "bad rule 50 halfmoves"), (5, "bad total moves")):
+        if len(fields) <= index:
+            continue
+        number = re.match(r"-?\d+", fields[index])  # lc0 reads the leading number
+        if number is not None and not -INT_MAX - 1 <= int(number.group()) <= INT_MAX:
+            raise UciError(f"Bad fen string ({what}): {fen}")
