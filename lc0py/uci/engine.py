@@ -265,7 +265,7 @@ class UciEngine:
         search, self.search = self.search, None
         clean = True
         if search is not None:
-            if not search.done:
+            if not search.wait(timeout):  # a stopped search answers after its first evaluation
                 search.stop_silently()
             clean = search.join(timeout)
         if clean and self.backend is not None:
@@ -515,7 +515,8 @@ class UciEngine:
             if tablebase is not None and tablebase.failure:  # said once a search
                 out.send(f"info string {tablebase.failure}")
             if search.root.n == 0 and best is not None:  # only when the backend failed; said
-                out.send("info string WARNING: no evaluation finished (see the error above); move not searched")
+                out.send("info string WARNING: no evaluation finished (see the error above); "
+                         "move not searched")
             if limits.deadline_ms is not None:
                 self.tm.search_finished(tm_used)
             if best is None:

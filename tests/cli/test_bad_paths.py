@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lc0py.cli.main import main
+from lc0py.errors import one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = str(ROOT / "weights" / "tiny-seed1.pb.gz")
@@ -55,3 +56,18 @@ def test_bad_output_paths(argv: list[str], tmp_path: Path, capsys: pytest.Captur
     rc = main([a.replace("{long}", long) for a in argv])
     captured = capsys.readouterr()
     assert rc == 2 and len(captured.err.strip().splitlines()) == 1 and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("name", ["new\nline.pb.gz", "esc\x1b[31mape.pb.gz", "bell\x07.pb.gz"])
+def test_control_characters_in_a_path_are_escaped_on_one_line(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path with a newline or a terminal escape: one line, the characters escaped (issue 30)."""
+    bad = str(tmp_path / name)
+    for argv in _commands(bad):
+        rc = main(argv)
+        err = capsys.readouterr().err
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1, (argv, err)
+        assert "\x1b" not in err and "\x07" not in err, (argv, err)
+        assert one_line(name) in lines[0], (argv, lines)  # named, escaped

@@ -119,13 +119,13 @@ def test_weights_file_that_is_not_a_file_does_not_hang_the_loop(target: str, tmp
     elif not os.path.exists(target):
         pytest.skip("no /dev/zero")
     root = Path(__file__).resolve().parents[2]
-    script = f"setoption name WeightsFile value {target}\nisready\nposition startpos\ngo nodes 5\nuci\nquit\n"
+    script = f"setoption name WeightsFile value {target}\nisready\nuci\nposition startpos\ngo nodes 5\nquit\n"
     proc = subprocess.run([sys.executable, "-m", "lc0py", "uci", "--backend", "numpy"], input=script,
                           capture_output=True, text=True, timeout=120, cwd=root,
                           env={**os.environ, "PYTHONPATH": str(root)})  # timeout: a hang guard only
     lines = proc.stdout.splitlines()
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr  # 1: go found no net (docs/uci.md)
     assert any(line.startswith("error") and target in line for line in lines), lines
-    # The loop goes on (uciok, then quit exits 0); with no net, no move is invented (lc0's
-    # behaviour when no backend can be created, issue 12).
+    # The loop goes on after isready (uciok); with no net, no move is invented (lc0's behaviour
+    # when no backend can be created, issue 12) and the go ends the engine (status 1).
     assert "uciok" in lines and not any(line.startswith("bestmove") for line in lines), lines

@@ -108,15 +108,21 @@ def test_missing_network_is_an_error_and_no_move(tmp_path: Path) -> None:
     s = Session(("WeightsFile", str(tmp_path / "none.pb.gz")), ("Backend", "numpy"))
     for _ in range(2):  # reported again at each command that needs the net (lc0 retries)
         assert s.send("position startpos")[-1].startswith("error ")
-        out = s.send("go nodes 5")
-        assert len(out) == 1 and out[0].startswith("error ") and "none.pb.gz" in out[0]
+        assert s.send("isready")[0].startswith("error ")
+        assert s.engine.exit_code is None  # the GUI may still set WeightsFile
+    out = s.send("go nodes 5")
+    # no move invented; the engine ends (status 1) so python-chess raises rather than waits
+    assert out[0].startswith("error ") and "none.pb.gz" in out[0], out
+    assert not any(line.startswith("bestmove") for line in out) and s.engine.exit_code == 1
 
 
 def test_autodiscover_without_a_net_is_lc0s_error(no_lc0_folders: Path) -> None:
     s = Session(("Backend", "numpy"))
     assert s.send("isready") == ["error The numpy backend requires a network file.", "readyok"]
     s.send("position startpos")
-    assert s.send("go nodes 5") == ["error The numpy backend requires a network file."]
+    out = s.send("go nodes 5")
+    assert out[0] == "error The numpy backend requires a network file." and s.engine.exit_code == 1, out
+    assert not any(line.startswith("bestmove") for line in out)
 
 
 def test_autodiscover_takes_the_newest_net_with_lc0s_magic(
