@@ -5,10 +5,13 @@ The loop reads stdin in the main thread; a search runs in its own threads (``Sea
 ``position``, ``ucinewgame`` or ``go``), never at ``uci``, so ``uciok`` comes back immediately.
 Each command runs inside one exception boundary: a malformed command prints ``error <message>``
 and the engine goes on. As lc0: a backend that cannot be created gives its error line at each
-command that needs it and ``go`` then sends no ``bestmove`` (nothing is invented); no network found
-by ``<autodiscover>`` is lc0's error, and the built-in random-weight net plays only when asked for
-with ``WeightsFile=<random>``. Every ``go`` that was accepted ends with a ``bestmove`` (``(none)``
-after a refused position, for impossible ``searchmoves`` and in mate/stalemate).
+command that needs it; a ``go`` then invents no move, and (unlike lc0, which leaves python-chess
+waiting for ever) the engine exits with status 1; no network found by ``<autodiscover>`` is lc0's
+error, and the built-in random-weight net plays only when asked for with ``WeightsFile=<random>``.
+Every ``go`` that was accepted ends with exactly one ``bestmove`` (``(none)`` after a refused
+position, for impossible ``searchmoves`` and in mate/stalemate), whatever fails in the search;
+one search runs at a time (its threads are joined before the next), and ``quit`` joins it and
+closes the backend before the process ends (docs/uci.md "Honest failures").
 
 Pondering follows lc0 (``src/engine.cc``): with ``Ponder`` on, ``go ponder`` searches the position
 before the ponder move (the last move of ``position``), reporting from the side after it;

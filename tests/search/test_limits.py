@@ -25,20 +25,25 @@ class _GatedBackend(RandomBackend):
 
     HANG_GUARD_S = 120.0
 
-    def __init__(self) -> None:
+    def __init__(self, free: int = 0) -> None:
         super().__init__(delay_ms=0.001)  # > 0: evaluate_async runs evaluate in a thread
         self.gate = threading.Event()
+        self.free = free  # batches that pass before the gate closes
 
     def evaluate(self, batch):  # type: ignore[no-untyped-def]
-        self.gate.wait(self.HANG_GUARD_S)
+        if self.free > 0:
+            self.free -= 1
+        else:
+            self.gate.wait(self.HANG_GUARD_S)
         return super().evaluate(batch)
 
 
 def test_deadline_is_kept_while_the_backend_is_slow(make_search) -> None:
-    # The search must answer at its deadline with a batch still on the device, not wait for it.
-    # Checked by order of events, not by a clock: the gate opens only after run() has returned,
-    # so a search that waited for the batch returns only when the hang guard opens it.
-    gated = _GatedBackend()
+    # Once the root is evaluated, the search answers at its deadline with a batch still on the
+    # device, not waiting for it. Checked by order of events, not by a clock: the gate opens only
+    # after run() has returned, so a search that waited for the batch returns only when the hang
+    # guard opens it.
+    gated = _GatedBackend(free=1)  # the root's evaluation passes, the next batches wait
     guard = threading.Timer(gated.HANG_GUARD_S, gated.gate.set)
     guard.start()
     try:
@@ -46,10 +51,33 @@ def test_deadline_is_kept_while_the_backend_is_slow(make_search) -> None:
         s = make_search(backend=gated, limits=limits, params=SearchParams(overlap=True))
         s.run()
         assert not gated.gate.is_set(), "the search waited for the batch instead of its deadline"
-        assert s.best_move()[0] is not None
+        assert s.best_move()[0] is not None and s.root.n > 0
     finally:
         gated.gate.set()
         guard.cancel()
+    s.join()  # the batch left on the device ends with the search's worker
+    assert not any(t.is_alive() for t in s._threads)
+
+
+def test_no_answer_before_the_first_evaluation(make_search) -> None:
+    # lc0's rule (MaybeTriggerStop): a deadline of 0 and a stop both wait for the root's first
+    # evaluation; then the move is the evaluated root's best, not the first legal move.
+    gated = _GatedBackend()
+    guard = threading.Timer(gated.HANG_GUARD_S, gated.gate.set)
+    guard.start()
+    try:
+        s = make_search(backend=gated, limits=SearchLimits(deadline_ms=0), params=SearchParams(overlap=True))
+        s.start()
+        s.stop()
+        assert not s.wait(0.5), "answered before the evaluation came back"  # it cannot: gated
+        assert not gated.gate.is_set()
+        gated.gate.set()
+        assert s.wait(gated.HANG_GUARD_S)
+        assert s.root.n > 0 and s.best_move()[0] is not None
+    finally:
+        gated.gate.set()
+        guard.cancel()
+    s.join()
 
 
 def test_depth_limit(make_search) -> None:

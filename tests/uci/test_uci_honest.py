@@ -167,10 +167,10 @@ def test_per_pv_counters() -> None:
     assert all(" multipv " in x for x in last) and sum(nodes) < 60 and nodes[0] >= nodes[1] >= nodes[2]
 
 
-def test_an_unevaluated_answer_is_said_not_scored() -> None:
-    """A deadline passed before the root's first evaluation (time 0 on the clock, a backend that
-    answers late): the move comes at the deadline, but without an invented score, with a pv and
-    a warning."""
+def test_no_bestmove_before_the_first_evaluation() -> None:
+    """A deadline passed before the root's first evaluation (time 1 ms on the clock, a backend
+    that answers late): as lc0 (``MaybeTriggerStop``), no ``bestmove`` until the evaluation is
+    back, then the net's move with its score (it was the first legal move, unsearched)."""
     s = Session(("WeightsFile", str(TINY)), ("Backend", "numpy"), ("MoveOverheadMs", "0"))
     backend = s.engine._ensure_backend()
     assert backend is not None
@@ -183,13 +183,22 @@ def test_an_unevaluated_answer_is_said_not_scored() -> None:
 
     backend.evaluate_async = gated  # type: ignore[method-assign]
     try:
-        s.send("position startpos moves e2e4")
-        out = s.send("go wtime 1 btime 1")
+        s.engine.handle("position startpos moves e2e4")
+        s.engine.handle("go wtime 1 btime 1")
+        search = s.engine.search
+        assert search is not None
+        s.engine.handle("stop")  # a stop waits for the evaluation too
+        # the evaluation cannot come back before the gate opens: no answer meanwhile
+        assert not search.wait(0.5)
+        assert not any(x.startswith("bestmove") for x in s.stream.getvalue().splitlines())
     finally:
         gate.set()
+    assert search.wait(120)
+    out = s.stream.getvalue().splitlines()
     info = [x for x in out if x.startswith("info depth")][-1]
-    assert " nodes 0 " in info and " score " not in info and " pv " in info
-    assert any("WARNING: no evaluation" in x for x in out)
+    assert " score " in info and " nodes 0 " not in info, out
+    assert not any("WARNING" in x for x in out)
+    assert [x for x in out if x.startswith("bestmove")] == [out[-1]]
     assert out[-1].split()[1] == info.split(" pv ")[1].split()[0]
 
 
