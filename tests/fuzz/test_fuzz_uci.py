@@ -28,7 +28,7 @@ from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
 from tests.peak_memory import peak_rss_mb
 from tests.shared_files import SYZYGY
-from tests.uci.process import HANG_GUARD_S, UciProcess
+from tests.uci.process import HANG_GUARD_S, EngineExited, UciProcess
 
 SESSIONS = 4
 COMMANDS = 100
@@ -153,50 +153,82 @@ def _command(rng: random.Random, folder: Path) -> str:
 
 
 def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
+    """``count`` commands to one engine; when a ``go`` finds no usable backend (a fuzzed
+    ``BackendOptions`` or ``WeightsFile``) the engine ends with status 1 as documented, and the
+    session goes on with a fresh one."""
     rng = random.Random(seed)
     fifo = folder / "fifo"
     if not fifo.exists():
         os.mkfifo(fifo)
-    engine = UciProcess("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
     sent: list[str] = []
-    try:
-        engine.send("isready")
-        engine.expect(lambda line: line == "readyok")
-        baseline = _threads(engine.proc.pid)  # the backend and BLAS pools are there by now
-        most = baseline
-        for _ in range(count):
-            line = _command(rng, folder)
-            sent.append(line)
-            engine.send(line)
-            if rng.random() < 0.15:
-                engine.send("isready")
-                engine.expect(lambda line: line == "readyok")
-                most = max(most, _threads(engine.proc.pid))
-        engine.send("stop")
-        engine.send("isready")
-        engine.expect(lambda line: line == "readyok")
-        most = max(most, _threads(engine.proc.pid))
-        assert most <= baseline + THREAD_SLACK, f"threads grew from {baseline} to {most}"
-        peak_mb = peak_rss_mb(engine.proc.pid)  # the engine's own address space, before it exits
-        engine.send("quit")
-        rc = engine.proc.wait(HANG_GUARD_S)
-    except (AssertionError, subprocess.TimeoutExpired) as exc:  # AssertionError: no readyok in time
-        engine.proc.kill()
-        raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
-    finally:
-        if engine.proc.poll() is None:
+    totals = {"commands": 0, "bestmoves": 0, "errors": 0, "restarts": 0, "peak_mb": 0}
+    left = count
+    while True:
+        engine = UciProcess("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
+        rc: int | None = None
+        try:
+            engine.send("isready")
+            engine.expect(lambda line: line == "readyok")
+            baseline = _threads(engine.proc.pid)  # the backend and BLAS pools are there by now
+            most = baseline
+            while left > 0:
+                left -= 1
+                line = _command(rng, folder)
+                sent.append(line)
+                engine.send(line)
+                if rng.random() < 0.15:
+                    engine.send("isready")
+                    engine.expect(lambda line: line == "readyok")
+                    most = max(most, _threads(engine.proc.pid))
+            engine.send("stop")
+            engine.send("isready")
+            engine.expect(lambda line: line == "readyok")
+            most = max(most, _threads(engine.proc.pid))
+            assert most <= baseline + THREAD_SLACK, f"threads grew from {baseline} to {most}"
+            totals["peak_mb"] = max(totals["peak_mb"], int(peak_rss_mb(engine.proc.pid)))
+            engine.send("quit")
+            rc = engine.proc.wait(HANG_GUARD_S)
+            if rc == 1:  # it ended at a go before the quit came
+                raise EngineExited(rc, [])
+        except EngineExited as exc:  # the documented exit: a go with no backend that can search
+            rc = exc.returncode
+            _check_output(engine, seed, sent)
+            said = any(line.startswith("info string no network can search here") for line in engine.seen)
+            assert rc == 1 and said, failure("uci", seed, f"{exc}; last commands {sent[-5:]}")
+            totals["restarts"] += 1
+            _count(totals, engine)
+            continue
+        except (AssertionError, subprocess.TimeoutExpired) as exc:  # AssertionError: no readyok in time
             engine.proc.kill()
+            raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
+        finally:
+            if engine.proc.poll() is None:
+                engine.proc.kill()
+        stderr = _check_output(engine, seed, sent)
+        assert rc == 0, failure("uci", seed, f"exit status {rc}; stderr {stderr[-500:]}")
+        _count(totals, engine)
+        totals["commands"] = len(sent)
+        return totals
+
+
+def _check_output(engine: UciProcess, seed: int, sent: list[str]) -> str:
+    """No traceback, no unexpected-exception ``error`` line, no raw escape code; the stderr."""
     stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
     while not engine.lines.empty():
-        engine.seen.append(engine.lines.get())
-    assert rc == 0, failure("uci", seed, f"exit status {rc}; stderr {stderr[-500:]}")
+        line = engine.lines.get()
+        if line is not None:
+            engine.seen.append(line)
     assert "Traceback" not in stderr, failure("uci", seed, stderr[-2000:])
     unexpected = [line for line in engine.seen if UNEXPECTED.match(line)]
     assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
     raw = [line for line in engine.seen if "\x1b" in line]
     assert not raw, failure("uci", seed, f"raw escape codes in {raw[:2]}")
-    return {"commands": len(sent), "bestmoves": sum(line.startswith("bestmove") for line in engine.seen),
-            "errors": sum(line.startswith("error") for line in engine.seen), "peak_mb": int(peak_mb)}
+    return stderr
+
+
+def _count(totals: dict[str, int], engine: UciProcess) -> None:
+    totals["bestmoves"] += sum(line.startswith("bestmove") for line in engine.seen)
+    totals["errors"] += sum(line.startswith("error") for line in engine.seen)
 
 
 def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:
@@ -250,7 +282,12 @@ def test_quit_is_clean_in_any_order(backend: str, tmp_path: Path) -> None:
         commands = list(PYTHON_CHESS_SEQUENCE)
         if seed % 4:  # the first run: the sequence whole; then cut and stirred
             cut = rng.randrange(1, len(commands))
-            commands = [c for c in commands[:cut] if rng.random() < 0.8 or c == "<bestmove>"] + ["quit"]
+            kept: list[str] = []
+            for c in commands[:cut]:  # a <bestmove> is awaited only after its go was sent
+                if (c == "<bestmove>" and kept and kept[-1].startswith("go")) or (
+                        c != "<bestmove>" and rng.random() < 0.8):
+                    kept.append(c)
+            commands = [*kept, "quit"]
         engine = UciProcess("-w", str(weights), "--backend", backend, cwd=tmp_path,
                             env={"LC0PY_CACHE_DIR": str(tmp_path / "cache")})
         try:
