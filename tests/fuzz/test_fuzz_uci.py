@@ -22,13 +22,13 @@ from pathlib import Path
 import chess
 import pytest
 
+from devtools.lc0_binary import HANG_GUARD_S, EngineHung, UciSession, lc0py_session
 from lc0py.chess.testing import random_moves
 from lc0py.search.warmup import warm_up
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.fuzz.test_fuzz_inputs import JUNK, NUMBERS, SEED_FENS, _mutate_text
 from tests.peak_memory import peak_rss_mb
 from tests.shared_files import SYZYGY
-from tests.uci.process import HANG_GUARD_S, EngineExited, UciProcess
 
 SESSIONS = 4
 COMMANDS = 100
@@ -164,7 +164,8 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
     totals = {"commands": 0, "bestmoves": 0, "errors": 0, "restarts": 0, "peak_mb": 0}
     left = count
     while True:
-        engine = UciProcess("--backend", "random", cwd=folder, env={"LC0PY_CACHE_DIR": str(folder / "cache")})
+        engine = lc0py_session("--backend", "random", cwd=folder,
+                               env={"LC0PY_CACHE_DIR": str(folder / "cache")})
         rc: int | None = None
         try:
             engine.send("isready")
@@ -187,18 +188,23 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
             assert most <= baseline + THREAD_SLACK, f"threads grew from {baseline} to {most}"
             totals["peak_mb"] = max(totals["peak_mb"], int(peak_rss_mb(engine.proc.pid)))
             engine.send("quit")
-            rc = engine.proc.wait(HANG_GUARD_S)
+            rc = engine.wait(HANG_GUARD_S)
             if rc == 1:  # it ended at a go before the quit came
-                raise EngineExited(rc, [])
-        except EngineExited as exc:  # the documented exit: a go with no backend that can search
-            rc = exc.returncode
+                raise EngineHung("exited")
+        except EngineHung as exc:
+            exited = engine.proc.poll() is not None or "exited" in str(exc)  # its output ended
+            if not exited:  # no readyok in time: a hang
+                engine.proc.kill()
+                raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
+            # the documented exit: a go with no backend that can search ends the engine (status 1)
+            rc = engine.wait(HANG_GUARD_S)
             _check_output(engine, seed, sent)
-            said = any(line.startswith("info string no network can search here") for line in engine.seen)
-            assert rc == 1 and said, failure("uci", seed, f"{exc}; last commands {sent[-5:]}")
+            said = any(line.startswith("info string no network can search here") for line in engine.received)
+            assert rc == 1 and said, failure("uci", seed, f"{exc}; status {rc}; last commands {sent[-5:]}")
             totals["restarts"] += 1
             _count(totals, engine)
             continue
-        except (AssertionError, subprocess.TimeoutExpired) as exc:  # AssertionError: no readyok in time
+        except (AssertionError, subprocess.TimeoutExpired) as exc:
             engine.proc.kill()
             raise AssertionError(failure("uci", seed, f"{exc}; last commands {sent[-5:]}")) from exc
         finally:
@@ -211,24 +217,20 @@ def _session(seed: int, count: int, folder: Path) -> dict[str, int]:
         return totals
 
 
-def _check_output(engine: UciProcess, seed: int, sent: list[str]) -> str:
+def _check_output(engine: UciSession, seed: int, sent: list[str]) -> str:
     """No traceback, no unexpected-exception ``error`` line, no raw escape code; the stderr."""
-    stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
-    while not engine.lines.empty():
-        line = engine.lines.get()
-        if line is not None:
-            engine.seen.append(line)
+    stderr = "\n".join(engine.stderr)
     assert "Traceback" not in stderr, failure("uci", seed, stderr[-2000:])
-    unexpected = [line for line in engine.seen if UNEXPECTED.match(line)]
+    unexpected = [line for line in engine.received if UNEXPECTED.match(line)]
     assert not unexpected, failure("uci", seed, f"{unexpected[:3]}")
-    raw = [line for line in engine.seen if "\x1b" in line]
+    raw = [line for line in engine.received if "\x1b" in line]
     assert not raw, failure("uci", seed, f"raw escape codes in {raw[:2]}")
     return stderr
 
 
-def _count(totals: dict[str, int], engine: UciProcess) -> None:
-    totals["bestmoves"] += sum(line.startswith("bestmove") for line in engine.seen)
-    totals["errors"] += sum(line.startswith("error") for line in engine.seen)
+def _count(totals: dict[str, int], engine: UciSession) -> None:
+    totals["bestmoves"] += sum(line.startswith("bestmove") for line in engine.received)
+    totals["errors"] += sum(line.startswith("error") for line in engine.received)
 
 
 def _run(base: int, sessions: int, commands: int, tmp_path: Path) -> None:
@@ -288,19 +290,21 @@ def test_quit_is_clean_in_any_order(backend: str, tmp_path: Path) -> None:
                         c != "<bestmove>" and rng.random() < 0.8):
                     kept.append(c)
             commands = [*kept, "quit"]
-        engine = UciProcess("-w", str(weights), "--backend", backend, cwd=tmp_path,
-                            env={"LC0PY_CACHE_DIR": str(tmp_path / "cache")})
+        engine = lc0py_session("-w", str(weights), "--backend", backend, cwd=tmp_path,
+                               env={"LC0PY_CACHE_DIR": str(tmp_path / "cache")})
         try:
             for command in commands:
                 if command == "<bestmove>":
                     engine.expect(lambda line: line.startswith("bestmove"))
                 else:
                     engine.send(command)
-            rc = engine.proc.wait(HANG_GUARD_S)
-        except (AssertionError, subprocess.TimeoutExpired) as exc:
+            rc = engine.wait(HANG_GUARD_S)
+        except (EngineHung, subprocess.TimeoutExpired) as exc:
             engine.proc.kill()
             raise AssertionError(failure("uci quit", seed, f"{backend}: {exc}; commands {commands}")) from exc
-        stderr = engine.proc.stderr.read() if engine.proc.stderr else ""
+        finally:
+            engine.close()
+        stderr = "\n".join(engine.stderr)
         assert rc == 0, failure("uci quit", seed, f"{backend}: exit status {rc}; {commands}; {stderr[-300:]}")
         aborted = "terminate called" in stderr or "Traceback" in stderr
         assert not aborted, failure("uci quit", seed, stderr)

@@ -18,8 +18,10 @@ import chess
 import chess.engine
 import pytest
 
+from devtools.lc0_binary import HANG_GUARD_S
 from lc0py.search.warmup import warm_up
-from tests.uci.process import HANG_GUARD_S, ROOT
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _command(*args: str) -> list[str]:

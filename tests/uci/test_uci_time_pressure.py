@@ -15,12 +15,12 @@ import time
 import chess
 import pytest
 
+from devtools.lc0_binary import HANG_GUARD_S
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.random_backend import RandomBackend
 from lc0py.search.warmup import warm_up
 from lc0py.uci.engine import Output, UciEngine
 from lc0py.uci.options import Options
-from tests.uci.process import HANG_GUARD_S
 
 
 class SlowHostBackend(RandomBackend):
