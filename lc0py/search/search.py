@@ -137,7 +137,12 @@ class Search:
         start_time: float | None = None,
         input_format: int | None = None,
         tablebase: TablebaseProbe | None = None,
+        eval_estimate_s: float | None = None,
     ) -> None:
+        # How long one network batch takes, from hand-over to result (the previous search's
+        # figure to start with; ``_no_time_for_another_batch``)
+        self.eval_s = eval_estimate_s
+        self._launched: dict[int, float] = {}
         # Syzygy tables (issue 12): the UCI layer filters the root moves with them; their hits
         # are reported here. The compiled core does not probe inside the tree yet.
         self.tablebase = tablebase
@@ -357,6 +362,12 @@ class Search:
             if self._stop_requested and inflight:  # answering after the first evaluation:
                 self._complete_oldest()  # nothing more is sent to the backend
                 continue
+            if self._no_time_for_another_batch():  # finish what runs, then wait for the deadline
+                if inflight:
+                    self._complete_oldest()
+                else:
+                    self._stop.wait(0.005)
+                continue
             with self._lock:
                 if self._released:
                     break
@@ -406,6 +417,18 @@ class Search:
         in_flight = sum(b.nn_count for b in self._inflight)
         return int(self.limits.nodes) - self.playouts - self.initial_visits - in_flight
 
+    def _no_time_for_another_batch(self) -> bool:
+        """A batch handed over now would end after the deadline (by ``eval_s``): then none is,
+        once the root has a visit. At the deadline no evaluation is left in the backend, so the
+        next move does not start by waiting for this one's (with a slow CPU backend under a
+        short clock that wait was charged to every next move and lost games on time)."""
+        lim = self.limits
+        if lim.deadline_ms is None or lim.infinite or self.eval_s is None:
+            return False
+        if int(self.tree.arrays.n[self.root_id]) == 0:
+            return False  # the first evaluation is always waited for
+        return self.elapsed_ms() + self.eval_s * 1000.0 > lim.deadline_ms
+
     def _groups_outstanding(self) -> int:
         """(lock held) Network batches handed to the backend and not backed up yet (finished or
         not: counting only unfinished ones would let a third batch go out while a finished one
@@ -416,6 +439,7 @@ class Search:
         """(lock held) Hand the minibatches gathered so far to the backend as one batch."""
         if self._held:
             self.worker.submit(self._held)
+            self._launched[id(self._held[0].pending)] = time.perf_counter()
             self._held.clear()
 
     def _complete_oldest(self) -> bool:
@@ -430,6 +454,10 @@ class Search:
         pending = batch.pending
         assert pending is not None
         out = pending.result()  # outside the lock: the backend may take long
+        launched = self._launched.pop(id(pending), None)
+        if launched is not None:  # tracks the slowest recent batch, forgetting slowly
+            took = time.perf_counter() - launched
+            self.eval_s = took if self.eval_s is None else max(took, 0.7 * self.eval_s)
         with self._lock:
             group = [b for b in self._inflight if b.pending is pending]
             if self._released:  # the search answered meanwhile: keep the evaluations only

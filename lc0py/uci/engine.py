@@ -542,8 +542,10 @@ class UciEngine:
             on_message=lambda text: out.send("info string " + text),
             on_verbose=on_verbose,
         )
+        previous = self.search
         search = Search(
-            self.tree, backend, params, limits, self.cache, callbacks, start_time=start, tablebase=tablebase
+            self.tree, backend, params, limits, self.cache, callbacks, start_time=start, tablebase=tablebase,
+            eval_estimate_s=previous.eval_s if previous is not None and previous.backend is backend else None,
         )
         self.search = search
         search.start()
