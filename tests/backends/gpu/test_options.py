@@ -62,7 +62,11 @@ def test_every_option_parses_once_into_a_frozen_hashable_record() -> None:
         ("gpu=one", "--backend-opts: gpu='one' is not an integer"),
         ("max_batch=0", "--backend-opts: max_batch=0 is out of range [1, 65536]"),
         ("attn_warps=two", "--backend-opts: attn_warps='two' is not an integer"),
-        ("winogard=on", "--backend-opts: unknown option(s) winogard for backend 'cuda' (known: flash, "),
+        (
+            "winogard=on",
+            "--backend-opts: unknown option(s) winogard for backend 'cuda'; did you mean winograd? "
+            "(known: flash, ",
+        ),
     ],
 )
 def test_a_bad_option_is_one_line_naming_it(text: str, line: str) -> None:
