@@ -60,6 +60,7 @@ from lc0py.search.core.pick import (
 from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
 from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
+from lc0py.search.fastcall import Resolved
 from lc0py.search.params import SearchParams, effective_params
 from lc0py.search.stoppers import Hints, IterationStats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
@@ -205,6 +206,10 @@ class Search:
             self.worker.root_noise = samples.astype(np.float32)
         self._cache_bytes = cache.nbytes()  # what it may grow to (allocated on demand)
         self._root_stats_out = np.zeros(7, np.int64)  # root_stats' output, reused every batch
+        # after every batch: compiled calls through resolved entry points (``fastcall``)
+        self._root_stats = Resolved(root_stats)
+        self._best_edge = Resolved(best_edge)
+        self._child_at = Resolved(A.child_at)
         tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - self._cache_bytes)
         self._update_root_filter()
 
@@ -511,7 +516,7 @@ class Search:
         out = self._root_stats_out
         prm = self.prm
         absolute, fpu, draw = bool(prm[P_FPU_ABS_ROOT]), float(prm[P_FPU_ROOT]), float(prm[P_DRAW_ODD])
-        root_stats(self.tree.arrays, self.root_id, absolute, fpu, draw, out)
+        self._root_stats(self.tree.arrays, self.root_id, absolute, fpu, draw, out)
         counters = self.worker.stats
         playouts = int(counters[G.S_PLAYOUTS])
         used = self.tree.bytes_used()
@@ -603,13 +608,14 @@ class Search:
         self._allowed = allowed if allowed.any() else _EMPTY
 
     def _best_edge_now(self) -> int:
-        return int(best_edge(self.tree.arrays, self.root_id, float(self.prm[P_DRAW_EVEN]), self._allowed))
+        draw = float(self.prm[P_DRAW_EVEN])
+        return int(self._best_edge(self.tree.arrays, self.root_id, draw, self._allowed))
 
     def _best_root_child(self) -> int:
         e = self._best_root_edge
         if e < 0:
             return -1
-        return int(A.child_at(self.tree.arrays, self.root_id, e))
+        return int(self._child_at(self.tree.arrays, self.root_id, e))
 
     def draw_score(self, depth: int) -> float:
         """lc0's ``GetDrawScore(depth odd)`` (root: depth 0)."""

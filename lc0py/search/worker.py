@@ -49,6 +49,7 @@ from lc0py.search.core.pick import (
 )
 from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_RATIO, P_RESCALE_ROOT_STM
 from lc0py.search.core.tree import NodeTree
+from lc0py.search.fastcall import Resolved
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 
@@ -260,6 +261,14 @@ class SearchWorker:
         # Gamma samples for the root's Dirichlet noise (the controller draws them when the root
         # is evaluated in this search; empty: no noise)
         self.root_noise = np.zeros(0, np.float32)
+        # The compiled calls of every minibatch, through entry points resolved at their first call
+        # (``fastcall``: numba's type matching of the tree's 18 arrays cost 20-41 us a call)
+        self._gather_minibatch = Resolved(G.gather_minibatch)
+        self._collect_collisions = Resolved(G.collect_collisions)
+        self._cancel_collisions = Resolved(G.cancel_collisions)
+        self._apply_results = Resolved(L.apply_results)
+        self._backup_batch = Resolved(G.backup_batch)
+        self._prefetch_core = Resolved(L.prefetch)
 
     def close(self) -> None:
         """End the evaluation thread: queued batches are cancelled and the thread is joined (the
@@ -325,7 +334,7 @@ class SearchWorker:
         state[G.G_OOO_START] = self.stats[G.S_OOO]
         reverted = int(self.stats[G.S_REVERTED])
         while True:
-            status = G.gather_minibatch(
+            status = self._gather_minibatch(
                 tree.arrays,
                 root,
                 self.prm,
@@ -402,7 +411,7 @@ class SearchWorker:
             return
         batch.reserve(limit)
         pos = self._positions
-        L.prefetch(
+        self._prefetch_core(
             self.tree.arrays,
             self.root_id,
             int(pos.meta[0]) - 1,
@@ -421,10 +430,10 @@ class SearchWorker:
             grown = np.zeros((max(need, 2 * len(self._shared)), 2), np.int32)
             grown[: self._n_shared] = self._shared[: self._n_shared]
             self._shared = grown
-        self._n_shared = int(G.collect_collisions(batch.picks, batch.count, self._shared, self._n_shared))
+        self._n_shared = int(self._collect_collisions(batch.picks, batch.count, self._shared, self._n_shared))
 
     def cancel_shared_collisions(self) -> None:
-        G.cancel_collisions(self.tree.arrays, self.root_id, self._shared, self._n_shared)
+        self._cancel_collisions(self.tree.arrays, self.root_id, self._shared, self._n_shared)
         self._n_shared = 0
 
     def apply(self, batch: Batch, out: NetworkOutput, to_tree: bool) -> tuple[np.ndarray, ...]:
@@ -436,7 +445,7 @@ class SearchWorker:
         qdm = batch.qdm
         if self._use_cache:
             self.cache.reserve(batch.nn_count)  # it grows on demand, before the inserts
-        L.apply_results(
+        self._apply_results(
             self.tree.arrays,
             batch.requests,
             policy,
@@ -465,7 +474,7 @@ class SearchWorker:
         else:
             q = d = m = _NO_VALUES
         t = self.tree.arrays
-        work = G.backup_batch(
+        work = self._backup_batch(
             t,
             self.root_id,
             batch.picks,
