@@ -100,12 +100,12 @@ def default_params(depth: int, arch: str, seq: int = 64) -> tuple[FlashParams, s
     warps = max(1, min(4, (seq + 15) // 16))
     kv = 64 if seq >= 64 else max(16, ((seq + 15) // 16) * 16)
     stages = 1 if seq <= kv else 2  # a single tile has nothing to prefetch
-    for max_depth, min_blocks, f32_threads, why in Q_IN_REGISTERS:
-        if depth <= max_depth:
-            p = FlashParams(
-                warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=min_blocks, f32_threads=f32_threads
-            )
-            break
+    row = next((r for r in Q_IN_REGISTERS if depth <= r[0]), None)
+    if row is not None:
+        _, blocks, threads, why = row
+        p = FlashParams(
+            warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=blocks, f32_threads=threads
+        )
     else:
         # Past 128 the O accumulators alone take d/2 registers per lane: free Q's registers and
         # halve the KV tile so the S fragments shrink.
