@@ -17,11 +17,15 @@ compute on the host may simply compute in ``evaluate_async`` and return a finish
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from lc0py.chess.planes import PlanesBatch
+
+if TYPE_CHECKING:
+    from lc0py.weights.network import Network
+    from lc0py.weights.residual import ResidualNetwork
 
 POLICY_SIZE = 1858
 
@@ -97,6 +101,12 @@ class BackendInfo:
     # behind the previous result. Host backends compute inside ``evaluate_async`` (False): the
     # search runs them on a thread of its own to gather meanwhile.
     asynchronous: bool = False
+
+    @classmethod
+    def of_network(cls, network: Network | ResidualNetwork, **attributes: Any) -> BackendInfo:
+        """The info of a backend running ``network``: the net's input format and heads, plus the
+        backend's own ``attributes`` (``recommended_batch``, ``runs_on_cpu``, ...)."""
+        return cls(int(network.format.input), network.has_wdl, network.has_moves_left, **attributes)
 
 
 @runtime_checkable

@@ -40,10 +40,8 @@ class NumpyBackend(BackendBase):
         self.threads = blas_threads(threads)
         self.dtype = PRECISIONS[precision]
         self.network = cast_network(network, self.dtype)
-        self.info = BackendInfo(
-            input_format=int(network.format.input),
-            has_wdl=network.has_wdl,
-            has_moves_left=network.has_moves_left,
+        self.info = BackendInfo.of_network(
+            network,
             recommended_batch=32,
             runs_on_cpu=True,
             search_minibatch=LC0_EIGEN_MINIBATCH,

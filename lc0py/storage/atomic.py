@@ -31,19 +31,11 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from lc0py.errors import UsageError
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
+from lc0py.storage.reading import kind_of
 
 #: A temporary file untouched this long is not being written (the largest write takes seconds).
 STALE_SECONDS = 600.0
@@ -103,11 +95,16 @@ def _umask() -> int:
     return mask
 
 
-def _kind(mode: int) -> str:
-    for test, words in _KINDS:
-        if test(mode):
-            return words
-    return "not a regular file"
+def _stat_or_none(
+    stat_call: Callable[[Path], os.stat_result], target: Path, label: str
+) -> os.stat_result | None:
+    """``stat_call(target)``, or None where nothing is there; another failure is one line."""
+    try:
+        return stat_call(target)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_target(path: str | os.PathLike[str], *, what: str | None = None, force: bool = False,
@@ -116,25 +113,15 @@ def check_target(path: str | os.PathLike[str], *, what: str | None = None, force
     ``force``). Call it early (before slow work) and again inside ``write_atomically``."""
     target = Path(os.fspath(path))
     label = what or str(target)
-    try:
-        st = os.lstat(target)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+    st = _stat_or_none(os.lstat, target, label)
     if st is not None and stat.S_ISLNK(st.st_mode):
         if not force:
             raise UsageError(f"{label}: is a symbolic link; not replacing it (use --force to write "
                              "to the file it points to)")
         target = Path(os.path.realpath(target))
-        try:
-            st = os.stat(target)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise UsageError(f"{label}: cannot write there ({exc.strerror or exc})") from None
+        st = _stat_or_none(os.stat, target, label)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{label}: is {_kind(st.st_mode)}, not a regular file; not replacing it")
+        raise UsageError(f"{label}: is {kind_of(st.st_mode)}, not a regular file; not replacing it")
     if st is not None:
         for source in inputs:
             with contextlib.suppress(OSError):

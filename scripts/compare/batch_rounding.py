@@ -23,6 +23,7 @@ import chess
 import numpy as np
 
 from lc0py.backends.registry import create_backend
+from lc0py.chess.testing import random_moves
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,11 +33,7 @@ def random_games(count: int, seed: int) -> list[list[str]]:
     games: list[list[str]] = []
     while len(games) < count:
         board = chess.Board()
-        for _ in range(rng.randint(2, 30)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        random_moves(board, rng.randint(2, 30), rng)
         if not board.is_game_over():
             games.append([m.uci() for m in board.move_stack])
     return games

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 SLOW_FACTOR = 10
 ENV_SEED = "LC0PY_FUZZ_SEED"
@@ -25,6 +25,15 @@ def case_seeds(base: int, count: int) -> Iterator[int]:
     rng = random.Random(base)
     for _ in range(count):
         yield rng.getrandbits(48)
+
+
+def tally_cases(base: int, count: int, case: Callable[[int], str]) -> dict[str, int]:
+    """Run ``case`` on each of ``case_seeds(base, count)``; how many cases had each outcome."""
+    seen: dict[str, int] = {}
+    for seed in case_seeds(base, count):
+        outcome = case(seed)
+        seen[outcome] = seen.get(outcome, 0) + 1
+    return seen
 
 
 def failure(what: str, seed: int, detail: str) -> str:

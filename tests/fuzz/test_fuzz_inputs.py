@@ -15,7 +15,7 @@ from lc0py.backends.registry import create_backend
 from lc0py.errors import Lc0pyError
 from lc0py.tools.positions import parse_position_line
 from lc0py.uci.options import Options
-from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
+from tests.fuzz.fuzzutil import SLOW_FACTOR, failure, tally_cases
 
 FEN_CASES = 2000
 OPTION_CASES = 3000
@@ -94,10 +94,7 @@ def _fen_case(seed: int) -> str:
 
 
 def _run_fens(base: int, count: int) -> None:
-    seen: dict[str, int] = {}
-    for seed in case_seeds(base, count):
-        outcome = _fen_case(seed)
-        seen[outcome] = seen.get(outcome, 0) + 1
+    seen = tally_cases(base, count, _fen_case)
     print(f"FEN/move fuzz: {count} cases from base seed {base}: {seen}")
 
 
@@ -137,10 +134,7 @@ def _option_case(seed: int, options: Options) -> str:
 
 def _run_options(base: int, count: int) -> None:
     options = Options()
-    seen: dict[str, int] = {}
-    for seed in case_seeds(base, count):
-        outcome = _option_case(seed, options)
-        seen[outcome] = seen.get(outcome, 0) + 1
+    seen = tally_cases(base, count, lambda seed: _option_case(seed, options))
     params = options.search_params()
     assert all(math.isfinite(v) for v in vars(params).values() if isinstance(v, float))
     print(f"option fuzz: {count} cases from base seed {base}: {seen}")
@@ -173,10 +167,7 @@ def _backend_case(seed: int) -> str:
 
 
 def _run_backend_options(base: int, count: int) -> None:
-    seen: dict[str, int] = {}
-    for seed in case_seeds(base, count):
-        outcome = _backend_case(seed)
-        seen[outcome] = seen.get(outcome, 0) + 1
+    seen = tally_cases(base, count, _backend_case)
     print(f"backend-option fuzz: {count} cases from base seed {base}: {seen}")
 
 

@@ -21,6 +21,7 @@ from lc0py.tools.describenet import describe
 from lc0py.weights import load_network, load_proto, network_to_proto, random_network
 from tests.fuzz.fuzzutil import SLOW_FACTOR, case_seeds, failure
 from tests.peak_memory import peak_rss_mb, reset_peak_rss
+from tests.weights.weights_testutil import field_header, varint
 
 DEFAULT_CASES = 800
 _BASE = network_to_proto(random_network("tiny", seed=11, layers=1))
@@ -89,23 +90,14 @@ def _huge_layer(rng: random.Random, data: bytes) -> bytes:
     """Append a layer (merged into an existing one, or a new encoder/residual block) whose params
     declare far more bytes than follow: the length alone must refuse it (issue 30 item 4)."""
     size = rng.choice([1 << 24, 1 << 28, (1 << 31) - 1, 5 << 30])
-    inner = b"\x1a" + _varint(size) + bytes(rng.randrange(64))
+    inner = b"\x1a" + varint(size) + bytes(rng.randrange(64))
     # where: input.weights, residual[+1].conv1.weights, encoder[+1].ffn.dense1_w, and the policy
     # ConvBlock, whose field 3 is a Layer message (then the message itself declares the bytes)
     path = rng.choice([[10, 1, 1], [10, 2, 1, 1], [10, 27, 4, 1], [10, 3]])
     body = inner
     for number in reversed(path):  # every enclosing message declares the layer's bytes too
-        body = _varint(number << 3 | 2) + _varint(len(body) + size) + body
+        body = field_header(number, len(body) + size) + body
     return data + body
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def _cut_trailer(rng: random.Random, data: bytes) -> bytes:

@@ -13,6 +13,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 EMU = Path(__file__).resolve().parent / "amd_emu"
 
@@ -41,3 +43,21 @@ def finish_build(label: str, proc: subprocess.Popen[str]) -> None:
     """Wait for a ``start_build``; a failed build fails the test with the compiler's output."""
     log, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, f"{label}: host build of the emulator failed:\n{log}"
+
+
+def build_emulators(
+    tmp_path_factory: pytest.TempPathFactory,
+    folder: str,
+    jobs: Sequence[tuple[str, str, Sequence[str]]],
+    opt: str = "-O0",
+) -> dict[str, Path]:
+    """Build each ``(id, amd_emu main file, defines)`` of ``jobs`` in parallel into a fresh
+    ``folder``; the executables by id. Skips the test when no clang++ is installed."""
+    cxx = host_clangxx()
+    if cxx is None:
+        pytest.skip("clang++ (clang-19) not installed: apt-get install clang-19")
+    out = tmp_path_factory.mktemp(folder)
+    procs = {cid: start_build(cxx, main, defines, out / cid, opt) for cid, main, defines in jobs}
+    for cid, proc in procs.items():
+        finish_build(cid, proc)
+    return {cid: out / cid for cid in procs}

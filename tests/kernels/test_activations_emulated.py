@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.kernels.emu_build import finish_build, host_clangxx, start_build
+from tests.kernels.emu_build import build_emulators
 
 XS = [-100.0, -30.0, -20.0, -5.0, -1.0, -0.6000001, -0.6, -0.5999999, -0.3, -1e-3, -1e-7, 0.0, 1e-7, 1e-3,
       0.25, 1.0, 3.0, 12.0, 19.9, 20.1, 40.0, 88.0, 100.0]
@@ -44,13 +44,8 @@ REFERENCE = {  # lc0's ActivationFunction codes (kernels/activations.h)
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cxx = host_clangxx()
-    if cxx is None:
-        pytest.skip("no clang++ for the host emulator build")
-    path = tmp_path_factory.mktemp("act") / "activation_emu"
-    build = start_build(cxx, "activation_emu_main.cpp", ["-DEMU_WMMA"], path, opt="-O1")
-    finish_build("activation_emu", build)
-    return path
+    jobs = [("activation_emu", "activation_emu_main.cpp", ["-DEMU_WMMA"])]
+    return build_emulators(tmp_path_factory, "act", jobs, opt="-O1")["activation_emu"]
 
 
 @pytest.mark.parametrize("code", sorted(REFERENCE))

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.accuracy import relative_error
-from tests.kernels.emu_build import finish_build, host_clangxx, start_build
+from tests.kernels.emu_build import build_emulators
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,18 +80,9 @@ FLASH_CONFIGS = _flash_configs()
 @pytest.fixture(scope="module")
 def emulator_binaries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Build all configurations in parallel (a few seconds each)."""
-    cxx = host_clangxx()
-    if cxx is None:
-        pytest.skip("clang++ (clang-19) not installed: apt-get install clang-19")
-    out = tmp_path_factory.mktemp("amd_emu")
-    jobs = [(cid, d, "mma_amd_emu_test.cpp") for cid, d in CONFIGS]
-    jobs += [(cid, d, "flash_emu_main.cpp") for cid, d in FLASH_CONFIGS]
-    procs = {cid: (out / cid, start_build(cxx, main, defines, out / cid)) for cid, defines, main in jobs}
-    built = {}
-    for cid, (exe, proc) in procs.items():
-        finish_build(cid, proc)
-        built[cid] = exe
-    return built
+    jobs = [(cid, "mma_amd_emu_test.cpp", d) for cid, d in CONFIGS]
+    jobs += [(cid, "flash_emu_main.cpp", d) for cid, d in FLASH_CONFIGS]
+    return build_emulators(tmp_path_factory, "amd_emu", jobs)
 
 
 @pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])

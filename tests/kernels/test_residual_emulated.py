@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.accuracy import relative_error
-from tests.kernels.emu_build import finish_build, host_clangxx, start_build
+from tests.kernels.emu_build import build_emulators
 
 ACT_MISH, ACT_RELU = 1, 2  # kernels/activations.h
 
@@ -129,14 +129,8 @@ def _input_transform(board: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Build the three configurations in parallel (a few seconds each)."""
-    cxx = host_clangxx()
-    if cxx is None:
-        pytest.skip("clang++ (clang-19) not installed: apt-get install clang-19")
-    out = tmp_path_factory.mktemp("residual_emu")
-    procs = {cid: start_build(cxx, "residual_emu_main.cpp", flags, out / cid) for cid, flags in CONFIGS}
-    for cid, proc in procs.items():
-        finish_build(cid, proc)
-    return {cid: out / cid for cid in procs}
+    jobs = [(cid, "residual_emu_main.cpp", flags) for cid, flags in CONFIGS]
+    return build_emulators(tmp_path_factory, "residual_emu", jobs)
 
 
 @pytest.mark.parametrize("kernel", ["staged", "direct", "split"])

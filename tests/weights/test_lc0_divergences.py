@@ -21,23 +21,15 @@ import pytest
 from lc0py.errors import Lc0pyError
 from lc0py.weights import load_network, network_to_proto, random_network
 from lc0py.weights.network import MovesLeftFormat, OutputFormat
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from tests.weights.weights_testutil import field_header, varint
 
 
 def _raw_varint_field(path: list[int], number: int, value: int) -> bytes:
     """Serialised ``Net`` bytes setting varint field ``number`` below the message fields ``path``
     (merged into the net by appending: how a number the schema's enum lacks gets into a file)."""
-    body = _varint(number << 3) + _varint(value)
+    body = varint(number << 3) + varint(value)
     for field in reversed(path):
-        body = _varint(field << 3 | 2) + _varint(len(body)) + body
+        body = field_header(field, len(body)) + body
     return body
 
 

@@ -21,23 +21,10 @@ import pytest
 
 from lc0py.errors import Lc0pyError, WeightsFormatError
 from lc0py.weights import load_network, network_to_proto, random_network
+from tests.weights.weights_testutil import field_header
 
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1 << 20
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, length: int) -> bytes:
-    """The tag and length of a length-delimited field (its payload follows)."""
-    return _varint(number << 3 | 2) + _varint(length)
 
 
 def layer_bomb(path: Path, base: bytes, levels: list[tuple[int, bytes]], megabytes: int,
@@ -47,11 +34,11 @@ def layer_bomb(path: Path, base: bytes, levels: list[tuple[int, bytes]], megabyt
     gzip-compressed as a stream. ``crc``: write the real CRC (seconds for a GB; only for a loader
     that reads to the end)."""
     size = megabytes * MB // 2016 * 2016  # a whole number of 112x3x3 LINEAR16 filters
-    inner = _field(3, size)  # Layer.params
+    inner = field_header(3, size)  # Layer.params
     length = len(inner) + size
     prefix = inner
     for number, before in reversed(levels):
-        head = _field(number, len(before) + length)
+        head = field_header(number, len(before) + length)
         prefix = head + before + prefix
         length += len(head) + len(before)
     prefix = base + prefix

@@ -9,6 +9,7 @@ import chess
 import numpy as np
 import pytest
 
+from lc0py.chess.testing import random_moves
 from lc0py.errors import UsageError
 from lc0py.weights import PRESETS, preset_config, random_network
 from lc0py.weights.network import Activation, InputEmbedding, InputFormat, NetworkKind, OutputFormat
@@ -121,11 +122,7 @@ def _random_positions(count: int, seed: int) -> list[chess.Board]:
     boards = []
     for _ in range(count):
         board = chess.Board()
-        for _ in range(rng.randrange(0, 60)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        random_moves(board, rng.randrange(0, 60), rng)
         if board.is_game_over():
             board.pop()
         boards.append(board)

@@ -35,3 +35,18 @@ def mutated_file(
     net_proto = network_to_proto(small_net(**overrides), encoding)
     mutate(net_proto)
     return write_proto(tmp_path / name, net_proto)
+
+
+def varint(n: int) -> bytes:
+    """``n`` as a protobuf base-128 varint (for hand-made raw proto bytes)."""
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field_header(number: int, length: int) -> bytes:
+    """The tag and length of a length-delimited proto field (its payload follows)."""
+    return varint(number << 3 | 2) + varint(length)

@@ -93,10 +93,8 @@ class GpuBackend(BackendBase):
         except BaseException:
             self.platform.close()
             raise
-        self.info = BackendInfo(
-            input_format=int(network.format.input),
-            has_wdl=network.has_wdl,
-            has_moves_left=network.has_moves_left,
+        self.info = BackendInfo.of_network(
+            network,
             recommended_batch=256,
             asynchronous=True,
         )

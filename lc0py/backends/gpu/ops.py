@@ -31,6 +31,14 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
 SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
+THREADS = 256  # threads a block of the element-wise kernels (bias, copies, gathers, Winograd, im2col)
+MAX_BLOCKS = 65535  # grid cap of those kernels: each loops over what its blocks do not cover
+
+
+def blocks_for(items: int, per_block: int = THREADS) -> int:
+    """Blocks of a 1-D grid taking ``per_block`` of ``items`` work items each (1 to MAX_BLOCKS)."""
+    return max(1, min((items + per_block - 1) // per_block, MAX_BLOCKS))
+
 
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
@@ -104,6 +112,10 @@ class GpuOps:
             self.p.stream_wait_event(self.main, ev.handle)
 
     # ---- primitives ---------------------------------------------------------------------------
+    def _launch_1d(self, kernel: int, blocks: int, args: list[KernelArg], smem: int = 0) -> None:
+        """Launch ``kernel`` on ``blocks`` blocks of ``THREADS`` threads on the current stream."""
+        self.p.launch(kernel, (blocks, 1, 1), (THREADS, 1, 1), smem, self.stream, args)
+
     def gemm(
         self, m: int, n: int, k: int, a: int, lda: int, b: int, ldb: int, c: int, ldc: int, **kw: object
     ) -> None:
@@ -116,15 +128,8 @@ class GpuOps:
     def bias_act(self, y: int, bias: int, rows: int, n: int, act: int) -> None:
         """``y = act(y + bias)`` in place, bias broadcast over rows."""
         total = rows * n // (self.vec if n % self.vec == 0 else 1)
-        blocks = max(1, min((total + 511) // 512, 65535))  # 2 chunks per thread (vector path)
-        self.p.launch(
-            self.k_bias_act,
-            (blocks, 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(y), P(bias), I(rows), I(n), I(act)],
-        )
+        blocks = blocks_for(total, 512)  # 2 chunks per thread (vector path)
+        self._launch_1d(self.k_bias_act, blocks, [P(y), P(bias), I(rows), I(n), I(act)])
 
     def prepare_layernorm(self, n: int, act: int) -> None:
         """Compile the LayerNorm kernel for rows of ``n`` with activation ``act`` (at build time, so
@@ -165,51 +170,25 @@ class GpuOps:
         """``dst[r, :n] = src[r, col0:col0 + n]`` (row stride ``ld``), dst contiguous. ``vectors``:
         size the grid for the kernel's 16-byte path (column counts that are vector multiples)."""
         per = n // self.vec if vectors else n
-        blocks = max(1, min((rows * per + 255) // 256, 65535))
-        self.p.launch(
-            self.k_copy_cols,
-            (blocks, 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(src), I(ld), I(col0), P(dst), I(rows), I(n)],
-        )
+        blocks = blocks_for(rows * per)
+        self._launch_1d(self.k_copy_cols, blocks, [P(src), I(ld), I(col0), P(dst), I(rows), I(n)])
 
     def embed_epilogue(self, y: int, sqbias: int, mult: int, add: int, m: int, e: int, act: int) -> None:
         """``y = act(y + sqbias[s]) * mult[s] + add[s]`` in place (no gating where mult/add are 0)."""
         total = m * e // self.vec
-        self.p.launch(
-            self.k_embed,
-            (max(1, min((total + 255) // 256, 65535)), 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(y), P(sqbias), P(mult), P(add), I(m), I(e), I(act)],
-        )
+        args: list[KernelArg] = [P(y), P(sqbias), P(mult), P(add), I(m), I(e), I(act)]
+        self._launch_1d(self.k_embed, blocks_for(total), args)
 
     def expand_planes(self, masks: int, values: int, tokens: int, bsz: int) -> None:
         """Compact planes (uint64 masks + float values) -> dense tokens ``[B*64, 112]``."""
-        self.p.launch(
-            self.k_expand,
-            (bsz, 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(masks), P(values), P(tokens), I(PLANES)],
-        )
+        self._launch_1d(self.k_expand, bsz, [P(masks), P(values), P(tokens), I(PLANES)])
 
     def policy_gather(
         self, logits: int, keys: int, ld: int, promo: int, pd: int, gather: int, out: int, bsz: int
     ) -> None:
         """The 64×64 attention-policy logits + promotion offsets -> lc0's 1858 policy (float32)."""
-        self.p.launch(
-            self.k_gather,
-            (bsz, 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(logits), P(keys), I(ld), P(promo), I(pd), P(gather), I(POLICY_OUT), P(out)],
-        )
+        args: list[KernelArg] = [P(logits), P(keys), I(ld), P(promo), I(pd), P(gather), I(POLICY_OUT), P(out)]
+        self._launch_1d(self.k_gather, bsz, args)
 
     # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
     def prepare_residual(self, step_c: int, se_outside: bool = False) -> None:
@@ -293,22 +272,22 @@ class GpuOps:
     def winograd_input(self, x: int, v: int, bsz: int, c: int) -> None:
         """``V[b*4 + tile, k, c] = (Bᵀ d B)[k]`` of the 6x6 patches of NHWC ``x [B*64, c]``
         (tile-major: kernels/residual.hip)."""
-        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        blocks = blocks_for(bsz * 4 * c)
         args: list[KernelArg] = [P(x), P(v), I(bsz), I(c)]
-        self.p.launch(self.k_wino_in, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+        self._launch_1d(self.k_wino_in, blocks, args)
 
     def winograd_output(self, m: int, bias: int, y: int, bsz: int, c: int, act: int) -> None:
         """NHWC ``y = act(Aᵀ M A + bias)`` from the 36 GEMM outputs (``bias`` 0: none)."""
-        blocks = max(1, min((bsz * 4 * c + 255) // 256, 65535))
+        blocks = blocks_for(bsz * 4 * c)
         args: list[KernelArg] = [P(m), P(bias), P(y), I(bsz), I(c), I(act)]
-        self.p.launch(self.k_wino_out, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+        self._launch_1d(self.k_wino_out, blocks, args)
 
     def im2col3x3(self, x: int, cols: int, rows: int, c: int) -> None:
         """``cols[r, t*c + k] = x[neighbour(r, t), k]`` (0 off the board): ``[rows, c]`` -> ``[rows, 9c]``."""
         per = c // self.vec if c % self.vec == 0 else c
-        blocks = max(1, min((rows * 9 * per + 255) // 256, 65535))
+        blocks = blocks_for(rows * 9 * per)
         args: list[KernelArg] = [P(x), P(cols), I(rows), I(c)]
-        self.p.launch(self.k_im2col, (blocks, 1, 1), (256, 1, 1), 0, self.stream, args)
+        self._launch_1d(self.k_im2col, blocks, args)
 
     def se_residual(
         self, y: int, bias: int, skip: int, out: int, se: tuple[int, int, int, int] | None, c: int, s: int,
@@ -318,25 +297,14 @@ class GpuOps:
         None for a block without SE: ``act(y + bias + skip)``); ``out`` may be ``skip``."""
         w1, b1, w2, b2 = se if se is not None else (0, 0, 0, 0)
         smem = (3 * c + s) * 4 if se is not None else 0
-        self.p.launch(
-            self.k_se,
-            (bsz, 1, 1),
-            (256, 1, 1),
-            smem,
-            self.stream,
-            [P(y), P(bias), P(skip), P(out), P(w1), P(b1), P(w2), P(b2), I(c), I(s), I(act)],
-        )
+        args: list[KernelArg] = [P(y), P(bias), P(skip), P(out), P(w1), P(b1), P(w2), P(b2)]
+        args += [I(c), I(s), I(act)]
+        self._launch_1d(self.k_se, bsz, args, smem)
 
     def gather_bias(self, src: int, stride: int, gather: int, bias: int, out: int, bsz: int) -> None:
         """``out[b, k] = src[b*stride + gather[k]] + bias[k]`` as float32 ``[B, 1858]``."""
-        self.p.launch(
-            self.k_gather_bias,
-            (bsz, 1, 1),
-            (256, 1, 1),
-            0,
-            self.stream,
-            [P(src), I(stride), P(gather), P(bias), I(POLICY_OUT), P(out)],
-        )
+        args: list[KernelArg] = [P(src), I(stride), P(gather), P(bias), I(POLICY_OUT), P(out)]
+        self._launch_1d(self.k_gather_bias, bsz, args)
 
     def softmax_kernel(self, seq: int) -> int:
         """The fallback attention's bias + softmax kernel (one warp per row), compiled once."""

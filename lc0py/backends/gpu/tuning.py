@@ -82,6 +82,17 @@ class FlashParams:
 OVERRIDABLE = tuple(f.name for f in fields(FlashParams))
 
 
+#: Head depths whose Q fits in registers: ``(largest depth, min_blocks, f32_threads, reason)``,
+#: the first row whose depth is not exceeded wins.
+Q_IN_REGISTERS: tuple[tuple[int, int, int, str], ...] = (
+    # 96 registers, 24 KB smem: ~5 blocks/SM co-resident, latency hidden by other blocks.
+    (32, 4, 64, "d<=32: whole head per block, Q in registers (96 regs), 4 blocks/SM"),
+    (64, 2, 64, "d<=64: whole head per block, Q in registers (~143 regs), 2 blocks/SM"),
+    (96, 2, 32, "d<=96: Q in registers still fits (~160 regs); f32 path: 32 rows/block to fit registers"),
+    (128, 1, 32, "d<=128: 186 regs with Q in registers and no spills; f32 path: 32 rows/block"),
+)
+
+
 def default_params(depth: int, arch: str, seq: int = 64) -> tuple[FlashParams, str]:
     """``(params, reason)`` for head depth ``depth`` on ``arch`` ("sm_90", "gfx1100", ...)."""
     # One block per (position, head) at seq 64: 4 warps x 16 rows = the whole query range, one
@@ -89,19 +100,12 @@ def default_params(depth: int, arch: str, seq: int = 64) -> tuple[FlashParams, s
     warps = max(1, min(4, (seq + 15) // 16))
     kv = 64 if seq >= 64 else max(16, ((seq + 15) // 16) * 16)
     stages = 1 if seq <= kv else 2  # a single tile has nothing to prefetch
-    if depth <= 32:
-        # 96 registers, 24 KB smem: ~5 blocks/SM co-resident, latency hidden by other blocks.
-        p = FlashParams(warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=4, f32_threads=64)
-        why = "d<=32: whole head per block, Q in registers (96 regs), 4 blocks/SM"
-    elif depth <= 64:
-        p = FlashParams(warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=2, f32_threads=64)
-        why = "d<=64: whole head per block, Q in registers (~143 regs), 2 blocks/SM"
-    elif depth <= 96:
-        p = FlashParams(warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=2, f32_threads=32)
-        why = "d<=96: Q in registers still fits (~160 regs); f32 path: 32 rows/block to fit registers"
-    elif depth <= 128:
-        p = FlashParams(warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=1, f32_threads=32)
-        why = "d<=128: 186 regs with Q in registers and no spills; f32 path: 32 rows/block"
+    row = next((r for r in Q_IN_REGISTERS if depth <= r[0]), None)
+    if row is not None:
+        _, blocks, threads, why = row
+        p = FlashParams(
+            warps=warps, kv_tile=kv, stages=stages, q_regs=1, min_blocks=blocks, f32_threads=threads
+        )
     else:
         # Past 128 the O accumulators alone take d/2 registers per lane: free Q's registers and
         # halve the KV tile so the S fragments shrink.

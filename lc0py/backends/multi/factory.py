@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from lc0py.backends.multi.backends import DemuxBackend, MultiplexingBackend, RoundRobinBackend
-from lc0py.backends.multi.children import create_children
+from lc0py.backends.multi.children import Child, create_children
 from lc0py.backends.options import BackendOptions, to_int
 
 if TYPE_CHECKING:
@@ -14,33 +15,29 @@ if TYPE_CHECKING:
 
     Net = Network | ResidualNetwork | None
 
+B = TypeVar("B")
+
+
+def _with_children(kind: str, network: Net, options: BackendOptions, make: Callable[[list[Child]], B]) -> B:
+    """``make(children)`` over the children of ``options``' groups; the children are closed when
+    ``make`` fails, so a refused combination leaks no device."""
+    children = create_children(kind, network, options)
+    try:
+        return make(children)
+    except BaseException:
+        for c in children:
+            c.close()
+        raise
+
 
 def create_demux(network: Net, options: BackendOptions) -> DemuxBackend:
     split = to_int("minimum-split-size", options.values.get("minimum-split-size", "0"), 0, 1 << 20)
-    children = create_children("demux", network, options)
-    try:
-        return DemuxBackend(children, split)
-    except BaseException:
-        for c in children:
-            c.close()
-        raise
+    return _with_children("demux", network, options, lambda children: DemuxBackend(children, split))
 
 
 def create_roundrobin(network: Net, options: BackendOptions) -> RoundRobinBackend:
-    children = create_children("roundrobin", network, options)
-    try:
-        return RoundRobinBackend(children)
-    except BaseException:
-        for c in children:
-            c.close()
-        raise
+    return _with_children("roundrobin", network, options, RoundRobinBackend)
 
 
 def create_multiplexing(network: Net, options: BackendOptions) -> MultiplexingBackend:
-    children = create_children("multiplexing", network, options)
-    try:
-        return MultiplexingBackend(children)
-    except BaseException:
-        for c in children:
-            c.close()
-        raise
+    return _with_children("multiplexing", network, options, MultiplexingBackend)

@@ -1,16 +1,7 @@
 """The ONNX graph of an lc0 attention-body network (``network_to_onnx`` in ``export.py`` runs it).
 
-The graph is the forward pass of ``docs/attention-body.md`` with lc0's tensor names:
-
-* input ``/input/planes`` ``[B, 112, 8, 8]``;
-* outputs ``/output/policy`` ``[B, 1858]`` (raw logits), ``/output/wdl`` ``[B, 3]`` (softmaxed;
-  ``/output/value`` ``[B, 1]`` tanh for classical value heads) and, with a moves-left head,
-  ``/output/mlh`` ``[B, 1]``.
-
-``B`` is the dynamic dimension ``batch`` unless ``batch_size`` fixes it. ``fp16=True`` stores
-weights and computes in float16 with float16 inputs and outputs, as lc0's converter does for
-``f16`` (so lc0's ONNX backends can load the file); LayerNorm statistics are kept in float32
-(``stash_type=1``), as lc0's CUDA kernel does.
+The graph is the forward pass of ``docs/attention-body.md`` with lc0's tensor names; its inputs,
+outputs, batch dimension and fp16 mode are ``export.py``'s (its module docstring says them once).
 
 Exact rewrites made while exporting (scaled weights are computed in float64 and rounded once;
 §-refs to docs/attention-body.md), so the graph does less work than a literal transcription:
@@ -28,11 +19,8 @@ Exact rewrites made while exporting (scaled weights are computed in float64 and 
 Tokens are 2-D ``[B·64, C]`` between the embedding and the heads, so each dense layer is one
 Gemm with its bias fused.
 
-Attention is either plain ONNX (``MatMul``/``Softmax``; runs on every runtime) or ONNX Runtime's
-contrib ``com.microsoft.Attention`` with the smolgen bias as ``attention_bias`` (ONNX Runtime
-only). On ONNX Runtime's CPU provider the two are equally fast (paired runs: time ratio
-plain/contrib 0.95-1.07, median ~1.01, for tiny and T82 at batch 1/8/32; docs/performance.md),
-so the default (``DEFAULT_ATTENTION``) is the portable ``plain``; GPU providers may differ.
+Attention is plain ONNX or ONNX Runtime's contrib ``com.microsoft.Attention``; ``export.py``
+says which is the default and why.
 """
 
 from __future__ import annotations

@@ -177,10 +177,8 @@ class OnnxBackend(BackendBase):
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._wdl = OUTPUT_WDL in self._outputs
         self._mlh = OUTPUT_MLH in self._outputs
-        self.info = BackendInfo(
-            input_format=int(network.format.input),
-            has_wdl=network.has_wdl,
-            has_moves_left=network.has_moves_left,
+        self.info = BackendInfo.of_network(
+            network,
             recommended_batch=batch_size or (32 if spec.device == "cpu" else 256),
             runs_on_cpu=spec.device == "cpu",
         )

@@ -506,20 +506,16 @@ class FakeHipblas(types.ModuleType):
             "hipblasOperation_t", {"HIPBLAS_OP_N": 111, "HIPBLAS_OP_T": 112}
         )
         self.hipblasGemmAlgo_t = enum.IntEnum("hipblasGemmAlgo_t", {"HIPBLAS_GEMM_DEFAULT": 160})
-        if style == "rocm5":
+        if style in ("rocm5", "rocm6"):  # the enum the ROCm 5 and 6 bindings still have
             self.hipblasDatatype_t = enum.IntEnum(
                 "hipblasDatatype_t", {"HIPBLAS_R_16F": 150, "HIPBLAS_R_32F": 151}
             )
-            self.hipblasGemmEx, self.hipblasGemmStridedBatchedEx = self._gemm, self._batched
-        else:
+        if style != "rocm5":
             self.hipblasComputeType_t = enum.IntEnum("hipblasComputeType_t", {"HIPBLAS_COMPUTE_32F": 2})
-            if style == "rocm6":
-                self.hipblasDatatype_t = enum.IntEnum(
-                    "hipblasDatatype_t", {"HIPBLAS_R_16F": 150, "HIPBLAS_R_32F": 151}
-                )
-                self.hipblasGemmEx_v2, self.hipblasGemmStridedBatchedEx_v2 = self._gemm, self._batched
-            else:
-                self.hipblasGemmEx, self.hipblasGemmStridedBatchedEx = self._gemm, self._batched
+        if style == "rocm6":
+            self.hipblasGemmEx_v2, self.hipblasGemmStridedBatchedEx_v2 = self._gemm, self._batched
+        else:
+            self.hipblasGemmEx, self.hipblasGemmStridedBatchedEx = self._gemm, self._batched
 
     def hipblasCreate(self) -> tuple[Any, ...]:
         self.calls.append(("hipblasCreate", ()))

@@ -22,6 +22,7 @@ from lc0py.errors import BackendOptionError
 from lc0py.gpu import factory
 from lc0py.gpu.platform import ordinal_error
 from tests.backends.gpu.test_layers import PointerPlatform
+from tests.one_line import one_line_error
 
 
 def test_defaults_are_the_documented_ones() -> None:
@@ -70,10 +71,8 @@ def test_every_option_parses_once_into_a_frozen_hashable_record() -> None:
     ],
 )
 def test_a_bad_option_is_one_line_naming_it(text: str, line: str) -> None:
-    with pytest.raises(BackendOptionError) as info:
-        GpuOptions.parse(BackendOptions.parse(text, "cuda"))
-    message = str(info.value)
-    assert line in message and "\n" not in message, message
+    message = one_line_error(BackendOptionError, lambda: GpuOptions.parse(BackendOptions.parse(text, "cuda")))
+    assert line in message, message
     if "unknown" in line:
         assert all(name in message for name in KNOWN_OPTIONS)
 

@@ -34,6 +34,7 @@ from lc0py.weights.loader import load_network
 from lc0py.weights.network import Activation
 from lc0py.weights.presets import random_network
 from tests.backends.conformance import random_batch
+from tests.backends.gpu.policy_reference import attention_policy
 from tests.shared_files import real_net
 
 
@@ -111,18 +112,7 @@ def emulate_residual(
     else:
         assert isinstance(pol, AttentionPolicyWeights)
         pe = activation(Activation.SELU, x @ pol.emb_w.T + pol.emb_b)
-        qk = pe @ pol.qk_w.T + pol.qk_b
-        qp, kp = qk[..., : s.Pd], qk[..., s.Pd :]
-        lg = (qp @ kp.transpose(0, 2, 1) / np.sqrt(s.Pd)).reshape(bsz, 4096)
-        off = kp[:, 56:64] @ pol.promo.T
-        policy = np.empty((bsz, 1858))
-        for k, idx in enumerate(pol.gather):
-            if idx < 4096:
-                policy[:, k] = lg[:, idx]
-            else:
-                r = idx - 4096
-                i, j, rr = r // 24, (r % 24) // 3, r % 3
-                policy[:, k] = lg[:, (48 + i) * 64 + 56 + j] + off[:, j, rr] + off[:, j, 3]
+        policy = attention_policy(pe, pol, s.Pd)
     wdl = wdl_from_value(_fc_head(x, w.value, act))
     mlh = np.maximum(_fc_head(x, w.moves_left, act)[:, 0], 0) if w.moves_left is not None else np.zeros(bsz)
     return policy, wdl, mlh

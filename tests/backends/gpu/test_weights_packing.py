@@ -30,6 +30,7 @@ from lc0py.backends.gpu.weights import (
 from lc0py.model import cast_network, forward
 from lc0py.model.activations import activation
 from lc0py.weights.presets import random_network
+from tests.backends.gpu.policy_reference import attention_policy
 
 
 def _ln(x, g, b, eps):  # type: ignore[no-untyped-def]
@@ -96,19 +97,7 @@ def emulate(net, planes):  # type: ignore[no-untyped-def]
         x = _ln(x1 + f.b2_alpha, f.ln_g, f.ln_b, layer.ln2.eps)
     pol = w.policy
     pe = activation(net.default_act, x @ pol.emb_w.T + pol.emb_b)
-    qk = pe @ pol.qk_w.T + pol.qk_b
-    qp, kp = qk[..., : s.Pd], qk[..., s.Pd :]
-    lg = (qp @ kp.transpose(0, 2, 1) / np.sqrt(s.Pd)).reshape(bsz, 4096)
-    off = kp[:, 56:64] @ pol.promo.T  # [B, 8, 4]
-    out = np.empty((bsz, 1858))
-    for kk, idx in enumerate(pol.gather):
-        if idx < 4096:
-            out[:, kk] = lg[:, idx]
-        else:
-            r = idx - 4096
-            i, j, rr = r // 24, (r % 24) // 3, r % 3
-            out[:, kk] = lg[:, (48 + i) * 64 + 56 + j] + off[:, j, rr] + off[:, j, 3]
-    return out
+    return attention_policy(pe, pol, s.Pd)
 
 
 @pytest.mark.parametrize("embedding", ["pe_map", "pe_dense"])

@@ -7,6 +7,7 @@ import pytest
 from lc0py.backends.option_groups import parse_option_groups
 from lc0py.backends.options import BackendOptions
 from lc0py.errors import BackendOptionError
+from tests.one_line import one_line_error
 
 
 def test_anonymous_groups_inherit_parent_keys() -> None:
@@ -50,10 +51,8 @@ def test_nested_groups_and_free_anonymous_names() -> None:
     ],
 )
 def test_malformed_text_is_one_line(text: str, fragment: str) -> None:
-    with pytest.raises(BackendOptionError) as info:
-        parse_option_groups(text)
-    message = str(info.value)
-    assert fragment in message and "\n" not in message and message.startswith("--backend-opts:")
+    message = one_line_error(BackendOptionError, lambda: parse_option_groups(text))
+    assert fragment in message and message.startswith("--backend-opts:")
 
 
 def test_flat_text_keeps_the_flat_parser() -> None:

@@ -39,6 +39,12 @@ def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
+def _export_refused(capsys: pytest.CaptureFixture[str], weights: Path, out: Path, *flags: str) -> str:
+    """``export-onnx`` of ``weights`` to ``out`` exits 2; its one-line error."""
+    assert main(["export-onnx", "--weights", str(weights), "-o", str(out), *flags]) == 2
+    return _one_line_error(capsys)
+
+
 @pytest.mark.parametrize(
     "flags, fp16",
     [
@@ -66,14 +72,12 @@ def test_export_matches_reference(
 
 def test_unwritable_directory(weights: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "missing" / "net.onnx"
-    assert main(["export-onnx", "--weights", str(weights), "-o", str(out)]) == 2
-    assert "cannot write there" in _one_line_error(capsys)
+    assert "cannot write there" in _export_refused(capsys, weights, out)
     assert not out.parent.exists()
 
 
 def test_output_is_a_directory(weights: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["export-onnx", "--weights", str(weights), "-o", str(tmp_path)]) == 2
-    assert "is a directory" in _one_line_error(capsys)
+    assert "is a directory" in _export_refused(capsys, weights, tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -81,8 +85,7 @@ def test_corrupt_weights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     bad = tmp_path / "bad.pb.gz"
     bad.write_bytes(b"\x1f\x8b\x08\x00 definitely not a network")
     out = tmp_path / "net.onnx"
-    assert main(["export-onnx", "--weights", str(bad), "-o", str(out)]) == 2
-    _one_line_error(capsys)
+    _export_refused(capsys, bad, out)
     assert not out.exists()
 
 
@@ -94,16 +97,14 @@ def test_failure_while_writing_leaves_nothing(
 
     monkeypatch.setattr(os, "replace", fail)
     out = tmp_path / "net.onnx"
-    assert main(["export-onnx", "--weights", str(weights), "-o", str(out)]) == 2
-    assert "No space left on device" in _one_line_error(capsys)
+    assert "No space left on device" in _export_refused(capsys, weights, out)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_existing_file_is_kept_on_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "net.onnx"
     out.write_bytes(b"previous model")
-    assert main(["export-onnx", "--weights", str(tmp_path / "nope.pb.gz"), "-o", str(out)]) == 2
-    _one_line_error(capsys)
+    _export_refused(capsys, tmp_path / "nope.pb.gz", out)
     assert out.read_bytes() == b"previous model"
 
 
@@ -120,16 +121,12 @@ def test_bad_flags_exit_2(weights: Path, tmp_path: Path, flags: list[str]) -> No
 
 
 def test_old_opset(weights: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(["export-onnx", "--weights", str(weights), "-o", str(tmp_path / "n.onnx"), "--opset", "13"]) == 2
-    )
-    assert "opset 17" in _one_line_error(capsys)
+    assert "opset 17" in _export_refused(capsys, weights, tmp_path / "n.onnx", "--opset", "13")
 
 
 def test_unknown_policy_head(weights: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "n.onnx"
-    assert main(["export-onnx", "--weights", str(weights), "-o", str(out), "--policy-head", "soft"]) == 2
-    _one_line_error(capsys)
+    _export_refused(capsys, weights, out, "--policy-head", "soft")
     assert not out.exists()
 
 

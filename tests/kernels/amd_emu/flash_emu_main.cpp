@@ -10,20 +10,9 @@
 #include "flash_attention.hip"
 // clang-format on
 
-#include <fstream>
+#include "emu_io.h"
 
 alignas(16) unsigned char smem[1 << 17];  // the kernel's `extern __shared__ smem[]`
-
-static std::vector<f16> read_f16(const std::string& path, size_t n) {
-    std::vector<f16> v(n);
-    std::ifstream f(path, std::ios::binary);
-    f.read(reinterpret_cast<char*>(v.data()), (std::streamsize)(n * sizeof(f16)));
-    if (!f) {
-        std::fprintf(stderr, "cannot read %zu halves from %s\n", n, path.c_str());
-        std::exit(2);
-    }
-    return v;
-}
 
 int main(int argc, char** argv) {
     if (argc != 6) {
@@ -34,10 +23,10 @@ int main(int argc, char** argv) {
     const float scale = (float)std::atof(argv[4]);
     const std::string dir = argv[5];
     const int D = H * fa::DEPTH;
-    auto qkv = read_f16(dir + "/qkv.bin", (size_t)B * S * 3 * D);
-    auto g = read_f16(dir + "/g.bin", (size_t)B * H * S * S);
-    auto bq = read_f16(dir + "/bq.bin", (size_t)D);
-    auto bv = read_f16(dir + "/bv.bin", (size_t)D);
+    auto qkv = read_array<f16>(dir + "/qkv.bin", (size_t)B * S * 3 * D);
+    auto g = read_array<f16>(dir + "/g.bin", (size_t)B * H * S * S);
+    auto bq = read_array<f16>(dir + "/bq.bin", (size_t)D);
+    auto bv = read_array<f16>(dir + "/bv.bin", (size_t)D);
     std::vector<f16> o((size_t)B * S * D, f16{0x7e00});  // NaN-poisoned: unwritten outputs show
 
     const int smem_bytes = fa::Q_BUFS * fa::Q_BYTES + fa::STAGES * fa::STAGE_BYTES + fa::SCRATCH_BYTES;
@@ -52,7 +41,6 @@ int main(int argc, char** argv) {
                             o.data(), D, S, H, scale);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
-    std::ofstream(dir + "/o.bin", std::ios::binary).write(reinterpret_cast<const char*>(o.data()),
-                                                          (std::streamsize)(o.size() * sizeof(f16)));
+    write_array(dir + "/o.bin", o);
     return emu::g_errors.empty() ? 0 : 1;
 }

@@ -179,24 +179,28 @@ void emulator_self_check() {
     compare("emulator self-check (documented layout, literal)", ref, 0.0);
 }
 
+// This lane's fragment of C = A . B over the KT tiles of sA and sB (sBt, through load_b_t, when
+// transposed_b): the chain of loads and mma every product check starts from.
+frag_c product_ab(bool transposed_b) {
+    frag_c c;
+    zero(c);
+    for (int t = 0; t < KT; ++t) {
+        frag_a a;
+        frag_b b;
+        load_a(a, sA[t], LD);
+        if (transposed_b)
+            load_b_t(b, sBt[t], LD);
+        else
+            load_b(b, sB[t], LD);
+        mma(c, a, b);
+    }
+    return c;
+}
+
 void check_product(bool integers, bool transposed_b) {
     fill(integers, transposed_b ? 11 : 12);
     reset_out();
-    emu::run_wave([transposed_b](int) {
-        frag_c c;
-        zero(c);
-        for (int t = 0; t < KT; ++t) {
-            frag_a a;
-            frag_b b;
-            load_a(a, sA[t], LD);
-            if (transposed_b)
-                load_b_t(b, sBt[t], LD);
-            else
-                load_b(b, sB[t], LD);
-            mma(c, a, b);
-        }
-        store_c(c);
-    });
+    emu::run_wave([transposed_b](int) { store_c(product_ab(transposed_b)); });
     double ref[16][16];
     reference_ab(ref);
     std::string name = std::string(transposed_b ? "load_a+load_b_t" : "load_a+load_b") +
@@ -224,15 +228,7 @@ void check_row_reductions() {
     fill(true, 21);
     std::atomic<int> bad_max{0}, bad_sum{0};
     emu::run_wave([&](int) {
-        frag_c c;
-        zero(c);
-        for (int t = 0; t < KT; ++t) {
-            frag_a a;
-            frag_b b;
-            load_a(a, sA[t], LD);
-            load_b_t(b, sBt[t], LD);
-            mma(c, a, b);
-        }
+        frag_c c = product_ab(true);
         for (int j = 0; j < C_ROWS; ++j) {
             float pmax = -INFINITY, psum = 0.f;
             for (int i = 0; i < C_ELEMS; ++i)
@@ -262,15 +258,7 @@ void check_a_from_c(bool integers) {
     fill(integers, integers ? 31 : 32);
     reset_out();
     emu::run_wave([](int) {
-        frag_c c;
-        zero(c);
-        for (int t = 0; t < KT; ++t) {
-            frag_a a;
-            frag_b b;
-            load_a(a, sA[t], LD);
-            load_b_t(b, sBt[t], LD);
-            mma(c, a, b);
-        }
+        frag_c c = product_ab(true);
         store_c(c);  // the first product, kept to build the reference from
         emu::t_wave->bar.arrive_and_wait();
         frag_a p;

@@ -26,28 +26,13 @@
 #include "residual.hip"
 // clang-format on
 
-#include <fstream>
+#include "emu_io.h"
 
 // the kernels' `extern __shared__` arrays (blocks run one after another)
 alignas(16) float fused_smem[1 << 14];
 alignas(16) float se_smem[1 << 14];  // se_residual (compiled with the file, not run here)
 alignas(16) uint4 staged_smem[(512 << 10) / sizeof(uint4)];  // fp32 stages too (the device has 227 KiB)
 alignas(16) float gates_hidden[1 << 12];  // se_gates
-
-static std::vector<T> read_t(const std::string& path, size_t n) {
-    std::vector<T> v(n);
-    std::ifstream f(path, std::ios::binary);
-    f.read(reinterpret_cast<char*>(v.data()), (std::streamsize)(n * sizeof(T)));
-    if (!f) {
-        std::fprintf(stderr, "cannot read %zu elements from %s\n", n, path.c_str());
-        std::exit(2);
-    }
-    return v;
-}
-
-static void write_t(const std::string& path, const std::vector<T>& v) {
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(v.data()), (std::streamsize)(v.size() * sizeof(T)));
-}
 
 // SE weights (empty with se == 0: the kernels get nullptr for w1 and skip SE).
 struct SeWeights {
@@ -56,10 +41,10 @@ struct SeWeights {
 static SeWeights read_se(const std::string& dir, int se, int c) {
     SeWeights w;
     if (se > 0) {
-        w.w1 = read_t(dir + "/w1.bin", (size_t)se * c);
-        w.b1 = read_t(dir + "/b1.bin", (size_t)se);
-        w.w2t = read_t(dir + "/w2t.bin", (size_t)se * 2 * c);
-        w.b2 = read_t(dir + "/b2.bin", (size_t)2 * c);
+        w.w1 = read_array<T>(dir + "/w1.bin", (size_t)se * c);
+        w.b1 = read_array<T>(dir + "/b1.bin", (size_t)se);
+        w.w2t = read_array<T>(dir + "/w2t.bin", (size_t)se * 2 * c);
+        w.b2 = read_array<T>(dir + "/b2.bin", (size_t)2 * c);
     }
     return w;
 }
@@ -74,10 +59,10 @@ static T nan_t() {
 static int run_other(int batch, int c, int se, int act, const std::string& dir) {
     const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
     const T nan = nan_t();
-    auto x = read_t(dir + "/x.bin", rows);
-    auto m = read_t(dir + "/m.bin", mv);
-    auto bias = read_t(dir + "/bias.bin", (size_t)c);
-    auto skip = read_t(dir + "/skip.bin", rows);
+    auto x = read_array<T>(dir + "/x.bin", rows);
+    auto m = read_array<T>(dir + "/m.bin", mv);
+    auto bias = read_array<T>(dir + "/bias.bin", (size_t)c);
+    auto skip = read_array<T>(dir + "/skip.bin", rows);
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> cols(rows * 9, nan), vin(mv, nan), y(rows, nan), out(rows, nan);
     const emu_dim3 few{3, 1, 1};  // fewer blocks than work: the grid-stride loops run
@@ -90,17 +75,17 @@ static int run_other(int batch, int c, int se, int act, const std::string& dir) 
                     sew.b1.data(), sew.w2t.data(), sew.b2.data(), c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
-    write_t(dir + "/cols.bin", cols);
-    write_t(dir + "/vin.bin", vin);
-    write_t(dir + "/y.bin", y);
-    write_t(dir + "/se.bin", out);
+    write_array(dir + "/cols.bin", cols);
+    write_array(dir + "/vin.bin", vin);
+    write_array(dir + "/y.bin", y);
+    write_array(dir + "/se.bin", out);
     return emu::g_errors.empty() ? 0 : 1;
 }
 
 static int run_segates(int batch, int c, int se, int act, const std::string& dir) {
     const T nan = nan_t();
-    auto hpre = read_t(dir + "/hpre.bin", (size_t)batch * se);
-    auto b1f = read_t(dir + "/b1f.bin", (size_t)se);
+    auto hpre = read_array<T>(dir + "/hpre.bin", (size_t)batch * se);
+    auto b1f = read_array<T>(dir + "/b1f.bin", (size_t)se);
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> gates((size_t)batch * 2 * c, nan);
     const size_t kp = (size_t)(se + LC0_SE_GATES_KC - 1) / LC0_SE_GATES_KC * LC0_SE_GATES_KC;
@@ -111,7 +96,7 @@ static int run_segates(int batch, int c, int se, int act, const std::string& dir
         se_gates(hpre.data(), b1f.data(), sew.w2t.data(), sew.b2.data(), gates.data(), batch, c, se, act);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
-    write_t(dir + "/gates.bin", gates);
+    write_array(dir + "/gates.bin", gates);
     return emu::g_errors.empty() ? 0 : 1;
 }
 
@@ -132,13 +117,13 @@ int main(int argc, char** argv) {
     const std::string dir = argv[12];
     const size_t rows = (size_t)batch * 64 * c, mv = (size_t)36 * batch * 4 * c;
     const T nan = nan_t();
-    auto m = read_t(dir + "/m.bin", mv);
-    auto bias = read_t(dir + "/bias.bin", (size_t)c);
-    std::vector<T> skip = has_skip ? read_t(dir + "/skip.bin", rows) : std::vector<T>();
+    auto m = read_array<T>(dir + "/m.bin", mv);
+    auto bias = read_array<T>(dir + "/bias.bin", (size_t)c);
+    std::vector<T> skip = has_skip ? read_array<T>(dir + "/skip.bin", rows) : std::vector<T>();
     const SeWeights sew = read_se(dir, se, c);
     std::vector<T> out_own(has_out && !has_skip ? rows : 0, nan), v(has_v ? mv : 0, nan);
     std::vector<T> stats(has_stats ? (size_t)batch * 16 * c : 0, nan);
-    std::vector<T> gates = has_gates ? read_t(dir + "/gates.bin", (size_t)batch * 2 * c) : std::vector<T>();
+    std::vector<T> gates = has_gates ? read_array<T>(dir + "/gates.bin", (size_t)batch * 2 * c) : std::vector<T>();
     T* out = !has_out ? nullptr : has_skip ? skip.data() : out_own.data();
     const bool four = split || staged;  // (c, 4) blocks, one position each
     const int per = four ? 1 : c >= 256 ? 1 : 256 / c;  // GpuOps.fused_positions_per_block
@@ -160,8 +145,8 @@ int main(int argc, char** argv) {
                has_stats ? stats.data() : nullptr, has_gates ? gates.data() : nullptr);
     });
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
-    if (has_out) write_t(dir + "/out.bin", has_skip ? skip : out_own);
-    if (has_v) write_t(dir + "/v.bin", v);
-    if (has_stats) write_t(dir + "/stats.bin", stats);
+    if (has_out) write_array(dir + "/out.bin", has_skip ? skip : out_own);
+    if (has_v) write_array(dir + "/v.bin", v);
+    if (has_stats) write_array(dir + "/stats.bin", stats);
     return emu::g_errors.empty() ? 0 : 1;
 }

@@ -242,22 +242,31 @@ inline emu_f8 __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(emu_h16 a, emu_h16 b, e
     });
 }
 
+// D = A·B + C of a 16x16x16 f16 instruction whose operands are spread in groups of 16 lanes, each
+// lane holding V values: lane l has A row (B column) l % 16 at K = V·(l / 16) + i (i < V) and C/D
+// rows V·(l / 16) + i of column l % 16. That is RDNA4's WMMA (V = 8, wave32) and CDNA's MFMA
+// 16x16x16 (V = 4, wave64).
+template <int V, class Acc, class In>
+inline Acc emu_grouped_mma(const In& in) {
+    return emu::collective(in, [](auto get, int lane) {
+        Acc d;
+        for (int v = 0; v < V; ++v) {
+            const int m = V * (lane / 16) + v, n = lane % 16;
+            double acc = 0.0;
+            for (int k = 0; k < 16; ++k)
+                acc += (double)get(m + 16 * (k / V)).a[k % V] * (double)get(n + 16 * (k / V)).b[k % V];
+            d[v] = (float)((double)get(lane).c[v] + acc);
+        }
+        return d;
+    });
+}
+
 struct emu_wmma12_in {
     emu_h8 a, b;
     emu_f8 c;
 };
 inline emu_f8 __builtin_amdgcn_wmma_f32_16x16x16_f16_w32_gfx12(emu_h8 a, emu_h8 b, emu_f8 c) {
-    return emu::collective(emu_wmma12_in{a, b, c}, [](auto get, int lane) {
-        emu_f8 d;
-        for (int v = 0; v < 8; ++v) {
-            const int m = 8 * (lane / 16) + v, n = lane % 16;
-            double acc = 0.0;
-            for (int k = 0; k < 16; ++k)
-                acc += (double)get(m + 16 * (k / 8)).a[k % 8] * (double)get(n + 16 * (k / 8)).b[k % 8];
-            d[v] = (float)((double)get(lane).c[v] + acc);
-        }
-        return d;
-    });
+    return emu_grouped_mma<8, emu_f8>(emu_wmma12_in{a, b, c});
 }
 
 struct emu_mfma_in {
@@ -267,15 +276,5 @@ struct emu_mfma_in {
 inline emu_f4 __builtin_amdgcn_mfma_f32_16x16x16f16(emu_h4 a, emu_h4 b, emu_f4 c, int cbsz, int abid,
                                                       int blgp) {
     if (cbsz || abid || blgp) emu::error("mfma: cbsz/abid/blgp broadcasts are not modelled");
-    return emu::collective(emu_mfma_in{a, b, c}, [](auto get, int lane) {
-        emu_f4 d;
-        for (int v = 0; v < 4; ++v) {
-            const int i = 4 * (lane / 16) + v, j = lane % 16;
-            double acc = 0.0;
-            for (int k = 0; k < 16; ++k)
-                acc += (double)get(i + 16 * (k / 4)).a[k % 4] * (double)get(j + 16 * (k / 4)).b[k % 4];
-            d[v] = (float)((double)get(lane).c[v] + acc);
-        }
-        return d;
-    });
+    return emu_grouped_mma<4, emu_f4>(emu_mfma_in{a, b, c});
 }

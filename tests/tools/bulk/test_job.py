@@ -11,6 +11,7 @@ import chess
 import pytest
 
 from lc0py.api import load
+from lc0py.chess.testing import random_moves
 from lc0py.cli.main import main
 from lc0py.errors import UsageError
 from lc0py.tools.bulk import evaluate_file
@@ -27,11 +28,7 @@ def _lines(n: int, seed: int = 1) -> list[str]:
     out = []
     while len(out) < n:
         board = chess.Board()
-        for _ in range(rng.randint(1, 60)):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            board.push(rng.choice(legal))
+        random_moves(board, rng.randint(1, 60), rng)
         root = chess.Board()
         moves = [m.uci() for m in board.move_stack]
         k = rng.randint(0, len(moves))
