@@ -385,13 +385,7 @@ class Search:
                 if self._released:
                     break
                 hints, best = self._hints, self._best_root_child()
-                cap = self._nodes_left()
-                if cap is not None:  # lc0: a minibatch gathers no more leaves than the limit has left
-                    room = max(1, min(room if held else self.target, cap))
-                    held_room: int | None = room
-                else:
-                    held_room = room if held else None
-                batch = worker.gather(hints.remaining_playouts, self._allowed, best, held_room)
+                batch = worker.gather(hints.remaining_playouts, self._allowed, best, room if held else None)
                 self.initial_visits -= batch.reverted
                 self._note_first_playout()
                 worker.collect_collisions(batch)
@@ -413,14 +407,6 @@ class Search:
         if not self._bestmove_wanted:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
-
-    def _nodes_left(self) -> int | None:
-        """(lock held) Root visits the ``nodes`` limit still allows beyond those backed up and
-        those in flight (``None`` without a node limit)."""
-        if self.limits.nodes is None:
-            return None
-        in_flight = sum(b.nn_count for b in self._inflight)
-        return int(self.limits.nodes) - self.playouts - self.initial_visits - in_flight
 
     def _no_time_for_another_batch(self) -> bool:
         """A batch handed over now would end after the deadline (by ``eval_s``): then none is,

@@ -4,15 +4,10 @@ VerboseMoveStats (issue 29, item 5)."""
 from __future__ import annotations
 
 import chess
-import pytest
 
 from lc0py.backends.base import BackendInfo
-from lc0py.backends.random_backend import RandomBackend
 from lc0py.chess.policy import king_takes_rook_uci
-from lc0py.search.core.nncache import NNCache
-from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams, effective_params
-from lc0py.search.search import Search, SearchLimits
 from lc0py.search.worker import batches_in_flight, minibatch_target
 
 CPU = BackendInfo(input_format=1, has_wdl=True, has_moves_left=False, recommended_batch=32,
@@ -40,22 +35,6 @@ def test_numpy_backend_declares_lc0s_eigen_defaults() -> None:
 
     info = NumpyBackend(random_network("tiny", seed=47)).info
     assert info.runs_on_cpu and info.search_minibatch == LC0_EIGEN_MINIBATCH == 7
-
-
-@pytest.mark.parametrize("overlap", [False, True])
-@pytest.mark.parametrize("nodes", [100, 300, 800])
-def test_node_limit_caps_the_minibatch(nodes: int, overlap: bool) -> None:
-    """A minibatch gathers no more new leaves than the node limit has left (in flight counted):
-    before, at MinibatchSize 256 a search of 100 nodes evaluated 106 leaves, of 800 with
-    overlap 876 (916 root visits)."""
-    tree = NodeTree()
-    tree.reset_to_position(None, [])
-    s = Search(tree, RandomBackend(), SearchParams(minibatch_size=256, overlap=overlap),
-               SearchLimits(nodes=nodes, smart_pruning=False), NNCache(100000))
-    s.run()
-    s.join()
-    assert s.nn_evals <= nodes
-    assert nodes <= s.playouts + s.initial_visits <= nodes + 8
 
 
 def test_chess960_castling_is_written_as_it_is() -> None:
