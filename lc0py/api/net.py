@@ -99,9 +99,7 @@ class Net:
         net = self.network
         if net is None:
             return "none"
-        if isinstance(net, ResidualNetwork):
-            return f"residual {net.num_blocks}x{net.filters}"
-        return f"attention {len(net.encoders)}x{net.embedding_size}, {net.heads} heads"
+        return net.summary()
 
     def __repr__(self) -> str:
         return f"Net(path={self.path!r}, body={self.body!r}, backend={self.backend.name!r})"

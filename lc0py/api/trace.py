@@ -109,7 +109,7 @@ def trace_positions(
         return replaced
 
     out = forward(network, planes, np.float32, trace=record)
-    body = "attention" if isinstance(network, Network) else "residual"
+    body = network.body
     maps = []
     # attention probabilities of each encoder layer (a residual net has none)
     encoders, heads = network.attention_layers()

@@ -296,6 +296,11 @@ class BaseNetwork:
         """Multiply-add FLOPs (2 per MAC) of one forward pass (each body counts its own)."""
         raise NotImplementedError
 
+    def summary(self) -> str:
+        """The body and its size in a few words ("attention 15x768, 24 heads", "residual 20x256"),
+        as ``repr(net)`` and the ONNX metadata say it."""
+        raise NotImplementedError
+
     def attention_layers(self) -> tuple[list[EncoderLayer], int]:
         """The body's attention encoder layers and their head count, what per-layer attention tools
         (traces, tuned attention kernels) work on; ``([], 0)`` for a body without attention."""
@@ -364,6 +369,9 @@ class Network(BaseNetwork):
     @property
     def num_layers(self) -> int:
         return len(self.encoders)
+
+    def summary(self) -> str:
+        return f"attention {self.num_layers}x{self.embedding_size}, {self.heads} heads"
 
     @property
     def ffn_size(self) -> int:

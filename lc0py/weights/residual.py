@@ -153,6 +153,9 @@ class ResidualNetwork(BaseNetwork):
     def num_blocks(self) -> int:
         return len(self.blocks)
 
+    def summary(self) -> str:
+        return f"residual {self.num_blocks}x{self.filters}"
+
     @property
     def se_blocks(self) -> int:
         return sum(1 for b in self.blocks if b.se is not None)

@@ -35,6 +35,7 @@ to ``GpuNetwork``.
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import numpy as np
 
@@ -67,21 +68,19 @@ class GpuBackend(BackendBase):
         from lc0py.backends.gpu.network import GpuNetwork
 
         self.name = name
-        if isinstance(network, ResidualNetwork):  # a classical residual (SE-ResNet) body: what the
-            # residual GPU path does not run is refused before any device work
-            from lc0py.backends.gpu.weights_residual import residual_shape
-
-            try:
-                residual_shape(network)
-            except UnsupportedNetError as exc:
-                raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
+        try:  # what the GPU path does not run is refused before any device work
+            GpuNetwork.check_supported(network)
+        except UnsupportedNetError as exc:
+            raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
         opts = GpuOptions.parse(options)
         self.network = network
         self.platform = factory.create_platform(vendor, opts.gpu)
         self._verify = opts.verify
         self.tuned_from: str | None = None
-        if opts.tuned and opts.flash and not isinstance(network, ResidualNetwork):  # tuned attention kernels
-            found = load_tuned(self.tune_key(self.platform.info.name, self.platform.info.arch, network, fp16))
+        if opts.tuned and opts.flash and network.body == "attention":  # tuned attention kernels
+            info = self.platform.info
+            key = self.tune_key(info.name, info.arch, cast(Network, network), fp16)
+            found = load_tuned(key)
             if found is not None:
                 tuned, path = found
                 self.tuned_from = str(path)

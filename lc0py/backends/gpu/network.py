@@ -55,6 +55,14 @@ DEFAULT_OPTIONS = GpuOptions()
 class GpuNetwork:
     """One network on one GPU (see the module docstring)."""
 
+    @staticmethod
+    def check_supported(network: Network | ResidualNetwork) -> None:
+        """Refuse (``UnsupportedNetError``) a net the GPU path does not run, before any device work:
+        a residual body whose shape it has no kernels for (the one place besides ``__init__`` that
+        looks at the body)."""
+        if isinstance(network, ResidualNetwork):
+            residual_shape(network)
+
     def __init__(
         self,
         platform: Platform,

@@ -132,10 +132,7 @@ def format_metadata(network: Network | ResidualNetwork) -> dict[str, str]:
         return next((n for n, v in ENUMS[f"NetworkFormat.{enum}"] if v == int(value)), str(int(value)))
 
     fmt = network.format
-    if isinstance(network, ResidualNetwork):
-        body = f"residual {network.num_blocks}x{network.filters}"
-    else:
-        body = f"attention {network.num_layers}x{network.embedding_size}, {network.heads} heads"
+    body = network.summary()
     return {
         "lc0.input_format": name("InputFormat", fmt.input),
         "lc0.policy_format": name("PolicyFormat", fmt.policy),
