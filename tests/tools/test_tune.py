@@ -189,13 +189,16 @@ def _fake_backend(monkeypatch: pytest.MonkeyPatch, options: str) -> tuple[Any, d
     )
 
     class FakeNet:
+        check_supported = staticmethod(lambda network: None)  # GpuNetwork's pre-check: nothing to refuse
+
         def __init__(self, platform: Any, network: Any, **kw: Any) -> None:
             seen.update(kw)
             self.flash_choice = SimpleNamespace(kernel=AttentionKernel.FLASH_MMA, reason="fake")
 
     monkeypatch.setattr(gn, "GpuNetwork", FakeNet)
     net = SimpleNamespace(
-        heads=24, depth=32, format=SimpleNamespace(input=1), has_wdl=True, has_moves_left=True
+        body="attention", heads=24, depth=32, format=SimpleNamespace(input=1), has_wdl=True,
+        has_moves_left=True,
     )
     b = gb.GpuBackend(net, BackendOptions.parse(options), fp16=True, vendor="nvidia", name="cuda-fp16")  # type: ignore[arg-type]
     return b, seen
