@@ -49,6 +49,7 @@ from lc0py.tools.benchmark import POSITIONS, split_position  # noqa: E402
 
 EVENTS: dict[str, list[tuple[float, float]]] = defaultdict(list)
 SIZES: list[int] = []
+PICKS: dict[str, int] = defaultdict(int)  # the gathers' picks by what extending them gave
 CPU: list[float] = []  # search threads' CPU seconds
 _LOCK = threading.Lock()
 
@@ -87,7 +88,29 @@ class _TimedHandle:
         return bool(self._inner.done())
 
 
+def _count_picks() -> None:
+    """Tally each gathered pick by kind (collision, terminal, NN-cache hit, network request)."""
+    from lc0py.search.core import leaves
+
+    names = {leaves.KIND_NONE: "collision/revisit", leaves.KIND_TERMINAL: "terminal",
+             leaves.KIND_CACHE_HIT: "cache hit", leaves.KIND_NN: "network request"}
+    original = worker_module.SearchWorker.gather
+
+    def gather(self: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = original(self, *args, **kwargs)
+        kinds, counts = np.unique(batch.kinds[: batch.count], return_counts=True)
+        with _LOCK:
+            PICKS["gathers"] += 1
+            PICKS["prefetched requests"] += batch.nn_count - int(counts[kinds == leaves.KIND_NN].sum())
+            for k, c in zip(kinds.tolist(), counts.tolist(), strict=True):
+                PICKS[names.get(k, str(k))] += c
+        return batch
+
+    worker_module.SearchWorker.gather = gather  # type: ignore[method-assign]
+
+
 def _instrument(backend: Any) -> None:
+    _count_picks()
     _timed(worker_module.SearchWorker, "gather", "gather")
     _timed(worker_module.SearchWorker, "complete", "complete (apply+backup)")
     _timed(worker_module.SearchWorker, "submit", "submit (search thread)")
@@ -292,6 +315,7 @@ def main() -> None:
         if i == args.skip:
             EVENTS.clear()
             SIZES.clear()
+            PICKS.clear()
             CPU.clear()
         fen, moves = split_position(text)
         tree = NodeTree()
@@ -316,6 +340,9 @@ def main() -> None:
     for name in sorted(EVENTS):
         d = [b - a for a, b in EVENTS[name]]
         print(f"{name:36s} {len(d):6d} {1e3 * statistics.median(d):10.3f} {sum(d):8.2f} {sum(d) / span:6.1%}")
+    if PICKS:
+        g = max(1, PICKS["gathers"])
+        print("picks a gather: " + ", ".join(f"{k} {v / g:.1f}" for k, v in sorted(PICKS.items()) if k != "gathers"))
     if SIZES:
         positions = sum(SIZES)
         print(f"network batches: {len(SIZES)}, mean size {positions / len(SIZES):.1f}, median "
