@@ -342,7 +342,8 @@ def main() -> None:
         print(f"{name:36s} {len(d):6d} {1e3 * statistics.median(d):10.3f} {sum(d):8.2f} {sum(d) / span:6.1%}")
     if PICKS:
         g = max(1, PICKS["gathers"])
-        print("picks a gather: " + ", ".join(f"{k} {v / g:.1f}" for k, v in sorted(PICKS.items()) if k != "gathers"))
+        kinds = sorted((k, v) for k, v in PICKS.items() if k != "gathers")
+        print("picks a gather: " + ", ".join(f"{k} {v / g:.1f}" for k, v in kinds))
     if SIZES:
         positions = sum(SIZES)
         print(f"network batches: {len(SIZES)}, mean size {positions / len(SIZES):.1f}, median "
