@@ -23,6 +23,12 @@ nothing below the backend reads option text or sets option flags on other object
                               fit; ``auto``: batches of 1.5 positions per resident block or more
 ``se_gates``        ``auto``  residual nets with SE, fused Winograd steps: the SE outside the second
                               convolution's step (se_fold.py); ``auto``: batches of 768 or more
+``ln_residual``     ``off``   attention nets: the residual add of the out-projection and FFN2 in the
+                              LayerNorm kernel (``LN(y + alpha*b + x)``, GEMM with beta = 0) instead of
+                              the GEMM's epilogue (beta = 1)
+``smolgen_branch``  ``off``   attention nets with smolgen: the compress GEMM and smolgen's dense/LN
+                              steps on the side stream beside the QKV GEMM (which keeps to all but
+                              ``SMOLGEN_BRANCH_SMS`` multiprocessors), no column copy
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
@@ -47,6 +53,8 @@ KNOWN_OPTIONS = (
     "winograd_staged",
     "winograd_split",
     "se_gates",
+    "ln_residual",
+    "smolgen_branch",
     "graphs",
     "max_batch",
     "gpu",
@@ -96,6 +104,9 @@ class GpuOptions:
     winograd_split: bool = True
     winograd_staged: bool | None = None
     se_gates: bool | None = None
+    #: attention bodies: the fused post-GEMM paths (``layers.Fusions``), each A/B-able on its own
+    ln_residual: bool = False
+    smolgen_branch: bool = False
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -115,6 +126,8 @@ class GpuOptions:
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),
             se_gates=take("se_gates", None, auto_or_bool),
+            ln_residual=take("ln_residual", False),
+            smolgen_branch=take("smolgen_branch", False),
             attn=tuple(
                 sorted(
                     (field, value)
