@@ -12,10 +12,10 @@ Each fusion is one ``--backend-opts`` switch (``GpuOptions``), so a device run c
   bench/results/2026-11-27_h100_eae3b5b/gpu_bench.log).
 * ``smolgen_branch``: the smolgen compress columns come from their own GEMM (the compress rows of
   the fused QKV weight, written contiguous: no ``copy_columns``), and smolgen's dense1 -> LN ->
-  dense2 -> LN run on the side stream beside the QKV GEMM, which keeps to all but
-  ``SMOLGEN_BRANCH_SMS`` multiprocessors. Those five latency-bound steps (~40 us a layer at
-  batch 256 on an H100, 8 % of the pass) leave the critical path; the generator GEMM (it needs all
-  multiprocessors) stays after the join.
+  dense2 -> LN run on the side stream beside the QKV GEMM, which keeps to all but ``smolgen_sms``
+  multiprocessors (default ``SMOLGEN_BRANCH_SMS``). Those five latency-bound steps (~40 us a layer
+  at batch 256 on an H100, 8 % of the pass) leave the critical path; the generator GEMM (it needs
+  all multiprocessors) stays after the join.
 
 The decision is a pure function of the options, the net's shape and the device, like
 ``kernels.choose_attention`` and ``residual_kernels``; ``layers.GpuModel`` only follows it.
@@ -29,9 +29,10 @@ from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS
 from lc0py.gpu.platform import DeviceInfo
 
-#: Multiprocessors the QKV GEMM leaves to the smolgen branch beside it (cuBLAS's Hopper GEMMs are
-#: persistent, one block a multiprocessor: on all of them the branch would wait for the GEMM's
-#: end). The same count as the residual body's SE branch, measured there (residual_kernels.py).
+#: Multiprocessors the QKV GEMM leaves to the smolgen branch by default (``smolgen_sms``; cuBLAS's
+#: Hopper GEMMs are persistent, one block a multiprocessor: on all of them the branch would wait
+#: for the GEMM's end). The residual body's SE branch count, measured there (residual_kernels.py);
+#: ``scripts/device/gpu_fusion_ab`` measures this branch's.
 SMOLGEN_BRANCH_SMS = SE_BRANCH_SMS
 
 
@@ -58,8 +59,8 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     ``can_fork``: the platform has a side stream (without one the branch runs inline, in order,
     and the QKV GEMM keeps every multiprocessor)."""
     branch = options.smolgen_branch and smolgen
-    beside = branch and can_fork and SMOLGEN_BRANCH_SMS > 0
-    sms = max(1, device.sm_count - SMOLGEN_BRANCH_SMS) if beside else 0
+    beside = branch and can_fork and options.smolgen_sms > 0
+    sms = max(1, device.sm_count - options.smolgen_sms) if beside else 0
     return Fusions(ln_residual=options.ln_residual, smolgen_branch=branch, qkv_sms=sms)
 
 

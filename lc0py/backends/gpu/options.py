@@ -28,7 +28,8 @@ nothing below the backend reads option text or sets option flags on other object
                               the GEMM's epilogue (beta = 1)
 ``smolgen_branch``  ``off``   attention nets with smolgen: the compress GEMM and smolgen's dense/LN
                               steps on the side stream beside the QKV GEMM (which keeps to all but
-                              ``SMOLGEN_BRANCH_SMS`` multiprocessors), no column copy
+                              ``smolgen_sms`` multiprocessors), no column copy
+``smolgen_sms``     ``16``    multiprocessors the QKV GEMM leaves to the smolgen branch (0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
@@ -55,6 +56,7 @@ KNOWN_OPTIONS = (
     "se_gates",
     "ln_residual",
     "smolgen_branch",
+    "smolgen_sms",
     "graphs",
     "max_batch",
     "gpu",
@@ -107,6 +109,8 @@ class GpuOptions:
     #: attention bodies: the fused post-GEMM paths (``layers.Fusions``), each A/B-able on its own
     ln_residual: bool = False
     smolgen_branch: bool = False
+    #: multiprocessors the QKV GEMM leaves to the smolgen branch (``fusions.SMOLGEN_BRANCH_SMS``)
+    smolgen_sms: int = 16
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -128,6 +132,7 @@ class GpuOptions:
             se_gates=take("se_gates", None, auto_or_bool),
             ln_residual=take("ln_residual", False),
             smolgen_branch=take("smolgen_branch", False),
+            smolgen_sms=take("smolgen_sms", 16, lo=0, hi=4096),
             attn=tuple(
                 sorted(
                     (field, value)

@@ -59,6 +59,7 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert f.smolgen_branch is (opts.smolgen_branch and smolgen)  # only where there is a smolgen
     # the QKV GEMM leaves multiprocessors only to a branch that really runs beside it
     assert f.qkv_sms == (H100.sm_count - SMOLGEN_BRANCH_SMS if f.smolgen_branch and can_fork else 0)
+    assert f.qkv_sms in (0, 116)
     line = f.describe()
     assert line.startswith("fusions: ")
     assert ("ln_residual" in line) is f.ln_residual and ("smolgen_branch" in line) is f.smolgen_branch
@@ -68,6 +69,17 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
 def test_a_small_device_keeps_one_multiprocessor_for_the_gemm() -> None:
     tiny = DeviceInfo("nvidia", 0, "tiny", "sm_80", 8, 32, 48 * 1024, 99 * 1024, 1 << 30)
     assert choose_fusions(GpuOptions(smolgen_branch=True), True, tiny, True).qkv_sms == 1
+
+
+@pytest.mark.parametrize(("text", "sms"), [("", 132 - 16), ("smolgen_sms=8", 124), ("smolgen_sms=0", 0)])
+def test_smolgen_sms_sets_what_the_qkv_gemm_leaves(text: str, sms: int) -> None:
+    """``smolgen_sms=N``: the QKV GEMM keeps to all but N multiprocessors (0: all of them); the
+    default is the documented ``SMOLGEN_BRANCH_SMS``."""
+    assert GpuOptions().smolgen_sms == SMOLGEN_BRANCH_SMS
+    opts = GpuOptions.from_text(",".join(t for t in ("smolgen_branch=on", text) if t))
+    assert choose_fusions(opts, True, H100, True).qkv_sms == sms
+    message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text("smolgen_sms=-1"))
+    assert "smolgen_sms=-1 is out of range" in message, message
 
 
 class CallPlatform(PointerPlatform):
