@@ -196,3 +196,23 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0)
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize("arch", [("gfx1100", 32), ("gfx90a", 64)], ids=["wave32", "wave64"])
+def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused paths launch kernels the unfused pass already builds (the LayerNorm with its skip
+    input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
+    them: the same compiles with every fusion off and on."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from tests.kernels.amd_backend_compiles import RecordingPlatform
+
+    monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
+    net = random_network("t82", 2, layers=1)
+    compiled = []
+    for text in ("", "ln_residual=on,smolgen_branch=on"):
+        plat = RecordingPlatform(*arch)
+        GpuNetwork(
+            plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
+        ).close()
+        compiled.append(sorted(set(plat.compiles)))
+    assert compiled[0] == compiled[1] and compiled[0]
