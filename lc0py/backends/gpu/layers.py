@@ -91,16 +91,35 @@ class Ffn:
         ops.prepare_layernorm(n, ACT_NONE)
 
     def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int) -> None:
-        w = self.w
-        ops.dense(x1, m, self.n, w.w1, self.hidden, hidden)
-        ops.bias_act(hidden, w.b1, m, self.hidden, self.act)
+        self.expand(ops, x1, hidden, m)
+        self.activate(ops, hidden, m)
+        self.contract(ops, hidden, x1, out, m)
+        self.normalize(ops, x1, out, m)
+
+    # the four steps, separately for ``EncoderLayer``'s row-halves pipeline (``sms``: GEMM target)
+    def expand(self, ops: GpuOps, x1: int, hidden: int, m: int, sms: int = 0) -> None:
+        """``hidden = x1 · W1ᵀ`` (no bias)."""
+        ops.dense(x1, m, self.n, self.w.w1, self.hidden, hidden, sms=sms)
+
+    def activate(self, ops: GpuOps, hidden: int, m: int) -> None:
+        """``hidden = act(hidden + b1)`` in place."""
+        ops.bias_act(hidden, self.w.b1, m, self.hidden, self.act)
+
+    def contract(self, ops: GpuOps, hidden: int, x1: int, out: int, m: int, sms: int = 0) -> None:
+        """``x1 += alpha · hidden · W2ᵀ``, or with ``ln_residual`` ``out = alpha · hidden · W2ᵀ``."""
         if self.ln_residual:
             assert out != x1, "ln_residual: the FFN output must not overwrite its skip"
-            ops.dense(hidden, m, self.hidden, w.w2, self.n, out, alpha=self.alpha)
+            ops.dense(hidden, m, self.hidden, self.w.w2, self.n, out, alpha=self.alpha, sms=sms)
+        else:
+            ops.dense(hidden, m, self.hidden, self.w.w2, self.n, x1, alpha=self.alpha, beta=1.0, sms=sms)
+
+    def normalize(self, ops: GpuOps, x1: int, out: int, m: int) -> None:
+        """``out = LN(x1 + alpha·b2)`` (``ln_residual``: ``LN(out + alpha·b2 + x1)``, in place)."""
+        w = self.w
+        if self.ln_residual:
             ops.layernorm(self.n, out, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE, skip=x1)
-            return
-        ops.dense(hidden, m, self.hidden, w.w2, self.n, x1, alpha=self.alpha, beta=1.0)
-        ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
+        else:
+            ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
 
 
 class Smolgen:
@@ -311,7 +330,7 @@ class EncoderLayer:
             compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
             ops.branch(SMOLGEN_BRANCH, lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w))
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
-                     sms=self.fusions.qkv_sms)
+                     sms=self.fusions.gemm_sms)
             ops.join(SMOLGEN_BRANCH)
             sg.generate(ops, buf, bsz)
         else:
@@ -321,18 +340,107 @@ class EncoderLayer:
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
+        if self.fusions.row_halves and bsz > 1:
+            self._post_attention_halves(ops, buf, bsz)
+            return
+        self._project(ops, buf.attn, buf.x, buf.x1, m)
+        self._normalize(ops, buf.x, buf.x1, m)
+        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m)
+
+    def _project(self, ops: GpuOps, attn: int, x: int, x1: int, m: int, sms: int = 0) -> None:
+        s, w = self.s, self.w
         if self.fusions.ln_residual:
-            # x1 = LN(alpha·O·Woᵀ + alpha·bo + x): the GEMM writes x1 (beta = 0), the LayerNorm
-            # kernel adds the bias and the skip x in its one pass
-            ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x1, alpha=self.alpha)
-            ops.layernorm(s.E, buf.x1, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE,
-                          skip=buf.x)
+            # x1 = alpha·O·Woᵀ (beta = 0); the LayerNorm adds the bias and the skip x in its pass
+            ops.dense(attn, m, s.D, w.out_w, s.E, x1, alpha=self.alpha, sms=sms)
         else:
             # Residual inside the GEMM: x += alpha * O·Woᵀ (beta = 1, C = x in place), so the
             # LayerNorm reads one tensor instead of two; the bias enters the LN pre-scaled (alpha·bo).
-            ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x, alpha=self.alpha, beta=1.0)
-            ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
-        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m)
+            ops.dense(attn, m, s.D, w.out_w, s.E, x, alpha=self.alpha, beta=1.0, sms=sms)
+
+    def _normalize(self, ops: GpuOps, x: int, x1: int, m: int) -> None:
+        s, w = self.s, self.w
+        if self.fusions.ln_residual:
+            ops.layernorm(s.E, x1, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE, skip=x)
+        else:
+            ops.layernorm(s.E, x, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+
+    def _post_attention_halves(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """Out-projection, LN, FFN, LN on the two halves of the batch (``row_halves``): GEMMs on
+        the main stream, each half's LayerNorms and bias + activation on the side stream beside
+        the other half's GEMMs; pipeline events 0..9 order every read after its write and every
+        write after the reads before it (tests/backends/gpu/test_fusions.py replays the order).
+
+        main:  P0 | P1 E0 | E1 C0 | C1 N1 (end: waits for the side)
+        side:       L0    | L1 A0 | A1 N0
+        (P: out-projection, L: LN1, E: FFN1, A: bias + act, C: FFN2, N: LN2; digits: half)"""
+        s, ffn, sms = self.s, self.ffn, self.fusions.gemm_sms
+        m0 = bsz // 2 * SEQ
+        rows, counts = (0, m0), (m0, bsz * SEQ - m0)
+
+        def at(ptr: int, h: int, width: int) -> int:
+            return ops.off(ptr, rows[h] * width)
+
+        def project(h: int, target: int) -> None:
+            self._project(ops, at(buf.attn, h, s.D), at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h], target)
+
+        def norm1(h: int) -> None:
+            self._normalize(ops, at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h])
+
+        def expand(h: int) -> None:
+            ffn.expand(ops, at(buf.x1, h, s.E), at(buf.ffn, h, ffn.hidden), counts[h], sms)
+
+        def activate(h: int) -> None:
+            ffn.activate(ops, at(buf.ffn, h, ffn.hidden), counts[h])
+
+        def contract(h: int) -> None:
+            hidden = at(buf.ffn, h, ffn.hidden)
+            ffn.contract(ops, hidden, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h], sms)
+
+        def norm2(h: int) -> None:
+            ffn.normalize(ops, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h])
+
+        try:
+            ops.use(side=False)
+            project(0, 0)
+            ops.mark(0)
+            ops.use(side=True)
+            ops.after(0)
+            norm1(0)
+            ops.mark(1)
+            ops.use(side=False)
+            project(1, sms)
+            ops.mark(2)
+            ops.after(1)
+            expand(0)
+            ops.mark(3)
+            ops.use(side=True)
+            ops.after(2)
+            norm1(1)
+            ops.mark(4)
+            ops.after(3)
+            activate(0)
+            ops.mark(5)
+            ops.use(side=False)
+            ops.after(4)
+            expand(1)
+            ops.mark(6)
+            ops.after(5)
+            contract(0)
+            ops.mark(7)
+            ops.use(side=True)
+            ops.after(6)
+            activate(1)
+            ops.mark(8)
+            ops.after(7)
+            norm2(0)
+            ops.mark(9)
+            ops.use(side=False)
+            ops.after(8)
+            contract(1)
+            norm2(1)
+            ops.after(9)
+        finally:
+            ops.use(side=False)
 
 
 class PeMapEmbedding:

@@ -28,8 +28,12 @@ nothing below the backend reads option text or sets option flags on other object
                               the GEMM's epilogue (beta = 1)
 ``smolgen_branch``  ``off``   attention nets with smolgen: the compress GEMM and smolgen's dense/LN
                               steps on the side stream beside the QKV GEMM (which keeps to all but
-                              ``smolgen_sms`` multiprocessors), no column copy
-``smolgen_sms``     ``16``    multiprocessors the QKV GEMM leaves to the smolgen branch (0: none)
+                              ``side_sms`` multiprocessors), no column copy
+``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
+                              batch, each half's element-wise kernels on the side stream beside the
+                              other half's GEMMs
+``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
+                              (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
@@ -56,7 +60,8 @@ KNOWN_OPTIONS = (
     "se_gates",
     "ln_residual",
     "smolgen_branch",
-    "smolgen_sms",
+    "row_halves",
+    "side_sms",
     "graphs",
     "max_batch",
     "gpu",
@@ -109,8 +114,9 @@ class GpuOptions:
     #: attention bodies: the fused post-GEMM paths (``layers.Fusions``), each A/B-able on its own
     ln_residual: bool = False
     smolgen_branch: bool = False
-    #: multiprocessors the QKV GEMM leaves to the smolgen branch (``fusions.SMOLGEN_BRANCH_SMS``)
-    smolgen_sms: int = 16
+    row_halves: bool = False
+    #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
+    side_sms: int = 16
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -132,7 +138,8 @@ class GpuOptions:
             se_gates=take("se_gates", None, auto_or_bool),
             ln_residual=take("ln_residual", False),
             smolgen_branch=take("smolgen_branch", False),
-            smolgen_sms=take("smolgen_sms", 16, lo=0, hi=4096),
+            row_halves=take("row_halves", False),
+            side_sms=take("side_sms", 16, lo=0, hi=4096),
             attn=tuple(
                 sorted(
                     (field, value)

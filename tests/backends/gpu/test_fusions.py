@@ -5,7 +5,7 @@ and what the forward pass then enqueues on a platform that records every launch 
 write a fresh buffer and the LayerNorm after each gets the residual stream as its skip input.
 ``smolgen_branch``: no column copy; the compress rows of the fused weight get their own GEMM on the
 side stream, the QKV GEMM (N = 3D into the qkv_ld-strided buffer) keeps to all but
-``SMOLGEN_BRANCH_SMS`` multiprocessors on the main stream. Either way every uploaded weight is
+``SIDE_SMS`` multiprocessors on the main stream. Either way every uploaded weight is
 still read and every pointer stays inside an allocation. The numbers themselves: the LayerNorm
 kernel's skip form on the emulator (tests/kernels/test_layernorm_emulated.py), the whole pass by
 ``lc0py verify -o ln_residual=on,smolgen_branch=on`` on a device (scripts/device/gpu_fusion_ab).
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.backends.gpu.fusions import SMOLGEN_BRANCH_SMS, Fusions, choose_fusions
+from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
@@ -44,7 +44,13 @@ def test_a_bad_fusion_switch_is_one_line_naming_it(text: str) -> None:
     assert f"--backend-opts: {text.split('=')[0]}=" in message and "on/off" in message, message
 
 
-FUSION_TEXTS = ["", "ln_residual=on", "smolgen_branch=on", "ln_residual=on,smolgen_branch=on"]
+FUSION_TEXTS = [
+    "",
+    "ln_residual=on",
+    "smolgen_branch=on",
+    "row_halves=on",
+    "ln_residual=on,smolgen_branch=on",
+]
 
 
 @pytest.mark.parametrize("smolgen", [True, False])
@@ -58,28 +64,31 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert f.ln_residual is opts.ln_residual  # any attention body
     assert f.smolgen_branch is (opts.smolgen_branch and smolgen)  # only where there is a smolgen
     # the QKV GEMM leaves multiprocessors only to a branch that really runs beside it
-    assert f.qkv_sms == (H100.sm_count - SMOLGEN_BRANCH_SMS if f.smolgen_branch and can_fork else 0)
-    assert f.qkv_sms in (0, 116)
+    assert f.row_halves is opts.row_halves  # any attention body
+    beside = (f.smolgen_branch or f.row_halves) and can_fork
+    assert f.gemm_sms == (H100.sm_count - SIDE_SMS if beside else 0)
+    assert f.gemm_sms in (0, 116)
     line = f.describe()
     assert line.startswith("fusions: ")
     assert ("ln_residual" in line) is f.ln_residual and ("smolgen_branch" in line) is f.smolgen_branch
-    assert ("none" in line) is (not f.ln_residual and not f.smolgen_branch)
+    assert ("row_halves" in line) is f.row_halves
+    assert ("none" in line) is (not f.ln_residual and not f.smolgen_branch and not f.row_halves)
 
 
 def test_a_small_device_keeps_one_multiprocessor_for_the_gemm() -> None:
     tiny = DeviceInfo("nvidia", 0, "tiny", "sm_80", 8, 32, 48 * 1024, 99 * 1024, 1 << 30)
-    assert choose_fusions(GpuOptions(smolgen_branch=True), True, tiny, True).qkv_sms == 1
+    assert choose_fusions(GpuOptions(smolgen_branch=True), True, tiny, True).gemm_sms == 1
 
 
-@pytest.mark.parametrize(("text", "sms"), [("", 132 - 16), ("smolgen_sms=8", 124), ("smolgen_sms=0", 0)])
-def test_smolgen_sms_sets_what_the_qkv_gemm_leaves(text: str, sms: int) -> None:
-    """``smolgen_sms=N``: the QKV GEMM keeps to all but N multiprocessors (0: all of them); the
-    default is the documented ``SMOLGEN_BRANCH_SMS``."""
-    assert GpuOptions().smolgen_sms == SMOLGEN_BRANCH_SMS
+@pytest.mark.parametrize(("text", "sms"), [("", 132 - 16), ("side_sms=8", 124), ("side_sms=0", 0)])
+def test_side_sms_sets_what_the_qkv_gemm_leaves(text: str, sms: int) -> None:
+    """``side_sms=N``: the QKV GEMM keeps to all but N multiprocessors (0: all of them); the
+    default is the documented ``SIDE_SMS``."""
+    assert GpuOptions().side_sms == SIDE_SMS
     opts = GpuOptions.from_text(",".join(t for t in ("smolgen_branch=on", text) if t))
-    assert choose_fusions(opts, True, H100, True).qkv_sms == sms
-    message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text("smolgen_sms=-1"))
-    assert "smolgen_sms=-1 is out of range" in message, message
+    assert choose_fusions(opts, True, H100, True).gemm_sms == sms
+    message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text("side_sms=-1"))
+    assert "side_sms=-1 is out of range" in message, message
 
 
 class CallPlatform(PointerPlatform):
@@ -155,7 +164,7 @@ def test_smolgen_branch_runs_beside_the_qkv_gemm(on: bool) -> None:
         assert len(qkv) == layers and all(g["ldc"] == s.qkv_ld for g in qkv)
         compress = [g for g in plat.gemms if g["c"] == buf.sg_c]
         if on:
-            assert all(g["n"] == 3 * s.D and g["sms"] == plat.info.sm_count - SMOLGEN_BRANCH_SMS for g in qkv)
+            assert all(g["n"] == 3 * s.D and g["sms"] == plat.info.sm_count - SIDE_SMS for g in qkv)
             assert all(g["stream"] == ops.main for g in qkv)
             # its own GEMM of the layer input with the compress rows that follow Q|K|V in qkv_w
             assert len(compress) == layers
@@ -169,7 +178,44 @@ def test_smolgen_branch_runs_beside_the_qkv_gemm(on: bool) -> None:
             assert all(g["stream"] == ops.main for g in plat.gemms if g["c"] == buf.sg_g)
         else:
             assert all(g["n"] == s.qkv_ld and g.get("sms", 0) == 0 for g in qkv) and not compress
-        assert set(plat.gemm_sms) <= {0, plat.info.sm_count - SMOLGEN_BRANCH_SMS}
+        assert set(plat.gemm_sms) <= {0, plat.info.sm_count - SIDE_SMS}
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("bsz", [1, 3, 4])
+def test_row_halves_splits_the_block_after_attention(bsz: int) -> None:
+    """``row_halves``: from 2 positions on, each layer's out-projection, FFN1 and FFN2 run as two
+    GEMMs over the halves (the first half rounded down) on the main stream, all but the first
+    keeping to ``gemm_sms``; LN1 of both halves, both bias + activations and LN2 of the first half
+    on the side stream, LN2 of the second half on the main one. One position runs unsplit."""
+    gpu, plat = _run("row_halves=on", bsz=bsz)
+    try:
+        s, ops, buf, layers = gpu.shape, gpu.ops, gpu.runner.buf, len(gpu.model.encoders)
+        m = bsz * 64
+        halves = [m] if bsz == 1 else [bsz // 2 * 64, m - bsz // 2 * 64]
+        elem = ops.elem
+        # each GEMM by the buffer its A operand lies in: attention output, x1, FFN hidden
+        for name, a_buf, width, first_sms in (
+            ("out", buf.attn, s.D, 0),
+            ("ffn1", buf.x1, s.E, 116),
+            ("ffn2", buf.ffn, s.Fd, 116),
+        ):
+            end = a_buf + m * width * elem
+            gemms = [g for g in plat.gemms if a_buf <= g["a"] < end and g["k"] == width]
+            assert len(gemms) == layers * len(halves), name
+            assert [g["m"] for g in gemms[: len(halves)]] == halves, name
+            assert [g["a"] for g in gemms[: len(halves)]] == [a_buf, a_buf + halves[0] * width * elem][
+                : len(halves)
+            ]
+            sms = [g.get("sms", 0) for g in gemms[: len(halves)]]
+            assert sms == ([0] if bsz == 1 else [first_sms, 116]), name
+        ln_e = ops._ln[(s.E, 3)][0]
+        enc = [(fn, stream) for fn, stream, _ in plat.launches if fn in (ln_e, ops.k_bias_act)][
+            : 3 * layers * len(halves)
+        ]
+        on_side = sum(1 for _, stream in enc if stream == ops.side)
+        assert on_side == (0 if bsz == 1 else 5 * layers)
     finally:
         gpu.close()
 
@@ -189,11 +235,13 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
 
     net = random_network(**CASES[case], seed=2)
     plat = PointerPlatform()
-    opts = GpuOptions(flash=flash, graphs=False, max_batch=4, ln_residual=True, smolgen_branch=True)
+    opts = GpuOptions(
+        flash=flash, graphs=False, max_batch=4, ln_residual=True, smolgen_branch=True, row_halves=True
+    )
     gpu = GpuNetwork(plat, net, fp16=fp16, options=opts)
     try:
-        assert gpu.fusions == Fusions(True, net.has_smolgen, gpu.fusions.qkv_sms)
-        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0)
+        assert gpu.fusions == Fusions(True, net.has_smolgen, True, gpu.fusions.gemm_sms)
+        _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
     finally:
         gpu.close()
 
@@ -216,3 +264,138 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
         ).close()
         compiled.append(sorted(set(plat.compiles)))
     assert compiled[0] == compiled[1] and compiled[0]
+
+
+class StreamPlatform(CallPlatform):
+    """``CallPlatform`` that also keeps event records and waits, in order with the operations."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeline: list[tuple[str, Any]] = []  # ("op", index into ops) / ("record"|"wait", ...)
+        self.ops_seen: list[tuple[str, int, Any]] = []  # (kind, stream, record)
+
+    def gemm(self, stream: int, m: int, n: int, k: int, a: int, *args: Any, **kw: Any) -> None:
+        super().gemm(stream, m, n, k, a, *args, **kw)
+        self.timeline.append(("op", len(self.ops_seen)))
+        self.ops_seen.append(("gemm", stream, self.gemms[-1]))
+
+    def launch(self, fn: int, grid: Any, block: Any, smem: int, stream: int, args: Any) -> None:
+        super().launch(fn, grid, block, smem, stream, args)
+        ints = [a.value for a in args if isinstance(a, ctypes.c_int)]
+        self.timeline.append(("op", len(self.ops_seen)))
+        self.ops_seen.append(("launch", stream, (fn, self.launches[-1][2], ints)))
+
+    def event_record(self, event: int, stream: int) -> None:
+        self.timeline.append(("record", (event, stream)))
+
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        self.timeline.append(("wait", (stream, event)))
+
+
+def _accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(reads, writes) of one operation as byte ranges of the activation buffers (weights are
+    read-only and left out): exact for GEMMs, LayerNorms, bias + activation and column copies;
+    an other kernel reads and writes the whole of every buffer it is handed."""
+    ops, elem = gpu.ops, gpu.ops.elem
+    buf = gpu.runner.buf
+    fields = sorted(p for p in vars(buf).values() if p)
+    end = fields[0] + gpu.runner.buffer_bytes
+
+    def field(ptr: int) -> tuple[int, int] | None:
+        starts = [f for f in fields if f <= ptr]
+        if not starts or ptr >= end:
+            return None  # a weight
+        i = fields.index(starts[-1])
+        return (starts[-1], fields[i + 1] if i + 1 < len(fields) else end)
+
+    def rows(ptr: int, count: int, ld: int, width: int) -> list[tuple[int, int]]:
+        return [] if field(ptr) is None else [(ptr, ptr + ((count - 1) * ld + width) * elem)]
+
+    if kind == "gemm":
+        g = rec
+        if g.get("batch", 1) > 1:  # strided batches: the whole buffers
+            reads = [f for f in (field(g["a"]), field(g["b"])) if f]
+            return reads, [f for f in (field(g["c"]),) if f]
+        reads = rows(g["a"], g["m"], g["k"], g["k"]) if g["a"] != gpu.runner.buf.qkv else [field(g["a"])]
+        reads += rows(g["b"], g["n"], g["k"], g["k"])
+        writes = rows(g["c"], g["m"], g["ldc"], g["n"])
+        if g.get("beta", 0.0):
+            reads += writes
+        return [r for r in reads if r], writes
+    fn, ptrs, ints = rec
+    lns = {handle: n for (n, _), (handle, _) in ops._ln.items()}
+    if fn in lns:  # y, bias, skip, out, gamma, beta; rows
+        n, count = lns[fn], ints[0]
+        y, _, skip, out = ptrs[:4]
+        return rows(y, count, n, n) + (rows(skip, count, n, n) if skip else []), rows(out, count, n, n)
+    if fn == ops.k_bias_act:  # y, bias; rows, n
+        y = rows(ptrs[0], ints[0], ints[1], ints[1])
+        return y, y
+    if fn == ops.k_copy_cols:  # src; ld, col0; dst; rows, n
+        return [f for f in (field(ptrs[0]),) if f], rows(ptrs[3], ints[2], ints[3], ints[3])
+    whole = [f for f in (field(p) for p in ptrs if p) if f]
+    return whole, whole
+
+
+def _unordered_conflicts(gpu: Any, plat: StreamPlatform) -> list[str]:
+    """Pairs of operations on different streams that touch the same bytes, one writing, with no
+    chain of stream order and event waits between them (vector clocks over the recorded timeline)."""
+    clocks: dict[int, dict[int, int]] = {}
+    events: dict[int, dict[int, int]] = {}
+    stamped = []
+    for what, data in plat.timeline:
+        if what == "record":
+            event, stream = data
+            events[event] = dict(clocks.setdefault(stream, {}))
+        elif what == "wait":
+            stream, event = data
+            clock = clocks.setdefault(stream, {})
+            for s, n in events.get(event, {}).items():
+                clock[s] = max(clock.get(s, 0), n)
+        else:
+            kind, stream, rec = plat.ops_seen[data]
+            clock = clocks.setdefault(stream, {})
+            clock[stream] = clock.get(stream, 0) + 1
+            stamped.append((data, stream, dict(clock), *_accesses(gpu, kind, rec)))
+
+    def before(a: Any, b: Any) -> bool:
+        return a[2][a[1]] <= b[2].get(a[1], 0)
+
+    def overlap(xs: list[tuple[int, int]], ys: list[tuple[int, int]]) -> bool:
+        return any(x0 < y1 and y0 < x1 for x0, x1 in xs for y0, y1 in ys)
+
+    bad = []
+    for i, a in enumerate(stamped):
+        for b in stamped[i + 1 :]:
+            if a[1] == b[1] or before(a, b) or before(b, a):
+                continue
+            if overlap(a[4], b[3] + b[4]) or overlap(b[4], a[3]):
+                bad.append(f"ops {a[0]} (stream {a[1]}) and {b[0]} (stream {b[1]})")
+    return bad
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["row_halves=on", "row_halves=on,ln_residual=on", "ln_residual=on,smolgen_branch=on,row_halves=on", ""],
+)
+@pytest.mark.parametrize("bsz", [1, 3, 4])
+def test_every_cross_stream_access_is_ordered(text: str, bsz: int) -> None:
+    """Replays a forward pass's launches, GEMMs, event records and waits on the two streams: no
+    two operations on different streams that touch the same activation bytes (one writing) may
+    run without a stream-order / event chain between them -- the row-halves pipeline, the smolgen
+    branch and the value-head branch, at a batch that splits unevenly, evenly and not at all."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    plat = StreamPlatform()
+    net = random_network("t82", 2, layers=2)
+    gpu = GpuNetwork(plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=4,{text}"))
+    try:
+        masks = np.random.default_rng(bsz).integers(1, 2**63, size=(bsz, 112), dtype=np.uint64)
+        plat.timeline.clear()
+        plat.ops_seen.clear()
+        gpu.submit(PlanesBatch(masks, np.ones((bsz, 112), np.float32)))
+        side = {stream for _, stream, _ in plat.ops_seen} - {gpu.ops.main}
+        assert side == {gpu.ops.side}  # the value heads at least
+        assert not _unordered_conflicts(gpu, plat)
+    finally:
+        gpu.close()
