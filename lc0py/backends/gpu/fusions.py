@@ -20,7 +20,7 @@ Each path is one ``--backend-opts`` switch (``GpuOptions``), so a device run can
   half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
   the pass, pure bandwidth) on the side stream beside the other half's GEMMs (compute-bound). The
   element-wise passes a GEMM epilogue would fold (cuBLAS has none for relu², mish, swish) are
-  hidden instead of removed. Batches of one position run unsplit.
+  hidden instead of removed. Batches below ``row_halves_min`` (at least 2) run unsplit.
 
 Beside side-stream work the GEMMs keep to all but ``side_sms`` multiprocessors (cuBLAS's Hopper
 GEMMs are persistent, one block a multiprocessor: on all of them the side kernels would wait for
@@ -51,6 +51,8 @@ class Fusions:
     ln_residual: bool = False
     smolgen_branch: bool = False
     row_halves: bool = False
+    #: the smallest batch ``row_halves`` splits
+    row_halves_min: int = 2
     #: the multiprocessor target of a GEMM with side-stream work beside it (0: all)
     gemm_sms: int = 0
 
@@ -58,6 +60,8 @@ class Fusions:
         """One line for ``-v`` logs and the device scripts."""
         on = [name for name in ("ln_residual", "smolgen_branch", "row_halves") if getattr(self, name)]
         text = ", ".join(on) if on else "none"
+        if self.row_halves and self.row_halves_min > 2:
+            text += f" (row_halves from batch {self.row_halves_min})"
         if (self.smolgen_branch or self.row_halves) and self.gemm_sms:
             text += f" (GEMMs beside side-stream work on {self.gemm_sms} multiprocessors)"
         return f"fusions: {text}"
@@ -75,5 +79,14 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
     return Fusions(
-        ln_residual=options.ln_residual, smolgen_branch=branch, row_halves=options.row_halves, gemm_sms=sms
+        ln_residual=options.ln_residual,
+        smolgen_branch=branch,
+        row_halves=options.row_halves,
+        row_halves_min=options.row_halves_min,
+        gemm_sms=sms,
     )
+
+
+def splits(fusions: Fusions, bsz: int) -> bool:
+    """Whether a batch of ``bsz`` positions takes the row-halves pipeline."""
+    return fusions.row_halves and bsz >= max(2, fusions.row_halves_min)

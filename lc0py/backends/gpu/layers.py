@@ -28,7 +28,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions
+from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions, splits
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
@@ -340,7 +340,7 @@ class EncoderLayer:
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
-        if self.fusions.row_halves and bsz > 1:
+        if splits(self.fusions, bsz):
             self._post_attention_halves(ops, buf, bsz)
             return
         self._project(ops, buf.attn, buf.x, buf.x1, m)

@@ -32,6 +32,7 @@ nothing below the backend reads option text or sets option flags on other object
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
+``row_halves_min``  ``2``     with ``row_halves``: smaller batches run unsplit
 ``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
                               (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
@@ -61,6 +62,7 @@ KNOWN_OPTIONS = (
     "ln_residual",
     "smolgen_branch",
     "row_halves",
+    "row_halves_min",
     "side_sms",
     "graphs",
     "max_batch",
@@ -115,6 +117,7 @@ class GpuOptions:
     ln_residual: bool = False
     smolgen_branch: bool = False
     row_halves: bool = False
+    row_halves_min: int = 2
     #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
     side_sms: int = 16
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
@@ -139,6 +142,7 @@ class GpuOptions:
             ln_residual=take("ln_residual", False),
             smolgen_branch=take("smolgen_branch", False),
             row_halves=take("row_halves", False),
+            row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),
             attn=tuple(
                 sorted(

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.base import PlanesBatch
-from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions
+from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions, splits
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
@@ -220,6 +220,23 @@ def test_row_halves_splits_the_block_after_attention(bsz: int) -> None:
         gpu.close()
 
 
+@pytest.mark.parametrize("bsz", [3, 4, 5])
+def test_row_halves_min_keeps_smaller_batches_whole(bsz: int) -> None:
+    """``row_halves_min=4``: batches of 4 or more split, smaller ones run the unsplit block (no
+    side-stream LayerNorm); the option refuses less than 2 in one line."""
+    gpu, plat = _run("row_halves=on,row_halves_min=4", bsz=bsz)
+    try:
+        assert splits(gpu.fusions, bsz) is (bsz >= 4)
+        assert "row_halves from batch 4" in gpu.fusions.describe()
+        ln_e = gpu.ops._ln[(gpu.shape.E, 3)][0]
+        side_lns = [1 for fn, stream, _ in plat.launches if fn == ln_e and stream == gpu.ops.side]
+        assert len(side_lns) == (3 * len(gpu.model.encoders) if bsz >= 4 else 0)
+    finally:
+        gpu.close()
+    message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text("row_halves_min=1"))
+    assert "row_halves_min=1 is out of range" in message, message
+
+
 CASES: dict[str, dict[str, Any]] = {
     "tiny": dict(preset="tiny"),
     "tiny-pe_dense": dict(preset="tiny", embedding="pe_dense"),
@@ -240,7 +257,8 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
     )
     gpu = GpuNetwork(plat, net, fp16=fp16, options=opts)
     try:
-        assert gpu.fusions == Fusions(True, net.has_smolgen, True, gpu.fusions.gemm_sms)
+        want = Fusions(ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116)
+        assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
     finally:
         gpu.close()
