@@ -34,6 +34,25 @@ def parse_variants(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def check_outputs(backends: dict[str, Any], n: int) -> None:
+    """Every variant's policy, WDL and moves-left on one batch of ``n`` random-playout positions
+    (graphs, the timed path) against the first variant's: a race between the streams shows here
+    at the benchmark's own batch sizes, where the GPU tests' small batches might not expose it."""
+    from lc0py.backends.accuracy import relative_error
+    from lc0py.tools.verify import random_games_batch
+
+    names = list(backends)
+    batch = random_games_batch(n, backends[names[0]].info.input_format, seed=11)
+    ref = backends[names[0]].evaluate(batch)
+    want = {k: getattr(ref, k).copy() for k in ("policy", "wdl", "moves_left")}
+    for name in names[1:]:
+        out = backends[name].evaluate(batch)
+        errs = {k: relative_error(getattr(out, k), v) for k, v in want.items()}
+        verdict = "ok" if max(errs.values()) <= 2e-2 else "MISMATCH"
+        text = ", ".join(f"{k} {e:.1e}" for k, e in errs.items())
+        print(f"# check {name} vs {names[0]} at {n} positions: {text} {verdict}", file=sys.stderr)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", required=True)
@@ -43,6 +62,12 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=3, help="batches per variant and size before each timing")
+    ap.add_argument(
+        "--check",
+        type=int,
+        default=256,
+        help="positions of the outputs check against the first variant (0: none)",
+    )
     args = ap.parse_args()
 
     from lc0py.backends.registry import create_backend
@@ -62,6 +87,8 @@ def main() -> int:
             backends[name] = create_backend(args.backend, net, text)
             fusions = getattr(getattr(backends[name], "gpu", None), "fusions", None)
             print(f"# {name}: options '{opts}'; {fusions.describe() if fusions else ''}", file=sys.stderr)
+        if args.check:
+            check_outputs(backends, args.check)
         rows: list[dict[str, Any]] = []
         for r in range(args.rounds):
             order = variants[r % len(variants) :] + variants[: r % len(variants)]
