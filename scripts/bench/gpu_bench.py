@@ -15,6 +15,7 @@ Writes a JSON summary (``--json``) and prints a markdown table. Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -165,6 +166,9 @@ def main() -> int:
     ap.add_argument(
         "--variants", default="", help="flash param variants to time, e.g. 'min_blocks=2;warps=2'"
     )
+    ap.add_argument(
+        "--opts", default="", help="GPU backend options (--backend-opts syntax), e.g. 'ln_residual=on'"
+    )
     args = ap.parse_args()
 
     from lc0py.backends.gpu.network import GpuNetwork
@@ -187,12 +191,13 @@ def main() -> int:
     )
     platform = CudaPlatform(0)
     sizes = [int(s) for s in args.sizes.split(",")]
-    compare = [int(s) for s in args.compare.split(",")]
-    gpu = GpuNetwork(platform, net, fp16=not args.fp32, options=GpuOptions(max_batch=max(sizes + compare)))
+    compare = [int(s) for s in args.compare.split(",") if s]
+    options = dataclasses.replace(GpuOptions.from_text(args.opts), max_batch=max(sizes + compare))
+    gpu = GpuNetwork(platform, net, fp16=not args.fp32, options=options)
     info = platform.info
     print(
         f"device {info.name} {info.arch} SMs {info.sm_count}; attention {gpu.flash_choice.kernel.value} "
-        f"({gpu.flash_choice.reason})",
+        f"({gpu.flash_choice.reason}); options '{args.opts}', {gpu.fusions.describe()}",
         flush=True,
     )
     ceiling = gemm_ceiling(platform)
@@ -248,7 +253,10 @@ def main() -> int:
         for label, t, cnt in ops:
             print(f"  {label:<28} {t:8.3f} ms  {100 * t / total:5.1f}%  x{cnt}")
     for n in [int(x) for x in args.torch_profile.split(",") if x]:
-        torch_trace(gpu, n, order=40)
+        try:
+            torch_trace(gpu, n, order=40)
+        except Exception as exc:  # the profile above stays usable without CUPTI
+            print(f"\ntorch.profiler batch {n}: failed: {exc!r}", flush=True)
     for var in [v for v in args.variants.split(";") if v]:
         ov = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in var.split(",")}
         opts = GpuOptions(max_batch=max(compare)).with_flash_overrides(ov)

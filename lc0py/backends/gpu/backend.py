@@ -107,6 +107,7 @@ class GpuBackend(BackendBase):
             choice.reason,
             f"; tuned parameters from {self.tuned_from}" if self.tuned_from else "",
         )
+        log.info("%s: %s", name, self.gpu.fusions.describe())
 
     @staticmethod
     def tune_key(device: str, arch: str, network: Network, fp16: bool) -> TuneKey:

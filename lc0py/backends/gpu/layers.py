@@ -16,6 +16,10 @@ then the heads. Per encoder layer (fp16: fp16 buffers, fp32 accumulation and LN 
     x    = LN(x1 + α·b2)                           one kernel
 
 The FFN block (``Ffn``) is the same object in an encoder layer and in the PE_DENSE embedding.
+``fusions.Fusions`` switches two steps (each a backend option): ``ln_residual`` takes the residual
+adds out of the GEMMs (beta = 0) into the LayerNorm kernel (``LN(y + α·b + x)``, same result);
+``smolgen_branch`` computes the compress columns with their own GEMM and runs smolgen's dense/LN
+steps on the side stream beside the QKV GEMM.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import logging
 import math
 from collections.abc import Callable
 
+from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions, splits
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
@@ -51,6 +56,9 @@ _logged: set[str] = set()
 
 ACT_NONE = int(Activation.NONE)
 
+#: side-stream branch indices (``GpuOps.branch``): value/moves-left heads, smolgen beside the QKV GEMM
+HEADS_BRANCH, SMOLGEN_BRANCH = 0, 1
+
 #: ``tap(name, device pointer, row width)``: verify's hook for per-layer intermediates.
 Tap = Callable[[str, int, int], None]
 
@@ -63,20 +71,55 @@ def log_once(message: str) -> None:
 
 
 class Ffn:
-    """``x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ``, then ``out = LN(x1 + alpha·b2)``."""
+    """``x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ``, then ``out = LN(x1 + alpha·b2)``; with
+    ``ln_residual`` the GEMM writes ``alpha · act(...) W2ᵀ`` into ``out`` and the LayerNorm adds
+    ``x1`` (``out`` must not be ``x1``)."""
 
     def __init__(
-        self, ops: GpuOps, w: FfnWeights[int], n: int, hidden: int, act: int, alpha: float, eps: float
+        self,
+        ops: GpuOps,
+        w: FfnWeights[int],
+        n: int,
+        hidden: int,
+        act: int,
+        alpha: float,
+        eps: float,
+        ln_residual: bool = False,
     ) -> None:
         self.w, self.n, self.hidden, self.act, self.alpha, self.eps = w, n, hidden, act, alpha, eps
+        self.ln_residual = ln_residual
         ops.prepare_layernorm(n, ACT_NONE)
 
     def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int) -> None:
+        self.expand(ops, x1, hidden, m)
+        self.activate(ops, hidden, m)
+        self.contract(ops, hidden, x1, out, m)
+        self.normalize(ops, x1, out, m)
+
+    # the four steps, separately for ``EncoderLayer``'s row-halves pipeline (``sms``: GEMM target)
+    def expand(self, ops: GpuOps, x1: int, hidden: int, m: int, sms: int = 0) -> None:
+        """``hidden = x1 · W1ᵀ`` (no bias)."""
+        ops.dense(x1, m, self.n, self.w.w1, self.hidden, hidden, sms=sms)
+
+    def activate(self, ops: GpuOps, hidden: int, m: int) -> None:
+        """``hidden = act(hidden + b1)`` in place."""
+        ops.bias_act(hidden, self.w.b1, m, self.hidden, self.act)
+
+    def contract(self, ops: GpuOps, hidden: int, x1: int, out: int, m: int, sms: int = 0) -> None:
+        """``x1 += alpha · hidden · W2ᵀ``, or with ``ln_residual`` ``out = alpha · hidden · W2ᵀ``."""
+        if self.ln_residual:
+            assert out != x1, "ln_residual: the FFN output must not overwrite its skip"
+            ops.dense(hidden, m, self.hidden, self.w.w2, self.n, out, alpha=self.alpha, sms=sms)
+        else:
+            ops.dense(hidden, m, self.hidden, self.w.w2, self.n, x1, alpha=self.alpha, beta=1.0, sms=sms)
+
+    def normalize(self, ops: GpuOps, x1: int, out: int, m: int) -> None:
+        """``out = LN(x1 + alpha·b2)`` (``ln_residual``: ``LN(out + alpha·b2 + x1)``, in place)."""
         w = self.w
-        ops.dense(x1, m, self.n, w.w1, self.hidden, hidden)
-        ops.bias_act(hidden, w.b1, m, self.hidden, self.act)
-        ops.dense(hidden, m, self.hidden, w.w2, self.n, x1, alpha=self.alpha, beta=1.0)
-        ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
+        if self.ln_residual:
+            ops.layernorm(self.n, out, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE, skip=x1)
+        else:
+            ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
 
 
 class Smolgen:
@@ -97,13 +140,28 @@ class Smolgen:
         ops.prepare_layernorm(s.H * s.gs, act)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output)."""
+        self.mlp(ops, buf, bsz)
+        self.generate(ops, buf, bsz)
+
+    def mlp(self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0) -> None:
+        """``buf.sg_s2``: dense1 -> act/LN -> dense2 -> act/LN of the compress columns, copied out
+        of ``buf.qkv``, or (``compress_w``: the compress rows ``[hc, E]`` of the fused weight) a
+        GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads."""
         s, w = self.s, self.w
         m = bsz * SEQ
-        ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
+        if compress_w:
+            ops.dense(x, m, s.E, compress_w, s.hc, buf.sg_c)
+        else:
+            ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
         ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
         ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
         ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
         ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+
+    def generate(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """``buf.sg_g [B·H, 64·64]`` = ``sg_s2 [B·H, gs]`` times the shared generator weight."""
+        s = self.s
         ops.dense(buf.sg_s2, bsz * s.H, s.gs, self.global_w, SEQ * SEQ, buf.sg_g)
 
 
@@ -256,25 +314,133 @@ class EncoderLayer:
         alpha: float,
         eps: float,
         index: int,
+        fusions: Fusions = NO_FUSIONS,
     ) -> None:
         self.w, self.s, self.attention, self.smolgen, self.ffn = w, s, attention, smolgen, ffn
-        self.alpha, self.eps, self.index = alpha, eps, index
+        self.alpha, self.eps, self.index, self.fusions = alpha, eps, index, fusions
         ops.prepare_layernorm(s.E, ACT_NONE)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
         s, w = self.s, self.w
         m = bsz * SEQ
-        ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
-        if self.smolgen is not None:
-            self.smolgen.forward(ops, buf, bsz)
+        sg = self.smolgen
+        if sg is not None and self.fusions.smolgen_branch:
+            # smolgen's small steps on the side stream beside Q|K|V (N = 3D into the qkv_ld-strided
+            # buffer; the compress rows follow them in qkv_w and get their own GEMM there)
+            compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
+            ops.branch(SMOLGEN_BRANCH, lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w))
+            ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
+                     sms=self.fusions.gemm_sms)
+            ops.join(SMOLGEN_BRANCH)
+            sg.generate(ops, buf, bsz)
+        else:
+            ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
+            if sg is not None:
+                sg.forward(ops, buf, bsz)
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
-        # Residual inside the GEMM: x += alpha * O·Woᵀ (beta = 1, C = x in place), so the
-        # LayerNorm reads one tensor instead of two; the bias enters the LN pre-scaled (alpha·bo).
-        ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x, alpha=self.alpha, beta=1.0)
-        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+        if splits(self.fusions, bsz):
+            self._post_attention_halves(ops, buf, bsz)
+            return
+        self._project(ops, buf.attn, buf.x, buf.x1, m)
+        self._normalize(ops, buf.x, buf.x1, m)
         self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m)
+
+    def _project(self, ops: GpuOps, attn: int, x: int, x1: int, m: int, sms: int = 0) -> None:
+        s, w = self.s, self.w
+        if self.fusions.ln_residual:
+            # x1 = alpha·O·Woᵀ (beta = 0); the LayerNorm adds the bias and the skip x in its pass
+            ops.dense(attn, m, s.D, w.out_w, s.E, x1, alpha=self.alpha, sms=sms)
+        else:
+            # Residual inside the GEMM: x += alpha * O·Woᵀ (beta = 1, C = x in place), so the
+            # LayerNorm reads one tensor instead of two; the bias enters the LN pre-scaled (alpha·bo).
+            ops.dense(attn, m, s.D, w.out_w, s.E, x, alpha=self.alpha, beta=1.0, sms=sms)
+
+    def _normalize(self, ops: GpuOps, x: int, x1: int, m: int) -> None:
+        s, w = self.s, self.w
+        if self.fusions.ln_residual:
+            ops.layernorm(s.E, x1, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE, skip=x)
+        else:
+            ops.layernorm(s.E, x, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+
+    def _post_attention_halves(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """Out-projection, LN, FFN, LN on the two halves of the batch (``row_halves``): GEMMs on
+        the main stream, each half's LayerNorms and bias + activation on the side stream beside
+        the other half's GEMMs; pipeline events 0..9 order every read after its write and every
+        write after the reads before it (tests/backends/gpu/test_fusions.py replays the order).
+
+        main:  P0 | P1 E0 | E1 C0 | C1 N1 (end: waits for the side)
+        side:       L0    | L1 A0 | A1 N0
+        (P: out-projection, L: LN1, E: FFN1, A: bias + act, C: FFN2, N: LN2; digits: half)"""
+        s, ffn, sms = self.s, self.ffn, self.fusions.gemm_sms
+        m0 = bsz // 2 * SEQ
+        rows, counts = (0, m0), (m0, bsz * SEQ - m0)
+
+        def at(ptr: int, h: int, width: int) -> int:
+            return ops.off(ptr, rows[h] * width)
+
+        def project(h: int, target: int) -> None:
+            self._project(ops, at(buf.attn, h, s.D), at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h], target)
+
+        def norm1(h: int) -> None:
+            self._normalize(ops, at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h])
+
+        def expand(h: int) -> None:
+            ffn.expand(ops, at(buf.x1, h, s.E), at(buf.ffn, h, ffn.hidden), counts[h], sms)
+
+        def activate(h: int) -> None:
+            ffn.activate(ops, at(buf.ffn, h, ffn.hidden), counts[h])
+
+        def contract(h: int) -> None:
+            hidden = at(buf.ffn, h, ffn.hidden)
+            ffn.contract(ops, hidden, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h], sms)
+
+        def norm2(h: int) -> None:
+            ffn.normalize(ops, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h])
+
+        try:
+            ops.use(side=False)
+            project(0, 0)
+            ops.mark(0)
+            ops.use(side=True)
+            ops.after(0)
+            norm1(0)
+            ops.mark(1)
+            ops.use(side=False)
+            project(1, sms)
+            ops.mark(2)
+            ops.after(1)
+            expand(0)
+            ops.mark(3)
+            ops.use(side=True)
+            ops.after(2)
+            norm1(1)
+            ops.mark(4)
+            ops.after(3)
+            activate(0)
+            ops.mark(5)
+            ops.use(side=False)
+            ops.after(4)
+            expand(1)
+            ops.mark(6)
+            ops.after(5)
+            contract(0)
+            ops.mark(7)
+            ops.use(side=True)
+            ops.after(6)
+            activate(1)
+            ops.mark(8)
+            ops.after(7)
+            norm2(0)
+            ops.mark(9)
+            ops.use(side=False)
+            ops.after(8)
+            contract(1)
+            norm2(1)
+            ops.after(9)
+        finally:
+            ops.use(side=False)
 
 
 class PeMapEmbedding:
@@ -397,8 +563,9 @@ class MovesLeftHead(FcHead):
 class GpuModel:
     """The whole net as layers: ``forward`` runs from the uploaded planes to the output buffers."""
 
-    #: side-stream branches ``forward`` forks (the value/moves-left heads)
-    SIDE_BRANCHES = 1
+    #: side-stream branches ``forward`` forks (``HEADS_BRANCH``, ``SMOLGEN_BRANCH``: its events
+    #: re-recorded per layer)
+    SIDE_BRANCHES = 2
 
     def __init__(
         self,
@@ -409,8 +576,10 @@ class GpuModel:
         s: NetShape,
         flash: bool,
         flash_overrides: dict[str, int] | None,
+        fusions: Fusions = NO_FUSIONS,
     ) -> None:
         self.s = s
+        self.fusions = fusions
         act = activation_code(net.default_act)
         ffn_act = activation_code(net.ffn_act)
         alpha = float(net.alpha)
@@ -420,7 +589,7 @@ class GpuModel:
             emb_ffn = None
             if emb_w.ffn is not None:
                 assert emb.ffn_ln is not None
-                emb_ffn = Ffn(ops, emb_w.ffn, s.E, s.Fe, ffn_act, alpha, emb.ffn_ln.eps)
+                emb_ffn = Ffn(ops, emb_w.ffn, s.E, s.Fe, ffn_act, alpha, emb.ffn_ln.eps, fusions.ln_residual)
             self.embedding: PeMapEmbedding | PeDenseEmbedding = PeDenseEmbedding(
                 ops, emb_w, s, act, emb.ln.eps, emb_ffn
             )
@@ -434,9 +603,9 @@ class GpuModel:
                 sg = layer.smolgen
                 sg_act = activation_code(net.smolgen_act)
                 smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, (sg.ln1.eps, sg.ln2.eps))
-            ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
+            ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps, fusions.ln_residual)
             self.encoders.append(
-                EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i)
+                EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)
             )
         self.policy = AttentionPolicyHead(w.policy, s, act)
         self.value = ValueHead(w.value, s.E, s.Vc, s.Vh, s.v_out, act)
@@ -451,9 +620,9 @@ class GpuModel:
             tap("embedding", buf.x, self.s.E)
         for layer in self.encoders:
             layer.forward(ops, buf, bsz, flash, tap)
-        ops.branch(0, lambda: self._value_heads(ops, buf, bsz))
+        ops.branch(HEADS_BRANCH, lambda: self._value_heads(ops, buf, bsz))
         self.policy.forward(ops, buf, bsz)
-        ops.join(0)
+        ops.join(HEADS_BRANCH)
 
     def _value_heads(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
         self.value.run(ops, buf, bsz)

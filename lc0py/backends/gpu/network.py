@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lc0py.backends.base import NetworkOutput, PlanesBatch
+from lc0py.backends.gpu.fusions import Fusions, choose_fusions
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel
 from lc0py.backends.gpu.layers import GpuModel
 from lc0py.backends.gpu.layers_residual import GpuResidualModel
@@ -89,6 +90,7 @@ class GpuNetwork:
         self.cache = KernelCache(platform)
         self.model: GpuModel | GpuResidualModel
         self.residual_kernels: ResidualKernels | None = None
+        self.fusions = Fusions()  # an attention body's fused paths (fusions.choose_fusions)
         if isinstance(network, ResidualNetwork):
             # a classical residual (SE-ResNet) body: convolutions as im2col or Winograd + GEMMs
             wino = choose_winograd(options, network.filters, platform.info)
@@ -111,8 +113,10 @@ class GpuNetwork:
             self.ops = GpuOps(platform, self.cache, fp16, GpuModel.SIDE_BRANCHES)
             weights = self._upload(pack_model(network, self.np_dtype))
             self.model_weights = weights
+            self.fusions = choose_fusions(options, shape.smolgen, platform.info, platform.can_fork)
             self.model = GpuModel(
-                self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides
+                self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides,
+                self.fusions,
             )
             ml = network.moves_left
             ml_relu = ml is not None and ml.fc2.b is not None

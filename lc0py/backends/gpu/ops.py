@@ -31,6 +31,7 @@ P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
 SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
+PIPE_EVENTS = 10  # events of the cross-stream pipeline (``mark`` / ``after``): layers.RowHalves uses 10
 THREADS = 256  # threads a block of the element-wise kernels (bias, copies, gathers, Winograd, im2col)
 MAX_BLOCKS = 65535  # grid cap of those kernels: each loops over what its blocks do not cover
 
@@ -73,6 +74,7 @@ class GpuOps:
         self._events: list[Event] = (
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
+        self._pipe: list[Event] = [platform.create_event() for _ in range(PIPE_EVENTS)] if self.fork else []
         self.k_expand = self.function("elementwise.hip", "expand_planes", {})
         self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
         self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
@@ -110,6 +112,21 @@ class GpuOps:
             ev = self._events[2 * k + 1]
             self.p.event_record(ev.handle, self.side)
             self.p.stream_wait_event(self.main, ev.handle)
+
+    def use(self, side: bool) -> None:
+        """Enqueue what follows on the side stream (``side``) or the main one; without a side
+        stream everything stays on the main one, in the order it is enqueued."""
+        self.stream = self.side if side and self.fork else self.main
+
+    def mark(self, k: int) -> None:
+        """Record pipeline event ``k`` (< ``PIPE_EVENTS``) on the current stream."""
+        if self.fork:
+            self.p.event_record(self._pipe[k].handle, self.stream)
+
+    def after(self, k: int) -> None:
+        """The current stream waits for what preceded ``mark(k)`` (its latest record)."""
+        if self.fork:
+            self.p.stream_wait_event(self.stream, self._pipe[k].handle)
 
     # ---- primitives ---------------------------------------------------------------------------
     def _launch_1d(self, kernel: int, blocks: int, args: list[KernelArg], smem: int = 0) -> None:
@@ -328,9 +345,10 @@ class GpuOps:
         )
 
     def close(self) -> None:
-        for ev in self._events:
+        for ev in self._events + self._pipe:
             self.p.destroy_event(ev)
         self._events = []
+        self._pipe = []
         if self.side != self.main:
             self.p.destroy_stream(self.side)
         self.p.destroy_stream(self.main)

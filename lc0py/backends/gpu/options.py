@@ -23,6 +23,18 @@ nothing below the backend reads option text or sets option flags on other object
                               fit; ``auto``: batches of 1.5 positions per resident block or more
 ``se_gates``        ``auto``  residual nets with SE, fused Winograd steps: the SE outside the second
                               convolution's step (se_fold.py); ``auto``: batches of 768 or more
+``ln_residual``     ``off``   attention nets: the residual add of the out-projection and FFN2 in the
+                              LayerNorm kernel (``LN(y + alpha*b + x)``, GEMM with beta = 0) instead of
+                              the GEMM's epilogue (beta = 1)
+``smolgen_branch``  ``off``   attention nets with smolgen: the compress GEMM and smolgen's dense/LN
+                              steps on the side stream beside the QKV GEMM (which keeps to all but
+                              ``side_sms`` multiprocessors), no column copy
+``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
+                              batch, each half's element-wise kernels on the side stream beside the
+                              other half's GEMMs
+``row_halves_min``  ``2``     with ``row_halves``: smaller batches run unsplit
+``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
+                              (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
@@ -47,6 +59,11 @@ KNOWN_OPTIONS = (
     "winograd_staged",
     "winograd_split",
     "se_gates",
+    "ln_residual",
+    "smolgen_branch",
+    "row_halves",
+    "row_halves_min",
+    "side_sms",
     "graphs",
     "max_batch",
     "gpu",
@@ -96,6 +113,13 @@ class GpuOptions:
     winograd_split: bool = True
     winograd_staged: bool | None = None
     se_gates: bool | None = None
+    #: attention bodies: the fused post-GEMM paths (``layers.Fusions``), each A/B-able on its own
+    ln_residual: bool = False
+    smolgen_branch: bool = False
+    row_halves: bool = False
+    row_halves_min: int = 2
+    #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
+    side_sms: int = 16
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -115,6 +139,11 @@ class GpuOptions:
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),
             se_gates=take("se_gates", None, auto_or_bool),
+            ln_residual=take("ln_residual", False),
+            smolgen_branch=take("smolgen_branch", False),
+            row_halves=take("row_halves", False),
+            row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
+            side_sms=take("side_sms", 16, lo=0, hi=4096),
             attn=tuple(
                 sorted(
                     (field, value)

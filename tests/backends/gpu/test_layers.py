@@ -300,3 +300,26 @@ def test_fused_steps_are_built_for_the_body_width(
                 gpu.ops.winograd_fused(FusedStep.SPLIT, 0, 0, 0, 0, 0, None, 2 * filters, 0, 2, 1)
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize("se_gates", [True, False], ids=["se_gates", "inside"])
+def test_residual_cross_stream_accesses_are_ordered(se_gates: bool) -> None:
+    """The residual body's side-stream work (the SE gates beside the second convolution's GEMMs,
+    the value/moves-left heads) replayed with its event records and waits: nothing on one stream
+    touches, unordered, bytes another stream writes (tests/backends/gpu/stream_order.py)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from tests.backends.gpu.stream_order import StreamPlatform, unordered_conflicts
+
+    plat = StreamPlatform()
+    net = _net("res-tiny", filters=32, se_hidden=8, blocks=2)
+    opts = GpuOptions(graphs=False, max_batch=4, winograd=True, se_gates=se_gates)
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts)
+    try:
+        masks = np.random.default_rng(4).integers(1, 2**63, size=(3, 112), dtype=np.uint64)
+        plat.timeline.clear()
+        plat.ops_seen.clear()
+        gpu.submit(PlanesBatch(masks, np.ones((3, 112), np.float32)))
+        assert {stream for _, stream, _ in plat.ops_seen} == {gpu.ops.main, gpu.ops.side}
+        assert not unordered_conflicts(gpu, plat)
+    finally:
+        gpu.close()

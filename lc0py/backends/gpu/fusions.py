@@ -1,0 +1,92 @@
+"""Which fused paths an attention body's forward pass takes, decided once per network.
+
+Each path is one ``--backend-opts`` switch (``GpuOptions``), so a device run can A/B it alone
+(``scripts/device/gpu_fusion_ab``) and one that does not pay is turned off, not deleted:
+
+* ``ln_residual``: the residual add after the out-projection and FFN2 GEMMs moves from the GEMM's
+  epilogue (``beta = 1``: C read and rewritten by cuBLAS) into the LayerNorm kernel
+  (``kernels/layernorm.hip`` reads the skip row beside the GEMM output: ``LN(y + alpha*b + x)``),
+  the GEMM then runs with ``beta = 0``. The same bytes move (the GEMM no longer reads C, the
+  LayerNorm reads it instead); what it changes is which cuBLAS kernel runs (at batch 256 the
+  ``beta = 1`` FFN2 GEMM took 50 us against 44 us for FFN1's, the same FLOPs with ``beta = 0``:
+  bench/results/2026-11-27_h100_eae3b5b/gpu_bench.log).
+* ``smolgen_branch``: the smolgen compress columns come from their own GEMM (the compress rows of
+  the fused QKV weight, written contiguous: no ``copy_columns``), and smolgen's dense1 -> LN ->
+  dense2 -> LN run on the side stream beside the QKV GEMM. Those five latency-bound steps (~40 us
+  a layer at batch 256 on an H100, 8 % of the pass) leave the critical path; the generator GEMM
+  (it needs all multiprocessors) stays after the join.
+* ``row_halves``: the out-projection, LayerNorm, FFN and LayerNorm of a layer run on the two
+  halves of the batch, software-pipelined over the two streams: the GEMMs on the main stream, each
+  half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
+  the pass, pure bandwidth) on the side stream beside the other half's GEMMs (compute-bound). The
+  element-wise passes a GEMM epilogue would fold (cuBLAS has none for relu², mish, swish) are
+  hidden instead of removed. Batches below ``row_halves_min`` (at least 2) run unsplit.
+
+Beside side-stream work the GEMMs keep to all but ``side_sms`` multiprocessors (cuBLAS's Hopper
+GEMMs are persistent, one block a multiprocessor: on all of them the side kernels would wait for
+the GEMM's end).
+
+The decision is a pure function of the options, the net's shape and the device, like
+``kernels.choose_attention`` and ``residual_kernels``; ``layers.GpuModel`` only follows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS
+from lc0py.gpu.platform import DeviceInfo
+
+#: Multiprocessors a GEMM leaves to the side-stream work beside it by default (``side_sms``): the
+#: residual body's SE branch count, measured there (residual_kernels.py);
+#: ``scripts/device/gpu_fusion_ab`` measures these paths' with 8, 16 and 32.
+SIDE_SMS = SE_BRANCH_SMS
+
+
+@dataclass(frozen=True)
+class Fusions:
+    """The fused paths one attention network runs (module docstring); all off is the unfused pass."""
+
+    ln_residual: bool = False
+    smolgen_branch: bool = False
+    row_halves: bool = False
+    #: the smallest batch ``row_halves`` splits
+    row_halves_min: int = 2
+    #: the multiprocessor target of a GEMM with side-stream work beside it (0: all)
+    gemm_sms: int = 0
+
+    def describe(self) -> str:
+        """One line for ``-v`` logs and the device scripts."""
+        on = [name for name in ("ln_residual", "smolgen_branch", "row_halves") if getattr(self, name)]
+        text = ", ".join(on) if on else "none"
+        if self.row_halves and self.row_halves_min > 2:
+            text += f" (row_halves from batch {self.row_halves_min})"
+        if (self.smolgen_branch or self.row_halves) and self.gemm_sms:
+            text += f" (GEMMs beside side-stream work on {self.gemm_sms} multiprocessors)"
+        return f"fusions: {text}"
+
+
+#: every fusion off: the unfused pass (the default of the layers' constructors)
+NO_FUSIONS = Fusions()
+
+
+def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_fork: bool) -> Fusions:
+    """The fusions of ``options`` that apply to a net (``smolgen``: it has smolgen) on ``device``;
+    ``can_fork``: the platform has a side stream (without one the side work runs inline, in an
+    order that respects every dependency, and the GEMMs keep every multiprocessor)."""
+    branch = options.smolgen_branch and smolgen
+    beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
+    sms = max(1, device.sm_count - options.side_sms) if beside else 0
+    return Fusions(
+        ln_residual=options.ln_residual,
+        smolgen_branch=branch,
+        row_halves=options.row_halves,
+        row_halves_min=options.row_halves_min,
+        gemm_sms=sms,
+    )
+
+
+def splits(fusions: Fusions, bsz: int) -> bool:
+    """Whether a batch of ``bsz`` positions takes the row-halves pipeline."""
+    return fusions.row_halves and bsz >= max(2, fusions.row_halves_min)
