@@ -33,6 +33,7 @@ from lc0py.search.core import arrays as A
 from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
 from lc0py.search.core import noise as noise_core
+from lc0py.search.core import pv as pv_core
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.numeric import cpuct as cpuct_formula
 from lc0py.search.core.numeric import fpu_value, m_utility, prior_value, puct_mult
@@ -57,12 +58,12 @@ from lc0py.search.core.pick import (
     P_ML_THR,
     node_q,
 )
-from lc0py.search.core.ranking import best_edge, ranked_edges, root_stats
+from lc0py.search.core.ranking import best_edge, root_stats
 from lc0py.search.core.rescale import P_TB_PIECES
 from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.fastcall import Resolved
 from lc0py.search.params import SearchParams, effective_params
-from lc0py.search.stoppers import Hints, IterationStats, should_stop
+from lc0py.search.stoppers import Hints, IterationStats, counter_limit, reads_root_stats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
 from lc0py.search.worker import Batch, Deferred, SearchWorker, batches_in_flight, params_array
@@ -185,6 +186,7 @@ class Search:
         self._filter = {B.from_chess_move(m, board) for m in limits.searchmoves} or None
         self._allowed = _EMPTY
         self._hints = Hints()
+        self._root_stoppers = reads_root_stats(limits, params)
         self._best_root_edge = -1
         self._stop_flag = np.zeros(1, np.uint8)  # read by compiled code
         self._inflight: list[Batch] = []  # gathered and not backed up yet, oldest first
@@ -210,6 +212,14 @@ class Search:
         self._root_stats = Resolved(root_stats)
         self._best_edge = Resolved(best_edge)
         self._child_at = Resolved(A.child_at)
+        # info's lines (``core/pv.py``): buffers reused by every info
+        self._ranked_children = Resolved(pv_core.ranked_children)
+        self._ranked_out = np.zeros(B.MAX_MOVES, np.int32)
+        self._pv_moves = Resolved(pv_core.pv_moves)
+        self._pv_out = np.zeros(pv_core.MAX_PV, np.int64)
+        self._pv_scratch = np.zeros((2, B.POS_WORDS), np.uint64)
+        self._root_pos = self.worker.root_position()
+        self._chess960 = bool(board.chess960)
         tree.max_bytes = max(0, limits.ram_limit_mb * 1_000_000 - self._cache_bytes)
         self._update_root_filter()
 
@@ -528,6 +538,9 @@ class Search:
         )
 
     def _maybe_trigger_stop(self) -> None:
+        if not self._root_stoppers:
+            self._check_counter_limits()
+            return
         stats = self._iteration_stats()
         if stats.total_nodes == 0 or self._stop.is_set():
             return
@@ -541,6 +554,25 @@ class Search:
             first = False
         self._hints = Hints()
         reason = should_stop(self.limits, self.params, stats, self._hints, self._first_eval_ms, first)
+        if reason:
+            self._limit_reached(reason)
+
+    def _check_counter_limits(self) -> None:
+        """``_maybe_trigger_stop`` where the stoppers read only the counters and the clock (no
+        smart pruning, RAM limit or ``go mate``: ``reads_root_stats``), as every ``benchmark``
+        search: the same checks in the same order, without the root's statistics."""
+        playouts = self.playouts
+        total = playouts + self.initial_visits
+        if total == 0 or self._stop.is_set():
+            return
+        if self._stop_requested:
+            self._set_stop()
+            return
+        now = self.elapsed_ms()
+        if self._first_eval_ms is None and playouts > 0:
+            self._first_eval_ms = now
+        average_depth = self.sum_depth // (playouts or 1)
+        reason = counter_limit(self.limits, total, now, average_depth)
         if reason:
             self._limit_reached(reason)
 
@@ -655,17 +687,14 @@ class Search:
 
     def ranked_root_children(self) -> list[NodeView]:
         """Visited-or-not root children that have nodes, best first (lc0's order)."""
-        t = self.tree.arrays
-        root = self.root_id
-        if t.edge0[root] < 0:
-            return []
-        order = ranked_edges(t, root, self.draw_score(0), self._allowed)
-        out = []
-        for e in order.tolist():
-            c = int(A.child_at(t, root, e))
-            if c >= 0:
-                out.append(NodeView(self.tree, c))
-        return out
+        ids = self._ranked_child_ids()
+        return [NodeView(self.tree, c) for c in ids]
+
+    def _ranked_child_ids(self) -> list[int]:
+        """``ranked_root_children``' node ids (one compiled call, ``core/pv.py``)."""
+        out = self._ranked_out
+        k = self._ranked_children(self.tree.arrays, self.root_id, self.draw_score(0), self._allowed, out)
+        return out[:k].tolist()
 
     def _root_children(self) -> list[NodeView]:
         kids = self.root.children
@@ -684,33 +713,20 @@ class Search:
 
     def _pv(self, first: int) -> list[chess.Move]:
         """The line of root child ``first``: best children while they have visits, then the
-        best reply by prior (§5 pv)."""
-        t = self.tree.arrays
-        board = self.history.board.copy(stack=False)
-        pv: list[chess.Move] = []
-
-        def push(code: int) -> None:
-            move = B.to_chess_move(code, board)
-            pv.append(move)
-            board.push(move)
-
-        parent = int(t.parent[first])
-        push(self._code_of_edge(parent, int(t.index[first])))
-        node = first
-        depth = 1
-        while t.n[node] > 0 and t.edge0[node] >= 0 and len(pv) < 256:
-            e = self._best_move_of(node, depth)
-            if e < 0:
-                if t.nedges[node] > 0 and t.term[node] == 0:
-                    push(self._code_of_edge(node, 0))
-                break
-            push(self._code_of_edge(node, e))
-            c = int(A.child_at(t, node, e))
-            if c < 0 or t.n[c] == 0:
-                break
-            node = c
-            depth += 1
-        return pv
+        best reply by prior (§5 pv); walked by one compiled call (``core/pv.py``)."""
+        prm, out = self.prm, self._pv_out
+        k = self._pv_moves(
+            self.tree.arrays,
+            first,
+            float(prm[P_DRAW_EVEN]),
+            float(prm[P_DRAW_ODD]),
+            self._root_pos,
+            self._chess960,
+            self._pv_scratch,
+            out,
+        )
+        move = chess.Move
+        return [move(c & 63, (c >> 6) & 63, (c >> 12) or None) for c in out[:k].tolist()]
 
     def best_move(self) -> tuple[chess.Move | None, chess.Move | None]:
         """``bestmove`` and ``ponder`` (§9): the ponder move may be an unvisited reply. Once the
@@ -777,7 +793,8 @@ class Search:
             if dt >= 1:
                 nps = self.playouts * 1000 // dt
         lines = []
-        for child in self.ranked_root_children()[: max(1, self.params.multipv)]:
+        for c in self._ranked_child_ids()[: max(1, self.params.multipv)]:
+            child = NodeView(self.tree, c)
             if child.n > 0:
                 wl, d, m = child.wl, child.d, child.m
             else:

@@ -72,20 +72,37 @@ def should_stop(
     node_limit = limits.nodes if limits.nodes is not None else NODE_LIMIT
     if smart:
         hints.remaining_playouts = min(hints.remaining_playouts, node_limit - stats.total_nodes)
-    if stats.total_nodes >= node_limit:
-        return "nodes"
     if limits.deadline_ms is not None and not limits.infinite:
         hints.remaining_time_ms = min(
             hints.remaining_time_ms, limits.deadline_ms - stats.time_since_movestart
         )
-        if stats.time_since_movestart >= limits.deadline_ms:
-            return "time"
-    if limits.depth is not None and stats.average_depth >= limits.depth:
-        return "depth"
+    reason = counter_limit(limits, stats.total_nodes, stats.time_since_movestart, stats.average_depth)
+    if reason:
+        return reason
     if limits.mate is not None and stats.mate_depth is not None and stats.mate_depth <= limits.mate:
         return "mate"
     if smart:
         return _smart_pruning(params, stats, hints, first_eval_ms, first_eval_now)
+    return ""
+
+
+def reads_root_stats(limits, params: SearchParams) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``should_stop`` needs more than ``counter_limit``'s counters and clock for
+    ``limits`` (smart pruning, the RAM limit and ``go mate`` read the root's statistics and the
+    tree's size); otherwise the search checks ``counter_limit`` alone after each batch."""
+    smart = limits.smart_pruning and not limits.infinite and params.smart_pruning_factor > 0
+    return bool(smart or limits.ram_limit_mb > 0 or limits.mate is not None)
+
+
+def counter_limit(limits, total_nodes: int, time_ms: int, average_depth: int) -> str:  # type: ignore[no-untyped-def]
+    """The node, time and depth stoppers, in ``should_stop``'s order ("" to go on)."""
+    node_limit = limits.nodes if limits.nodes is not None else NODE_LIMIT
+    if total_nodes >= node_limit:
+        return "nodes"
+    if limits.deadline_ms is not None and not limits.infinite and time_ms >= limits.deadline_ms:
+        return "time"
+    if limits.depth is not None and average_depth >= limits.depth:
+        return "depth"
     return ""
 
 

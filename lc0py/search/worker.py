@@ -269,6 +269,12 @@ class SearchWorker:
         self._apply_results = Resolved(L.apply_results)
         self._backup_batch = Resolved(G.backup_batch)
         self._prefetch_core = Resolved(L.prefetch)
+        self._prefetch_work = L.prefetch_workspace() if cache.enabled and params.max_prefetch > 0 else (
+            np.zeros((1, 256), np.int32), np.zeros((1, 256), np.float32))
+
+    def root_position(self) -> np.ndarray:
+        """A copy of the root's core position (the row the compiled code replays paths from)."""
+        return self._positions.hist[int(self._positions.meta[0]) - 1].copy()
 
     def close(self) -> None:
         """End the evaluation thread: queued batches are cancelled and the thread is joined (the
@@ -422,6 +428,7 @@ class SearchWorker:
             batch.requests,
             self.input_format,
             self._fill,
+            *self._prefetch_work,
         )
 
     def collect_collisions(self, batch: Batch) -> None:

@@ -162,3 +162,23 @@ def test_reused_root_at_the_node_limit_gets_no_playout(make_search) -> None:
     more = make_search(tree=tree, limits=SearchLimits(nodes=visits + 5, smart_pruning=False))
     more.run()
     assert more.playouts >= 5
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [SearchLimits(nodes=777, smart_pruning=False), SearchLimits(depth=4, smart_pruning=False)],
+    ids=["nodes", "depth"],
+)
+def test_counter_stoppers_stop_where_the_full_check_does(make_search, limits: SearchLimits) -> None:
+    """Without smart pruning, RAM limit or ``go mate`` the stoppers read only counters and the
+    clock (``_check_counter_limits``, no root statistics a batch): the search stops after the
+    same batch, for the same reason, as through ``should_stop``."""
+    runs = []
+    for full in (False, True):
+        s = make_search(limits=SearchLimits(nodes=limits.nodes, depth=limits.depth, smart_pruning=False))
+        assert not s._root_stoppers
+        s._root_stoppers = full
+        s.run()
+        s.join()
+        runs.append((s.playouts, s.batches, s.stop_reason, int(s.tree.arrays.n[s.root_id])))
+    assert runs[0] == runs[1] and runs[0][2] in ("nodes", "depth"), runs

@@ -493,8 +493,6 @@ def _prefetch_scores(
         c = t.sibling[c]
     fpu = fpu_value(absolute, value, node_q(t, node, -ds), visited)
     ne = np.int32(t.nedges[node])
-    tmp_e = np.empty(ne, np.int32)
-    tmp_s = np.empty(ne, np.float32)
     k = 0
     for e in range(ne):
         pr = prior_value(t.ep[e0 + e])
@@ -503,14 +501,26 @@ def _prefetch_scores(
         x = child_at(t, node, e)
         started = (t.n[x] + t.nif[x]) if x >= 0 else 0
         q = node_q(t, x, ds) if x >= 0 and t.n[x] > 0 else fpu
-        tmp_e[k] = e
-        tmp_s[k] = mult * pr / np.float32(1 + started) + q
+        sc = np.float32(mult * pr / np.float32(1 + started) + q)  # as the float32 array held it
+        # insertion by descending score, after equal ones: the order of a stable sort (the
+        # mergesort argsort of the negated scores this replaced), without allocating
+        j = k
+        while j > 0 and scores[j - 1] < sc:
+            edges[j] = edges[j - 1]
+            scores[j] = scores[j - 1]
+            j -= 1
+        edges[j] = e
+        scores[j] = sc
         k += 1
-    order = np.argsort(-tmp_s[:k], kind="mergesort")
-    for i in range(k):
-        edges[i] = tmp_e[order[i]]
-        scores[i] = tmp_s[order[i]]
     return k, mult, fpu
+
+
+PREFETCH_DEPTH = MAX_PATH - 80  # plies ``prefetch`` descends at most
+
+
+def prefetch_workspace() -> tuple[np.ndarray, np.ndarray]:
+    """``prefetch``'s per-ply edge orders and scores."""
+    return np.zeros((PREFETCH_DEPTH, 256), np.int32), np.zeros((PREFETCH_DEPTH, 256), np.float32)
 
 
 @njit
@@ -525,14 +535,17 @@ def prefetch(
     req: Requests,
     input_format: int,
     fill: int,
+    f_edges: np.ndarray,
+    f_scores: np.ndarray,
 ) -> int:
     """lc0's ``PrefetchIntoCache`` from the root (whose row is ``row0``), iteratively: spend
     ``budget0`` spare batch slots on the positions the search is likely to visit next (by PUCT
     order, each child getting the visits it would take before the next one overtakes it); they
-    are evaluated into the NN cache only. Returns the slots used."""
+    are evaluated into the NN cache only. Returns the slots used. ``f_edges``/``f_scores``: the
+    caller's workspace (``prefetch_workspace``; 2 MB, allocated once rather than every batch)."""
     if budget0 <= 0 or t.n[root] == 0 or t.term[root] != 0:
         return 0
-    cap = MAX_PATH - 80
+    cap = len(f_edges)
     f_node = np.empty(cap, np.int32)
     f_row = np.empty(cap, np.int32)
     f_budget = np.empty(cap, np.int64)
@@ -542,8 +555,6 @@ def prefetch(
     f_k = np.empty(cap, np.int32)
     f_mult = np.empty(cap, np.float32)
     f_fpu = np.empty(cap, np.float32)
-    f_edges = np.empty((cap, 256), np.int32)
-    f_scores = np.empty((cap, 256), np.float32)
     top = 0
     f_node[0] = root
     f_row[0] = row0
