@@ -188,10 +188,12 @@ class SimulatedGpu:
         v_out = 3 if inner.info.has_wdl else 1
         self.shape: Any = type("Shape", (), {"v_out": v_out, "mlh": inner.info.has_moves_left})
         self.policy_pool = _PinnedPool(self.host, cap * 1858 * 4)  # type: ignore[arg-type]
+        elem = np.dtype(self.np_dtype).itemsize
+        self.heads_mlh = (cap * v_out * elem + 255) // 256 * 256  # GpuRunner's slot layout
         self.slots = [
             type("Slot", (), {
-                "masks": self.host.alloc_host(cap * 112 * 8), "values": self.host.alloc_host(cap * 112 * 4),
-                "value": self.host.alloc_host(cap * 3 * 4), "mlh": self.host.alloc_host(cap * 4),
+                "planes": self.host.alloc_host(cap * 112 * 12),
+                "heads": self.host.alloc_host(self.heads_mlh + cap * elem),
             })()
             for _ in range(2)
         ]
@@ -202,11 +204,13 @@ class SimulatedGpu:
         return None
 
     def _compute(self, slot: Any, n: int, policy_buf: Any) -> None:
+        from lc0py.backends.gpu.runner import host_view
+
         time.sleep(self.delay + n * self.per_position)
         from lc0py.backends.base import PlanesBatch
 
-        masks = slot.masks.view(np.uint64, (n, 112))
-        values = slot.values.view(np.float32, (n, 112))
+        masks = slot.planes.view(np.uint64, (n, 112))
+        values = host_view(slot.planes, n * 112 * 8, np.float32, (n, 112))
         out = self.inner.evaluate(PlanesBatch(masks, values))
         policy_buf.view(np.float32, (n, 1858))[:] = out.policy
         w, d, l = out.wdl[:, 0], out.wdl[:, 1], out.wdl[:, 2]
@@ -214,17 +218,17 @@ class SimulatedGpu:
             logits = np.log(np.maximum(np.stack([w, d, l], axis=1), 1e-6))
         else:
             logits = np.arctanh(np.clip(w - l, -0.999, 0.999))[:, None]
-        slot.value.view(self.np_dtype, (n, self.shape.v_out))[:] = logits
-        slot.mlh.view(self.np_dtype, (n,))[:] = out.moves_left
+        slot.heads.view(self.np_dtype, (n, self.shape.v_out))[:] = logits
+        host_view(slot.heads, self.heads_mlh, self.np_dtype, (n,))[:] = out.moves_left
 
     def evaluate_async(self, batch: Any) -> Any:
-        from lc0py.backends.gpu.runner import GpuRunner
+        from lc0py.backends.gpu.runner import GpuRunner, host_view
 
         n = len(batch)
         slot = self.slots[self.next]
         self.next ^= 1
-        slot.masks.view(np.uint64, (n, 112))[:] = batch.masks  # GpuRunner._upload's host copy
-        slot.values.view(np.float32, (n, 112))[:] = batch.values
+        slot.planes.view(np.uint64, (n, 112))[:] = batch.masks  # GpuRunner._upload's host copy
+        host_view(slot.planes, n * 112 * 8, np.float32, (n, 112))[:] = batch.values
         policy_buf = self.policy_pool.take()
         done = self.device.submit(self._compute, slot, n, policy_buf)
         runner = self

@@ -5,11 +5,19 @@ batch seen (grown by powers of two), copies the compact planes (uint64 masks + f
 the device, runs ``model.forward`` on the ops' main stream -- replaying a captured graph per
 batch-size bucket when graphs are on -- starts the copies of the outputs back into pinned host
 memory, records an event and returns at once; ``PendingBatch.result()`` waits on that event.
+
+Per batch the host makes as few driver calls as it can (each is several µs of the search
+thread's time on a server CPU): a run of ``rows`` positions keeps its planes' values right behind
+its masks on the device (``in_masks + rows·PLANES·8``, inside the two input regions, in every
+graph of that size), so a batch of up to ``UPLOAD_CHUNK_ROWS`` goes up in one copy; the
+moves-left output is laid out right behind the value output (``plan_buffers``), so both come
+back in one copy beside the policy's.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 import time
 import weakref
@@ -27,6 +35,7 @@ from lc0py.backends.gpu.weights import (
     SEQ,
     Buffers,
     NetShape,
+    align,
     graph_bucket,
     layout,
     plan_buffers,
@@ -82,14 +91,27 @@ class _PinnedPool:
         self.free.clear()
 
 
+#: The most bytes between the value and the moves-left outputs on the device that one copy back
+#: spans (they are adjacent in every plan; a wider gap is copied as two pieces).
+HEADS_SPAN_MAX = 1 << 20
+
+
+def host_view(buf: HostBuffer, offset: int, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+    """A typed view of ``buf``'s bytes from ``offset`` (``HostBuffer.view`` views its start)."""
+    nbytes = int(np.dtype(dtype).itemsize) * int(np.prod(shape)) if shape else 0
+    if offset + nbytes > buf.nbytes:
+        raise ValueError(f"host buffer of {buf.nbytes} bytes cannot hold {shape} at {offset}")
+    return buf.array[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
 @dataclass
 class _Slot:
-    """Pinned host buffers of one in-flight batch (two slots: submit overlaps a pending result)."""
+    """Pinned host buffers of one in-flight batch (two slots: submit overlaps a pending result):
+    ``planes``, a batch's masks then its values (``rows`` rows each, as on the device: one copy
+    up); ``heads``, the value output then, at ``GpuRunner.heads_mlh``, the moves-left output."""
 
-    masks: HostBuffer
-    values: HostBuffer
-    value: HostBuffer
-    mlh: HostBuffer
+    planes: HostBuffer
+    heads: HostBuffer
     event: Event
     pending: PendingBatch | None = None
 
@@ -175,6 +197,9 @@ class GpuRunner:
         self.buffer_bytes = 0
         self._graphs: dict[tuple[int, bool], int] = {}
         self._slots: list[_Slot] = []
+        self._run_bufs: dict[int, Buffers] = {}  # per run size: values right behind the masks
+        self.heads_mlh = 0  # where the moves-left output starts in a slot's ``heads``
+        self.heads_joined = False  # value and moves-left come back in one copy
         self.policy_pool: _PinnedPool | None = None
         self._next_slot = 0
         self.ensure(self.max_batch)
@@ -200,16 +225,20 @@ class GpuRunner:
         else:
             sizes = plan_buffers(self.shape, cap, self.ops.elem, fallback=True)
         offsets, total = layout(sizes)
+        if offsets["in_values"] != offsets["in_masks"] + align(sizes["in_masks"]):
+            raise RuntimeError("GPU buffer plan: the planes' values must follow their masks")
         self._buf_base = self.p.alloc(total)
         self.buf = Buffers(**{name: self._buf_base + off for name, off in offsets.items()})
+        self._run_bufs = {}
         self.buffer_bytes = total
         s, elem = self.shape, self.ops.elem
+        gap = offsets.get("out_mlh", 0) - offsets["out_value"]
+        self.heads_joined = bool(s.mlh) and 0 < gap <= HEADS_SPAN_MAX
+        self.heads_mlh = gap if self.heads_joined else align(cap * s.v_out * elem)
         self._slots = [
             _Slot(
-                masks=self.p.alloc_host(cap * PLANES * 8),
-                values=self.p.alloc_host(cap * PLANES * 4),
-                value=self.p.alloc_host(cap * s.v_out * elem),
-                mlh=self.p.alloc_host(cap * elem),
+                planes=self.p.alloc_host(cap * PLANES * 12),
+                heads=self.p.alloc_host(self.heads_mlh + cap * elem),
                 event=self.p.create_event(),
             )
             for _ in range(2)
@@ -226,15 +255,25 @@ class GpuRunner:
 
     def _free_slots(self) -> None:
         for slot in self._slots:
-            for hb in (slot.masks, slot.values, slot.value, slot.mlh):
+            for hb in (slot.planes, slot.heads):
                 self.p.free_host(hb)
             self.p.destroy_event(slot.event)
         self._slots = []
 
     # ---- running --------------------------------------------------------------------------------
+    def run_buffers(self, rows: int) -> Buffers:
+        """The buffers of a run of ``rows`` positions: its planes' values at ``in_masks +
+        rows·PLANES·8``, right behind its masks (within the masks' and values' regions, which
+        ``ensure`` checked are adjacent), so one copy uploads both (``_upload``)."""
+        buf = self._run_bufs.get(rows)
+        if buf is None:
+            buf = dataclasses.replace(self.buf, in_values=self.buf.in_masks + rows * PLANES * 8)
+            self._run_bufs[rows] = buf
+        return buf
+
     def forward(self, bsz: int, flash: bool, tap: Tap | None = None) -> None:
         """The model from the uploaded planes to the output buffers, enqueued on the main stream."""
-        self.model.forward(self.ops, self.buf, bsz, flash, tap)
+        self.model.forward(self.ops, self.run_buffers(bsz), bsz, flash, tap)
 
     def _take_slot(self) -> _Slot:
         slot = self._slots[self._next_slot]
@@ -244,21 +283,31 @@ class GpuRunner:
         return slot
 
     def _upload(self, slot: _Slot, batch: PlanesBatch, rows: int) -> None:
-        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device: the masks
-        in ``UPLOAD_CHUNK_ROWS`` pieces, each going up while the host copies the next (and the
-        values), so the device waits only for the first piece's host copy."""
+        """Copy ``batch`` (zero-padded to ``rows``) into the slot and on to the device, the values
+        behind the masks (``run_buffers``): up to ``UPLOAD_CHUNK_ROWS`` rows in one copy; a
+        larger batch's masks in ``UPLOAD_CHUNK_ROWS`` pieces, each going up while the host copies
+        the next (and the values), so the device waits only for the first piece's host copy."""
         n, main = len(batch), self.ops.main
-        masks = slot.masks.view(np.uint64, (rows, PLANES))
-        values = slot.values.view(np.float32, (rows, PLANES))
+        mask_bytes = rows * PLANES * 8
+        masks = slot.planes.view(np.uint64, (rows, PLANES))
+        values = host_view(slot.planes, mask_bytes, np.float32, (rows, PLANES))
+        dst = self.buf.in_masks
+        if rows <= UPLOAD_CHUNK_ROWS:
+            masks[:n] = batch.masks
+            masks[n:] = 0
+            values[:n] = batch.values
+            values[n:] = 0
+            self.p.copy_h2d(dst, slot.planes, rows * PLANES * 12, main)
+            return
         for lo in range(0, rows, UPLOAD_CHUNK_ROWS):
             hi = min(rows, lo + UPLOAD_CHUNK_ROWS)
             mid = min(max(lo, n), hi)  # rows lo..mid are the batch's, mid..hi padding
             masks[lo:mid] = batch.masks[lo:mid]
             masks[mid:hi] = 0
-            self.p.copy_h2d(self.buf.in_masks + lo * PLANES * 8, masks[lo:hi], (hi - lo) * PLANES * 8, main)
+            self.p.copy_h2d(dst + lo * PLANES * 8, masks[lo:hi], (hi - lo) * PLANES * 8, main)
         values[:n] = batch.values
         values[n:] = 0
-        self.p.copy_h2d(self.buf.in_values, slot.values, rows * PLANES * 4, main)
+        self.p.copy_h2d(dst + mask_bytes, values, rows * PLANES * 4, main)
 
     def submit(self, batch: PlanesBatch, flash: bool, use_graph: bool) -> PendingBatch:
         """Start evaluating ``batch``; returns before the device finishes."""
@@ -311,11 +360,15 @@ class GpuRunner:
     def _finish(self, slot: _Slot, n: int) -> PendingBatch:
         assert self.policy_pool is not None
         policy = self.policy_pool.take()
-        s, buf, main = self.shape, self.buf, self.ops.main
+        s, buf, main, elem = self.shape, self.buf, self.ops.main, self.ops.elem
         self.p.copy_d2h(policy, buf.out_policy, n * POLICY_OUT * 4, main)
-        self.p.copy_d2h(slot.value, buf.out_value, n * s.v_out * self.ops.elem, main)
-        if s.mlh:
-            self.p.copy_d2h(slot.mlh, buf.out_mlh, n * self.ops.elem, main)
+        if self.heads_joined:  # value, the gap between them, moves-left: one copy
+            self.p.copy_d2h(slot.heads, buf.out_value, self.heads_mlh + n * elem, main)
+        else:
+            self.p.copy_d2h(slot.heads, buf.out_value, n * s.v_out * elem, main)
+            if s.mlh:
+                mlh = host_view(slot.heads, self.heads_mlh, np.uint8, (n * elem,))
+                self.p.copy_d2h(mlh, buf.out_mlh, n * elem, main)
         slot.event.record(main)
         pending = PendingBatch(self, slot, n, policy)
         slot.pending = pending
@@ -331,9 +384,9 @@ class GpuRunner:
         assert pool is not None
         weakref.finalize(owner, pool.release, policy_buf)
         policy = np.ctypeslib.as_array(owner).reshape(n, POLICY_OUT)
-        wdl = wdl_from_value(slot.value.view(self.np_dtype, (n, s.v_out)).astype(np.float32))
+        wdl = wdl_from_value(slot.heads.view(self.np_dtype, (n, s.v_out)).astype(np.float32))
         if s.mlh:
-            mlh = slot.mlh.view(self.np_dtype, (n,)).astype(np.float32)
+            mlh = host_view(slot.heads, self.heads_mlh, self.np_dtype, (n,)).astype(np.float32)
             if self.moves_left_relu:
                 mlh = np.maximum(mlh, 0)
         else:

@@ -477,13 +477,14 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         "val_v2": batch * s.Vh * elem,
         "out_value": batch * s.v_out * elem,
     }
+    if s.mlh:  # right after out_value: one copy brings both heads to the host (GpuRunner._finish)
+        sizes["out_mlh"] = batch * elem
     if s.pe_dense:
         sizes["emb_p"] = batch * SEQ * 12 * elem
         sizes["emb_u"] = m * s.dE * elem
     if s.mlh:
         sizes["mlh_m1"] = m * s.Mc * elem
         sizes["mlh_m2"] = batch * s.Mh * elem
-        sizes["out_mlh"] = batch * elem
     if s.smolgen:
         sizes["sg_c"] = m * s.hc * elem
         sizes["sg_s1"] = batch * s.hs * elem

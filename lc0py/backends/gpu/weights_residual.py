@@ -297,6 +297,8 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
         "val_v2": batch * s.Vh * elem,
         "out_value": batch * s.v_out * elem,
     }
+    if s.mlh:  # right after out_value: one copy brings both heads to the host (GpuRunner._finish)
+        sizes["out_mlh"] = batch * elem
     if s.policy == "classical":
         sizes["pol_fc"] = batch * POLICY_OUT * elem
     if s.policy == "attention":
@@ -306,5 +308,4 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
     if s.mlh:
         sizes["mlh_m1"] = m * s.Mc * elem
         sizes["mlh_m2"] = batch * s.Mh * elem
-        sizes["out_mlh"] = batch * elem
     return sizes

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from lc0py.backends.gpu.runner import wait_without_gil
 
 
@@ -202,12 +204,45 @@ def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:
     assert not failures and len(plat.bound) == 2, failures[:1]
 
 
-def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
-    """The masks go up in ``UPLOAD_CHUNK_ROWS`` pieces and the values whole; what lands in the
-    device's input buffers is the batch, zero-padded to the graph bucket, whatever the slot held
-    before (a larger batch's rows)."""
+def _copying_platform():  # type: ignore[no-untyped-def]
+    """A pointer platform whose device memory is a dict of bytes: H2D and D2H copies move real
+    bytes (and are recorded), so what a submit uploads and what a result reads can be checked."""
     import ctypes
 
+    from lc0py.gpu.vendor_platform import VendorPlatform
+    from tests.backends.gpu.test_layers import PointerPlatform
+
+    class CopyingPlatform(PointerPlatform):
+        def __init__(self) -> None:
+            super().__init__()
+            self.device: dict[int, int] = {}  # address -> byte, of every write so far
+            self.h2d: list[tuple[int, int]] = []
+            self.d2h: list[tuple[int, int]] = []
+
+        def copy_h2d(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
+            data = ctypes.string_at(VendorPlatform._host_ptr(src), nbytes)
+            self.write(dst, data)
+            self.h2d.append((dst, nbytes))
+
+        def copy_d2h(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
+            ctypes.memmove(VendorPlatform._host_ptr(dst), self.read(src, nbytes), nbytes)
+            self.d2h.append((src, nbytes))
+
+        def write(self, ptr: int, data: bytes) -> None:
+            self.device.update(zip(range(ptr, ptr + len(data)), data, strict=True))
+
+        def read(self, ptr: int, nbytes: int) -> bytes:
+            return bytes(self.device.get(a, 0) for a in range(ptr, ptr + nbytes))
+
+    return CopyingPlatform()
+
+
+def test_upload_puts_the_padded_batch_on_the_device_in_one_copy_or_in_pieces() -> None:
+    """A run of ``rows`` positions has its values right behind its masks (``run_buffers``, the
+    pointer its forward pass reads): up to ``UPLOAD_CHUNK_ROWS`` rows go up in one copy, more as
+    masks in ``UPLOAD_CHUNK_ROWS`` pieces and the values whole. What lands on the device is the
+    batch, zero-padded to the graph bucket, whatever the slot held before (a larger batch's
+    rows), and it stays inside the input buffers."""
     import numpy as np
 
     from lc0py.backends.base import PlanesBatch
@@ -215,44 +250,84 @@ def test_upload_puts_the_padded_batch_on_the_device_in_pieces() -> None:
     from lc0py.backends.gpu.options import GpuOptions
     from lc0py.backends.gpu.runner import PLANES, UPLOAD_CHUNK_ROWS
     from lc0py.backends.gpu.weights import graph_bucket
-    from lc0py.gpu.vendor_platform import VendorPlatform
     from lc0py.weights.presets import random_network
-    from tests.backends.gpu.test_layers import PointerPlatform
 
-    class CopyingPlatform(PointerPlatform):
-        def __init__(self) -> None:
-            super().__init__()
-            self.device: dict[int, int] = {}  # address -> byte, of every H2D so far
-            self.h2d: list[tuple[int, int]] = []
-
-        def copy_h2d(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
-            data = ctypes.string_at(VendorPlatform._host_ptr(src), nbytes)
-            self.device.update(zip(range(dst, dst + nbytes), data, strict=True))
-            self.h2d.append((dst, nbytes))
-
-        def read(self, ptr: int, nbytes: int) -> bytes:
-            return bytes(self.device[a] for a in range(ptr, ptr + nbytes))
-
-    plat = CopyingPlatform()
+    plat = _copying_platform()
     opts = GpuOptions(graphs=True, max_batch=2 * UPLOAD_CHUNK_ROWS + 64)
     gpu = GpuNetwork(plat, random_network("tiny", 3), options=opts)
-    buf = gpu.runner.buf
+    runner = gpu.runner
+    buf = runner.buf
+    inputs_end = buf.in_values + runner.capacity * PLANES * 4
     try:
         rng = np.random.default_rng(8)
-        for n in (2 * UPLOAD_CHUNK_ROWS + 40, UPLOAD_CHUNK_ROWS + 3, 5):  # larger first: stale rows
+        for n in (2 * UPLOAD_CHUNK_ROWS + 40, UPLOAD_CHUNK_ROWS + 3, 5, UPLOAD_CHUNK_ROWS):
             masks = rng.integers(1, 2**63, size=(n, PLANES), dtype=np.uint64)
             values = rng.random((n, PLANES)).astype(np.float32) + 0.5
             plat.h2d.clear()
+            plat.used.clear()
             gpu.submit(PlanesBatch(masks, values)).result()
             rows = graph_bucket(n)
-            assert rows > n or n == 5
+            assert rows > n or n in (5, UPLOAD_CHUNK_ROWS)
             want_m = np.zeros((rows, PLANES), np.uint64)
             want_m[:n] = masks
             want_v = np.zeros((rows, PLANES), np.float32)
             want_v[:n] = values
+            values_at = runner.run_buffers(rows).in_values
+            assert values_at == buf.in_masks + want_m.nbytes
+            assert values_at + want_v.nbytes <= inputs_end
             assert plat.read(buf.in_masks, want_m.nbytes) == want_m.tobytes(), n
-            assert plat.read(buf.in_values, want_v.nbytes) == want_v.tobytes(), n
-            pieces = [size for dst, size in plat.h2d if dst != buf.in_values]
-            assert len(pieces) == -(-rows // UPLOAD_CHUNK_ROWS), (n, pieces)
+            assert plat.read(values_at, want_v.nbytes) == want_v.tobytes(), n
+            assert values_at in plat.used  # the forward pass (captured now) reads them there
+            if rows <= UPLOAD_CHUNK_ROWS:
+                assert plat.h2d == [(buf.in_masks, want_m.nbytes + want_v.nbytes)], n
+            else:
+                pieces = [size for dst, size in plat.h2d if dst != values_at]
+                assert len(pieces) == -(-rows // UPLOAD_CHUNK_ROWS), (n, pieces)
+                assert (values_at, want_v.nbytes) in plat.h2d
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False])
+@pytest.mark.parametrize("preset", ["tiny", "res-tiny"])
+def test_value_and_moves_left_come_back_in_one_copy(preset: str, fp16: bool) -> None:
+    """The moves-left output lies right behind the value output on the device, so a result is
+    two copies back (policy, both heads); the outputs read are the device's bytes."""
+    import numpy as np
+
+    from lc0py.backends.base import PlanesBatch, wdl_from_value
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+    from lc0py.backends.gpu.runner import PLANES, POLICY_OUT
+    from lc0py.weights.presets import random_network
+
+    plat = _copying_platform()
+    opts = GpuOptions(graphs=False, max_batch=64)
+    gpu = GpuNetwork(plat, random_network(preset, 4), fp16=fp16, options=opts)
+    runner, buf = gpu.runner, gpu.runner.buf
+    dtype = np.float16 if fp16 else np.float32
+    try:
+        assert runner.shape.mlh and runner.heads_joined
+        rng = np.random.default_rng(5)
+        for n in (37, 3):
+            v_out = runner.shape.v_out
+            value = rng.normal(size=(n, v_out)).astype(dtype)
+            mlh = (rng.random(n) * 80 - 5).astype(dtype)  # some negative: the ReLU
+            policy = rng.normal(size=(n, POLICY_OUT)).astype(np.float32)
+            plat.write(buf.out_value, value.tobytes())
+            plat.write(buf.out_mlh, mlh.tobytes())
+            plat.write(buf.out_policy, policy.tobytes())
+            plat.d2h.clear()
+            masks = rng.integers(1, 2**63, size=(n, PLANES), dtype=np.uint64)
+            out = gpu.submit(PlanesBatch(masks, np.ones((n, PLANES), np.float32))).result()
+            assert len(plat.d2h) == 2, plat.d2h
+            np.testing.assert_array_equal(out.policy, policy)
+            want_wdl = wdl_from_value(value.astype(np.float32)).astype(np.float32)
+            np.testing.assert_array_equal(out.wdl, want_wdl)
+            want_m = mlh.astype(np.float32)
+            if runner.moves_left_relu:
+                want_m = np.maximum(want_m, 0)
+            np.testing.assert_array_equal(out.moves_left, want_m)
+            assert out.wdl.dtype == out.moves_left.dtype == np.float32
     finally:
         gpu.close()
