@@ -507,7 +507,7 @@ class Search:
         self._maybe_trigger_stop()
         self._maybe_send_info()
 
-    def _iteration_stats(self) -> IterationStats:
+    def iteration_stats(self) -> IterationStats:
         """lc0's ``PopulateCommonIterationStats`` (after every batch: each value read once)."""
         out = self._root_stats_out
         prm = self.prm
@@ -541,7 +541,7 @@ class Search:
         if not self._root_stoppers:
             self._check_counter_limits()
             return
-        stats = self._iteration_stats()
+        stats = self.iteration_stats()
         if stats.total_nodes == 0 or self._stop.is_set():
             return
         if self._stop_requested:  # a stop that waited for the first evaluation

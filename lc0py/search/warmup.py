@@ -86,6 +86,7 @@ def _run() -> float:
     search.run()
     search.join()
     search.info()
+    search.iteration_stats()  # the stoppers' root statistics (this search's limits skip them)
     search.best_move()
     # What this tiny search never reaches, compiled here with the argument types the search
     # passes (a first call does nothing): undoing the visits of a batch still in flight when a
