@@ -174,7 +174,7 @@ class SimulatedGpu:
     def __init__(self, inner: Any, delay_ms: float, per_position_us: float, fp16: bool = True) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from lc0py.backends.gpu.runner import _PinnedPool
+        from lc0py.backends.gpu.runner import _PinnedPool, host_view
 
         self.inner, self.name = inner, "sim-gpu"
         self.info = inner.info
@@ -197,6 +197,9 @@ class SimulatedGpu:
             })()
             for _ in range(2)
         ]
+        for slot in self.slots:  # the typed views GpuRunner.ensure makes
+            slot.value = slot.heads.view(self.np_dtype, (cap, v_out))
+            slot.mlh = host_view(slot.heads, self.heads_mlh, self.np_dtype, (cap,))
         self.next = 0
         self.device = ThreadPoolExecutor(1, thread_name_prefix="sim-device")
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -98,7 +99,7 @@ HEADS_SPAN_MAX = 1 << 20
 
 def host_view(buf: HostBuffer, offset: int, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
     """A typed view of ``buf``'s bytes from ``offset`` (``HostBuffer.view`` views its start)."""
-    nbytes = int(np.dtype(dtype).itemsize) * int(np.prod(shape)) if shape else 0
+    nbytes = np.dtype(dtype).itemsize * math.prod(shape)  # np.prod of a tuple: ~10 us
     if offset + nbytes > buf.nbytes:
         raise ValueError(f"host buffer of {buf.nbytes} bytes cannot hold {shape} at {offset}")
     return buf.array[offset : offset + nbytes].view(dtype).reshape(shape)
@@ -114,6 +115,20 @@ class _Slot:
     heads: HostBuffer
     event: Event
     pending: PendingBatch | None = None
+    # typed views made once (a view costs a few us, several a batch): rows -> (masks, values)
+    # of a run of that many rows; the value and moves-left outputs of all ``capacity`` rows
+    runs: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    value: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.float32))
+    mlh: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    def run(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """The masks and values of a run of ``rows`` rows, the values behind the masks."""
+        views = self.runs.get(rows)
+        if views is None:
+            masks = self.planes.view(np.uint64, (rows, PLANES))
+            views = masks, host_view(self.planes, rows * PLANES * 8, np.float32, (rows, PLANES))
+            self.runs[rows] = views
+        return views
 
 
 def wait_without_gil(event: Event) -> None:
@@ -243,6 +258,9 @@ class GpuRunner:
             )
             for _ in range(2)
         ]
+        for slot in self._slots:
+            slot.value = slot.heads.view(self.np_dtype, (cap, s.v_out))
+            slot.mlh = host_view(slot.heads, self.heads_mlh, self.np_dtype, (cap,))
         if self.policy_pool is None:
             self.policy_pool = _PinnedPool(self.p, cap * POLICY_OUT * 4)
         self.policy_pool.resize(cap * POLICY_OUT * 4)
@@ -289,8 +307,7 @@ class GpuRunner:
         the next (and the values), so the device waits only for the first piece's host copy."""
         n, main = len(batch), self.ops.main
         mask_bytes = rows * PLANES * 8
-        masks = slot.planes.view(np.uint64, (rows, PLANES))
-        values = host_view(slot.planes, mask_bytes, np.float32, (rows, PLANES))
+        masks, values = slot.run(rows)
         dst = self.buf.in_masks
         if rows <= UPLOAD_CHUNK_ROWS:
             masks[:n] = batch.masks
@@ -367,8 +384,7 @@ class GpuRunner:
         else:
             self.p.copy_d2h(slot.heads, buf.out_value, n * s.v_out * elem, main)
             if s.mlh:
-                mlh = host_view(slot.heads, self.heads_mlh, np.uint8, (n * elem,))
-                self.p.copy_d2h(mlh, buf.out_mlh, n * elem, main)
+                self.p.copy_d2h(slot.mlh[:n], buf.out_mlh, n * elem, main)
         slot.event.record(main)
         pending = PendingBatch(self, slot, n, policy)
         slot.pending = pending
@@ -384,9 +400,9 @@ class GpuRunner:
         assert pool is not None
         weakref.finalize(owner, pool.release, policy_buf)
         policy = np.ctypeslib.as_array(owner).reshape(n, POLICY_OUT)
-        wdl = wdl_from_value(slot.heads.view(self.np_dtype, (n, s.v_out)).astype(np.float32))
+        wdl = wdl_from_value(slot.value[:n].astype(np.float32))
         if s.mlh:
-            mlh = host_view(slot.heads, self.heads_mlh, self.np_dtype, (n,)).astype(np.float32)
+            mlh = slot.mlh[:n].astype(np.float32)
             if self.moves_left_relu:
                 mlh = np.maximum(mlh, 0)
         else:
