@@ -1,0 +1,187 @@
+// fp8.hip -- FP8 (e4m3) activations for the FP8 GEMMs, and those GEMMs' epilogue.
+//
+// The FP8 path (lc0py/backends/gpu/fp8.py) runs the big GEMMs of an attention body as
+//   D[M,N] (fp16) = a_scale * w_ref * (Xq[M,K] . Wq[N,K]^T)      cuBLASLt, e4m3 inputs, fp32 accumulation
+// where Xq is the activation quantized per tensor with a scale from the running batch (these
+// kernels, on the device: no host sync, graph-capturable) and Wq the weight quantized per output
+// channel at load (fp8_quant.py). cuBLASLt takes only per-tensor scales, so the per-channel part
+// of the weight scale (col_scale[n] = s_w[n] / w_ref) is applied by fp8_epilogue, which also adds
+// the bias, the activation and the residual.
+//
+// Per-tensor amax without atomics: a fixed grid of LC0_FP8_PARTIALS blocks writes one maximum per
+// block (fp8_amax, or fp8_epilogue for the tensor it produces), and every block of fp8_quantize
+// first reduces those partials itself. Two launches, no memset, deterministic, and nothing for a
+// captured graph to reset.
+//
+// Formats: NVIDIA (and every software path) e4m3fn, the OCP format cuBLASLt calls CUDA_R_8F_E4M3
+// (bias 7, max 448, no infinity, NaN = S.1111.111). AMD gfx940/941/942 have the "fnuz" variant
+// (bias 8, max 240, NaN = 0x80): there the hardware conversion is used and LC0_FP8_MAX is 240.
+// The AMD side is compiled in CI only; it has never run.
+//
+// Storage of everything that is not FP8 is fp16 (LC0_FP16 = 1); arithmetic is fp32.
+#include "common.h"
+#include "activations.h"
+
+#ifndef LC0_FP8_PARTIALS
+#define LC0_FP8_PARTIALS 512  // blocks of the amax grid (lc0py/backends/gpu/fp8.py FP8_PARTIALS)
+#endif
+#ifndef LC0_FP8_THREADS
+#define LC0_FP8_THREADS 256  // threads of every block here (ops.THREADS)
+#endif
+
+static_assert(LC0_FP16 == 1, "the FP8 path keeps its activations in fp16");
+static_assert(LC0_FP8_THREADS % WARP_SIZE == 0, "blocks are whole warps");
+
+#if defined(LC0_AMD) && (defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
+#define LC0_FP8_FNUZ 1
+#define LC0_FP8_MAX 240.0f
+#else
+#define LC0_FP8_FNUZ 0
+#define LC0_FP8_MAX 448.0f
+#endif
+
+typedef unsigned char fp8_t;
+
+#if defined(LC0_NVIDIA)
+LC0_DEVICE u32 fp8_float_bits(float f) { return __float_as_uint(f); }
+#else
+LC0_DEVICE u32 fp8_float_bits(float f) { return __builtin_bit_cast(u32, f); }
+#endif
+
+// e4m3fn of one float by integer arithmetic: round to nearest even, saturating at +-448, NaN ->
+// 0x7f | sign. Bit-exact with the host's lc0py/backends/gpu/fp8_quant.py e4m3_encode (and with
+// ml_dtypes' float8_e4m3fn below 448), checked on the CPU by tests/kernels/test_fp8_emulated.py.
+LC0_DEVICE u32 e4m3_soft(float x) {
+    const u32 bits = fp8_float_bits(x);
+    const u32 sign = (bits >> 24) & 0x80u;
+    u32 a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7fu;  // NaN
+    if (a > 0x43e00000u) a = 0x43e00000u;      // saturate at 448 (+inf too)
+    if (a < 0x3c800000u) {                     // below 2^-6: subnormal, steps of 2^-9
+        const int e = (int)(a >> 23);          // biased exponent, <= 120
+        if (e < 127 - 10) return sign;         // below 2^-10: rounds to zero (2^-10 itself: tie, even)
+        const u32 mant = (a & 0x7fffffu) | 0x800000u;
+        const int shift = 14 + 127 - e;        // value * 2^9 = mant * 2^(e - 127 - 23 + 9)
+        u32 k = mant >> shift;
+        const u32 rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (k & 1u))) ++k;
+        return sign | k;  // k == 8 is 2^-6, the smallest normal: the same code
+    }
+    const u32 r = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;  // 3 mantissa bits, RNE
+    const u32 e = (r >> 23) - 120u;  // rebias 127 -> 7
+    return sign | (e << 3) | ((r >> 20) & 7u);
+}
+
+// Two floats -> two FP8 bytes (lo in bits 0-7, hi in 8-15), saturating.
+LC0_DEVICE u32 fp8x2(float lo, float hi) {
+#if defined(LC0_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    u16 r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    return (u32)r;
+#elif LC0_FP8_FNUZ
+    // v_cvt_pk_fp8_f32 (gfx94x: fnuz e4m3); clamp first, the conversion does not saturate
+    lo = fminf(fmaxf(lo, -LC0_FP8_MAX), LC0_FP8_MAX);
+    hi = fminf(fmaxf(hi, -LC0_FP8_MAX), LC0_FP8_MAX);
+    return (u32)__builtin_amdgcn_cvt_pk_fp8_f32(lo, hi, 0, false) & 0xffffu;
+#else
+    return e4m3_soft(lo) | (e4m3_soft(hi) << 8);
+#endif
+}
+
+extern __shared__ float fp8_reduce[];  // LC0_FP8_THREADS / WARP_SIZE floats (the launch's dynamic smem)
+
+// Maximum of v over the block (v >= 0). Every thread gets it. Reuses fp8_reduce.
+LC0_DEVICE float fp8_block_max(float v) {
+    v = warp_max(v);
+    const int warp = (int)threadIdx.x / WARP_SIZE, lane = (int)threadIdx.x % WARP_SIZE;
+    __syncthreads();  // earlier readers of fp8_reduce are done
+    if (lane == 0) fp8_reduce[warp] = v;
+    __syncthreads();
+    float m = 0.f;
+    for (int w = 0; w < LC0_FP8_THREADS / WARP_SIZE; ++w) m = fmaxf(m, fp8_reduce[w]);
+    return m;
+}
+
+// The per-tensor maximum from the partials of the grid before (each block reduces them itself).
+LC0_DEVICE float fp8_tensor_amax(const float* LC0_RESTRICT partial) {
+    float m = 0.f;
+    for (int i = (int)threadIdx.x; i < LC0_FP8_PARTIALS; i += LC0_FP8_THREADS) m = fmaxf(m, partial[i]);
+    return fp8_block_max(m);
+}
+
+// partial[block] = max |x| over the block's grid-stride share of x (chunks of LC0_VEC fp16).
+// Launch: LC0_FP8_PARTIALS blocks of LC0_FP8_THREADS.
+extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
+fp8_amax(const T* LC0_RESTRICT x, unsigned chunks, float* LC0_RESTRICT partial) {
+    float m = 0.f;
+    for (unsigned i = blockIdx.x * LC0_FP8_THREADS + threadIdx.x; i < chunks; i += LC0_FP8_PARTIALS * LC0_FP8_THREADS) {
+        float v[LC0_VEC];
+        load_vec(x + (size_t)i * LC0_VEC, v);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) m = fmaxf(m, fmaxf(v[j], -v[j]));
+    }
+    m = fp8_block_max(m);
+    if (threadIdx.x == 0) partial[blockIdx.x] = m;
+}
+
+// q = fp8(x * LC0_FP8_MAX / amax) and *scale = amax / LC0_FP8_MAX (the dequantization scale
+// cuBLASLt reads through its B_SCALE pointer); amax == 0 (an all-zero tensor): scale 1.
+// Launch: LC0_FP8_PARTIALS blocks of LC0_FP8_THREADS.
+extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
+fp8_quantize(const T* LC0_RESTRICT x, unsigned chunks, const float* LC0_RESTRICT partial,
+             fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT scale) {
+    const float amax = fp8_tensor_amax(partial);
+    const float inv = amax > 0.f ? LC0_FP8_MAX / amax : 1.f;
+    if (blockIdx.x == 0 && threadIdx.x == 0) *scale = amax > 0.f ? amax / LC0_FP8_MAX : 1.f;
+    for (unsigned i = blockIdx.x * LC0_FP8_THREADS + threadIdx.x; i < chunks; i += LC0_FP8_PARTIALS * LC0_FP8_THREADS) {
+        float v[LC0_VEC];
+        load_vec(x + (size_t)i * LC0_VEC, v);
+        u32 w[LC0_VEC / 4];
+#pragma unroll
+        for (int j = 0; j < LC0_VEC / 4; ++j)
+            w[j] = fp8x2(v[4 * j] * inv, v[4 * j + 1] * inv) | (fp8x2(v[4 * j + 2] * inv, v[4 * j + 3] * inv) << 16);
+        u32* dst = reinterpret_cast<u32*>(q + (size_t)i * LC0_VEC);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC / 4; ++j) dst[j] = w[j];
+    }
+}
+
+// The FP8 GEMM's epilogue, per element of the [rows, n] GEMM output d (fp16):
+//   y = act(d * col_scale[c] + bias[c]) ;  out = alpha * y + beta * res
+// (bias, res: nullptr for none; out may be d or res). With partial != nullptr each block also
+// writes max |out| of its share, for the fp8_quantize of out that follows (the FFN's hidden layer).
+// n is a multiple of LC0_VEC. Launch: LC0_FP8_PARTIALS blocks of LC0_FP8_THREADS.
+extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
+fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT col_scale,
+             const T* LC0_RESTRICT bias, int act, float alpha, float beta, const T* res, T* out,
+             float* LC0_RESTRICT partial) {
+    const unsigned cpr = n / LC0_VEC, chunks = rows * cpr;
+    float m = 0.f;
+    for (unsigned i = blockIdx.x * LC0_FP8_THREADS + threadIdx.x; i < chunks; i += LC0_FP8_PARTIALS * LC0_FP8_THREADS) {
+        const unsigned c = (i % cpr) * LC0_VEC;
+        float v[LC0_VEC], b[LC0_VEC], r[LC0_VEC];
+        load_vec(d + (size_t)i * LC0_VEC, v);
+        if (bias != nullptr) {
+            load_vec(bias + c, b);
+        } else {
+#pragma unroll
+            for (int j = 0; j < LC0_VEC; ++j) b[j] = 0.f;
+        }
+        if (res != nullptr && beta != 0.f) {
+            load_vec(res + (size_t)i * LC0_VEC, r);
+        } else {
+#pragma unroll
+            for (int j = 0; j < LC0_VEC; ++j) r[j] = 0.f;
+        }
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) {
+            v[j] = alpha * activate(v[j] * col_scale[c + j] + b[j], act) + beta * r[j];
+            m = fmaxf(m, fmaxf(v[j], -v[j]));
+        }
+        store_vec(out + (size_t)i * LC0_VEC, v);
+    }
+    if (partial != nullptr) {
+        m = fp8_block_max(m);
+        if (threadIdx.x == 0) partial[blockIdx.x] = m;
+    }
+}
