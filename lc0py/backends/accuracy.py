@@ -24,6 +24,15 @@ import numpy as np
 
 RTOL_FP32 = 1e-4
 RTOL_FP16 = 1e-2
+#: The FP8 path (``cuda-fp8``): e4m3 keeps 3 mantissa bits (2^-4 relative rounding, ~2.5 % RMS per
+#: quantized operand), so one FP8 GEMM's output is off by a few percent where fp16's is off by
+#: ~0.05 %. Proposed from issue 28's decision targets (top-1 move equal to fp16's in >= 98 % of
+#: positions, mean |dQ| <= 0.02), which the device's accuracy table (scripts/device/fp8_check)
+#: measures; 0.1 relative on the outputs is the bound that keeps both on the generated T82 nets
+#: (provisional until that table has run: docs/fp8.md).
+RTOL_FP8 = 1e-1
+FP8_TOP1_AGREEMENT = 0.98  # top-1 move equal to the fp16 path's, fraction of positions
+FP8_MEAN_ABS_DQ = 0.02  # mean |Q_fp8 - Q_fp16|
 # unit roundoff of the storage dtype: the absolute slack of the flash rule
 FLASH_SLACK_FP16 = float(np.finfo(np.float16).eps)  # 9.8e-4
 FLASH_SLACK_FP32 = float(np.finfo(np.float32).eps)  # 1.2e-7
@@ -46,8 +55,11 @@ def relative_error(out: Any, ref: Any) -> float:
     return float(np.linalg.norm(a - b) / norm)
 
 
-def tolerance(fp16: bool) -> float:
-    """The relative-error limit of a path computing in fp16 (``True``) or fp32."""
+def tolerance(fp16: bool, fp8: bool = False) -> float:
+    """The relative-error limit of a path computing in fp16 (``True``) or fp32; ``fp8``: the FP8
+    GEMM path (fp16 elsewhere)."""
+    if fp8:
+        return RTOL_FP8
     return RTOL_FP16 if fp16 else RTOL_FP32
 
 

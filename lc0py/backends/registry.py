@@ -289,6 +289,11 @@ for _name, _priority, _factory, _description, _probe in (
     register(
         BackendEntry(_name, _priority, f"{_GPU}:{_factory}", _description, f"{_GPU}:{_probe}", device="gpu")
     )
+# FP8 GEMMs (NVIDIA compute capability 8.9+): an accuracy trade the user asks for, never "auto"
+register(
+    BackendEntry("cuda-fp8", 101, f"{_GPU}:create_cuda_fp8", "CUDA, FP8 e4m3 GEMMs (Ada/Hopper+)",
+                 f"{_GPU}:probe_cuda", auto=False, device="gpu")
+)
 
 # lc0's multi-device backends (lc0py.backends.multi): children from nested option groups,
 # ``--backend-opts=(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)``. Never picked by "auto".

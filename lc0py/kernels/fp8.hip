@@ -175,8 +175,8 @@ fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT co
         }
 #pragma unroll
         for (int j = 0; j < LC0_VEC; ++j) {
-            v[j] = alpha * activate(v[j] * col_scale[c + j] + b[j], act) + beta * r[j];
-            m = fmaxf(m, fmaxf(v[j], -v[j]));
+            v[j] = f16_to_f32(f32_to_f16(alpha * activate(v[j] * col_scale[c + j] + b[j], act) + beta * r[j]));
+            m = fmaxf(m, fmaxf(v[j], -v[j]));  // of the value as stored: what fp8_quantize will read
         }
         store_vec(out + (size_t)i * LC0_VEC, v);
     }

@@ -1,4 +1,5 @@
-"""The GPU backends (``cuda``, ``cuda-fp16``, ``gpu``, ``rocm``, ``rocm-fp16``) on ``GpuNetwork``.
+"""The GPU backends (``cuda``, ``cuda-fp16``, ``cuda-fp8``, ``gpu``, ``rocm``, ``rocm-fp16``) on
+``GpuNetwork``.
 
 ``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
@@ -35,6 +36,7 @@ to ``GpuNetwork``.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import cast
 
 import numpy as np
@@ -43,7 +45,7 @@ from lc0py.backends.base import BackendBase, BackendInfo, NetworkOutput, Pending
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.tuning import TuneKey, load_tuned
 from lc0py.backends.options import BackendOptions
-from lc0py.errors import UnsupportedNetError
+from lc0py.errors import BackendUnavailable, UnsupportedNetError
 from lc0py.gpu import factory
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
@@ -64,7 +66,10 @@ class GpuBackend(BackendBase):
         fp16: bool,
         vendor: str,
         name: str,
+        precision: str | None = None,
     ) -> None:
+        """``precision``: the backend's own default of the ``precision`` option (``cuda-fp8``:
+        ``"fp8"``); else ``fp16`` decides. An explicit ``precision=`` option wins."""
         from lc0py.backends.gpu.network import GpuNetwork
 
         self.name = name
@@ -73,8 +78,24 @@ class GpuBackend(BackendBase):
         except UnsupportedNetError as exc:
             raise UnsupportedNetError(f"--backend '{name}': {exc}") from None
         opts = GpuOptions.parse(options)
+        if opts.precision is None and precision is not None:
+            opts = replace(opts, precision=precision)
+        if opts.precision is not None:
+            fp16 = opts.precision != "fp32"
+        if opts.fp8 and network.body != "attention":
+            raise UnsupportedNetError(
+                f"--backend '{name}': FP8 runs attention-body nets only; this net has a "
+                f"{network.body} body (use cuda-fp16)"
+            )
         self.network = network
         self.platform = factory.create_platform(vendor, opts.gpu)
+        if opts.fp8:
+            from lc0py.backends.gpu.fp8 import fp8_refusal
+
+            reason = fp8_refusal(self.platform.info)
+            if reason:
+                self.platform.close()
+                raise BackendUnavailable(f"--backend '{name}': {reason}")
         self._verify = opts.verify
         self.tuned_from: str | None = None
         if opts.tuned and opts.flash and network.body == "attention":  # tuned attention kernels
@@ -141,7 +162,7 @@ class GpuBackend(BackendBase):
 
         ref = forward(self.network, batch.dense(np.float64), np.float64)
         errs = output_errors(out, ref, self.network.has_moves_left)
-        limit = tolerance(self.gpu.fp16)
+        limit = tolerance(self.gpu.fp16, self.gpu.fp8)
         verdict = "PASS" if all(e <= limit for e in errs.values()) else "FAIL"
         log.warning(
             "verify=on (%s, first batch of %d vs numpy float64): %s -> %s (limit %g)",
@@ -167,6 +188,10 @@ def create_cuda(network: Network, options: BackendOptions) -> GpuBackend:
 
 def create_cuda_fp16(network: Network, options: BackendOptions) -> GpuBackend:
     return GpuBackend(network, options, fp16=True, vendor="nvidia", name="cuda-fp16")
+
+
+def create_cuda_fp8(network: Network, options: BackendOptions) -> GpuBackend:
+    return GpuBackend(network, options, fp16=True, vendor="nvidia", name="cuda-fp8", precision="fp8")
 
 
 def create_gpu(network: Network, options: BackendOptions) -> GpuBackend:

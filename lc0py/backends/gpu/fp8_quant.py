@@ -29,6 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: Blocks of the device's amax grid (kernels/fp8.hip LC0_FP8_PARTIALS): the per-tensor maximum is
+#: reduced from this many per-block maxima (the buffer plan sizes them, fp8.py launches them)
+FP8_PARTIALS = 512
 E4M3_MAX = 448.0  # largest finite e4m3fn value (S.1111.110)
 CHANNEL_RANGE = 256.0  # the smallest per-channel scale is at least 1/256 of the largest
 _NAN_CODE = 0x7F

@@ -14,6 +14,7 @@ slots, graphs per batch bucket, asynchronous results). This class only wires the
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -71,15 +72,20 @@ class GpuNetwork:
         *,
         fp16: bool = True,
         options: GpuOptions = DEFAULT_OPTIONS,
+        fp8_gemms: Any = None,
     ) -> None:
         """``options``: the backend's parsed ``--backend-opts`` (flash, graphs, max_batch, the
-        residual kernels' choices, flash parameters); the defaults when built directly."""
+        residual kernels' choices, flash parameters, ``precision=fp8``: the FP8 GEMMs of fp8.py);
+        the defaults when built directly. ``fp8_gemms``: the FP8 GEMM provider (default: cuBLASLt
+        on this platform; tests pass a recording one)."""
         self.p = platform
         platform.bind_thread()  # another device (gpu=N) may have been made current since its creation
         self.net = network
         self.fp16 = fp16
         self.options = options
         self.np_dtype = np.float16 if fp16 else np.float32
+        self.fp8 = options.fp8
+        self._fp8: Any = None  # fp8.Fp8Resources (cuBLASLt, FP8 weights), closed with the network
         self._closed = False
         self._w_base = 0
         # One thread at a time enqueues on the streams: a graph capture is per stream, and a launch
@@ -109,15 +115,25 @@ class GpuNetwork:
             ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)
         else:
             shape = net_shape(network)
+            if self.fp8:
+                from lc0py.backends.gpu.fp8 import fp8_shape_refusal
+
+                problem = fp8_shape_refusal(shape)
+                if problem or not fp16:
+                    raise UnsupportedNetError(problem or "FP8 keeps its activations in fp16 (fp16=True)")
+                shape = replace(shape, fp8=True)  # its buffers in the plan
             self.shape = shape
             self.ops = GpuOps(platform, self.cache, fp16, GpuModel.SIDE_BRANCHES)
-            weights = self._upload(pack_model(network, self.np_dtype))
+            host = pack_model(network, self.np_dtype)
+            weights = self._upload(host)
             self.model_weights = weights
             self.fusions = choose_fusions(options, shape.smolgen, platform.info, platform.can_fork)
             self.model = GpuModel(
                 self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides,
                 self.fusions,
             )
+            if self.fp8:
+                self._fp8 = self._build_fp8(network, host, fp8_gemms)
             ml = network.moves_left
             ml_relu = ml is not None and ml.fc2.b is not None
         self.runner = GpuRunner(
@@ -128,6 +144,17 @@ class GpuNetwork:
             max_batch=options.max_batch,
             moves_left_relu=ml_relu,
         )
+
+    def _build_fp8(self, network: Network, packed: Any, gemms: Any) -> Any:
+        """The FP8 layers over the fp16 model (fp8.py); cuBLASLt unless a provider is given."""
+        from lc0py.backends.gpu.fp8 import build_fp8_model
+
+        if gemms is None:
+            from lc0py.gpu.cublaslt import CublasLtFp8
+
+            gemms = CublasLtFp8(self.p)
+        assert isinstance(self.model, GpuModel)
+        return build_fp8_model(self.model, self.ops, self.cache, network, packed, gemms)
 
     def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with
@@ -251,4 +278,7 @@ class GpuNetwork:
             if self._w_base:
                 self.p.free(self._w_base)
                 self._w_base = 0
+            if self._fp8 is not None:
+                self._fp8.close()
+                self._fp8 = None
             self.ops.close()

@@ -12,6 +12,8 @@ nothing below the backend reads option text or sets option flags on other object
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device ordinal (lc0's name), checked against the devices present
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
+``precision``       (backend) ``fp32`` (``cuda``), ``fp16`` (``cuda-fp16``), or ``fp8``: the big GEMMs of an
+                              attention body in FP8 e4m3 (``cuda-fp8``; NVIDIA compute capability 8.9+)
 ``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
                               heads x depth and dtype (``off``: the built-in defaults)
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
@@ -69,9 +71,11 @@ KNOWN_OPTIONS = (
     "gpu",
     "verify",
     "tuned",
+    "precision",
     *(f"attn_{n}" for n in OVERRIDABLE),
 )
 MAX_BATCH_LIMIT = 65536
+PRECISIONS = ("fp32", "fp16", "fp8")
 
 
 def auto_or_bool(key: str, value: str) -> bool | None:
@@ -83,6 +87,15 @@ def auto_or_bool(key: str, value: str) -> bool | None:
         return to_bool(key, value)
     except BackendOptionError:
         raise BackendOptionError(f"--backend-opts: {key}='{value}' is not one of on, off, auto") from None
+
+
+def precision_value(key: str, value: str) -> str:
+    """``precision=fp32|fp16|fp8`` (lc0's ``fp16`` spelling ``half`` too); else one line."""
+    text = value.strip().lower()
+    text = {"half": "fp16", "float": "fp32", "single": "fp32"}.get(text, text)
+    if text not in PRECISIONS:
+        raise BackendOptionError(f"--backend-opts: {key}='{value}' is not one of {', '.join(PRECISIONS)}")
+    return text
 
 
 def flash_param(key: str, value: str) -> int:
@@ -109,6 +122,9 @@ class GpuOptions:
     gpu: int = 0
     verify: bool = False
     tuned: bool = True
+    #: ``None``: the backend's own (fp32 for cuda/rocm, fp16 for cuda-fp16/rocm-fp16/gpu, fp8 for
+    #: cuda-fp8); an explicit ``precision=`` wins
+    precision: str | None = None
     winograd: bool | None = None
     winograd_split: bool = True
     winograd_staged: bool | None = None
@@ -135,6 +151,7 @@ class GpuOptions:
             gpu=take("gpu", 0, lo=0),
             verify=take("verify", False),
             tuned=take("tuned", True),
+            precision=take("precision", None, precision_value),
             winograd=take("winograd", None, auto_or_bool),
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),
@@ -159,6 +176,11 @@ class GpuOptions:
     def from_text(cls, text: str | None, backend: str = "") -> GpuOptions:
         """``GpuOptions.parse`` of a ``key=value,...`` string (scripts, tests)."""
         return cls.parse(BackendOptions.parse(text, backend))
+
+    @property
+    def fp8(self) -> bool:
+        """The FP8 GEMM path (``precision=fp8``)."""
+        return self.precision == "fp8"
 
     @property
     def flash_overrides(self) -> dict[str, int]:

@@ -35,6 +35,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS
 from lc0py.errors import UnsupportedNetError
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
 from lc0py.weights.network import Activation, Dense, EncoderLayer, InputEmbedding, Network, PolicyHead
@@ -72,6 +73,7 @@ class NetShape:
     pe_dense: bool = False
     dE: int = 0  # PE_DENSE: preproc features per square
     Fe: int = 0  # PE_DENSE: embedding FFN hidden size (0: no embedding FFN)
+    fp8: bool = False  # the FP8 GEMM path (fp8.py): its buffers are planned too
 
     @property
     def seq(self) -> int:
@@ -80,8 +82,9 @@ class NetShape:
     @property
     def qkv_ld(self) -> int:
         """Row stride of the fused projection output: Q, K, V and the smolgen compress columns,
-        padded to a multiple of 8 elements so every row starts 16-byte aligned (vector loads)."""
-        return 3 * self.D + (self.hc + 7) // 8 * 8
+        padded to a multiple of 16 elements: every row starts 16-byte aligned (vector loads), and
+        N is a multiple of 16 as the FP8 GEMM (fp8.py) needs it."""
+        return 3 * self.D + (self.hc + 15) // 16 * 16
 
 
 def net_shape(net: Network) -> NetShape:
@@ -455,6 +458,10 @@ class Buffers:
     se_stats: int = 0  # residual nets, se_gates: per-tile sums of a block's first conv [B, 16, C]
     se_hpre: int = 0  # residual nets, se_gates: SE fc1 pre-activation [B, S]
     se_gates: int = 0  # residual nets, se_gates: SE gates (sigmoid scale | shift) [B, 2C]
+    fp8_x: int = 0  # FP8 path: the quantized GEMM input (e4m3 bytes)
+    fp8_d: int = 0  # FP8 path: a GEMM output before its residual epilogue [B*64, E]
+    fp8_partial: int = 0  # FP8 path: per-block maxima of the tensor being quantized [FP8_PARTIALS] f32
+    fp8_scale: int = 0  # FP8 path: the activation's dequantization scale (f32, cuBLASLt's B scale)
 
 
 def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:
@@ -492,6 +499,11 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         sizes["sg_g"] = batch * s.H * SEQ * SEQ * elem
     if fallback:
         sizes["scores"] = batch * s.H * SEQ * SEQ * elem
+    if s.fp8:
+        sizes["fp8_x"] = max(m * max(s.E, s.D, s.Fd), batch * s.H * s.gs)
+        sizes["fp8_d"] = m * s.E * elem
+        sizes["fp8_partial"] = FP8_PARTIALS * 4
+        sizes["fp8_scale"] = 4
     return sizes
 
 

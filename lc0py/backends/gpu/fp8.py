@@ -1,0 +1,287 @@
+"""The FP8 path of the GPU backend (``cuda-fp8``, ``precision=fp8``): the big GEMMs of an
+attention body in e4m3 through cuBLASLt, everything else as in ``cuda-fp16``.
+
+Per encoder layer, the four GEMMs that hold most of the FLOPs -- QKV (+ smolgen compress), the
+output projection, FFN1, FFN2 -- and the smolgen generator (the ``[B·H, gs] x [gs, 4096]`` GEMM
+shared by every layer) run as::
+
+    fp8_amax + fp8_quantize(x)      per-tensor scale of the running batch, on the device
+    cuBLASLt FP8 GEMM -> D (fp16)   alpha = the weight's per-tensor part, B scale = x's scale
+    fp8_epilogue(D)                 per-channel weight scale, bias, activation, residual
+
+(kernels/fp8.hip; the weights' scales: fp8_quant.py). The FFN's hidden layer gets its per-block
+maxima from the FFN1 epilogue itself, so it needs no separate amax pass. The smolgen generator's
+weight has one scale for the whole matrix: its output (``[B, H, 64, 64]``, the largest tensor of
+the pass) then needs no epilogue pass at all. LayerNorm, softmax/attention, the embedding and the
+heads stay fp16 with fp32 arithmetic. No calibration file, no host sync: every scale is computed
+on the device, so the pass is captured in a CUDA graph like the fp16 one.
+
+FP8 needs NVIDIA compute capability 8.9+ (Ada, Hopper, Blackwell) and cuBLASLt; elsewhere
+``fp8_refusal`` gives the one-line reason the backend refuses with. AMD: kernels/fp8.hip compiles
+for gfx942's FP8 (fnuz) types in CI, but no AMD FP8 GEMM is wired and nothing has run there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS, Fp8Weight, quantize_per_channel, quantize_per_tensor
+from lc0py.backends.gpu.layers import ACT_NONE, EncoderLayer, GpuModel, Smolgen, Tap
+from lc0py.backends.gpu.ops import THREADS, F, GpuOps, I, P
+from lc0py.backends.gpu.weights import SEQ, Buffers, ModelWeights, NetShape, arrays_of, layout, map_arrays
+from lc0py.gpu.compile_cache import KernelCache
+from lc0py.gpu.platform import DeviceInfo, KernelArg, Platform
+from lc0py.weights.network import Network
+
+FP8_MIN_CC = 89  # e4m3 tensor cores: Ada (8.9), Hopper (9.0) and newer
+U = __import__("ctypes").c_uint
+A = TypeVar("A", np.ndarray, int)
+
+
+def fp8_refusal(info: DeviceInfo) -> str:
+    """Why FP8 cannot run on this device ('' when it can): the one line the backend refuses with."""
+    if info.vendor != "nvidia":
+        return (
+            f"FP8 runs on NVIDIA GPUs of compute capability 8.9+ only; {info.name} ({info.arch}) is "
+            f"{info.vendor} (the FP8 kernels compile for gfx942 in CI but have never run on AMD)"
+        )
+    if info.arch_number < FP8_MIN_CC:
+        cc = info.arch_number
+        return (
+            f"FP8 needs an NVIDIA GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell); "
+            f"{info.name} is {cc // 10}.{cc % 10} ({info.arch}): use cuda-fp16"
+        )
+    return ""
+
+
+def fp8_shape_refusal(s: NetShape) -> str:
+    """Why this net's GEMMs cannot run in FP8 ('' when they can): cuBLASLt wants K and N of every
+    FP8 GEMM to be multiples of 16."""
+    dims = {"embedding size": s.E, "attention width": s.D, "FFN width": s.Fd, "QKV width": s.qkv_ld}
+    if s.smolgen:
+        dims["smolgen gen size"] = s.gs
+    bad = [f"{k} {v}" for k, v in dims.items() if v % 16]
+    return f"FP8 GEMMs need multiples of 16: {', '.join(bad)}" if bad else ""
+
+
+# ---- weights ---------------------------------------------------------------------------------
+@dataclass
+class Fp8LayerWeights(Generic[A]):
+    """One encoder layer's FP8 weights: e4m3 codes ``[N, K]`` and per-channel factors ``[N]``."""
+
+    qkv_q: A
+    qkv_cs: A
+    out_q: A
+    out_cs: A
+    ffn1_q: A
+    ffn1_cs: A
+    ffn2_q: A
+    ffn2_cs: A
+
+
+@dataclass
+class Fp8ModelWeights(Generic[A]):
+    layers: list[Fp8LayerWeights[A]]
+    smolgen_q: A | None  # the generator [4096, gs], one scale (``Fp8Refs.smolgen``)
+
+
+@dataclass(frozen=True)
+class Fp8Refs:
+    """The per-tensor parts of the weight scales: cuBLASLt's alpha of each GEMM (host floats)."""
+
+    qkv: tuple[float, ...]
+    out: tuple[float, ...]
+    ffn1: tuple[float, ...]
+    ffn2: tuple[float, ...]
+    smolgen: float
+
+
+def pack_fp8(packed: ModelWeights[np.ndarray]) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
+    """Quantize the FP8 GEMMs' weights of a host record (``weights.pack_model``'s, the same matrices
+    the fp16 path multiplies by: QKV with its compress and alignment rows, the smolgen generator
+    pre-scaled by log2 e)."""
+    layers, refs = [], {"qkv": [], "out": [], "ffn1": [], "ffn2": []}  # type: ignore[var-annotated]
+    for i, enc in enumerate(packed.encoders):
+        qw = {
+            "qkv": quantize_per_channel(enc.qkv_w, f"encoder {i} qkv"),
+            "out": quantize_per_channel(enc.out_w, f"encoder {i} output projection"),
+            "ffn1": quantize_per_channel(enc.ffn.w1, f"encoder {i} ffn1"),
+            "ffn2": quantize_per_channel(enc.ffn.w2, f"encoder {i} ffn2"),
+        }
+        for k, fw in qw.items():
+            refs[k].append(fw.ref)
+        layers.append(Fp8LayerWeights(
+            qw["qkv"].q, qw["qkv"].col_scale, qw["out"].q, qw["out"].col_scale,
+            qw["ffn1"].q, qw["ffn1"].col_scale, qw["ffn2"].q, qw["ffn2"].col_scale,
+        ))
+    sg: Fp8Weight | None = None
+    if packed.smolgen_w is not None:
+        sg = quantize_per_tensor(packed.smolgen_w, "smolgen generator")
+    host = Fp8ModelWeights(layers, sg.q if sg is not None else None)
+    return host, Fp8Refs(
+        tuple(refs["qkv"]), tuple(refs["out"]), tuple(refs["ffn1"]), tuple(refs["ffn2"]),
+        sg.ref if sg is not None else 1.0,
+    )
+
+
+# ---- device primitives -----------------------------------------------------------------------
+class Fp8Ops:
+    """The FP8 launches on ``GpuOps``' current stream: amax, quantize, GEMM, epilogue."""
+
+    def __init__(self, ops: GpuOps, cache: KernelCache, gemms: Any) -> None:
+        self.ops, self.gemms = ops, gemms
+        defines = {"LC0_FP16": 1, "LC0_FP8_PARTIALS": FP8_PARTIALS, "LC0_FP8_THREADS": THREADS}
+        self.k_amax = cache.function("fp8.hip", "fp8_amax", defines)
+        self.k_quant = cache.function("fp8.hip", "fp8_quantize", defines)
+        self.k_epi = cache.function("fp8.hip", "fp8_epilogue", defines)
+        self.smem = THREADS // ops.p.info.warp_size * 4
+
+    def _launch(self, kernel: int, args: list[KernelArg]) -> None:
+        ops = self.ops
+        ops.p.launch(kernel, (FP8_PARTIALS, 1, 1), (THREADS, 1, 1), self.smem, ops.stream, args)
+
+    def quantize(self, buf: Buffers, x: int, elems: int, partials_ready: bool = False) -> None:
+        """``buf.fp8_x = e4m3(x)`` and ``buf.fp8_scale`` (``elems`` fp16 values, a multiple of 8);
+        ``partials_ready``: the kernel that wrote ``x`` left its per-block maxima already."""
+        assert elems % 8 == 0, elems
+        chunks = U(elems // 8)
+        if not partials_ready:
+            self._launch(self.k_amax, [P(x), chunks, P(buf.fp8_partial)])
+        self._launch(self.k_quant, [P(x), chunks, P(buf.fp8_partial), P(buf.fp8_x), P(buf.fp8_scale)])
+
+    def gemm(self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float) -> None:
+        """``d[m, n] (fp16) = ref · scale · fp8_x[m, k] @ w_q[n, k]ᵀ``."""
+        self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, buf.fp8_scale, ref)
+
+    def epilogue(
+        self, buf: Buffers, d: int, rows: int, n: int, col_scale: int, out: int, *, bias: int = 0,
+        act: int = ACT_NONE, alpha: float = 1.0, beta: float = 0.0, res: int = 0, amax: bool = False,
+    ) -> None:
+        """``out = alpha · act(d · col_scale + bias) + beta · res`` (kernels/fp8.hip); ``amax``: also
+        the per-block maxima of ``out`` for the ``quantize(..., partials_ready=True)`` after it."""
+        args: list[KernelArg] = [
+            P(d), U(rows), U(n), P(col_scale), P(bias), I(act), F(alpha), F(beta), P(res), P(out),
+            P(buf.fp8_partial if amax else 0),
+        ]
+        self._launch(self.k_epi, args)
+
+
+# ---- layers ----------------------------------------------------------------------------------
+class Fp8Smolgen(Smolgen):
+    """``Smolgen`` with the generator GEMM in FP8 (per-tensor weight scale: no epilogue pass)."""
+
+    def __init__(self, base: Smolgen, f8: Fp8Ops, global_q: int, ref: float) -> None:
+        self.__dict__.update(base.__dict__)
+        self.f8, self.global_q, self.ref = f8, global_q, ref
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        s, w = self.s, self.w
+        m = bsz * SEQ
+        # as Smolgen.forward up to the generator
+        ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
+        ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
+        ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
+        ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
+        ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+        self.f8.quantize(buf, buf.sg_s2, bsz * s.H * s.gs)
+        self.f8.gemm(buf, bsz * s.H, SEQ * SEQ, s.gs, self.global_q, buf.sg_g, self.ref)
+
+
+class Fp8EncoderLayer(EncoderLayer):
+    """``EncoderLayer`` with QKV, the output projection and the FFN in FP8 (module docstring)."""
+
+    def __init__(self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs) -> None:
+        self.__dict__.update(base.__dict__)
+        i = base.index
+        self.f8, self.w8 = f8, w8
+        self.refs = (refs.qkv[i], refs.out[i], refs.ffn1[i], refs.ffn2[i])
+        if base.smolgen is not None:
+            assert isinstance(base.smolgen, Fp8Smolgen)
+
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
+        s, w, w8, f8 = self.s, self.w, self.w8, self.f8
+        r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
+        m = bsz * SEQ
+        f8.quantize(buf, buf.x, m * s.E)
+        f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv)
+        f8.epilogue(buf, buf.qkv, m, s.qkv_ld, w8.qkv_cs, buf.qkv)  # biases: in attention
+        if self.smolgen is not None:
+            self.smolgen.forward(ops, buf, bsz)
+        self.attention.forward(buf, w.qkv_b, bsz, flash)
+        if tap is not None:
+            tap(f"encoder{self.index}.attention", buf.attn, s.D)
+        f8.quantize(buf, buf.attn, m * s.D)
+        f8.gemm(buf, m, s.E, s.D, w8.out_q, buf.fp8_d, r_out)
+        f8.epilogue(buf, buf.fp8_d, m, s.E, w8.out_cs, buf.x, alpha=self.alpha, beta=1.0, res=buf.x)
+        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+        # the FFN (Ffn.forward in FP8): x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ ; x = LN(x1 + alpha b2)
+        ffn = self.ffn
+        f8.quantize(buf, buf.x1, m * s.E)
+        f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1)
+        f8.epilogue(buf, buf.ffn, m, s.Fd, w8.ffn1_cs, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=True)
+        f8.quantize(buf, buf.ffn, m * s.Fd, partials_ready=True)
+        f8.gemm(buf, m, s.E, s.Fd, w8.ffn2_q, buf.fp8_d, r_ffn2)
+        f8.epilogue(buf, buf.fp8_d, m, s.E, w8.ffn2_cs, buf.x1, alpha=ffn.alpha, beta=1.0, res=buf.x1)
+        ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
+
+
+class Fp8Resources:
+    """What the FP8 path owns on the device: cuBLASLt (handle, workspace, plans) and the FP8
+    weights' allocation. ``close`` frees them (the network's ``close`` calls it)."""
+
+    def __init__(self, platform: Platform, gemms: Any) -> None:
+        self.p, self.gemms, self.base = platform, gemms, 0
+        self.weights: Fp8ModelWeights[int] | None = None  # the device record, once uploaded
+
+    def upload(self, host: Fp8ModelWeights[np.ndarray], stream: int) -> Fp8ModelWeights[int]:
+        arrays = arrays_of(host)
+        offsets, total = layout({str(i): a.nbytes for i, a in enumerate(arrays)})
+        blob = np.zeros(total, np.uint8)
+        where: dict[int, int] = {}
+        for i, a in enumerate(arrays):
+            off = offsets[str(i)]
+            blob[off : off + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+            where[id(a)] = off
+        self.base = self.p.alloc(total)
+        self.nbytes = total
+        self.p.copy_h2d(self.base, blob, total, stream)
+        self.p.synchronize(stream)
+        return map_arrays(host, lambda a: self.base + where[id(a)])  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self.base:
+            self.p.free(self.base)
+            self.base = 0
+        if self.gemms is not None:
+            self.gemms.close()
+            self.gemms = None
+
+
+def build_fp8_model(
+    model: GpuModel, ops: GpuOps, cache: KernelCache, net: Network, packed: ModelWeights[np.ndarray],
+    gemms: Any,
+) -> Fp8Resources:
+    """Turn the fp16 ``model`` (built on ``packed``'s upload) into the FP8 one in place: quantize
+    and upload the FP8 weights, swap the encoder layers (and smolgen) for their FP8 forms.
+    ``gemms``: the FP8 GEMM provider (``lc0py.gpu.cublaslt.CublasLtFp8`` on a device; tests pass
+    a fake). Returns what must be closed with the network."""
+    res = Fp8Resources(ops.p, gemms)
+    try:
+        host, refs = pack_fp8(packed)
+        dev = res.upload(host, ops.main)
+        res.weights = dev
+        f8 = Fp8Ops(ops, cache, gemms)
+        layers: list[EncoderLayer] = []
+        for layer, w8 in zip(model.encoders, dev.layers, strict=True):
+            if layer.smolgen is not None:
+                assert dev.smolgen_q is not None
+                layer.smolgen = Fp8Smolgen(layer.smolgen, f8, dev.smolgen_q, refs.smolgen)
+            layers.append(Fp8EncoderLayer(layer, f8, w8, refs))
+        model.encoders = layers
+    except BaseException:
+        res.close()
+        raise
+    return res

@@ -1,0 +1,189 @@
+"""The FP8 path's host logic without a GPU: refusals, options, the backend name, and the FP8 forward
+pass wired on a platform that records pointers (every FP8 weight read by an FP8 GEMM, every
+pointer inside an allocation, the fp16 GEMMs it replaces gone)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lc0py.backends.base import PlanesBatch
+from lc0py.backends.gpu.fp8 import FP8_MIN_CC, fp8_refusal, fp8_shape_refusal
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.weights import leaves, net_shape
+from lc0py.errors import BackendOptionError, BackendUnavailable, UnsupportedNetError
+from lc0py.gpu.platform import DeviceInfo
+from lc0py.weights.presets import random_network
+from tests.backends.gpu.test_layers import PointerPlatform
+
+
+def _info(vendor: str, arch: str) -> DeviceInfo:
+    return DeviceInfo(vendor, 0, f"card {arch}", arch, 100, 32 if vendor == "nvidia" else 64, 48 << 10,
+                      227 << 10, 1 << 34)
+
+
+@pytest.mark.parametrize("arch", ["sm_89", "sm_90", "sm_100", "sm_120"])
+def test_fp8_runs_from_compute_capability_8_9(arch: str) -> None:
+    assert fp8_refusal(_info("nvidia", arch)) == ""
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_80", "sm_86", "sm_87"])
+def test_fp8_refused_before_ada(arch: str) -> None:
+    reason = fp8_refusal(_info("nvidia", arch))
+    assert "8.9" in reason and arch in reason and "cuda-fp16" in reason and "\n" not in reason
+    assert int(arch[3:]) < FP8_MIN_CC
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a", "gfx1100"])
+def test_fp8_refused_on_amd(arch: str) -> None:
+    reason = fp8_refusal(_info("amd", arch))
+    assert "NVIDIA" in reason and "never run" in reason and "\n" not in reason
+
+
+def test_precision_option() -> None:
+    assert GpuOptions.from_text("precision=fp8").fp8
+    assert GpuOptions.from_text("precision=half").precision == "fp16"
+    assert GpuOptions.from_text("precision=FP32").precision == "fp32"
+    assert GpuOptions.from_text("").precision is None and not GpuOptions.from_text("").fp8
+    with pytest.raises(BackendOptionError, match=r"precision='fp4' is not one of fp32, fp16, fp8"):
+        GpuOptions.from_text("precision=fp4")
+
+
+def test_cuda_fp8_is_registered_and_never_auto() -> None:
+    from lc0py.backends import registry
+
+    assert "cuda-fp8" in registry.backend_names()
+    entry = registry._REGISTRY["cuda-fp8"]
+    assert not entry.auto and entry.device == "gpu"
+
+
+def test_shape_refusal() -> None:
+    s = net_shape(random_network("t82", 0, layers=1))
+    assert fp8_shape_refusal(s) == ""
+    from dataclasses import replace
+
+    assert "FFN width 1000" in fp8_shape_refusal(replace(s, Fd=1000))
+
+
+class _FakePlatform:
+    """What GpuBackend sees of a device it refuses FP8 on."""
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info, self.closed = info, False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(("vendor", "arch"), [("nvidia", "sm_80"), ("amd", "gfx942")])
+def test_backend_refuses_fp8_in_one_line(monkeypatch: pytest.MonkeyPatch, vendor: str, arch: str) -> None:
+    from lc0py.backends.gpu import backend as gb
+    from lc0py.backends.options import BackendOptions
+
+    made: list[_FakePlatform] = []
+
+    def create(v: str, gpu: int) -> _FakePlatform:
+        made.append(_FakePlatform(_info(vendor, arch)))
+        return made[-1]
+
+    monkeypatch.setattr(gb.factory, "create_platform", create)
+    net = random_network("tiny", 0)
+    for name, text in (("cuda-fp8", ""), ("cuda-fp16", "precision=fp8")):
+        with pytest.raises(BackendUnavailable) as info:
+            create_fn = gb.create_cuda_fp8 if name == "cuda-fp8" else gb.create_cuda_fp16
+            create_fn(net, BackendOptions.parse(text, name))
+        msg = str(info.value)
+        assert msg.startswith(f"--backend '{name}': FP8") and "\n" not in msg
+        assert made[-1].closed
+
+
+def test_backend_refuses_fp8_on_a_residual_net_before_device_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lc0py.backends.gpu import backend as gb
+    from lc0py.backends.options import BackendOptions
+
+    def create(v: str, gpu: int) -> Any:
+        raise AssertionError("no device work for a refused net")
+
+    monkeypatch.setattr(gb.factory, "create_platform", create)
+    with pytest.raises(UnsupportedNetError, match="FP8 runs attention-body nets only; this net has a resid"):
+        gb.create_cuda_fp8(random_network("res-tiny", 0), BackendOptions.parse("", "cuda-fp8"))
+
+
+class RecordingGemms:
+    """The FP8 GEMM provider's interface, recording each call's pointers and shape."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int, int, int, int, int, int, float]] = []
+        self.closed = False
+
+    def gemm(self, stream: int, m: int, n: int, k: int, x_q: int, w_q: int, d: int, x_scale: int,
+             alpha: float) -> None:
+        self.calls.append((m, n, k, x_q, w_q, d, x_scale, alpha))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Fp16GemmCounter(PointerPlatform):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fp16_gemms: list[tuple[int, int, int]] = []
+        self.launch_args: list[list[Any]] = []
+
+    def gemm(self, stream: int, m: int, n: int, k: int, a: int, *args: Any, **kw: Any) -> None:
+        super().gemm(stream, m, n, k, a, *args, **kw)
+        self.fp16_gemms.append((m, n, k))
+
+    def launch(self, fn: int, grid: Any, block: Any, smem: int, stream: int, args: list[Any]) -> None:
+        super().launch(fn, grid, block, smem, stream, args)
+        self.launch_args.append(list(args))
+
+
+@pytest.mark.parametrize("preset", ["tiny", "t82"])
+def test_fp8_forward_wiring(preset: str) -> None:
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    net = random_network(preset, 3, **({"layers": 2} if preset == "t82" else {}))
+    s = net_shape(net)
+    plat = Fp16GemmCounter()
+    gemms = RecordingGemms()
+    opts = GpuOptions(graphs=False, max_batch=4, precision="fp8")
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts, fp8_gemms=gemms)
+    try:
+        assert gpu.fp8
+        fp8_weights = leaves(gpu._fp8.weights)
+        bsz = 3
+        masks = np.random.default_rng(0).integers(1, 2**63, size=(bsz, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((bsz, 112), np.float32)))
+        m = bsz * 64
+        per_layer = [(m, s.qkv_ld, s.E), (m, s.E, s.D), (m, s.Fd, s.E), (m, s.E, s.Fd)]
+        want = []
+        for _ in range(net.num_layers):
+            want += per_layer[:1] + ([(bsz * s.H, 64 * 64, s.gs)] if s.smolgen else []) + per_layer[1:]
+        assert [c[:3] for c in gemms.calls] == want
+        # every FP8 GEMM reads the quantized activation and its scale, writes inside an allocation
+        buf = gpu.runner.buf
+        assert {c[3] for c in gemms.calls} == {buf.fp8_x} and {c[6] for c in gemms.calls} == {buf.fp8_scale}
+        for c in gemms.calls:
+            assert plat.inside(c[4]) and plat.inside(c[5]) and c[7] > 0 and np.isfinite(c[7])
+        # each layer's four weights distinct, and the smolgen generator shared
+        weights = [c[4] for c in gemms.calls]
+        assert len(set(weights)) == 4 * net.num_layers + (1 if s.smolgen else 0)
+        # the fp16 GEMMs that FP8 replaced are gone: none has the QKV or FFN shapes any more
+        assert not {(m, s.qkv_ld, s.E), (m, s.Fd, s.E), (m, s.E, s.Fd)} & set(plat.fp16_gemms)
+        assert all(plat.inside(p) for p in plat.used)
+        # epilogue launches get the per-channel factors (uploaded, inside an allocation)
+        floats = [a.value for args in plat.launch_args for a in args if isinstance(a, ctypes.c_float)]
+        assert all(np.isfinite(floats))
+        # every uploaded FP8 array (codes by the GEMMs, per-channel factors by the epilogues) is read
+        pointers = {a.value for args in plat.launch_args for a in args if isinstance(a, ctypes.c_void_p)}
+        read = set(weights) | pointers
+        assert fp8_weights and not [p for p in fp8_weights if p not in read]
+    finally:
+        gpu.close()
+    assert gemms.closed
