@@ -9,7 +9,8 @@ compared on their outputs only ("backend vs reference").
 
 Errors per output: max and mean absolute error, and the relative norm error
 ``||out - ref|| / ||ref||`` (``lc0py.backends.accuracy``). PASS when every relative error is
-<= 1e-4 (fp32 backends) or <= 1e-2 (fp16 backends) and, for the GPU backends, every flash row is
+<= 1e-4 (fp32 backends), <= 1e-2 (fp16 backends) or <= 0.1 (``cuda-fp8`` / ``precision=fp8``: FP8
+GEMMs, ``accuracy.RTOL_FP8``) and, for the GPU backends, every flash row is
 within twice the same-dtype fallback's error plus the dtype's eps (flash-attention's rule);
 exit status 1 on FAIL. NaN/inf anywhere is a FAIL.
 
@@ -152,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
         ref = forward(cast_network(network, np.float64), batch.dense(np.float64), np.float64, trace=trace)
         gpu = getattr(backend, "gpu", None)
         fp16 = bool(getattr(gpu, "fp16", backend.name in FP16_BACKENDS))
-        limit = tolerance(fp16)
+        fp8 = bool(getattr(gpu, "fp8", False))
+        limit = tolerance(fp16, fp8)
         rows: list[ErrorRow] = []
         if gpu is not None:
             rows += _GPU_ROWS[network.body](gpu, network, batch, ref, trace)
@@ -169,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"device: {gpu.p.info.name} ({gpu.p.info.arch}); "
                 f"attention kernel: {ch.kernel.value} ({ch.reason})"
+                + ("; precision fp8 (e4m3 GEMMs, fp16 elsewhere)" if fp8 else "")
             )
         print(f"{'path':<10} {'output':<22} {'max abs':>11} {'mean abs':>11} {'rel':>11}")
         for r in rows:

@@ -24,9 +24,10 @@ def test_fp8_kernels_compile_with_nvrtc(arch: str, hardware_cvt: bool) -> None:
     from lc0py.gpu.cuda_platform import nvrtc_compile
 
     kd = kernel_dir()
-    ptx = nvrtc_compile(
-        (kd / "fp8.hip").read_text(), "fp8.hip", define_options(DEFINES), read_headers(kd), f"-arch={arch}", "ptx"
-    ).decode(errors="replace")
+    source = (kd / "fp8.hip").read_text()
+    options = define_options(DEFINES)
+    binary = nvrtc_compile(source, "fp8.hip", options, read_headers(kd), f"-arch={arch}", "ptx")
+    ptx = binary.decode(errors="replace")
     for name in KERNELS:
         assert f".entry {name}" in ptx, name
     assert ("cvt.rn.satfinite.e4m3x2.f32" in ptx) == hardware_cvt

@@ -47,7 +47,8 @@ def test_software_conversion_matches_the_host_encoder(exes: dict[str, Path], tmp
     f = np.concatenate([
         halves[~np.isnan(halves)].astype(np.float32),
         (rng.standard_normal(50_000) * 10.0 ** rng.integers(-5, 4, 50_000)).astype(np.float32),
-        np.array([np.nan, -np.nan, np.inf, -np.inf, 448.0, 464.0, -465.0, 2.0**-10, 3 * 2.0**-10], np.float32),
+        np.array([np.nan, -np.nan, np.inf, -np.inf, 448.0, 464.0, -465.0, 2.0**-10, 3 * 2.0**-10],
+                 np.float32),
     ]).astype(np.float32)
     f.tofile(tmp_path / "f.bin")
     _run(exes["wave32"], "codes", f.size, tmp_path)
