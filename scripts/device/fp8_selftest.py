@@ -1,0 +1,270 @@
+"""The FP8 path's pieces on a real GPU, each against numpy, before any network runs (fp8_check's
+first stage). Every check is its own try/except and prints one ``PASS``/``FAIL``/``SKIP`` line
+with its numbers; the JSON of all of them goes to ``--json``.
+
+1. device, compute capability, ``fp8_refusal``, cuBLASLt's version;
+2. ``kernels/fp8.hip`` on the device: ``fp8_amax`` + ``fp8_quantize`` of random fp16 tensors must
+   give exactly the host encoder's codes and scale (the hardware ``cvt.rn.satfinite.e4m3x2`` vs
+   ``fp8_quant.e4m3_encode``), including a tensor that spans several grid-stride rounds;
+3. cuBLASLt FP8 GEMM (``CublasLtFp8``) on host-quantized operands against float64 numpy of the same
+   codes (only accumulation order and the fp16 output rounding differ: rel ~1e-3), for small and
+   T82-sized shapes; then the whole chain (device quantize -> GEMM -> epilogue) against
+   ``x @ W.T`` in float64 (the FP8 error itself, a few percent);
+4. the same chain captured in a CUDA graph and replayed on a new input (scales read at replay);
+5. timing: FP8 GEMM vs the fp16 cuBLAS GEMM at T82's shapes, TFLOP/s (informational).
+
+    PYTHONPATH=$PWD python3 scripts/device/fp8_selftest.py --json /tmp/out/selftest.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, ".")
+
+RESULTS: list[dict[str, Any]] = []
+
+
+def check(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    t0 = time.time()
+    try:
+        info = fn()
+        ok = bool(info.pop("ok", True))
+        row = {"check": name, "status": "PASS" if ok else "FAIL", **info}
+    except Exception as exc:  # every stage reports and the next one still runs
+        row = {"check": name, "status": "FAIL", "error": f"{type(exc).__name__}: {exc}",
+               "traceback": traceback.format_exc(limit=6)}
+    row["seconds"] = round(time.time() - t0, 2)
+    RESULTS.append(row)
+    details = {k: v for k, v in row.items() if k not in ("check", "status", "traceback")}
+    print(f"{row['status']}: {name} {json.dumps(details, default=str)}", flush=True)
+    if "traceback" in row:
+        print(row["traceback"], flush=True)
+    return row if row["status"] == "PASS" else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", default=None, help="write every check's result here")
+    args = ap.parse_args()
+
+    from lc0py.backends.gpu.fp8 import fp8_refusal
+    from lc0py.backends.gpu.fp8_quant import (
+        FP8_PARTIALS,
+        e4m3_decode,
+        quantize_activation,
+        quantize_per_channel,
+    )
+    from lc0py.backends.gpu.ops import THREADS
+    from lc0py.gpu.compile_cache import KernelCache
+    from lc0py.gpu.cuda_platform import CudaPlatform
+
+    p = CudaPlatform(0)
+    s = p.create_stream()
+    state: dict[str, Any] = {}
+
+    def device() -> dict[str, Any]:
+        from lc0py.gpu.cublaslt import CublasLtFp8
+
+        reason = fp8_refusal(p.info)
+        state["lt"] = CublasLtFp8(p) if not reason else None
+        return {"ok": not reason, "device": p.info.name, "arch": p.info.arch, "refusal": reason,
+                "cublaslt_version": state["lt"].version if state["lt"] else None}
+
+    if check("device supports FP8 and cuBLASLt loads", device) is None:
+        _write(args.json)
+        return 1
+    lt = state["lt"]
+    cache = KernelCache(p)
+    defines = {"LC0_FP16": 1, "LC0_FP8_PARTIALS": FP8_PARTIALS, "LC0_FP8_THREADS": THREADS}
+    k_amax = cache.function("fp8.hip", "fp8_amax", defines)
+    k_quant = cache.function("fp8.hip", "fp8_quantize", defines)
+    k_epi = cache.function("fp8.hip", "fp8_epilogue", defines)
+    smem = THREADS // p.info.warp_size * 4
+    P, U, I, F = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_float
+    allocs: list[int] = []
+
+    def dev(nbytes: int) -> int:
+        ptr = p.alloc(nbytes)
+        allocs.append(ptr)
+        return ptr
+
+    def up(a: np.ndarray) -> int:
+        a = np.ascontiguousarray(a)
+        ptr = dev(a.nbytes)
+        p.copy_h2d(ptr, a, a.nbytes, s)
+        return ptr
+
+    def down(ptr: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.empty(shape, dtype)
+        p.copy_d2h(out, ptr, out.nbytes, s)
+        p.synchronize(s)
+        return out
+
+    partial, scale = dev(FP8_PARTIALS * 4), dev(4)
+
+    def launch(kernel: int, a: list[Any]) -> None:
+        p.launch(kernel, (FP8_PARTIALS, 1, 1), (THREADS, 1, 1), smem, s, a)
+
+    def quantize(x_ptr: int, n: int, q_ptr: int) -> None:
+        launch(k_amax, [P(x_ptr), U(n // 8), P(partial)])
+        launch(k_quant, [P(x_ptr), U(n // 8), P(partial), P(q_ptr), P(scale)])
+
+    rng = np.random.default_rng(2026)
+
+    def quant_exact() -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True}
+        for n, mult in ((4096, 1.0), (256 * 64 * 768, 3.0), (8 * 1000, 1e-3)):
+            x = (rng.standard_normal(n) * mult).astype(np.float16)
+            q = dev(n)
+            quantize(up(x), n, q)
+            got_q = down(q, np.uint8, (n,))
+            got_s = float(down(scale, np.float32, (1,))[0])
+            want_q, want_s = quantize_activation(x.astype(np.float32))
+            diff = int((got_q != want_q).sum())
+            out[f"n{n}"] = {"codes_differing": diff, "scale": got_s, "host_scale": want_s}
+            out["ok"] = out["ok"] and diff == 0 and abs(got_s - want_s) <= 1e-7 * want_s
+        return out
+
+    check("device quantize == host encoder (bit-exact codes, same scale)", quant_exact)
+
+    def gemm_vs_numpy() -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True}
+        for m, n, k in ((64, 48, 32), (256, 768, 768), (4096, 2336, 768), (16384, 768, 1024)):
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            w = rng.standard_normal((n, k)) * 0.05
+            xq, xs = quantize_activation(x)
+            fw = quantize_per_channel(w)
+            d = dev(m * n * 2)
+            sc = up(np.array([xs], np.float32))
+            lt.gemm(s, m, n, k, up(xq), up(fw.q), d, sc, fw.ref)
+            got = down(d, np.float16, (m, n)).astype(np.float64)
+            want = fw.ref * xs * (e4m3_decode(xq).astype(np.float64) @ e4m3_decode(fw.q).astype(np.float64).T)
+            rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            finite = bool(np.all(np.isfinite(got)))
+            out[f"{m}x{n}x{k}"] = {"rel": rel, "finite": finite}
+            out["ok"] = out["ok"] and finite and rel < 5e-3
+        return out
+
+    check("cuBLASLt FP8 GEMM == numpy on the same e4m3 codes (rel < 5e-3)", gemm_vs_numpy)
+
+    def chain(m: int, n: int, k: int, graph: bool) -> dict[str, Any]:
+        w = rng.standard_normal((n, k)) / np.sqrt(k)
+        bias = (rng.standard_normal(n) * 0.1).astype(np.float16)
+        fw = quantize_per_channel(w)
+        wq, cs, b = up(fw.q), up(fw.col_scale), up(bias)
+        x_ptr, q, d = dev(m * k * 2), dev(m * k), dev(m * n * 2)
+
+        def enqueue() -> None:
+            quantize(x_ptr, m * k, q)
+            lt.gemm(s, m, n, k, q, wq, d, scale, fw.ref)
+            launch(k_epi, [P(d), U(m), U(n), P(cs), P(b), I(3), F(1.0), F(0.0), P(0), P(d), P(0)])
+
+        def run(x: np.ndarray) -> np.ndarray:
+            p.copy_h2d(x_ptr, x, x.nbytes, s)
+            if graph:
+                p.launch_graph(state["graph"], s)
+            else:
+                enqueue()
+            return down(d, np.float16, (m, n)).astype(np.float64)
+
+        if graph:
+            x0 = rng.standard_normal((m, k)).astype(np.float16)
+            p.copy_h2d(x_ptr, x0, x0.nbytes, s)
+            enqueue()  # eager first: the heuristic and kernels load outside the capture
+            p.synchronize(s)
+            p.begin_capture(s)
+            try:
+                enqueue()
+            finally:
+                state["graph"] = p.end_capture(s)
+        res: dict[str, Any] = {"ok": True}
+        for i, mult in enumerate((1.0, 7.0)):  # a new scale on replay
+            x = (rng.standard_normal((m, k)) * mult).astype(np.float16)
+            got = run(x)
+            want = x.astype(np.float64) @ w.T + bias.astype(np.float64)
+            rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            res[f"input{i}_x{mult}"] = {"rel_vs_float64": rel, "finite": bool(np.all(np.isfinite(got)))}
+            res["ok"] = res["ok"] and bool(np.all(np.isfinite(got))) and rel < 0.08
+        if graph:
+            p.destroy_graph(state.pop("graph"))
+        return res
+
+    check("quantize -> FP8 GEMM -> epilogue vs x @ W.T + b in float64 (rel < 0.08)",
+          lambda: chain(4096, 768, 768, graph=False))
+    check("the same chain captured in a CUDA graph, replayed on new inputs (rel < 0.08)",
+          lambda: chain(4096, 1024, 768, graph=True))
+
+    def timing() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        start, end = p.create_event(timing=True), p.create_event(timing=True)
+        for name, (m, n, k) in {
+            "qkv@256": (256 * 64, 2336, 768),
+            "ffn1@256": (256 * 64, 1024, 768),
+            "ffn2@256": (256 * 64, 768, 1024),
+            "smolgen@256": (256 * 24, 4096, 256),
+            "qkv@1024": (1024 * 64, 2336, 768),
+        }.items():
+            xq, wq, d = dev(m * k), dev(n * k), dev(m * n * 2)
+            x16, w16 = dev(m * k * 2), dev(n * k * 2)
+            p.memset(xq, 0x38, m * k, s)
+            p.memset(wq, 0x38, n * k, s)
+            p.memset(x16, 0, m * k * 2, s)
+            p.memset(w16, 0, n * k * 2, s)
+            sc = up(np.array([1.0], np.float32))
+            row: dict[str, float] = {}
+
+            def fp8(shape: tuple[int, int, int] = (m, n, k), ptrs: tuple[int, ...] = (xq, wq, d, sc)) -> None:
+                lt.gemm(s, *shape, *ptrs, 1.0)
+
+            def fp16(m: int = m, n: int = n, k: int = k, x: int = x16, w: int = w16, d: int = d) -> None:
+                p.gemm(s, m, n, k, x, k, w, k, d, n, dtype="fp16", trans_b=True)
+
+            for label, fn in (("fp8", fp8), ("fp16", fp16)):
+                for _ in range(3):
+                    fn()
+                start.record(s)
+                reps = 20
+                for _ in range(reps):
+                    fn()
+                end.record(s)
+                end.synchronize()
+                ms = start.elapsed_ms(end) / reps
+                row[f"{label}_us"] = round(ms * 1000, 1)
+                row[f"{label}_tflops"] = round(2 * m * n * k / ms / 1e9, 1)
+            row["speedup"] = round(row["fp16_us"] / row["fp8_us"], 2)
+            out[name] = row
+        p.destroy_event(start)
+        p.destroy_event(end)
+        return out
+
+    check("timing: FP8 vs fp16 GEMMs at T82 shapes (informational)", timing)
+    for ptr in allocs:
+        p.free(ptr)
+    lt.close()
+    p.destroy_stream(s)
+    p.close()
+    _write(args.json)
+    failed = [r["check"] for r in RESULTS if r["status"] != "PASS"]
+    tail = f"; FAILED: {failed}" if failed else ""
+    print(f"selftest: {len(RESULTS) - len(failed)}/{len(RESULTS)} passed{tail}")
+    return 1 if failed else 0
+
+
+def _write(path: str | None) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(RESULTS, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
