@@ -193,7 +193,7 @@ class CublasLtFp8:
         if self.fast_accum:
             self._set(desc, DESC_FAST_ACCUM, ctypes.c_int8(1), "FAST_ACCUM")
         # a scale pointer must be set for the heuristic to see an FP8 problem with scales; the
-        # real one is set per call
+        # real one is set per call. (The plan serves beta = 0 and beta = 1 alike: C has D's layout.)
         self._set(desc, DESC_B_SCALE_POINTER, ctypes.c_void_p(self._workspace), "B_SCALE_POINTER")
         a = self._layout(CUDA_R_8F_E4M3, k, n, k)  # the weight [N, K] row-major, transposed
         b = self._layout(CUDA_R_8F_E4M3, k, m, k)  # the activation [M, K] row-major
@@ -217,11 +217,13 @@ class CublasLtFp8:
         return plan
 
     def gemm(self, stream: int, m: int, n: int, k: int, x_q: int, w_q: int, d: int, x_scale: int,
-             alpha: float) -> None:
-        """``d[m, n] = alpha * (*x_scale) * x_q[m, k] @ w_q[n, k]ᵀ`` on ``stream`` (module docstring)."""
+             alpha: float, accumulate: bool = False) -> None:
+        """``d[m, n] (+)= alpha * (*x_scale) * x_q[m, k] @ w_q[n, k]ᵀ`` on ``stream`` (module
+        docstring); ``accumulate``: ``d`` is also cuBLASLt's C with beta = 1 (a residual added in
+        the GEMM's own epilogue)."""
         plan = self.plan(m, n, k)
         self._set(plan.desc, DESC_B_SCALE_POINTER, ctypes.c_void_p(x_scale), "B_SCALE_POINTER")
-        al, be = ctypes.c_float(alpha), ctypes.c_float(0.0)
+        al, be = ctypes.c_float(alpha), ctypes.c_float(1.0 if accumulate else 0.0)
         a, b, dl = plan.layouts
         _check(
             self.lib.cublasLtMatmul(

@@ -122,40 +122,57 @@ def compare(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray], 
     }
 
 
-def one_net(label: str, net: Any, args: argparse.Namespace) -> dict[str, Any]:
+def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One row per variant of the backend under test (``--variant`` option strings) on one net:
+    the positions, the baseline and the float64 reference computed once."""
     from lc0py.backends.accuracy import FP8_MEAN_ABS_DQ, FP8_TOP1_AGREEMENT
     from lc0py.backends.registry import create_backend
 
     t0 = time.time()
     batch, legal = positions(args.positions, args.seed, int(net.format.input))
-    row: dict[str, Any] = {"net": label, "positions_seconds": round(time.time() - t0, 1)}
-    outs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    made = round(time.time() - t0, 1)
     test, base = args.pair.split(",")
-    row["pair"] = f"{test} vs {base}"
-    for name in (base, test):
-        backend = create_backend(name, net, "max_batch=256" if name.startswith("cuda") else None)
+
+    def run(name: str, opts: str) -> tuple[np.ndarray, np.ndarray]:
+        text = ",".join(x for x in ("max_batch=256" if name.startswith("cuda") else "", opts) if x)
+        backend = create_backend(name, net, text or None)
         try:
-            outs[name] = evaluate(backend, batch)
+            return evaluate(backend, batch)
         finally:
             backend.close()
-    row["fp8_vs_fp16"] = compare(outs[test], outs[base], legal)
-    m = row["fp8_vs_fp16"]
-    row["meets_targets"] = bool(m["finite"] and m["top1_agreement"] >= FP8_TOP1_AGREEMENT
-                                and m["mean_abs_dq"] <= FP8_MEAN_ABS_DQ)
-    if args.ref > 0:
+
+    base_out = run(base, "")
+    ref_out = None
+    n = min(args.ref, len(legal))
+    ref_seconds = 0.0
+    if n > 0:
         from lc0py.backends.base import PlanesBatch
         from lc0py.model import cast_network, forward
 
-        n = min(args.ref, len(legal))
         sub = PlanesBatch(batch.masks[:n], batch.values[:n])
         t1 = time.time()
         ref = forward(cast_network(net, np.float64), sub.dense(np.float64), np.float64)
         ref_out = (np.asarray(ref.policy, np.float64), np.asarray(ref.wdl[:, 0] - ref.wdl[:, 2], np.float64))
-        row["ref_seconds"] = round(time.time() - t1, 1)
-        for name, out in outs.items():
-            name = "cuda-fp8" if name == test else "cuda-fp16"  # the table's columns
-            row[f"{name}_vs_float64"] = compare((out[0][:n], out[1][:n]), ref_out, legal[:n])
-    return row
+        ref_seconds = round(time.time() - t1, 1)
+    rows = []
+    for opts in args.variant or [""]:
+        row: dict[str, Any] = {"net": label + (f" [{opts}]" if opts else ""), "pair": f"{test} vs {base}",
+                               "positions_seconds": made, "ref_seconds": ref_seconds}
+        try:
+            out = run(test, opts)
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"
+            rows.append(row)
+            continue
+        m = compare(out, base_out, legal)
+        row["fp8_vs_fp16"] = m
+        row["meets_targets"] = bool(m["finite"] and m["top1_agreement"] >= FP8_TOP1_AGREEMENT
+                                    and m["mean_abs_dq"] <= FP8_MEAN_ABS_DQ)
+        if ref_out is not None:
+            row["cuda-fp8_vs_float64"] = compare((out[0][:n], out[1][:n]), ref_out, legal[:n])
+            row["cuda-fp16_vs_float64"] = compare((base_out[0][:n], base_out[1][:n]), ref_out, legal[:n])
+        rows.append(row)
+    return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -191,6 +208,8 @@ def main() -> int:
     ap.add_argument("--positions", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=7, help="positions' seed")
     ap.add_argument("--ref", type=int, default=32, help="positions also checked against float64 (0: none)")
+    ap.add_argument("--variant", action="append", default=None,
+                    help="--backend-opts of the backend under test, one row each (default: none)")
     ap.add_argument("--pair", default="cuda-fp8,cuda-fp16",
                     help="backend under test, baseline (a CPU smoke test: numpy,onnx-cpu)")
     ap.add_argument("--json", default=None)
@@ -208,13 +227,14 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     for label, make in nets:
         try:
-            row = one_net(label, make(), args)
+            got = one_net(label, make(), args)
         except Exception as exc:
-            row = {"net": label, "error": f"{type(exc).__name__}: {exc}",
-                   "traceback": traceback.format_exc(limit=8)}
-            print(row["traceback"], flush=True)
-        rows.append(row)
-        print(json.dumps(row, default=str), flush=True)
+            got = [{"net": label, "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(limit=8)}]
+            print(got[0]["traceback"], flush=True)
+        rows += got
+        for row in got:
+            print(json.dumps(row, default=str), flush=True)
     md = table(rows)
     print(md)
     if args.json:

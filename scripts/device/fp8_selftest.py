@@ -153,6 +153,15 @@ def main() -> int:
             finite = bool(np.all(np.isfinite(got)))
             out[f"{m}x{n}x{k}"] = {"rel": rel, "finite": finite}
             out["ok"] = out["ok"] and finite and rel < 5e-3
+            # accumulate (beta = 1, C = D): the residual added inside cuBLASLt
+            c0 = rng.standard_normal((m, n)).astype(np.float16)
+            p.copy_h2d(d, c0, c0.nbytes, s)
+            lt.gemm(s, m, n, k, up(xq), up(fw.q), d, sc, fw.ref, accumulate=True)
+            got = down(d, np.float16, (m, n)).astype(np.float64)
+            want = want + c0.astype(np.float64)
+            rel = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            out[f"{m}x{n}x{k}+C"] = {"rel": rel}
+            out["ok"] = out["ok"] and bool(np.all(np.isfinite(got))) and rel < 5e-3
         return out
 
     check("cuBLASLt FP8 GEMM == numpy on the same e4m3 codes (rel < 5e-3)", gemm_vs_numpy)
@@ -248,6 +257,39 @@ def main() -> int:
         return out
 
     check("timing: FP8 vs fp16 GEMMs at T82 shapes (informational)", timing)
+
+    def fast_accum() -> dict[str, Any]:
+        from lc0py.gpu.cublaslt import CublasLtFp8
+
+        fast = CublasLtFp8(p, fast_accum=True)
+        try:
+            out: dict[str, Any] = {}
+            start, end = p.create_event(timing=True), p.create_event(timing=True)
+            m, n, k = 256 * 64, 1024, 768
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            w = rng.standard_normal((n, k)) * 0.05
+            xq, xs = quantize_activation(x)
+            fw = quantize_per_channel(w)
+            xd, wd, sc = up(xq), up(fw.q), up(np.array([xs], np.float32))
+            want = fw.ref * xs * (e4m3_decode(xq).astype(np.float64) @ e4m3_decode(fw.q).astype(np.float64).T)
+            for label, g in (("exact", lt), ("fast", fast)):
+                d = dev(m * n * 2)
+                g.gemm(s, m, n, k, xd, wd, d, sc, fw.ref)
+                got = down(d, np.float16, (m, n)).astype(np.float64)
+                start.record(s)
+                for _ in range(20):
+                    g.gemm(s, m, n, k, xd, wd, d, sc, fw.ref)
+                end.record(s)
+                end.synchronize()
+                out[label] = {"rel": float(np.linalg.norm(got - want) / np.linalg.norm(want)),
+                              "us": round(start.elapsed_ms(end) / 20 * 1000, 1)}
+            p.destroy_event(start)
+            p.destroy_event(end)
+            return out
+        finally:
+            fast.close()
+
+    check("fp8_fast_accum: error and time of cuBLASLt's fast accumulation (informational)", fast_accum)
     for ptr in allocs:
         p.free(ptr)
     lt.close()

@@ -9,12 +9,15 @@ shared by every layer) run as::
     cuBLASLt FP8 GEMM -> D (fp16)   alpha = the weight's per-tensor part, B scale = x's scale
     fp8_epilogue(D)                 per-channel weight scale, bias, activation, residual
 
-(kernels/fp8.hip; the weights' scales: fp8_quant.py). The FFN's hidden layer gets its per-block
-maxima from the FFN1 epilogue itself, so it needs no separate amax pass. The smolgen generator's
-weight has one scale for the whole matrix: its output (``[B, H, 64, 64]``, the largest tensor of
-the pass) then needs no epilogue pass at all. LayerNorm, softmax/attention, the embedding and the
-heads stay fp16 with fp32 arithmetic. No calibration file, no host sync: every scale is computed
-on the device, so the pass is captured in a CUDA graph like the fp16 one.
+(kernels/fp8.hip; the weights' scales: fp8_quant.py). With ``fp8_scales=tensor`` each weight has
+one scale: QKV needs no epilogue pass, and the output projection and FFN2 add their residual in
+cuBLASLt (beta = 1) -- three fewer passes over the activations per layer. The FFN's hidden layer
+gets its per-block maxima from the FFN1 epilogue itself, so it needs no separate amax pass. The
+smolgen generator's weight has one scale for the whole matrix in either mode: its output
+(``[B, H, 64, 64]``, the largest tensor of the pass) then needs no epilogue pass at all.
+LayerNorm, softmax/attention, the embedding and the heads stay fp16 with fp32 arithmetic. No
+calibration file, no host sync: every scale is computed on the device, so the pass is captured
+in a CUDA graph like the fp16 one.
 
 FP8 needs NVIDIA compute capability 8.9+ (Ada, Hopper, Blackwell) and cuBLASLt; elsewhere
 ``fp8_refusal`` gives the one-line reason the backend refuses with. AMD: kernels/fp8.hip compiles
@@ -70,16 +73,18 @@ def fp8_shape_refusal(s: NetShape) -> str:
 # ---- weights ---------------------------------------------------------------------------------
 @dataclass
 class Fp8LayerWeights(Generic[A]):
-    """One encoder layer's FP8 weights: e4m3 codes ``[N, K]`` and per-channel factors ``[N]``."""
+    """One encoder layer's FP8 weights: e4m3 codes ``[N, K]`` and per-channel factors ``[N]``
+    (``None`` with per-tensor scales, where no epilogue reads them; FFN1's epilogue always runs
+    for its bias and activation: ones there)."""
 
     qkv_q: A
-    qkv_cs: A
+    qkv_cs: A | None
     out_q: A
-    out_cs: A
+    out_cs: A | None
     ffn1_q: A
     ffn1_cs: A
     ffn2_q: A
-    ffn2_cs: A
+    ffn2_cs: A | None
 
 
 @dataclass
@@ -99,23 +104,30 @@ class Fp8Refs:
     smolgen: float
 
 
-def pack_fp8(packed: ModelWeights[np.ndarray]) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
+def pack_fp8(
+    packed: ModelWeights[np.ndarray], per_channel: bool = True
+) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
     """Quantize the FP8 GEMMs' weights of a host record (``weights.pack_model``'s, the same matrices
     the fp16 path multiplies by: QKV with its compress and alignment rows, the smolgen generator
-    pre-scaled by log2 e)."""
+    pre-scaled by log2 e); ``per_channel=False``: one scale per matrix (``fp8_scales=tensor``)."""
+    quantize = quantize_per_channel if per_channel else quantize_per_tensor
     layers, refs = [], {"qkv": [], "out": [], "ffn1": [], "ffn2": []}  # type: ignore[var-annotated]
     for i, enc in enumerate(packed.encoders):
         qw = {
-            "qkv": quantize_per_channel(enc.qkv_w, f"encoder {i} qkv"),
-            "out": quantize_per_channel(enc.out_w, f"encoder {i} output projection"),
-            "ffn1": quantize_per_channel(enc.ffn.w1, f"encoder {i} ffn1"),
-            "ffn2": quantize_per_channel(enc.ffn.w2, f"encoder {i} ffn2"),
+            "qkv": quantize(enc.qkv_w, f"encoder {i} qkv"),
+            "out": quantize(enc.out_w, f"encoder {i} output projection"),
+            "ffn1": quantize(enc.ffn.w1, f"encoder {i} ffn1"),
+            "ffn2": quantize(enc.ffn.w2, f"encoder {i} ffn2"),
         }
         for k, fw in qw.items():
             refs[k].append(fw.ref)
+
+        def cs(key: str, qw: dict[str, Fp8Weight] = qw) -> np.ndarray | None:
+            return qw[key].col_scale if per_channel else None
+
         layers.append(Fp8LayerWeights(
-            qw["qkv"].q, qw["qkv"].col_scale, qw["out"].q, qw["out"].col_scale,
-            qw["ffn1"].q, qw["ffn1"].col_scale, qw["ffn2"].q, qw["ffn2"].col_scale,
+            qw["qkv"].q, cs("qkv"), qw["out"].q, cs("out"),
+            qw["ffn1"].q, qw["ffn1"].col_scale, qw["ffn2"].q, cs("ffn2"),
         ))
     sg: Fp8Weight | None = None
     if packed.smolgen_w is not None:
@@ -152,9 +164,11 @@ class Fp8Ops:
             self._launch(self.k_amax, [P(x), chunks, P(buf.fp8_partial)])
         self._launch(self.k_quant, [P(x), chunks, P(buf.fp8_partial), P(buf.fp8_x), P(buf.fp8_scale)])
 
-    def gemm(self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float) -> None:
-        """``d[m, n] (fp16) = ref · scale · fp8_x[m, k] @ w_q[n, k]ᵀ``."""
-        self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, buf.fp8_scale, ref)
+    def gemm(
+        self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float, accumulate: bool = False
+    ) -> None:
+        """``d[m, n] (fp16) (+)= ref · scale · fp8_x[m, k] @ w_q[n, k]ᵀ`` (``accumulate``: beta = 1)."""
+        self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, buf.fp8_scale, ref, accumulate)
 
     def epilogue(
         self, buf: Buffers, d: int, rows: int, n: int, col_scale: int, out: int, *, bias: int = 0,
@@ -207,15 +221,15 @@ class Fp8EncoderLayer(EncoderLayer):
         m = bsz * SEQ
         f8.quantize(buf, buf.x, m * s.E)
         f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv)
-        f8.epilogue(buf, buf.qkv, m, s.qkv_ld, w8.qkv_cs, buf.qkv)  # biases: in attention
+        if w8.qkv_cs is not None:  # per-channel scales (biases: in attention)
+            f8.epilogue(buf, buf.qkv, m, s.qkv_ld, w8.qkv_cs, buf.qkv)
         if self.smolgen is not None:
             self.smolgen.forward(ops, buf, bsz)
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
         f8.quantize(buf, buf.attn, m * s.D)
-        f8.gemm(buf, m, s.E, s.D, w8.out_q, buf.fp8_d, r_out)
-        f8.epilogue(buf, buf.fp8_d, m, s.E, w8.out_cs, buf.x, alpha=self.alpha, beta=1.0, res=buf.x)
+        self._residual_gemm(buf, m, s.E, s.D, w8.out_q, w8.out_cs, r_out, self.alpha, buf.x)
         ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
         # the FFN (Ffn.forward in FP8): x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ ; x = LN(x1 + alpha b2)
         ffn = self.ffn
@@ -223,9 +237,19 @@ class Fp8EncoderLayer(EncoderLayer):
         f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1)
         f8.epilogue(buf, buf.ffn, m, s.Fd, w8.ffn1_cs, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=True)
         f8.quantize(buf, buf.ffn, m * s.Fd, partials_ready=True)
-        f8.gemm(buf, m, s.E, s.Fd, w8.ffn2_q, buf.fp8_d, r_ffn2)
-        f8.epilogue(buf, buf.fp8_d, m, s.E, w8.ffn2_cs, buf.x1, alpha=ffn.alpha, beta=1.0, res=buf.x1)
+        self._residual_gemm(buf, m, s.E, s.Fd, w8.ffn2_q, w8.ffn2_cs, r_ffn2, ffn.alpha, buf.x1)
         ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
+
+    def _residual_gemm(
+        self, buf: Buffers, m: int, n: int, k: int, w_q: int, cs: int | None, ref: float, alpha: float, x: int
+    ) -> None:
+        """``x += alpha · fp8_x · Wᵀ``: per-channel scales through ``fp8_d`` and the epilogue; one
+        scale per matrix inside cuBLASLt (beta = 1, C = D = x)."""
+        if cs is None:
+            self.f8.gemm(buf, m, n, k, w_q, x, ref * alpha, accumulate=True)
+        else:
+            self.f8.gemm(buf, m, n, k, w_q, buf.fp8_d, ref)
+            self.f8.epilogue(buf, buf.fp8_d, m, n, cs, x, alpha=alpha, beta=1.0, res=x)
 
 
 class Fp8Resources:
@@ -262,7 +286,7 @@ class Fp8Resources:
 
 def build_fp8_model(
     model: GpuModel, ops: GpuOps, cache: KernelCache, net: Network, packed: ModelWeights[np.ndarray],
-    gemms: Any,
+    gemms: Any, per_channel: bool = True,
 ) -> Fp8Resources:
     """Turn the fp16 ``model`` (built on ``packed``'s upload) into the FP8 one in place: quantize
     and upload the FP8 weights, swap the encoder layers (and smolgen) for their FP8 forms.
@@ -270,7 +294,7 @@ def build_fp8_model(
     a fake). Returns what must be closed with the network."""
     res = Fp8Resources(ops.p, gemms)
     try:
-        host, refs = pack_fp8(packed)
+        host, refs = pack_fp8(packed, per_channel)
         dev = res.upload(host, ops.main)
         res.weights = dev
         f8 = Fp8Ops(ops, cache, gemms)

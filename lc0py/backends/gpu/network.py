@@ -152,9 +152,10 @@ class GpuNetwork:
         if gemms is None:
             from lc0py.gpu.cublaslt import CublasLtFp8
 
-            gemms = CublasLtFp8(self.p)
+            gemms = CublasLtFp8(self.p, fast_accum=self.options.fp8_fast_accum)
         assert isinstance(self.model, GpuModel)
-        return build_fp8_model(self.model, self.ops, self.cache, network, packed, gemms)
+        per_channel = self.options.fp8_scales == "channel"
+        return build_fp8_model(self.model, self.ops, self.cache, network, packed, gemms, per_channel)
 
     def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with

@@ -14,6 +14,10 @@ nothing below the backend reads option text or sets option flags on other object
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
 ``precision``       (backend) ``fp32`` (``cuda``), ``fp16`` (``cuda-fp16``), or ``fp8``: the big GEMMs of an
                               attention body in FP8 e4m3 (``cuda-fp8``; NVIDIA compute capability 8.9+)
+``fp8_scales``      ``channel`` FP8 weights: one scale per output channel, applied by an epilogue pass;
+                              ``tensor``: one per matrix, so QKV needs no epilogue pass and the
+                              output projection / FFN2 add the residual inside cuBLASLt (beta = 1)
+``fp8_fast_accum``  ``off``   cuBLASLt's FP8 fast accumulation (faster on Hopper, less exact sums)
 ``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
                               heads x depth and dtype (``off``: the built-in defaults)
 ``winograd``        ``auto``  residual nets: 3x3 convolutions as Winograd F(4x4,3x3) + batched GEMMs
@@ -72,6 +76,8 @@ KNOWN_OPTIONS = (
     "verify",
     "tuned",
     "precision",
+    "fp8_scales",
+    "fp8_fast_accum",
     *(f"attn_{n}" for n in OVERRIDABLE),
 )
 MAX_BATCH_LIMIT = 65536
@@ -125,6 +131,8 @@ class GpuOptions:
     #: ``None``: the backend's own (fp32 for cuda/rocm, fp16 for cuda-fp16/rocm-fp16/gpu, fp8 for
     #: cuda-fp8); an explicit ``precision=`` wins
     precision: str | None = None
+    fp8_scales: str = "channel"
+    fp8_fast_accum: bool = False
     winograd: bool | None = None
     winograd_split: bool = True
     winograd_staged: bool | None = None
@@ -152,6 +160,8 @@ class GpuOptions:
             verify=take("verify", False),
             tuned=take("tuned", True),
             precision=take("precision", None, precision_value),
+            fp8_scales=options.take_choice("fp8_scales", "channel", ("channel", "tensor")),
+            fp8_fast_accum=take("fp8_fast_accum", False),
             winograd=take("winograd", None, auto_or_bool),
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),

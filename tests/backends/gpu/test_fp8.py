@@ -43,6 +43,14 @@ def test_fp8_refused_on_amd(arch: str) -> None:
     assert "NVIDIA" in reason and "never run" in reason and "\n" not in reason
 
 
+def test_fp8_scale_options() -> None:
+    o = GpuOptions.from_text("precision=fp8,fp8_scales=tensor,fp8_fast_accum=on")
+    assert o.fp8 and o.fp8_scales == "tensor" and o.fp8_fast_accum
+    assert GpuOptions.from_text("").fp8_scales == "channel"
+    with pytest.raises(BackendOptionError, match="fp8_scales"):
+        GpuOptions.from_text("fp8_scales=row")
+
+
 def test_precision_option() -> None:
     assert GpuOptions.from_text("precision=fp8").fp8
     assert GpuOptions.from_text("precision=half").precision == "fp16"
@@ -118,12 +126,12 @@ class RecordingGemms:
     """The FP8 GEMM provider's interface, recording each call's pointers and shape."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[int, int, int, int, int, int, int, float]] = []
+        self.calls: list[tuple[int, int, int, int, int, int, int, float, bool]] = []
         self.closed = False
 
     def gemm(self, stream: int, m: int, n: int, k: int, x_q: int, w_q: int, d: int, x_scale: int,
-             alpha: float) -> None:
-        self.calls.append((m, n, k, x_q, w_q, d, x_scale, alpha))
+             alpha: float, accumulate: bool = False) -> None:
+        self.calls.append((m, n, k, x_q, w_q, d, x_scale, alpha, accumulate))
 
     def close(self) -> None:
         self.closed = True
@@ -144,15 +152,16 @@ class Fp16GemmCounter(PointerPlatform):
         self.launch_args.append(list(args))
 
 
+@pytest.mark.parametrize("scales", ["channel", "tensor"])
 @pytest.mark.parametrize("preset", ["tiny", "t82"])
-def test_fp8_forward_wiring(preset: str) -> None:
+def test_fp8_forward_wiring(preset: str, scales: str) -> None:
     from lc0py.backends.gpu.network import GpuNetwork
 
     net = random_network(preset, 3, **({"layers": 2} if preset == "t82" else {}))
     s = net_shape(net)
     plat = Fp16GemmCounter()
     gemms = RecordingGemms()
-    opts = GpuOptions(graphs=False, max_batch=4, precision="fp8")
+    opts = GpuOptions(graphs=False, max_batch=4, precision="fp8", fp8_scales=scales)
     gpu = GpuNetwork(plat, net, fp16=True, options=opts, fp8_gemms=gemms)
     try:
         assert gpu.fp8
@@ -171,6 +180,13 @@ def test_fp8_forward_wiring(preset: str) -> None:
         assert {c[3] for c in gemms.calls} == {buf.fp8_x} and {c[6] for c in gemms.calls} == {buf.fp8_scale}
         for c in gemms.calls:
             assert plat.inside(c[4]) and plat.inside(c[5]) and c[7] > 0 and np.isfinite(c[7])
+        # per-tensor scales: the output projection and FFN2 accumulate into the residual stream
+        # inside the GEMM; per-channel: into fp8_d, then the epilogue
+        residual = [c for c in gemms.calls if c[1] == s.E]
+        if scales == "tensor":
+            assert all(c[8] for c in residual) and {c[5] for c in residual} == {buf.x, buf.x1}
+        else:
+            assert not any(c[8] for c in gemms.calls) and {c[5] for c in residual} == {buf.fp8_d}
         # each layer's four weights distinct, and the smolgen generator shared
         weights = [c[4] for c in gemms.calls]
         assert len(set(weights)) == 4 * net.num_layers + (1 if s.smolgen else 0)
