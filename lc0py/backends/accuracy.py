@@ -24,13 +24,17 @@ import numpy as np
 
 RTOL_FP32 = 1e-4
 RTOL_FP16 = 1e-2
-#: The FP8 path (``cuda-fp8``): e4m3 keeps 3 mantissa bits (2^-4 relative rounding, ~2.5 % RMS per
-#: quantized operand), so one FP8 GEMM's output is off by a few percent where fp16's is off by
-#: ~0.05 %. Proposed from issue 28's decision targets (top-1 move equal to fp16's in >= 98 % of
-#: positions, mean |dQ| <= 0.02), which the device's accuracy table (scripts/device/fp8_check)
-#: measures; 0.1 relative on the outputs is the bound that keeps both on the generated T82 nets
-#: (provisional until that table has run: docs/fp8.md).
-RTOL_FP8 = 1e-1
+#: The FP8 path (``cuda-fp8``) is not held to a fixed relative error: e4m3 keeps 3 mantissa bits
+#: (~2.6 % RMS per quantized operand, ~3.7 % per GEMM output), and how far that carries to the
+#: outputs depends on the net (a random-weight T82 amplifies it to ~10 % on the policy logits after
+#: two layers; numpy emulation, lc0py/backends/gpu/fp8_emulation.py). So, as the flash rule does
+#: for fp16, FP8 is held to its own arithmetic: each output within :func:`fp8_tolerance` of the
+#: numpy emulation of FP8 on the same positions (twice its error, plus fp16's limit), and every
+#: other row (per-layer intermediates) within ``RTOL_FP8``, a bound that only a broken path
+#: (a wrong scale or layout: errors of order 1, or NaN) exceeds. Whether FP8 is good enough to
+#: play is decided by issue 28's targets against the fp16 path over >= 1,000 positions (the
+#: accuracy table of scripts/device/fp8_check): ``FP8_TOP1_AGREEMENT``, ``FP8_MEAN_ABS_DQ``.
+RTOL_FP8 = 0.5
 FP8_TOP1_AGREEMENT = 0.98  # top-1 move equal to the fp16 path's, fraction of positions
 FP8_MEAN_ABS_DQ = 0.02  # mean |Q_fp8 - Q_fp16|
 # unit roundoff of the storage dtype: the absolute slack of the flash rule
@@ -61,6 +65,12 @@ def tolerance(fp16: bool, fp8: bool = False) -> float:
     if fp8:
         return RTOL_FP8
     return RTOL_FP16 if fp16 else RTOL_FP32
+
+
+def fp8_tolerance(emulated_error: float) -> float:
+    """The limit for an output of the FP8 path: ``2 x`` the numpy FP8 emulation's error on the
+    same positions + the fp16 limit (the device stores in fp16 and sums in another order)."""
+    return 2.0 * emulated_error + RTOL_FP16
 
 
 def flash_tolerance(fallback_error: float, fp16: bool) -> float:

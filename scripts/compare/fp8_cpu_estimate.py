@@ -1,0 +1,67 @@
+"""FP8's accuracy estimated on the CPU: the numpy emulation of the cuda-fp8 arithmetic
+(``lc0py.backends.gpu.fp8_emulation``) against the float32 reference, in the decision terms of
+``scripts/device/fp8_accuracy.py`` (top-1 legal move agreement, mean/max |dQ|, max legal-move
+probability error), on legal positions from the search's compiled board. No GPU; slow (two
+numpy forward passes of the net per position): a few dozen positions of T82 take minutes.
+
+    PYTHONPATH=$PWD python3 scripts/compare/fp8_cpu_estimate.py --preset t82 --positions 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts", "device"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="t82")
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--net-seed", type=int, default=1)
+    ap.add_argument("--positions", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--chunk", type=int, default=32)
+    args = ap.parse_args()
+    from fp8_accuracy import compare, positions  # scripts/device/fp8_accuracy.py
+
+    from lc0py.backends.base import PlanesBatch
+    from lc0py.backends.gpu.fp8_emulation import fp8_forward
+    from lc0py.model import forward
+    from lc0py.weights.presets import random_network
+
+    net = random_network(args.preset, args.net_seed, **({"layers": args.layers} if args.layers else {}))
+    batch, legal = positions(args.positions, args.seed, int(net.format.input))
+    names = ("float32", "fp8-channel", "fp8-tensor")
+    outs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in names}
+    t0 = time.time()
+    for i in range(0, len(legal), args.chunk):
+        part = PlanesBatch(batch.masks[i : i + args.chunk], batch.values[i : i + args.chunk])
+        planes = part.dense(np.float32)
+        for name, o in (
+            ("float32", forward(net, planes, np.float32)),
+            ("fp8-channel", fp8_forward(net, planes, per_channel=True)),
+            ("fp8-tensor", fp8_forward(net, planes, per_channel=False)),
+        ):
+            q = o.wdl[:, 0] - o.wdl[:, 2]
+            outs[name].append((np.asarray(o.policy, np.float64), np.asarray(q, np.float64)))
+    joined = {k: (np.concatenate([a for a, _ in v]), np.concatenate([b for _, b in v]))
+              for k, v in outs.items()}
+    rows = {name: compare(joined[name], joined["float32"], legal) for name in ("fp8-channel", "fp8-tensor")}
+    label = f"{args.preset} seed {args.net_seed}" + (f" {args.layers} layers" if args.layers else "")
+    seconds = round(time.time() - t0, 1)
+    summary = {"net": label, "positions": len(legal), "chunk": args.chunk, "seconds": seconds,
+               "vs_float32": rows}
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
