@@ -10,7 +10,10 @@ Per net (a generated preset, or ``--weights`` files of attention-body nets):
   (target >= 0.98);
 * mean and max |Q_fp8 - Q_fp16|, Q = W - L (target: mean <= 0.02);
 * max legal-move probability error (softmax over the legal moves), mean policy KL(fp16 || fp8);
-* on the first ``--ref`` positions, the same for cuda-fp8 and cuda-fp16 against numpy float64.
+* on the first ``--ref`` positions, the same for cuda-fp8 and cuda-fp16 against numpy float64, and
+  cuda-fp8 (run on that subset as one batch) against the numpy emulation of FP8 arithmetic
+  (``fp8_emulation.py``): relative errors of the outputs, which a wrong scale or layout makes
+  large while FP8's own error does not.
 
     PYTHONPATH=$PWD python3 scripts/device/fp8_accuracy.py --preset t82 --positions 1024 \
         --json /tmp/out/accuracy.json --md /tmp/out/accuracy.md
@@ -133,23 +136,27 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
     made = round(time.time() - t0, 1)
     test, base = args.pair.split(",")
 
-    def run(name: str, opts: str) -> tuple[np.ndarray, np.ndarray]:
+    from lc0py.backends.base import PlanesBatch
+
+    n = min(args.ref, len(legal))
+    sub = PlanesBatch(batch.masks[:n], batch.values[:n])
+
+    def run(name: str, opts: str) -> tuple[tuple[np.ndarray, np.ndarray], Any]:
+        """The backend's (policy, Q) over every position, and its raw outputs of the subset as one batch."""
         text = ",".join(x for x in ("max_batch=256" if name.startswith("cuda") else "", opts) if x)
         backend = create_backend(name, net, text or None)
         try:
-            return evaluate(backend, batch)
+            return evaluate(backend, batch), (backend.evaluate(sub) if n > 0 else None)
         finally:
             backend.close()
 
-    base_out = run(base, "")
+    base_out, _ = run(base, "")
     ref_out = None
-    n = min(args.ref, len(legal))
     ref_seconds = 0.0
     if n > 0:
-        from lc0py.backends.base import PlanesBatch
         from lc0py.model import cast_network, forward
 
-        sub = PlanesBatch(batch.masks[:n], batch.values[:n])
+
         t1 = time.time()
         ref = forward(cast_network(net, np.float64), sub.dense(np.float64), np.float64)
         ref_out = (np.asarray(ref.policy, np.float64), np.asarray(ref.wdl[:, 0] - ref.wdl[:, 2], np.float64))
@@ -159,11 +166,28 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
         row: dict[str, Any] = {"net": label + (f" [{opts}]" if opts else ""), "pair": f"{test} vs {base}",
                                "positions_seconds": made, "ref_seconds": ref_seconds}
         try:
-            out = run(test, opts)
+            out, sub_out = run(test, opts)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
             continue
+        if sub_out is not None and args.emulate:
+            from lc0py.backends.accuracy import relative_error
+            from lc0py.backends.gpu.fp8_emulation import fp8_forward
+
+            emu = fp8_forward(net, sub.dense(np.float32), per_channel="fp8_scales=tensor" not in opts)
+            ref_policy = ref_out[0] if ref_out else None
+            row["vs_emulation"] = {
+                "positions": n,
+                "policy_rel": relative_error(sub_out.policy, emu.policy),
+                "wdl_rel": relative_error(sub_out.wdl, emu.wdl),
+                "emulation_policy_rel_vs_float64": (
+                    relative_error(emu.policy, ref_policy) if ref_policy is not None else None
+                ),
+                "device_policy_rel_vs_float64": (
+                    relative_error(sub_out.policy, ref_policy) if ref_policy is not None else None
+                ),
+            }
         m = compare(out, base_out, legal)
         row["fp8_vs_fp16"] = m
         row["meets_targets"] = bool(m["finite"] and m["top1_agreement"] >= FP8_TOP1_AGREEMENT
@@ -178,8 +202,9 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| net | positions | top-1 = fp16 | mean \\|dQ\\| | max \\|dQ\\| | max legal-prob err | mean KL | "
-        "fp8 vs f64 top-1 / mean \\|dQ\\| | fp16 vs f64 top-1 / mean \\|dQ\\| | targets |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "fp8 vs f64 top-1 / mean \\|dQ\\| | fp16 vs f64 top-1 / mean \\|dQ\\| | fp8 vs numpy fp8 emulation "
+        "(policy / wdl rel; emulation vs f64) | targets |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
@@ -192,10 +217,16 @@ def table(rows: list[dict[str, Any]]) -> str:
         def pair(d: dict[str, Any]) -> str:
             return f"{d['top1_agreement']:.3f} / {d['mean_abs_dq']:.4f} (n={d['positions']})" if d else "-"
 
+        e = r.get("vs_emulation")
+        emu = "-"
+        if e:
+            vs64 = e.get("emulation_policy_rel_vs_float64")
+            emu = f"{e['policy_rel']:.3e} / {e['wdl_rel']:.3e}"
+            emu += f"; {vs64:.3e}" if vs64 is not None else ""
         lines.append(
             f"| {r['net']} | {m['positions']} | {m['top1_agreement']:.4f} | {m['mean_abs_dq']:.4f} | "
             f"{m['max_abs_dq']:.4f} | {m['max_legal_prob_err']:.4f} | {m['mean_policy_kl']:.2e} | "
-            f"{pair(f8)} | {pair(f16)} | {'met' if r['meets_targets'] else 'NOT met'} |"
+            f"{pair(f8)} | {pair(f16)} | {emu} | {'met' if r['meets_targets'] else 'NOT met'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -212,6 +243,8 @@ def main() -> int:
                     help="--backend-opts of the backend under test, one row each (default: none)")
     ap.add_argument("--pair", default="cuda-fp8,cuda-fp16",
                     help="backend under test, baseline (a CPU smoke test: numpy,onnx-cpu)")
+    ap.add_argument("--emulate", type=int, default=1,
+                    help="1: compare the --ref subset with the numpy FP8 emulation (0: skip)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None)
     args = ap.parse_args()
