@@ -1,0 +1,67 @@
+"""On a GPU of compute capability 8.9+: the FP8 path against the numpy emulation of its own
+arithmetic (fp8_emulation.py) and against float64, eager and through a captured graph, both scale
+modes; below 8.9 the backend's one-line refusal. Marked ``gpu`` (skipped without an NVIDIA GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lc0py.backends.accuracy import RTOL_FP8, RTOL_FP16, fp8_tolerance, relative_error
+from lc0py.weights.presets import random_network
+
+pytestmark = pytest.mark.gpu
+
+
+def _fp8_capable(platform) -> bool:  # type: ignore[no-untyped-def]
+    from lc0py.backends.gpu.fp8 import fp8_refusal
+
+    return not fp8_refusal(platform.info)
+
+
+@pytest.mark.parametrize("scales", ["channel", "tensor"])
+@pytest.mark.parametrize("preset", ["t82", "t82-h12"])
+def test_fp8_matches_its_emulation(  # type: ignore[no-untyped-def]
+    cuda_platform, preset: str, scales: str
+) -> None:
+    if not _fp8_capable(cuda_platform):
+        pytest.skip(f"{cuda_platform.info.arch}: no FP8")
+    from lc0py.backends.gpu.fp8_emulation import fp8_forward
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+    from lc0py.model import cast_network, forward
+    from lc0py.tools.verify import random_planes_batch
+
+    net = random_network(preset, 11, layers=2)
+    batch = random_planes_batch(16, 5)  # no python-chess needed
+    ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64)
+    emu = fp8_forward(net, batch.dense(np.float32), per_channel=scales == "channel")
+    gpu = GpuNetwork(cuda_platform, net, fp16=True,
+                     options=GpuOptions(max_batch=16, precision="fp8", fp8_scales=scales))
+    try:
+        for flash in (True, False):
+            out, _ = gpu.evaluate_traced(batch, flash=flash)
+            for name in ("policy", "wdl", "moves_left"):
+                got = getattr(out, name)
+                assert np.all(np.isfinite(got)), name
+                # the device is much closer to FP8 arithmetic than FP8 is to exact arithmetic (they
+                # differ by fp16 storage, summation order and the e4m3 codes those move)
+                fp8_err = relative_error(getattr(emu, name), getattr(ref, name))
+                assert relative_error(got, getattr(emu, name)) <= 0.5 * fp8_err + RTOL_FP16, (flash, name)
+                assert relative_error(got, getattr(ref, name)) <= fp8_tolerance(fp8_err), (flash, name)
+        graphed = gpu.submit(batch).result()  # graphs on: a captured graph reads this batch's scales
+        fp8_err = relative_error(emu.policy, ref.policy)
+        assert relative_error(graphed.policy, emu.policy) <= 0.5 * fp8_err + RTOL_FP16
+        assert relative_error(graphed.policy, ref.policy) <= RTOL_FP8
+    finally:
+        gpu.close()
+
+
+def test_fp8_refused_below_ada(cuda_platform) -> None:  # type: ignore[no-untyped-def]
+    if _fp8_capable(cuda_platform):
+        pytest.skip(f"{cuda_platform.info.arch} has FP8: nothing to refuse")
+    from lc0py.backends.registry import create_backend
+    from lc0py.errors import BackendUnavailable
+
+    with pytest.raises(BackendUnavailable, match="compute capability 8.9"):
+        create_backend("cuda-fp8", random_network("tiny", 0))
