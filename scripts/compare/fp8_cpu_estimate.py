@@ -1,8 +1,10 @@
 """FP8's accuracy estimated on the CPU: the numpy emulation of the cuda-fp8 arithmetic
 (``lc0py.backends.gpu.fp8_emulation``) against the float32 reference, in the decision terms of
 ``scripts/device/fp8_accuracy.py`` (top-1 legal move agreement, mean/max |dQ|, max legal-move
-probability error), on legal positions from the search's compiled board. No GPU; slow (two
-numpy forward passes of the net per position): a few dozen positions of T82 take minutes.
+probability error), on legal positions from the search's compiled board. No GPU; slow (a numpy
+forward pass of the net per position and variant): a few dozen positions of T82 take minutes.
+``--ablation``: also each FP8 GEMM alone in FP8 (the others on fp16-rounded operands) and none
+("fp16-rounded": a stand-in for the fp16 path), to see which GEMM costs the most accuracy.
 
     PYTHONPATH=$PWD python3 scripts/compare/fp8_cpu_estimate.py --preset t82 --positions 64
 """
@@ -29,32 +31,38 @@ def main() -> int:
     ap.add_argument("--positions", type=int, default=64)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--chunk", type=int, default=32)
+    ap.add_argument("--ablation", action="store_true", help="also one FP8 GEMM at a time, and none")
     args = ap.parse_args()
     from fp8_accuracy import compare, positions  # scripts/device/fp8_accuracy.py
 
     from lc0py.backends.base import PlanesBatch
-    from lc0py.backends.gpu.fp8_emulation import fp8_forward
+    from lc0py.backends.gpu.fp8_emulation import FP8_GEMMS, fp8_forward
     from lc0py.model import forward
     from lc0py.weights.presets import random_network
 
     net = random_network(args.preset, args.net_seed, **({"layers": args.layers} if args.layers else {}))
     batch, legal = positions(args.positions, args.seed, int(net.format.input))
-    names = ("float32", "fp8-channel", "fp8-tensor")
-    outs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in names}
+    variants: dict[str, tuple[bool, frozenset[str]]] = {"fp8-channel": (True, FP8_GEMMS),
+                                                        "fp8-tensor": (False, FP8_GEMMS)}
+    if args.ablation:
+        variants["fp16-rounded"] = (True, frozenset())
+        for g in ("qkv", "out", "smolgen"):
+            variants[f"only-{g}"] = (True, frozenset({g}))
+        variants["only-ffn"] = (True, frozenset({"ffn1", "ffn2"}))
+    outs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in ("float32", *variants)}
     t0 = time.time()
     for i in range(0, len(legal), args.chunk):
         part = PlanesBatch(batch.masks[i : i + args.chunk], batch.values[i : i + args.chunk])
         planes = part.dense(np.float32)
-        for name, o in (
-            ("float32", forward(net, planes, np.float32)),
-            ("fp8-channel", fp8_forward(net, planes, per_channel=True)),
-            ("fp8-tensor", fp8_forward(net, planes, per_channel=False)),
-        ):
+        results = {"float32": forward(net, planes, np.float32)}
+        for name, (per_channel, gemms) in variants.items():
+            results[name] = fp8_forward(net, planes, per_channel=per_channel, gemms=gemms)
+        for name, o in results.items():
             q = o.wdl[:, 0] - o.wdl[:, 2]
             outs[name].append((np.asarray(o.policy, np.float64), np.asarray(q, np.float64)))
     joined = {k: (np.concatenate([a for a, _ in v]), np.concatenate([b for _, b in v]))
               for k, v in outs.items()}
-    rows = {name: compare(joined[name], joined["float32"], legal) for name in ("fp8-channel", "fp8-tensor")}
+    rows = {name: compare(joined[name], joined["float32"], legal) for name in variants}
     label = f"{args.preset} seed {args.net_seed}" + (f" {args.layers} layers" if args.layers else "")
     seconds = round(time.time() - t0, 1)
     summary = {"net": label, "positions": len(legal), "chunk": args.chunk, "seconds": seconds,

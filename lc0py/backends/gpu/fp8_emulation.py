@@ -39,6 +39,9 @@ from lc0py.model.layers import apply_layer_norm, attention_reference, dense
 from lc0py.weights.network import Activation, Dense, EncoderLayer, Network
 
 LOG2E = 1.4426950408889634
+#: The FP8 GEMMs of an encoder layer, by name (``fp8_forward(gemms=...)`` picks a subset: the
+#: ablation that shows which of them costs the most accuracy)
+FP8_GEMMS = frozenset({"qkv", "out", "ffn1", "ffn2", "smolgen"})
 
 
 def fake_quantize(a: np.ndarray) -> np.ndarray:
@@ -48,8 +51,16 @@ def fake_quantize(a: np.ndarray) -> np.ndarray:
     return (e4m3_decode(q) * np.float32(scale)).reshape(a.shape)
 
 
-def _dequantized(w: np.ndarray, per_channel: bool) -> np.ndarray:
-    """The weight the FP8 GEMM multiplies by: fp16 (as uploaded), quantized, dequantized."""
+def _fp16(a: np.ndarray) -> np.ndarray:
+    """``a`` rounded to fp16 (as the fp16 path stores it), in float32."""
+    return np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+
+
+def _dequantized(w: np.ndarray, per_channel: bool, fp8: bool = True) -> np.ndarray:
+    """The weight the FP8 GEMM multiplies by: fp16 (as uploaded), quantized, dequantized (``fp8``
+    False: the fp16 weight, for a GEMM left out of FP8)."""
+    if not fp8:
+        return _fp16(w)
     w16 = np.asarray(w, np.float32).astype(np.float16).astype(np.float64)
     fw = quantize_per_channel(w16) if per_channel else quantize_per_tensor(w16)
     return fw.dequantize().astype(np.float32)
@@ -67,21 +78,29 @@ class _Fp8Layer:
     ffn2: np.ndarray
 
 
-def _fp8_layer(layer: EncoderLayer, per_channel: bool) -> _Fp8Layer:
+def _fp8_layer(layer: EncoderLayer, per_channel: bool, gemms: frozenset[str] = FP8_GEMMS) -> _Fp8Layer:
     parts = [layer.q.w, layer.k.w, layer.v.w]
     if layer.smolgen is not None:
         parts.append(layer.smolgen.compress)
     # QKV and compress are one matrix on the device: per-channel floors see all of it
-    qkvc = _dequantized(np.concatenate(parts, axis=0), per_channel)
-    return _Fp8Layer(qkvc, _dequantized(layer.out.w, per_channel), _dequantized(layer.ffn1.w, per_channel),
-                     _dequantized(layer.ffn2.w, per_channel))
+    qkvc = _dequantized(np.concatenate(parts, axis=0), per_channel, "qkv" in gemms)
+    return _Fp8Layer(
+        qkvc,
+        _dequantized(layer.out.w, per_channel, "out" in gemms),
+        _dequantized(layer.ffn1.w, per_channel, "ffn1" in gemms),
+        _dequantized(layer.ffn2.w, per_channel, "ffn2" in gemms),
+    )
 
 
 def _encoder(network: Network, layer: EncoderLayer, w8: _Fp8Layer, sg_w: np.ndarray | None,
-             x: np.ndarray) -> np.ndarray:
+             x: np.ndarray, gemms: frozenset[str] = FP8_GEMMS) -> np.ndarray:
     b, d = x.shape[0], network.d_model
     alpha = np.float32(network.alpha)
-    qkvc = fake_quantize(x) @ w8.qkvc.T  # [B, 64, 3D + hc]
+
+    def fq(name: str, a: np.ndarray) -> np.ndarray:
+        return fake_quantize(a) if name in gemms else _fp16(a)
+
+    qkvc = fq("qkv", x) @ w8.qkvc.T  # [B, 64, 3D + hc]
     q = qkvc[..., :d] + _bias(layer.q)
     k = qkvc[..., d : 2 * d] + _bias(layer.k)
     v = qkvc[..., 2 * d : 3 * d] + _bias(layer.v)
@@ -92,29 +111,34 @@ def _encoder(network: Network, layer: EncoderLayer, w8: _Fp8Layer, sg_w: np.ndar
         g1 = apply_layer_norm(dense(c, sg.dense1, network.smolgen_act), sg.ln1)
         g2 = apply_layer_norm(dense(g1, sg.dense2, network.smolgen_act), sg.ln2)
         g2 = g2.reshape(b, network.heads, -1)
-        bias = (fake_quantize(g2) @ sg_w.T).reshape(b, network.heads, 64, 64)
+        bias = (fq("smolgen", g2) @ sg_w.T).reshape(b, network.heads, 64, 64)
     o = attention_reference(q, k, v, bias, network.heads)
-    y = fake_quantize(o) @ w8.out.T + _bias(layer.out)
+    y = fq("out", o) @ w8.out.T + _bias(layer.out)
     x1 = apply_layer_norm(x + alpha * y, layer.ln1)
-    h = fake_quantize(x1) @ w8.ffn1.T + _bias(layer.ffn1)
+    h = fq("ffn1", x1) @ w8.ffn1.T + _bias(layer.ffn1)
     if layer.ffn1.b is not None and network.ffn_act != Activation.NONE:
         from lc0py.model.activations import activation
 
         h = activation(network.ffn_act, h)
-    f = fake_quantize(h) @ w8.ffn2.T + _bias(layer.ffn2)
+    f = fq("ffn2", h) @ w8.ffn2.T + _bias(layer.ffn2)
     return apply_layer_norm(x1 + alpha * f, layer.ln2)
 
 
-def fp8_forward(network: Network, planes: np.ndarray, per_channel: bool = True) -> ForwardOutput:
+def fp8_forward(
+    network: Network, planes: np.ndarray, per_channel: bool = True, gemms: frozenset[str] = FP8_GEMMS
+) -> ForwardOutput:
     """The FP8 path's outputs for ``planes [B, 112, 8, 8]`` (one batch: the activation scales are
-    per batch, as on the device); ``per_channel``: ``fp8_scales=channel`` (default) or ``tensor``."""
+    per batch, as on the device); ``per_channel``: ``fp8_scales=channel`` (default) or ``tensor``;
+    ``gemms``: which of ``FP8_GEMMS`` run in FP8 (the others take fp16-rounded operands: an
+    ablation; the device runs them all)."""
     x = planes_to_tokens(planes, np.float32)
     h = embed(network, x)
     sg_w = None
     if network.smolgen_w is not None:  # per tensor, pre-scaled by log2 e on the device
-        sg_w = _dequantized(np.asarray(network.smolgen_w, np.float64) * LOG2E, False) / np.float32(LOG2E)
+        scaled = np.asarray(network.smolgen_w, np.float64) * LOG2E
+        sg_w = _dequantized(scaled, False, "smolgen" in gemms) / np.float32(LOG2E)
     for layer in network.encoders:
-        h = _encoder(network, layer, _fp8_layer(layer, per_channel), sg_w, h)
+        h = _encoder(network, layer, _fp8_layer(layer, per_channel, gemms), sg_w, h, gemms)
     policy = policy_head(network, network.policy, h)
     wdl = value_head(network, network.value, h)
     if network.moves_left is not None:
