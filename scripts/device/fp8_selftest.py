@@ -68,9 +68,17 @@ def main() -> int:
     from lc0py.gpu.compile_cache import KernelCache
     from lc0py.gpu.cuda_platform import CudaPlatform
 
-    p = CudaPlatform(0)
-    s = p.create_stream()
     state: dict[str, Any] = {}
+
+    def platform() -> dict[str, Any]:
+        state["p"] = CudaPlatform(0)
+        return {"device": state["p"].info.name, "arch": state["p"].info.arch}
+
+    if check("CUDA platform on device 0", platform) is None:
+        _write(args.json)
+        return 1
+    p = state["p"]
+    s = p.create_stream()
 
     def device() -> dict[str, Any]:
         from lc0py.gpu.cublaslt import CublasLtFp8
