@@ -17,6 +17,12 @@ layout FP8 requires (A transposed, B not), A = the weight (``lda = K``), B = the
 written by the quantize kernel on the stream: no host sync, and a captured graph reads the
 current batch's scale at replay. The algorithm is asked of the heuristic once per (M, N, K) and
 kept; the workspace is allocated once (graph capture allows no allocation).
+
+``outer=True`` (``fp8_scales=outer``): both scales are vectors (cuBLASLt's "outer vector" FP8
+scaling, ``CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F``, cuBLAS 12.9+): ``w_scale[N]`` per output
+channel of the weight, ``x_scale[M]`` per row of the activation, so the GEMM applies both and no
+epilogue pass is needed. Where the library does not offer it, the heuristic finds no algorithm and
+the error names the shape and mode.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
 DESC_TRANSA, DESC_TRANSB = 3, 4
 DESC_A_SCALE_POINTER, DESC_B_SCALE_POINTER = 17, 18
 DESC_FAST_ACCUM = 25
+DESC_A_SCALE_MODE, DESC_B_SCALE_MODE = 31, 32
+# cublasLtMatmulMatrixScale_t: one float per matrix, or per row of op(A) / column of op(B)
+SCALE_SCALAR_32F, SCALE_OUTER_VEC_32F = 0, 3
 # cublasLtMatmulPreferenceAttributes_t
 PREF_MAX_WORKSPACE_BYTES = 1
 
@@ -155,7 +164,7 @@ class CublasLtFp8:
             ),
             "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)",
         )
-        self._plans: dict[tuple[int, int, int], _Plan] = {}
+        self._plans: dict[tuple[int, int, int, bool], _Plan] = {}
         self._closed = False
 
     def _set(self, desc: ctypes.c_void_p, attr: int, value: ctypes._SimpleCData, what: str) -> None:
@@ -172,10 +181,11 @@ class CublasLtFp8:
         )
         return lay
 
-    def plan(self, m: int, n: int, k: int) -> _Plan:
-        """The descriptors and heuristic algorithm of an (M, N, K) FP8 GEMM, made once and kept.
-        Call it outside a graph capture (the first eager run of a shape does)."""
-        key = (m, n, k)
+    def plan(self, m: int, n: int, k: int, outer: bool = False) -> _Plan:
+        """The descriptors and heuristic algorithm of an (M, N, K) FP8 GEMM (``outer``: vector
+        scales), made once and kept. Call it outside a graph capture (the first eager run of a
+        shape does)."""
+        key = (m, n, k, outer)
         found = self._plans.get(key)
         if found is not None:
             return found
@@ -195,6 +205,10 @@ class CublasLtFp8:
         # a scale pointer must be set for the heuristic to see an FP8 problem with scales; the
         # real one is set per call. (The plan serves beta = 0 and beta = 1 alike: C has D's layout.)
         self._set(desc, DESC_B_SCALE_POINTER, ctypes.c_void_p(self._workspace), "B_SCALE_POINTER")
+        if outer:
+            self._set(desc, DESC_A_SCALE_MODE, ctypes.c_int(SCALE_OUTER_VEC_32F), "A_SCALE_MODE")
+            self._set(desc, DESC_B_SCALE_MODE, ctypes.c_int(SCALE_OUTER_VEC_32F), "B_SCALE_MODE")
+            self._set(desc, DESC_A_SCALE_POINTER, ctypes.c_void_p(self._workspace), "A_SCALE_POINTER")
         a = self._layout(CUDA_R_8F_E4M3, k, n, k)  # the weight [N, K] row-major, transposed
         b = self._layout(CUDA_R_8F_E4M3, k, m, k)  # the activation [M, K] row-major
         d = self._layout(CUDA_R_16F, n, m, n)  # D [M, N] row-major
@@ -209,7 +223,8 @@ class CublasLtFp8:
             lib.cublasLtMatmulDescDestroy(desc)
             name = _STATUS.get(status, status)
             raise GpuError(
-                f"cublasLtMatmulAlgoGetHeuristic: no FP8 algorithm for m={m}, n={n}, k={k} "
+                f"cublasLtMatmulAlgoGetHeuristic: no FP8 algorithm for m={m}, n={n}, k={k}"
+                f"{' with outer-vector scales' if outer else ''} "
                 f"(CUBLAS_STATUS_{name}, {count.value} results; cuBLASLt {self.version})"
             )
         plan = _Plan(desc, (a, b, d), result)
@@ -217,12 +232,16 @@ class CublasLtFp8:
         return plan
 
     def gemm(self, stream: int, m: int, n: int, k: int, x_q: int, w_q: int, d: int, x_scale: int,
-             alpha: float, accumulate: bool = False) -> None:
+             alpha: float, accumulate: bool = False, w_scale: int = 0) -> None:
         """``d[m, n] (+)= alpha * (*x_scale) * x_q[m, k] @ w_q[n, k]ᵀ`` on ``stream`` (module
         docstring); ``accumulate``: ``d`` is also cuBLASLt's C with beta = 1 (a residual added in
-        the GEMM's own epilogue)."""
-        plan = self.plan(m, n, k)
+        the GEMM's own epilogue); ``w_scale`` (a device ``float[n]``): outer-vector scales, then
+        ``x_scale`` is a ``float[m]`` too: ``d[i, j] = alpha * x_scale[i] * w_scale[j] * (...)``."""
+        outer = bool(w_scale)
+        plan = self.plan(m, n, k, outer)
         self._set(plan.desc, DESC_B_SCALE_POINTER, ctypes.c_void_p(x_scale), "B_SCALE_POINTER")
+        if outer:
+            self._set(plan.desc, DESC_A_SCALE_POINTER, ctypes.c_void_p(w_scale), "A_SCALE_POINTER")
         al, be = ctypes.c_float(alpha), ctypes.c_float(1.0 if accumulate else 0.0)
         a, b, dl = plan.layouts
         _check(

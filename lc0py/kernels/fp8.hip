@@ -185,3 +185,38 @@ fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT co
         if (threadIdx.x == 0) partial[blockIdx.x] = m;
     }
 }
+
+// Per-row quantization (``fp8_scales=outer``): one warp per row of n fp16 values (n a multiple of
+// LC0_VEC): row_scale[r] = amax_r / LC0_FP8_MAX (1 for an all-zero row), q[r] = fp8(x[r] / row_scale[r]).
+// The row's maximum is the warp's own reduction, so this is one kernel and one read of x (the row
+// is read again from cache to quantize); cuBLASLt applies row_scale as its per-row B scale vector
+// (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F). Launch: ceil(rows / (LC0_FP8_THREADS / WARP_SIZE))
+// blocks of LC0_FP8_THREADS.
+extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
+fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0_RESTRICT q,
+                  float* LC0_RESTRICT row_scale) {
+    const unsigned warps = LC0_FP8_THREADS / WARP_SIZE;
+    const unsigned r = blockIdx.x * warps + threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    if (r >= rows) return;  // whole warps leave together
+    const T* xr = x + (size_t)r * n;
+    const unsigned chunks = n / LC0_VEC;
+    float m = 0.f;
+    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
+        float v[LC0_VEC];
+        load_vec(xr + (size_t)c * LC0_VEC, v);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) m = fmaxf(m, fmaxf(v[j], -v[j]));
+    }
+    m = warp_max(m);
+    const float inv = m > 0.f ? LC0_FP8_MAX / m : 1.f;
+    if (lane == 0) row_scale[r] = m > 0.f ? m / LC0_FP8_MAX : 1.f;
+    fp8_t* qr = q + (size_t)r * n;
+    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
+        float v[LC0_VEC];
+        load_vec(xr + (size_t)c * LC0_VEC, v);
+        u32* dst = reinterpret_cast<u32*>(qr + (size_t)c * LC0_VEC);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC / 4; ++j)
+            dst[j] = fp8x2(v[4 * j] * inv, v[4 * j + 1] * inv) | (fp8x2(v[4 * j + 2] * inv, v[4 * j + 3] * inv) << 16);
+    }
+}

@@ -175,7 +175,8 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
             from lc0py.backends.accuracy import relative_error
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
 
-            emu = fp8_forward(net, sub.dense(np.float32), per_channel="fp8_scales=tensor" not in opts)
+            emu = fp8_forward(net, sub.dense(np.float32), per_channel="fp8_scales=tensor" not in opts,
+                              per_row="fp8_scales=outer" in opts)
             ref_policy = ref_out[0] if ref_out else None
             row["vs_emulation"] = {
                 "positions": n,

@@ -15,7 +15,7 @@ from lc0py.backends.gpu.ops import THREADS
 from lc0py.gpu.compile_cache import define_options, kernel_dir, read_headers
 
 DEFINES = {"LC0_FP16": 1, "LC0_FP8_PARTIALS": FP8_PARTIALS, "LC0_FP8_THREADS": THREADS}
-KERNELS = ("fp8_amax", "fp8_quantize", "fp8_epilogue")
+KERNELS = ("fp8_amax", "fp8_quantize", "fp8_epilogue", "fp8_quantize_rows")
 
 
 @pytest.mark.parametrize(("arch", "hardware_cvt"), [("sm_89", True), ("sm_90", True), ("sm_80", False)])

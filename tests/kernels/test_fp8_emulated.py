@@ -124,3 +124,20 @@ def test_epilogue(exes: dict[str, Path], tmp_path: Path, cid: str, act: int, alp
     want_q, want_scale = quantize_activation(out.astype(np.float16).astype(np.float32).reshape(-1))
     assert scale == pytest.approx(want_scale, rel=1e-7) and np.array_equal(q, want_q)
     assert scale == pytest.approx(np.abs(out).max() / E4M3_MAX, rel=1e-3)
+
+
+@pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])
+def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str) -> None:
+    rng = np.random.default_rng(21)
+    rows, n = 37, 96  # rows not a multiple of the warps per block; 96 = 12 chunks over the lanes
+    x = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-4, 4, (rows, 1)))).astype(np.float16)
+    x[5] = 0.0
+    x.tofile(tmp_path / "x.bin")
+    _run(exes[cid], "rows", rows, n, tmp_path)
+    q = np.fromfile(tmp_path / "q.bin", np.uint8).reshape(rows, n)
+    rs = np.fromfile(tmp_path / "rs.bin", np.float32)
+    for r in range(rows):
+        want_q, want_s = quantize_activation(x[r].astype(np.float32))
+        assert np.array_equal(q[r], want_q), r
+        assert rs[r] == pytest.approx(want_s, rel=1e-7), r
+    assert rs[5] == 1.0 and not np.any(q[5])

@@ -11,7 +11,10 @@ shared by every layer) run as::
 
 (kernels/fp8.hip; the weights' scales: fp8_quant.py). With ``fp8_scales=tensor`` each weight has
 one scale: QKV needs no epilogue pass, and the output projection and FFN2 add their residual in
-cuBLASLt (beta = 1) -- three fewer passes over the activations per layer. The FFN's hidden layer
+cuBLASLt (beta = 1) -- three fewer passes over the activations per layer. With ``fp8_scales=outer``
+the activations are quantized per row (one kernel, one read: the row's maximum is a warp's own)
+and cuBLASLt applies both the per-channel weight scales and the per-row activation scales
+(outer-vector scaling): no epilogue pass except FFN1's bias and activation. The FFN's hidden layer
 gets its per-block maxima from the FFN1 epilogue itself, so it needs no separate amax pass. The
 smolgen generator's weight has one scale for the whole matrix in either mode: its output
 (``[B, H, 64, 64]``, the largest tensor of the pass) then needs no epilogue pass at all.
@@ -91,6 +94,7 @@ class Fp8LayerWeights(Generic[A]):
 class Fp8ModelWeights(Generic[A]):
     layers: list[Fp8LayerWeights[A]]
     smolgen_q: A | None  # the generator [4096, gs], one scale (``Fp8Refs.smolgen``)
+    ones: A | None = None  # fp8_scales=outer: FFN1's epilogue factor (the GEMM applied the scales)
 
 
 @dataclass(frozen=True)
@@ -105,11 +109,12 @@ class Fp8Refs:
 
 
 def pack_fp8(
-    packed: ModelWeights[np.ndarray], per_channel: bool = True
+    packed: ModelWeights[np.ndarray], per_channel: bool = True, outer: bool = False
 ) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
     """Quantize the FP8 GEMMs' weights of a host record (``weights.pack_model``'s, the same matrices
     the fp16 path multiplies by: QKV with its compress and alignment rows, the smolgen generator
-    pre-scaled by log2 e); ``per_channel=False``: one scale per matrix (``fp8_scales=tensor``)."""
+    pre-scaled by log2 e); ``per_channel=False``: one scale per matrix (``fp8_scales=tensor``);
+    ``outer``: per channel, the factors read by cuBLASLt as its weight scale vectors."""
     quantize = quantize_per_channel if per_channel else quantize_per_tensor
     layers, refs = [], {"qkv": [], "out": [], "ffn1": [], "ffn2": []}  # type: ignore[var-annotated]
     for i, enc in enumerate(packed.encoders):
@@ -132,7 +137,11 @@ def pack_fp8(
     sg: Fp8Weight | None = None
     if packed.smolgen_w is not None:
         sg = quantize_per_tensor(packed.smolgen_w, "smolgen generator")
-    host = Fp8ModelWeights(layers, sg.q if sg is not None else None)
+    ones = None
+    if outer:
+        fd = max(enc.ffn.w1.shape[0] for enc in packed.encoders)
+        ones = np.ones(fd, np.float32)
+    host = Fp8ModelWeights(layers, sg.q if sg is not None else None, ones)
     return host, Fp8Refs(
         tuple(refs["qkv"]), tuple(refs["out"]), tuple(refs["ffn1"]), tuple(refs["ffn2"]),
         sg.ref if sg is not None else 1.0,
@@ -149,7 +158,9 @@ class Fp8Ops:
         self.k_amax = cache.function("fp8.hip", "fp8_amax", defines)
         self.k_quant = cache.function("fp8.hip", "fp8_quantize", defines)
         self.k_epi = cache.function("fp8.hip", "fp8_epilogue", defines)
+        self.k_rows = cache.function("fp8.hip", "fp8_quantize_rows", defines)
         self.smem = THREADS // ops.p.info.warp_size * 4
+        self.rows_per_block = THREADS // ops.p.info.warp_size
 
     def _launch(self, kernel: int, args: list[KernelArg]) -> None:
         ops = self.ops
@@ -164,11 +175,25 @@ class Fp8Ops:
             self._launch(self.k_amax, [P(x), chunks, P(buf.fp8_partial)])
         self._launch(self.k_quant, [P(x), chunks, P(buf.fp8_partial), P(buf.fp8_x), P(buf.fp8_scale)])
 
+    def quantize_rows(self, buf: Buffers, x: int, rows: int, n: int) -> None:
+        """``buf.fp8_x = e4m3(x)`` per row, the rows' scales in ``buf.fp8_row_scale``."""
+        assert n % 8 == 0, n
+        grid = (-(-rows // self.rows_per_block), 1, 1)
+        args: list[KernelArg] = [P(x), U(rows), U(n), P(buf.fp8_x), P(buf.fp8_row_scale)]
+        self.ops.p.launch(self.k_rows, grid, (THREADS, 1, 1), 0, self.ops.stream, args)
+
     def gemm(
-        self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float, accumulate: bool = False
+        self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float, accumulate: bool = False,
+        w_scale: int = 0,
     ) -> None:
-        """``d[m, n] (fp16) (+)= ref · scale · fp8_x[m, k] @ w_q[n, k]ᵀ`` (``accumulate``: beta = 1)."""
-        self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, buf.fp8_scale, ref, accumulate)
+        """``d[m, n] (fp16) (+)= ref · scale · fp8_x[m, k] @ w_q[n, k]ᵀ`` (``accumulate``: beta = 1);
+        ``w_scale``: the weight's per-channel scale vector, and the activation's per-row scales
+        (``quantize_rows``) in place of the tensor's (outer-vector scaling)."""
+        x_scale = buf.fp8_row_scale if w_scale else buf.fp8_scale
+        if w_scale:
+            self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, x_scale, ref, accumulate, w_scale)
+        else:
+            self.gemms.gemm(self.ops.stream, m, n, k, buf.fp8_x, w_q, d, x_scale, ref, accumulate)
 
     def epilogue(
         self, buf: Buffers, d: int, rows: int, n: int, col_scale: int, out: int, *, bias: int = 0,
@@ -207,15 +232,21 @@ class Fp8Smolgen(Smolgen):
 class Fp8EncoderLayer(EncoderLayer):
     """``EncoderLayer`` with QKV, the output projection and the FFN in FP8 (module docstring)."""
 
-    def __init__(self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs) -> None:
+    def __init__(
+        self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs, ones: int | None = None
+    ) -> None:
+        """``ones``: ``fp8_scales=outer`` (a device vector of ones for FFN1's epilogue)."""
         self.__dict__.update(base.__dict__)
         i = base.index
-        self.f8, self.w8 = f8, w8
+        self.f8, self.w8, self.ones = f8, w8, ones
         self.refs = (refs.qkv[i], refs.out[i], refs.ffn1[i], refs.ffn2[i])
         if base.smolgen is not None:
             assert isinstance(base.smolgen, Fp8Smolgen)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
+        if self.ones is not None:
+            self._forward_outer(ops, buf, bsz, flash, tap)
+            return
         s, w, w8, f8 = self.s, self.w, self.w8, self.f8
         r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
         m = bsz * SEQ
@@ -238,6 +269,32 @@ class Fp8EncoderLayer(EncoderLayer):
         f8.epilogue(buf, buf.ffn, m, s.Fd, w8.ffn1_cs, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=True)
         f8.quantize(buf, buf.ffn, m * s.Fd, partials_ready=True)
         self._residual_gemm(buf, m, s.E, s.Fd, w8.ffn2_q, w8.ffn2_cs, r_ffn2, ffn.alpha, buf.x1)
+        ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
+
+    def _forward_outer(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
+        """``fp8_scales=outer``: per-row activation and per-channel weight scales, both applied by
+        cuBLASLt; residuals added in the GEMM (beta = 1); only FFN1 has an epilogue (bias, act)."""
+        s, w, w8, f8 = self.s, self.w, self.w8, self.f8
+        r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
+        assert w8.qkv_cs is not None and w8.out_cs is not None and w8.ffn2_cs is not None
+        assert self.ones is not None
+        m = bsz * SEQ
+        f8.quantize_rows(buf, buf.x, m, s.E)
+        f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv, w_scale=w8.qkv_cs)
+        if self.smolgen is not None:
+            self.smolgen.forward(ops, buf, bsz)
+        self.attention.forward(buf, w.qkv_b, bsz, flash)
+        if tap is not None:
+            tap(f"encoder{self.index}.attention", buf.attn, s.D)
+        f8.quantize_rows(buf, buf.attn, m, s.D)
+        f8.gemm(buf, m, s.E, s.D, w8.out_q, buf.x, r_out * self.alpha, accumulate=True, w_scale=w8.out_cs)
+        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
+        ffn = self.ffn
+        f8.quantize_rows(buf, buf.x1, m, s.E)
+        f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1, w_scale=w8.ffn1_cs)
+        f8.epilogue(buf, buf.ffn, m, s.Fd, self.ones, buf.ffn, bias=ffn.w.b1, act=ffn.act)
+        f8.quantize_rows(buf, buf.ffn, m, s.Fd)
+        f8.gemm(buf, m, s.E, s.Fd, w8.ffn2_q, buf.x1, r_ffn2 * ffn.alpha, accumulate=True, w_scale=w8.ffn2_cs)
         ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
 
     def _residual_gemm(
@@ -286,7 +343,7 @@ class Fp8Resources:
 
 def build_fp8_model(
     model: GpuModel, ops: GpuOps, cache: KernelCache, net: Network, packed: ModelWeights[np.ndarray],
-    gemms: Any, per_channel: bool = True,
+    gemms: Any, per_channel: bool = True, outer: bool = False,
 ) -> Fp8Resources:
     """Turn the fp16 ``model`` (built on ``packed``'s upload) into the FP8 one in place: quantize
     and upload the FP8 weights, swap the encoder layers (and smolgen) for their FP8 forms.
@@ -294,7 +351,7 @@ def build_fp8_model(
     a fake). Returns what must be closed with the network."""
     res = Fp8Resources(ops.p, gemms)
     try:
-        host, refs = pack_fp8(packed, per_channel)
+        host, refs = pack_fp8(packed, per_channel or outer, outer)
         dev = res.upload(host, ops.main)
         res.weights = dev
         f8 = Fp8Ops(ops, cache, gemms)
@@ -303,7 +360,7 @@ def build_fp8_model(
             if layer.smolgen is not None:
                 assert dev.smolgen_q is not None
                 layer.smolgen = Fp8Smolgen(layer.smolgen, f8, dev.smolgen_q, refs.smolgen)
-            layers.append(Fp8EncoderLayer(layer, f8, w8, refs))
+            layers.append(Fp8EncoderLayer(layer, f8, w8, refs, dev.ones))
         model.encoders = layers
     except BaseException:
         res.close()

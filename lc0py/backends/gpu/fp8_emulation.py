@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lc0py.backends.gpu.fp8_quant import (
+    E4M3_MAX,
     e4m3_decode,
+    e4m3_encode,
     quantize_activation,
     quantize_per_channel,
     quantize_per_tensor,
@@ -49,6 +51,17 @@ def fake_quantize(a: np.ndarray) -> np.ndarray:
     a16 = np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
     q, scale = quantize_activation(a16.reshape(-1))
     return (e4m3_decode(q) * np.float32(scale)).reshape(a.shape)
+
+
+def fake_quantize_rows(a: np.ndarray) -> np.ndarray:
+    """``fake_quantize`` with one scale per row (the last axis), as ``fp8_quantize_rows``."""
+    a16 = np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
+    rows = a16.reshape(-1, a16.shape[-1])
+    amax = np.abs(rows).max(axis=1)
+    inv = np.where(amax > 0, np.float32(E4M3_MAX) / np.maximum(amax, np.float32(1e-30)), np.float32(1.0))
+    scale = np.where(amax > 0, amax / np.float32(E4M3_MAX), np.float32(1.0)).astype(np.float32)
+    q = e4m3_encode((rows * inv[:, None].astype(np.float32)).astype(np.float32))
+    return (e4m3_decode(q) * scale[:, None]).reshape(a.shape).astype(np.float32)
 
 
 def _fp16(a: np.ndarray) -> np.ndarray:
@@ -93,12 +106,14 @@ def _fp8_layer(layer: EncoderLayer, per_channel: bool, gemms: frozenset[str] = F
 
 
 def _encoder(network: Network, layer: EncoderLayer, w8: _Fp8Layer, sg_w: np.ndarray | None,
-             x: np.ndarray, gemms: frozenset[str] = FP8_GEMMS) -> np.ndarray:
+             x: np.ndarray, gemms: frozenset[str] = FP8_GEMMS, per_row: bool = False) -> np.ndarray:
     b, d = x.shape[0], network.d_model
     alpha = np.float32(network.alpha)
 
     def fq(name: str, a: np.ndarray) -> np.ndarray:
-        return fake_quantize(a) if name in gemms else _fp16(a)
+        if name not in gemms:
+            return _fp16(a)
+        return fake_quantize_rows(a) if per_row and name != "smolgen" else fake_quantize(a)
 
     qkvc = fq("qkv", x) @ w8.qkvc.T  # [B, 64, 3D + hc]
     q = qkvc[..., :d] + _bias(layer.q)
@@ -125,12 +140,14 @@ def _encoder(network: Network, layer: EncoderLayer, w8: _Fp8Layer, sg_w: np.ndar
 
 
 def fp8_forward(
-    network: Network, planes: np.ndarray, per_channel: bool = True, gemms: frozenset[str] = FP8_GEMMS
+    network: Network, planes: np.ndarray, per_channel: bool = True, gemms: frozenset[str] = FP8_GEMMS,
+    per_row: bool = False,
 ) -> ForwardOutput:
     """The FP8 path's outputs for ``planes [B, 112, 8, 8]`` (one batch: the activation scales are
     per batch, as on the device); ``per_channel``: ``fp8_scales=channel`` (default) or ``tensor``;
-    ``gemms``: which of ``FP8_GEMMS`` run in FP8 (the others take fp16-rounded operands: an
-    ablation; the device runs them all)."""
+    ``per_row``: activations scaled per row (``fp8_scales=outer``, with ``per_channel``; the
+    smolgen generator stays per tensor); ``gemms``: which of ``FP8_GEMMS`` run in FP8 (the others
+    take fp16-rounded operands: an ablation; the device runs them all)."""
     x = planes_to_tokens(planes, np.float32)
     h = embed(network, x)
     sg_w = None
@@ -138,7 +155,7 @@ def fp8_forward(
         scaled = np.asarray(network.smolgen_w, np.float64) * LOG2E
         sg_w = _dequantized(scaled, False, "smolgen" in gemms) / np.float32(LOG2E)
     for layer in network.encoders:
-        h = _encoder(network, layer, _fp8_layer(layer, per_channel, gemms), sg_w, h, gemms)
+        h = _encoder(network, layer, _fp8_layer(layer, per_channel, gemms), sg_w, h, gemms, per_row)
     policy = policy_head(network, network.policy, h)
     wdl = value_head(network, network.value, h)
     if network.moves_left is not None:

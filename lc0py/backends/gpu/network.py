@@ -154,8 +154,10 @@ class GpuNetwork:
 
             gemms = CublasLtFp8(self.p, fast_accum=self.options.fp8_fast_accum)
         assert isinstance(self.model, GpuModel)
-        per_channel = self.options.fp8_scales == "channel"
-        return build_fp8_model(self.model, self.ops, self.cache, network, packed, gemms, per_channel)
+        scales = self.options.fp8_scales
+        return build_fp8_model(
+            self.model, self.ops, self.cache, network, packed, gemms, scales != "tensor", scales == "outer"
+        )
 
     def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with

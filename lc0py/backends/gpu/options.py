@@ -16,7 +16,9 @@ nothing below the backend reads option text or sets option flags on other object
                               attention body in FP8 e4m3 (``cuda-fp8``; NVIDIA compute capability 8.9+)
 ``fp8_scales``      ``channel`` FP8 weights: one scale per output channel, applied by an epilogue pass;
                               ``tensor``: one per matrix, so QKV needs no epilogue pass and the
-                              output projection / FFN2 add the residual inside cuBLASLt (beta = 1)
+                              output projection / FFN2 add the residual inside cuBLASLt (beta = 1);
+                              ``outer``: per-channel weight and per-row activation scales both
+                              applied inside cuBLASLt (outer-vector scaling, cuBLAS 12.9+)
 ``fp8_fast_accum``  ``off``   cuBLASLt's FP8 fast accumulation (faster on Hopper, less exact sums)
 ``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
                               heads x depth and dtype (``off``: the built-in defaults)
@@ -82,6 +84,7 @@ KNOWN_OPTIONS = (
 )
 MAX_BATCH_LIMIT = 65536
 PRECISIONS = ("fp32", "fp16", "fp8")
+FP8_SCALES = ("channel", "tensor", "outer")
 
 
 def auto_or_bool(key: str, value: str) -> bool | None:
@@ -160,7 +163,7 @@ class GpuOptions:
             verify=take("verify", False),
             tuned=take("tuned", True),
             precision=take("precision", None, precision_value),
-            fp8_scales=options.take_choice("fp8_scales", "channel", ("channel", "tensor")),
+            fp8_scales=options.take_choice("fp8_scales", "channel", FP8_SCALES),
             fp8_fast_accum=take("fp8_fast_accum", False),
             winograd=take("winograd", None, auto_or_bool),
             winograd_split=take("winograd_split", True),

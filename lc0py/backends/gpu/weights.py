@@ -462,6 +462,7 @@ class Buffers:
     fp8_d: int = 0  # FP8 path: a GEMM output before its residual epilogue [B*64, E]
     fp8_partial: int = 0  # FP8 path: per-block maxima of the tensor being quantized [FP8_PARTIALS] f32
     fp8_scale: int = 0  # FP8 path: the activation's dequantization scale (f32, cuBLASLt's B scale)
+    fp8_row_scale: int = 0  # FP8 path, fp8_scales=outer: per-row activation scales [B*64] f32
 
 
 def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str, int]:
@@ -504,6 +505,7 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         sizes["fp8_d"] = m * s.E * elem
         sizes["fp8_partial"] = FP8_PARTIALS * 4
         sizes["fp8_scale"] = 4
+        sizes["fp8_row_scale"] = max(m, batch * s.H) * 4
     return sizes
 
 

@@ -47,6 +47,7 @@ def test_fp8_scale_options() -> None:
     o = GpuOptions.from_text("precision=fp8,fp8_scales=tensor,fp8_fast_accum=on")
     assert o.fp8 and o.fp8_scales == "tensor" and o.fp8_fast_accum
     assert GpuOptions.from_text("").fp8_scales == "channel"
+    assert GpuOptions.from_text("fp8_scales=outer").fp8_scales == "outer"
     with pytest.raises(BackendOptionError, match="fp8_scales"):
         GpuOptions.from_text("fp8_scales=row")
 
@@ -126,12 +127,12 @@ class RecordingGemms:
     """The FP8 GEMM provider's interface, recording each call's pointers and shape."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[int, int, int, int, int, int, int, float, bool]] = []
+        self.calls: list[tuple[int, int, int, int, int, int, int, float, bool, int]] = []
         self.closed = False
 
     def gemm(self, stream: int, m: int, n: int, k: int, x_q: int, w_q: int, d: int, x_scale: int,
-             alpha: float, accumulate: bool = False) -> None:
-        self.calls.append((m, n, k, x_q, w_q, d, x_scale, alpha, accumulate))
+             alpha: float, accumulate: bool = False, w_scale: int = 0) -> None:
+        self.calls.append((m, n, k, x_q, w_q, d, x_scale, alpha, accumulate, w_scale))
 
     def close(self) -> None:
         self.closed = True
@@ -152,7 +153,7 @@ class Fp16GemmCounter(PointerPlatform):
         self.launch_args.append(list(args))
 
 
-@pytest.mark.parametrize("scales", ["channel", "tensor"])
+@pytest.mark.parametrize("scales", ["channel", "tensor", "outer"])
 @pytest.mark.parametrize("preset", ["tiny", "t82"])
 def test_fp8_forward_wiring(preset: str, scales: str) -> None:
     from lc0py.backends.gpu.network import GpuNetwork
@@ -177,13 +178,21 @@ def test_fp8_forward_wiring(preset: str, scales: str) -> None:
         assert [c[:3] for c in gemms.calls] == want
         # every FP8 GEMM reads the quantized activation and its scale, writes inside an allocation
         buf = gpu.runner.buf
-        assert {c[3] for c in gemms.calls} == {buf.fp8_x} and {c[6] for c in gemms.calls} == {buf.fp8_scale}
+        assert {c[3] for c in gemms.calls} == {buf.fp8_x}
+        # the activation's scale: per tensor, or (outer) per row with the weight's scale vector
+        sg_calls = [c for c in gemms.calls if c[1] == 64 * 64]
+        body = [c for c in gemms.calls if c[1] != 64 * 64]
+        assert {c[6] for c in sg_calls} <= {buf.fp8_scale} and not any(c[9] for c in sg_calls)
+        if scales == "outer":
+            assert {c[6] for c in body} == {buf.fp8_row_scale} and all(plat.inside(c[9]) for c in body)
+        else:
+            assert {c[6] for c in body} == {buf.fp8_scale} and not any(c[9] for c in body)
         for c in gemms.calls:
             assert plat.inside(c[4]) and plat.inside(c[5]) and c[7] > 0 and np.isfinite(c[7])
         # per-tensor scales: the output projection and FFN2 accumulate into the residual stream
         # inside the GEMM; per-channel: into fp8_d, then the epilogue
         residual = [c for c in gemms.calls if c[1] == s.E]
-        if scales == "tensor":
+        if scales in ("tensor", "outer"):
             assert all(c[8] for c in residual) and {c[5] for c in residual} == {buf.x, buf.x1}
         else:
             assert not any(c[8] for c in gemms.calls) and {c[5] for c in residual} == {buf.fp8_d}
@@ -198,7 +207,7 @@ def test_fp8_forward_wiring(preset: str, scales: str) -> None:
         assert all(np.isfinite(floats))
         # every uploaded FP8 array (codes by the GEMMs, per-channel factors by the epilogues) is read
         pointers = {a.value for args in plat.launch_args for a in args if isinstance(a, ctypes.c_void_p)}
-        read = set(weights) | pointers
+        read = set(weights) | pointers | {c[9] for c in gemms.calls}
         assert fp8_weights and not [p for p in fp8_weights if p not in read]
     finally:
         gpu.close()

@@ -42,12 +42,23 @@ def test_emulated_weights_are_the_uploaded_ones(per_channel: bool) -> None:
         assert not np.any(device_qkv[rows:])
 
 
-@pytest.mark.parametrize("per_channel", [True, False])
-def test_emulation_error_against_float64(per_channel: bool) -> None:
+def test_row_quantization_is_the_tensor_one_per_row() -> None:
+    from lc0py.backends.gpu.fp8_emulation import fake_quantize_rows
+
+    x = np.random.default_rng(1).standard_normal((6, 4, 32)).astype(np.float32)
+    x[2, 1] = 0.0
+    got = fake_quantize_rows(x)
+    for i in range(6):
+        for j in range(4):
+            assert np.array_equal(got[i, j], fake_quantize(x[i, j])), (i, j)
+
+
+@pytest.mark.parametrize(("per_channel", "per_row"), [(True, False), (False, False), (True, True)])
+def test_emulation_error_against_float64(per_channel: bool, per_row: bool) -> None:
     net = random_network("tiny", 2)
     batch = random_games_batch(16, int(net.format.input), 3)
     ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64)
-    out = fp8_forward(net, batch.dense(np.float32), per_channel=per_channel)
+    out = fp8_forward(net, batch.dense(np.float32), per_channel=per_channel, per_row=per_row)
     for name in ("policy", "wdl", "moves_left"):
         got = getattr(out, name)
         assert np.all(np.isfinite(got)), name

@@ -8,6 +8,7 @@
 //              d.bin [rows*cols] f16, cs.bin [cols] f32, bias.bin [cols] f16, res.bin f16 ->
 //              out.bin f16 (written over res when res is on, as the backend does), partial.bin,
 //              then fp8_quantize of out from those partials: q.bin, scale.bin
+//        fp8_emu rows rows n dir    x.bin [rows*n] f16 -> q.bin u8, rs.bin [rows] f32 (fp8_quantize_rows)
 #include "wave_emu.h"
 // clang-format off
 #include "prelude_hiprtc.h"
@@ -84,6 +85,19 @@ int main(int argc, char** argv) {
         write_array(dir + "/scale.bin", scale);
         return finish();
     }
-    std::fprintf(stderr, "usage: %s codes|quant|epi ...\n", argv[0]);
+    if (mode == "rows" && argc == 5) {
+        const unsigned rows = (unsigned)std::atoi(argv[2]), n = (unsigned)std::atoi(argv[3]);
+        const std::string dir = argv[4];
+        auto x = read_array<T>(dir + "/x.bin", (size_t)rows * n);
+        std::vector<unsigned char> q((size_t)rows * n, 0xAA);
+        std::vector<float> rs(rows, __builtin_nanf(""));
+        const unsigned per = LC0_FP8_THREADS / WARP_SIZE;
+        emu::run_grid(emu_dim3{(rows + per - 1) / per, 1, 1}, LC0_FP8_THREADS,
+                      [&] { fp8_quantize_rows(x.data(), rows, n, q.data(), rs.data()); });
+        write_array(dir + "/q.bin", q);
+        write_array(dir + "/rs.bin", rs);
+        return finish();
+    }
+    std::fprintf(stderr, "usage: %s codes|quant|epi|rows ...\n", argv[0]);
     return 2;
 }
