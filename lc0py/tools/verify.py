@@ -179,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
 
             assert gpu is not None
-            scales = gpu.options.fp8_scales
-            emulated = fp8_forward(network, batch.dense(np.float32), per_channel=scales != "tensor",
-                                   per_row=scales == "outer")
+            o = gpu.options
+            emulated = fp8_forward(network, batch.dense(np.float32), per_channel=o.fp8_scales != "tensor",
+                                   per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
             rows += _output_rows("fp8-emu", emulated, ref, network.has_moves_left)
         if gpu is not None:
             rows += _GPU_ROWS[network.body](gpu, network, batch, ref, trace)

@@ -174,9 +174,11 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
         if sub_out is not None and args.emulate:
             from lc0py.backends.accuracy import relative_error
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
+            from lc0py.backends.gpu.options import GpuOptions
 
-            emu = fp8_forward(net, sub.dense(np.float32), per_channel="fp8_scales=tensor" not in opts,
-                              per_row="fp8_scales=outer" in opts)
+            o = GpuOptions.from_text(opts or None)
+            emu = fp8_forward(net, sub.dense(np.float32), per_channel=o.fp8_scales != "tensor",
+                              per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
             ref_policy = ref_out[0] if ref_out else None
             row["vs_emulation"] = {
                 "positions": n,

@@ -80,13 +80,13 @@ class Fp8LayerWeights(Generic[A]):
     (``None`` with per-tensor scales, where no epilogue reads them; FFN1's epilogue always runs
     for its bias and activation: ones there)."""
 
-    qkv_q: A
+    qkv_q: A | None  # None: this GEMM runs in fp16 (``fp8_gemms``)
     qkv_cs: A | None
-    out_q: A
+    out_q: A | None
     out_cs: A | None
-    ffn1_q: A
-    ffn1_cs: A
-    ffn2_q: A
+    ffn1_q: A | None
+    ffn1_cs: A | None
+    ffn2_q: A | None
     ffn2_cs: A | None
 
 
@@ -108,39 +108,43 @@ class Fp8Refs:
     smolgen: float
 
 
+#: The GEMMs that can run in FP8 (``fp8_gemms``); the default is all of them.
+FP8_GEMMS = ("qkv", "out", "ffn1", "ffn2", "smolgen")
+
+
 def pack_fp8(
-    packed: ModelWeights[np.ndarray], per_channel: bool = True, outer: bool = False
+    packed: ModelWeights[np.ndarray], per_channel: bool = True, outer: bool = False,
+    gemms: tuple[str, ...] = FP8_GEMMS,
 ) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
     """Quantize the FP8 GEMMs' weights of a host record (``weights.pack_model``'s, the same matrices
     the fp16 path multiplies by: QKV with its compress and alignment rows, the smolgen generator
     pre-scaled by log2 e); ``per_channel=False``: one scale per matrix (``fp8_scales=tensor``);
-    ``outer``: per channel, the factors read by cuBLASLt as its weight scale vectors."""
+    ``outer``: per channel, the factors read by cuBLASLt as its weight scale vectors. A GEMM not in
+    ``gemms`` gets ``None`` fields (it runs in fp16; nothing of it is uploaded)."""
     quantize = quantize_per_channel if per_channel else quantize_per_tensor
     layers, refs = [], {"qkv": [], "out": [], "ffn1": [], "ffn2": []}  # type: ignore[var-annotated]
     for i, enc in enumerate(packed.encoders):
-        qw = {
-            "qkv": quantize(enc.qkv_w, f"encoder {i} qkv"),
-            "out": quantize(enc.out_w, f"encoder {i} output projection"),
-            "ffn1": quantize(enc.ffn.w1, f"encoder {i} ffn1"),
-            "ffn2": quantize(enc.ffn.w2, f"encoder {i} ffn2"),
-        }
-        for k, fw in qw.items():
-            refs[k].append(fw.ref)
+        mats = {"qkv": enc.qkv_w, "out": enc.out_w, "ffn1": enc.ffn.w1, "ffn2": enc.ffn.w2}
+        qw = {k: quantize(w, f"encoder {i} {k}") for k, w in mats.items() if k in gemms}
+        for k in mats:
+            refs[k].append(qw[k].ref if k in qw else 1.0)
+
+        def q(key: str, qw: dict[str, Fp8Weight] = qw) -> np.ndarray | None:
+            return qw[key].q if key in qw else None
 
         def cs(key: str, qw: dict[str, Fp8Weight] = qw) -> np.ndarray | None:
-            return qw[key].col_scale if per_channel else None
+            # FFN1's factor is read by its epilogue in every mode (ones with per-tensor scales)
+            return qw[key].col_scale if key in qw and (per_channel or key == "ffn1") else None
 
         layers.append(Fp8LayerWeights(
-            qw["qkv"].q, cs("qkv"), qw["out"].q, cs("out"),
-            qw["ffn1"].q, qw["ffn1"].col_scale, qw["ffn2"].q, cs("ffn2"),
+            q("qkv"), cs("qkv"), q("out"), cs("out"), q("ffn1"), cs("ffn1"), q("ffn2"), cs("ffn2"),
         ))
     sg: Fp8Weight | None = None
-    if packed.smolgen_w is not None:
+    if packed.smolgen_w is not None and "smolgen" in gemms:
         sg = quantize_per_tensor(packed.smolgen_w, "smolgen generator")
     ones = None
-    if outer:
-        fd = max(enc.ffn.w1.shape[0] for enc in packed.encoders)
-        ones = np.ones(fd, np.float32)
+    if outer and "ffn1" in gemms:
+        ones = np.ones(max(enc.ffn.w1.shape[0] for enc in packed.encoders), np.float32)
     host = Fp8ModelWeights(layers, sg.q if sg is not None else None, ones)
     return host, Fp8Refs(
         tuple(refs["qkv"]), tuple(refs["out"]), tuple(refs["ffn1"]), tuple(refs["ffn2"]),
@@ -230,83 +234,84 @@ class Fp8Smolgen(Smolgen):
 
 
 class Fp8EncoderLayer(EncoderLayer):
-    """``EncoderLayer`` with QKV, the output projection and the FFN in FP8 (module docstring)."""
+    """``EncoderLayer`` with QKV, the output projection and the FFN in FP8 (module docstring);
+    a GEMM whose weight record field is ``None`` (left out by ``fp8_gemms``) runs in fp16 as in
+    ``EncoderLayer``. ``mode``: ``fp8_scales`` (channel, tensor, outer)."""
 
     def __init__(
-        self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs, ones: int | None = None
+        self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs, mode: str = "channel",
+        ones: int | None = None,
     ) -> None:
-        """``ones``: ``fp8_scales=outer`` (a device vector of ones for FFN1's epilogue)."""
+        """``ones``: with ``fp8_scales=outer``, a device vector of ones for FFN1's epilogue."""
         self.__dict__.update(base.__dict__)
         i = base.index
-        self.f8, self.w8, self.ones = f8, w8, ones
+        self.f8, self.w8, self.mode, self.ones = f8, w8, mode, ones
         self.refs = (refs.qkv[i], refs.out[i], refs.ffn1[i], refs.ffn2[i])
-        if base.smolgen is not None:
-            assert isinstance(base.smolgen, Fp8Smolgen)
+
+    def _quantize(self, buf: Buffers, x: int, rows: int, n: int, partials_ready: bool = False) -> None:
+        if self.mode == "outer":
+            self.f8.quantize_rows(buf, x, rows, n)
+        else:
+            self.f8.quantize(buf, x, rows * n, partials_ready)
+
+    def _vector(self, cs: int | None) -> int:
+        """The weight's scale vector for cuBLASLt (outer mode), else 0."""
+        return (cs or 0) if self.mode == "outer" else 0
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
-        if self.ones is not None:
-            self._forward_outer(ops, buf, bsz, flash, tap)
-            return
         s, w, w8, f8 = self.s, self.w, self.w8, self.f8
         r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
         m = bsz * SEQ
-        f8.quantize(buf, buf.x, m * s.E)
-        f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv)
-        if w8.qkv_cs is not None:  # per-channel scales (biases: in attention)
-            f8.epilogue(buf, buf.qkv, m, s.qkv_ld, w8.qkv_cs, buf.qkv)
+        if w8.qkv_q is not None:
+            self._quantize(buf, buf.x, m, s.E)
+            f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv, w_scale=self._vector(w8.qkv_cs))
+            if self.mode == "channel":  # per-channel scales (biases: in attention)
+                assert w8.qkv_cs is not None
+                f8.epilogue(buf, buf.qkv, m, s.qkv_ld, w8.qkv_cs, buf.qkv)
+        else:
+            ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
         if self.smolgen is not None:
             self.smolgen.forward(ops, buf, bsz)
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
-        f8.quantize(buf, buf.attn, m * s.D)
-        self._residual_gemm(buf, m, s.E, s.D, w8.out_q, w8.out_cs, r_out, self.alpha, buf.x)
+        if w8.out_q is not None:
+            self._quantize(buf, buf.attn, m, s.D)
+            self._residual_gemm(buf, m, s.E, s.D, w8.out_q, w8.out_cs, r_out, self.alpha, buf.x)
+        else:
+            ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x, alpha=self.alpha, beta=1.0)
         ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
         # the FFN (Ffn.forward in FP8): x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ ; x = LN(x1 + alpha b2)
         ffn = self.ffn
-        f8.quantize(buf, buf.x1, m * s.E)
-        f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1)
-        f8.epilogue(buf, buf.ffn, m, s.Fd, w8.ffn1_cs, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=True)
-        f8.quantize(buf, buf.ffn, m * s.Fd, partials_ready=True)
-        self._residual_gemm(buf, m, s.E, s.Fd, w8.ffn2_q, w8.ffn2_cs, r_ffn2, ffn.alpha, buf.x1)
-        ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
-
-    def _forward_outer(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
-        """``fp8_scales=outer``: per-row activation and per-channel weight scales, both applied by
-        cuBLASLt; residuals added in the GEMM (beta = 1); only FFN1 has an epilogue (bias, act)."""
-        s, w, w8, f8 = self.s, self.w, self.w8, self.f8
-        r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
-        assert w8.qkv_cs is not None and w8.out_cs is not None and w8.ffn2_cs is not None
-        assert self.ones is not None
-        m = bsz * SEQ
-        f8.quantize_rows(buf, buf.x, m, s.E)
-        f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv, w_scale=w8.qkv_cs)
-        if self.smolgen is not None:
-            self.smolgen.forward(ops, buf, bsz)
-        self.attention.forward(buf, w.qkv_b, bsz, flash)
-        if tap is not None:
-            tap(f"encoder{self.index}.attention", buf.attn, s.D)
-        f8.quantize_rows(buf, buf.attn, m, s.D)
-        f8.gemm(buf, m, s.E, s.D, w8.out_q, buf.x, r_out * self.alpha, accumulate=True, w_scale=w8.out_cs)
-        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
-        ffn = self.ffn
-        f8.quantize_rows(buf, buf.x1, m, s.E)
-        f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1, w_scale=w8.ffn1_cs)
-        f8.epilogue(buf, buf.ffn, m, s.Fd, self.ones, buf.ffn, bias=ffn.w.b1, act=ffn.act)
-        f8.quantize_rows(buf, buf.ffn, m, s.Fd)
-        f8.gemm(buf, m, s.E, s.Fd, w8.ffn2_q, buf.x1, r_ffn2 * ffn.alpha, accumulate=True, w_scale=w8.ffn2_cs)
+        partials = False  # FFN1's epilogue left the hidden layer's per-block maxima
+        if w8.ffn1_q is not None:
+            self._quantize(buf, buf.x1, m, s.E)
+            f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1, w_scale=self._vector(w8.ffn1_cs))
+            factor = self.ones if self.mode == "outer" else w8.ffn1_cs
+            assert factor is not None
+            partials = self.mode != "outer" and w8.ffn2_q is not None
+            f8.epilogue(buf, buf.ffn, m, s.Fd, factor, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=partials)
+        else:
+            ops.dense(buf.x1, m, s.E, ffn.w.w1, s.Fd, buf.ffn)
+            ops.bias_act(buf.ffn, ffn.w.b1, m, s.Fd, ffn.act)
+        if w8.ffn2_q is not None:
+            self._quantize(buf, buf.ffn, m, s.Fd, partials_ready=partials)
+            self._residual_gemm(buf, m, s.E, s.Fd, w8.ffn2_q, w8.ffn2_cs, r_ffn2, ffn.alpha, buf.x1)
+        else:
+            ops.dense(buf.ffn, m, s.Fd, ffn.w.w2, s.E, buf.x1, alpha=ffn.alpha, beta=1.0)
         ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
 
     def _residual_gemm(
         self, buf: Buffers, m: int, n: int, k: int, w_q: int, cs: int | None, ref: float, alpha: float, x: int
     ) -> None:
         """``x += alpha · fp8_x · Wᵀ``: per-channel scales through ``fp8_d`` and the epilogue; one
-        scale per matrix inside cuBLASLt (beta = 1, C = D = x)."""
-        if cs is None:
-            self.f8.gemm(buf, m, n, k, w_q, x, ref * alpha, accumulate=True)
-        else:
+        scale per matrix, or outer-vector scales, inside cuBLASLt (beta = 1, C = D = x)."""
+        if self.mode == "channel":
+            assert cs is not None
             self.f8.gemm(buf, m, n, k, w_q, buf.fp8_d, ref)
             self.f8.epilogue(buf, buf.fp8_d, m, n, cs, x, alpha=alpha, beta=1.0, res=x)
+        else:
+            self.f8.gemm(buf, m, n, k, w_q, x, ref * alpha, accumulate=True, w_scale=self._vector(cs))
 
 
 class Fp8Resources:
@@ -343,7 +348,7 @@ class Fp8Resources:
 
 def build_fp8_model(
     model: GpuModel, ops: GpuOps, cache: KernelCache, net: Network, packed: ModelWeights[np.ndarray],
-    gemms: Any, per_channel: bool = True, outer: bool = False,
+    gemms: Any, per_channel: bool = True, outer: bool = False, fp8_gemms: tuple[str, ...] = FP8_GEMMS,
 ) -> Fp8Resources:
     """Turn the fp16 ``model`` (built on ``packed``'s upload) into the FP8 one in place: quantize
     and upload the FP8 weights, swap the encoder layers (and smolgen) for their FP8 forms.
@@ -351,16 +356,16 @@ def build_fp8_model(
     a fake). Returns what must be closed with the network."""
     res = Fp8Resources(ops.p, gemms)
     try:
-        host, refs = pack_fp8(packed, per_channel or outer, outer)
+        host, refs = pack_fp8(packed, per_channel or outer, outer, fp8_gemms)
         dev = res.upload(host, ops.main)
         res.weights = dev
         f8 = Fp8Ops(ops, cache, gemms)
         layers: list[EncoderLayer] = []
         for layer, w8 in zip(model.encoders, dev.layers, strict=True):
-            if layer.smolgen is not None:
-                assert dev.smolgen_q is not None
+            if layer.smolgen is not None and dev.smolgen_q is not None:
                 layer.smolgen = Fp8Smolgen(layer.smolgen, f8, dev.smolgen_q, refs.smolgen)
-            layers.append(Fp8EncoderLayer(layer, f8, w8, refs, dev.ones))
+            mode = "outer" if outer else "channel" if per_channel else "tensor"
+            layers.append(Fp8EncoderLayer(layer, f8, w8, refs, mode, dev.ones))
         model.encoders = layers
     except BaseException:
         res.close()

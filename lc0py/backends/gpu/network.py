@@ -156,7 +156,8 @@ class GpuNetwork:
         assert isinstance(self.model, GpuModel)
         scales = self.options.fp8_scales
         return build_fp8_model(
-            self.model, self.ops, self.cache, network, packed, gemms, scales != "tensor", scales == "outer"
+            self.model, self.ops, self.cache, network, packed, gemms, scales != "tensor", scales == "outer",
+            self.options.fp8_gemms,
         )
 
     def _upload(self, host: Any) -> Any:

@@ -19,6 +19,9 @@ nothing below the backend reads option text or sets option flags on other object
                               output projection / FFN2 add the residual inside cuBLASLt (beta = 1);
                               ``outer``: per-channel weight and per-row activation scales both
                               applied inside cuBLASLt (outer-vector scaling, cuBLAS 12.9+)
+``fp8_gemms``       ``all``   the GEMMs that run in FP8, ``+``-separated: ``qkv``, ``out``, ``ffn1``,
+                              ``ffn2``, ``ffn`` (both), ``smolgen`` (``fp8_gemms=qkv+out+smolgen``);
+                              the others run in fp16
 ``fp8_fast_accum``  ``off``   cuBLASLt's FP8 fast accumulation (faster on Hopper, less exact sums)
 ``tuned``           ``on``    use the flash parameters ``lc0py tune`` saved for this device, arch,
                               heads x depth and dtype (``off``: the built-in defaults)
@@ -80,11 +83,31 @@ KNOWN_OPTIONS = (
     "precision",
     "fp8_scales",
     "fp8_fast_accum",
+    "fp8_gemms",
     *(f"attn_{n}" for n in OVERRIDABLE),
 )
 MAX_BATCH_LIMIT = 65536
 PRECISIONS = ("fp32", "fp16", "fp8")
 FP8_SCALES = ("channel", "tensor", "outer")
+FP8_GEMM_NAMES = ("qkv", "out", "ffn1", "ffn2", "smolgen")  # fp8.FP8_GEMMS
+
+
+def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
+    """``fp8_gemms=qkv+out+ffn+smolgen`` (``all``; ``ffn`` = ffn1 + ffn2) -> the names, in the
+    order of ``FP8_GEMM_NAMES``; an unknown name or an empty list is one line."""
+    text = value.strip().lower()
+    if text == "all":
+        return FP8_GEMM_NAMES
+    names: set[str] = set()
+    for part in (p.strip() for p in text.split("+")):
+        if part == "ffn":
+            names |= {"ffn1", "ffn2"}
+        elif part in FP8_GEMM_NAMES:
+            names.add(part)
+        else:
+            known = ", ".join((*FP8_GEMM_NAMES, "ffn", "all"))
+            raise BackendOptionError(f"--backend-opts: {key}='{value}': '{part}' is not one of {known}")
+    return tuple(n for n in FP8_GEMM_NAMES if n in names)
 
 
 def auto_or_bool(key: str, value: str) -> bool | None:
@@ -136,6 +159,7 @@ class GpuOptions:
     precision: str | None = None
     fp8_scales: str = "channel"
     fp8_fast_accum: bool = False
+    fp8_gemms: tuple[str, ...] = FP8_GEMM_NAMES
     winograd: bool | None = None
     winograd_split: bool = True
     winograd_staged: bool | None = None
@@ -165,6 +189,7 @@ class GpuOptions:
             precision=take("precision", None, precision_value),
             fp8_scales=options.take_choice("fp8_scales", "channel", FP8_SCALES),
             fp8_fast_accum=take("fp8_fast_accum", False),
+            fp8_gemms=take("fp8_gemms", FP8_GEMM_NAMES, fp8_gemms_value),
             winograd=take("winograd", None, auto_or_bool),
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),

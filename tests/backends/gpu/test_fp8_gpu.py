@@ -19,10 +19,13 @@ def _fp8_capable(platform) -> bool:  # type: ignore[no-untyped-def]
     return not fp8_refusal(platform.info)
 
 
-@pytest.mark.parametrize("scales", ["channel", "tensor", "outer"])
+@pytest.mark.parametrize(
+    ("scales", "subset"),
+    [("channel", "all"), ("tensor", "all"), ("outer", "all"), ("channel", "qkv+out+smolgen")],
+)
 @pytest.mark.parametrize("preset", ["t82", "t82-h12"])
 def test_fp8_matches_its_emulation(  # type: ignore[no-untyped-def]
-    cuda_platform, preset: str, scales: str
+    cuda_platform, preset: str, scales: str, subset: str
 ) -> None:
     if not _fp8_capable(cuda_platform):
         pytest.skip(f"{cuda_platform.info.arch}: no FP8")
@@ -35,9 +38,10 @@ def test_fp8_matches_its_emulation(  # type: ignore[no-untyped-def]
     net = random_network(preset, 11, layers=2)
     batch = random_planes_batch(16, 5)  # no python-chess needed
     ref = forward(cast_network(net, np.float64), batch.dense(np.float64), np.float64)
-    emu = fp8_forward(net, batch.dense(np.float32), per_channel=scales != "tensor", per_row=scales == "outer")
-    gpu = GpuNetwork(cuda_platform, net, fp16=True,
-                     options=GpuOptions(max_batch=16, precision="fp8", fp8_scales=scales))
+    opts = GpuOptions.from_text(f"max_batch=16,precision=fp8,fp8_scales={scales},fp8_gemms={subset}")
+    emu = fp8_forward(net, batch.dense(np.float32), per_channel=scales != "tensor", per_row=scales == "outer",
+                      gemms=frozenset(opts.fp8_gemms))
+    gpu = GpuNetwork(cuda_platform, net, fp16=True, options=opts)
     try:
         for flash in (True, False):
             out, _ = gpu.evaluate_traced(batch, flash=flash)
