@@ -49,6 +49,7 @@ def main() -> int:
         for g in ("qkv", "out", "smolgen"):
             variants[f"only-{g}"] = (True, frozenset({g}))
         variants["only-ffn"] = (True, frozenset({"ffn1", "ffn2"}))
+        variants["all-but-ffn"] = (True, frozenset({"qkv", "out", "smolgen"}))
     outs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in ("float32", *variants)}
     t0 = time.time()
     for i in range(0, len(legal), args.chunk):
