@@ -220,15 +220,9 @@ class Fp8Smolgen(Smolgen):
         self.__dict__.update(base.__dict__)
         self.f8, self.global_q, self.ref = f8, global_q, ref
 
-    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
-        s, w = self.s, self.w
-        m = bsz * SEQ
-        # as Smolgen.forward up to the generator
-        ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
-        ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
-        ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
-        ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
-        ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+    def generate(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+        """``buf.sg_g`` from ``buf.sg_s2`` (``Smolgen.mlp``'s output) in FP8."""
+        s = self.s
         self.f8.quantize(buf, buf.sg_s2, bsz * s.H * s.gs)
         self.f8.gemm(buf, bsz * s.H, SEQ * SEQ, s.gs, self.global_q, buf.sg_g, self.ref)
 

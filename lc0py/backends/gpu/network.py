@@ -128,6 +128,8 @@ class GpuNetwork:
             weights = self._upload(host)
             self.model_weights = weights
             self.fusions = choose_fusions(options, shape.smolgen, platform.info, platform.can_fork)
+            if self.fp8:  # the FP8 layers (fp8.py) run their own pass, none of these fusions
+                self.fusions = Fusions()
             self.model = GpuModel(
                 self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides,
                 self.fusions,
