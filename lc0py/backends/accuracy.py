@@ -30,11 +30,13 @@ RTOL_FP16 = 1e-2
 #: two layers; numpy emulation, lc0py/backends/gpu/fp8_emulation.py). So, as the flash rule does
 #: for fp16, FP8 is held to its own arithmetic: each output within :func:`fp8_tolerance` of the
 #: numpy emulation of FP8 on the same positions (twice its error, plus fp16's limit), and every
-#: other row (per-layer intermediates) within ``RTOL_FP8``, a bound that only a broken path
-#: (a wrong scale or layout: errors of order 1, or NaN) exceeds. Whether FP8 is good enough to
-#: play is decided by issue 28's targets against the fp16 path over >= 1,000 positions (the
-#: accuracy table of scripts/device/fp8_check): ``FP8_TOP1_AGREEMENT``, ``FP8_MEAN_ABS_DQ``.
-RTOL_FP8 = 0.5
+#: other row (per-layer intermediates, not emulated) within ``RTOL_FP8`` = 1: an error larger than
+#: the value itself (no better than zeros), NaN or inf; the outputs carry the real check, this
+#: only catches garbage deep in the body (FP8's own error there grows with depth). Whether FP8 is
+#: good enough to play is decided by issue 28's targets against the fp16 path over >= 1,000
+#: positions (the accuracy table of scripts/device/fp8_check): ``FP8_TOP1_AGREEMENT``,
+#: ``FP8_MEAN_ABS_DQ``.
+RTOL_FP8 = 1.0
 FP8_TOP1_AGREEMENT = 0.98  # top-1 move equal to the fp16 path's, fraction of positions
 FP8_MEAN_ABS_DQ = 0.02  # mean |Q_fp8 - Q_fp16|
 # unit roundoff of the storage dtype: the absolute slack of the flash rule

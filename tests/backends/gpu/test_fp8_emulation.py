@@ -63,4 +63,5 @@ def test_emulation_error_against_float64(per_channel: bool, per_row: bool) -> No
         got = getattr(out, name)
         assert np.all(np.isfinite(got)), name
         rel = relative_error(got, getattr(ref, name))
-        assert 1e-3 < rel < RTOL_FP8, (name, rel)  # quantized, and far from broken
+        # quantized, and FP8-sized on this 2-layer net (policy logits ~0.13, WDL ~0.02 measured)
+        assert 1e-3 < rel < 0.3 < RTOL_FP8, (name, rel)
