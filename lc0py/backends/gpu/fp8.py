@@ -39,6 +39,7 @@ from lc0py.backends.gpu.layers import ACT_NONE, EncoderLayer, GpuModel, Smolgen,
 from lc0py.backends.gpu.ops import THREADS, F, GpuOps, I, P
 from lc0py.backends.gpu.weights import SEQ, Buffers, ModelWeights, NetShape, arrays_of, layout, map_arrays
 from lc0py.gpu.compile_cache import KernelCache
+from lc0py.gpu.cublaslt import FP8_ALIGN
 from lc0py.gpu.platform import DeviceInfo, KernelArg, Platform
 from lc0py.weights.network import Network
 
@@ -221,8 +222,13 @@ class Fp8Smolgen(Smolgen):
         self.f8, self.global_q, self.ref = f8, global_q, ref
 
     def generate(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
-        """``buf.sg_g`` from ``buf.sg_s2`` (``Smolgen.mlp``'s output) in FP8."""
+        """``buf.sg_g`` from ``buf.sg_s2`` (``Smolgen.mlp``'s output) in FP8; in fp16 when its
+        M = B·H is not a multiple of 16 (batch 1 with 24 heads: FP8 GEMMs want 16-aligned shapes;
+        every encoder GEMM has M = 64·B)."""
         s = self.s
+        if (bsz * s.H) % FP8_ALIGN:
+            super().generate(ops, buf, bsz)
+            return
         self.f8.quantize(buf, buf.sg_s2, bsz * s.H * s.gs)
         self.f8.gemm(buf, bsz * s.H, SEQ * SEQ, s.gs, self.global_q, buf.sg_g, self.ref)
 

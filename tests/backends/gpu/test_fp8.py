@@ -187,7 +187,7 @@ def _wiring(preset: str, scales: str, subset: str | None) -> None:
     try:
         assert gpu.fp8
         fp8_weights = leaves(gpu._fp8.weights)
-        bsz = 3
+        bsz = 4  # B·H a multiple of 16: the smolgen generator in FP8 too
         masks = np.random.default_rng(0).integers(1, 2**63, size=(bsz, 112), dtype=np.uint64)
         gpu.submit(PlanesBatch(masks, np.ones((bsz, 112), np.float32)))
         m = bsz * 64
@@ -243,3 +243,20 @@ def _wiring(preset: str, scales: str, subset: str | None) -> None:
     finally:
         gpu.close()
     assert gemms.closed
+
+
+def test_smolgen_generator_in_fp16_when_unaligned() -> None:
+    """Batch 1 of a 24-head net: M = 24 for the generator GEMM, not a multiple of 16: fp16 there."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    net = random_network("t82", 3, layers=2)
+    plat, gemms = Fp16GemmCounter(), RecordingGemms()
+    opts = GpuOptions.from_text("graphs=off,max_batch=4,precision=fp8")
+    gpu = GpuNetwork(plat, net, fp16=True, options=opts, fp8_gemms=gemms)
+    try:
+        masks = np.random.default_rng(0).integers(1, 2**63, size=(1, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((1, 112), np.float32)))
+        assert not [c for c in gemms.calls if c[1] == 64 * 64]
+        assert (24, 64 * 64, net_shape(net).gs) in plat.fp16_gemms
+    finally:
+        gpu.close()
