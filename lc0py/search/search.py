@@ -167,6 +167,9 @@ class Search:
         self._released = False
         self._responded = False
         self._bestmove_wanted = not limits.infinite
+        # The stoppers fired between a gather and its backup: the answer goes out at once, the
+        # batches in flight are backed up afterwards (``_check_stoppers_in_flight``)
+        self._answer_in_flight = False
         self.root_id = tree.root_id
         self.initial_visits = int(tree.arrays.n[self.root_id])
         self.first_playout_time: float | None = None
@@ -237,9 +240,13 @@ class Search:
         watchdog.start()
 
     def run(self) -> None:
-        """Search until a limit is reached (blocking); ``limits.infinite`` is not allowed."""
+        """Search until a limit is reached (blocking); ``limits.infinite`` is not allowed. A
+        search answered while batches were in flight (``_check_stoppers_in_flight``) returns
+        once they are backed up, so the tree it leaves is whole."""
         self.start()
         self.wait()
+        if self._answer_in_flight:
+            self.join()
 
     def stop(self) -> None:
         """Stop and emit ``bestmove`` (also ends an infinite search / ponder): at once when the
@@ -331,6 +338,9 @@ class Search:
                     self._set_stop()
                     self._finish()
             finally:
+                with self._lock:
+                    if self._responded:  # answered while batches were in flight (_answer_in_flight)
+                        self._release_tree()
                 self._drain_evaluations()
                 self.worker.close()
 
@@ -405,16 +415,22 @@ class Search:
                     if self._groups_outstanding() < 2:
                         self._launch_held()
                     full = bool(held) and sum(b.nn_count for b in held) >= self.target
+                    if batch.ooo:  # the playouts grew before the batch's own visits
+                        self._check_stoppers_in_flight()
                 else:
                     worker.complete(batch, None)
                     self._after_batch()
                     if not inflight:
                         continue
+            if self._answer_in_flight:
+                break
             if inflight and (
                 len(inflight) >= limit or full or not overlap or self._stop.is_set() or not batch.nn_count
             ):
                 self._complete_oldest()
-        if not self._bestmove_wanted:
+        if self._answer_in_flight:  # answered now; the batches in flight still join the tree
+            self._finish()
+        if not self._bestmove_wanted or self._answer_in_flight:
             while self._complete_oldest():  # infinite search at its limit: keep the tree whole
                 pass
 
@@ -537,7 +553,21 @@ class Search:
             batch_visits=self.target,
         )
 
-    def _maybe_trigger_stop(self) -> None:
+    def _check_stoppers_in_flight(self) -> None:
+        """(lock held) The stoppers between a gather and its backup, as lc0's watchdog thread
+        (``Search::WatchdogThread``) runs ``MaybeTriggerStop`` every <= 100 ms against the
+        playouts so far: while a batch is evaluated those already hold the visits its gather
+        backed up out of order (cache hits and terminals, ``DoBackupUpdateSingleNode``), so when
+        they reach ``go nodes`` lc0 answers before the batch's own visits are backed up, and its
+        search thread then finishes the batch into the tree. lc0py checks once after every such
+        gather (deterministic: lc0's watchdog sees that state whenever the evaluation outlasts
+        its wait). The hints filled here are thrown away (lc0's watchdog keeps its own); the
+        search thread's come from the check after the batch."""
+        self._maybe_trigger_stop(Hints())
+        if self._stop.is_set() and self._bestmove_wanted and not self._stop_requested:
+            self._answer_in_flight = True
+
+    def _maybe_trigger_stop(self, hints: Hints | None = None) -> None:
         if not self._root_stoppers:
             self._check_counter_limits()
             return
@@ -552,8 +582,9 @@ class Search:
             first = True
         else:
             first = False
-        self._hints = Hints()
-        reason = should_stop(self.limits, self.params, stats, self._hints, self._first_eval_ms, first)
+        if hints is None:
+            hints = self._hints = Hints()
+        reason = should_stop(self.limits, self.params, stats, hints, self._first_eval_ms, first)
         if reason:
             self._limit_reached(reason)
 
@@ -841,13 +872,16 @@ class Search:
         self.cb.on_info(info)
 
     def _finish(self) -> None:
-        """Emit the final info, verbose stats and ``bestmove`` exactly once."""
+        """Emit the final info, verbose stats and ``bestmove`` exactly once. After
+        ``_check_stoppers_in_flight`` stopped the search, from the tree as it is, batches still
+        in flight (the worker backs them up, then gives the tree back before it ends)."""
         with self._lock:
             if self._responded:
                 return
             self._responded = True
             try:
-                self._release_tree()
+                if not self._answer_in_flight:
+                    self._release_tree()
             except BaseException as exc:  # the tree's counts may be off; the move is still chosen
                 self.cb.on_message(f"error in search: {type(exc).__name__}: {exc}")
             try:
