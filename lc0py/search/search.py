@@ -9,7 +9,8 @@ and the worker (gather → evaluate → back up), docs/search.md.
   softmax, 16-bit), backs every leaf up and cancels the shared collisions once work was done.
   With ``params.overlap`` the next minibatch is gathered while the backend computes the
   current one (lc0py's choice for GPUs; lc0 uses a second search thread for that).
-* Controller: stoppers after every batch (``stoppers.py``: lc0's ``MaybeTriggerStop``), a
+* Controller: stoppers after every batch (``stoppers.py``: lc0's ``MaybeTriggerStop``) and
+  after a gather whose out-of-order visits may have reached a limit (lc0's watchdog thread), a
   watchdog thread for time limits and ``stop``, info snapshots, best move and PV by lc0's
   ``GetBestChildNoTemperature`` order.
 
