@@ -11,6 +11,7 @@ after every gather that backed visits up out of order (``Search._check_stoppers_
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lc0py.backends.random_backend import RandomBackend
 from lc0py.search.core.nncache import NNCache
@@ -21,10 +22,10 @@ from lc0py.search.search import Search, SearchCallbacks, SearchInfo, SearchLimit
 MINIBATCH = 256
 
 
-def _search(cache: NNCache, nodes: int, infos: list[SearchInfo]) -> Search:
+def _search(cache: NNCache, nodes: int, infos: list[SearchInfo], overlap: bool = False) -> Search:
     tree = NodeTree()
     tree.reset_to_position(None, [])
-    params = SearchParams(minibatch_size=MINIBATCH, overlap=False)
+    params = SearchParams(minibatch_size=MINIBATCH, overlap=overlap)
     limits = SearchLimits(nodes=nodes, smart_pruning=False)
     s = Search(tree, RandomBackend(), params, limits, cache, SearchCallbacks(on_info=infos.append))
     s.run()
@@ -32,15 +33,18 @@ def _search(cache: NNCache, nodes: int, infos: list[SearchInfo]) -> Search:
     return s
 
 
-def test_a_limit_reached_out_of_order_is_answered_before_the_batch() -> None:
-    """A cache warmed by a 300-node search makes most leaves of the next search cache hits,
-    backed up while its batches are gathered: one gather takes the root from 581 visits past
-    800. Before, the answer waited for that batch's 256 network leaves (957 nodes); now it is
-    sent at the count the gather reached, and the batch joins the tree afterwards."""
+@pytest.mark.parametrize(("overlap", "warm"), [(False, 300), (True, 200)])
+def test_a_limit_reached_out_of_order_is_answered_before_the_batch(overlap: bool, warm: int) -> None:
+    """A cache warmed by a short search makes most leaves of the next search cache hits,
+    backed up while its batches are gathered: one gather takes the root past 800 (without
+    overlap from 581 visits). Before, the answer waited for that batch's network leaves (957
+    nodes; with overlap 818, and the batch gathered meanwhile was dropped); now it is sent at
+    the count the gather reached (800; with overlap 817), and the batches in flight join the
+    tree afterwards (929 with overlap), as lc0's search threads finish their iterations."""
     cache = NNCache(100000)
-    _search(cache, 300, [])
+    _search(cache, warm, [], overlap)
     infos: list[SearchInfo] = []
-    s = _search(cache, 800, infos)
+    s = _search(cache, 800, infos, overlap)
     answered = infos[-1].nodes  # the info line sent with bestmove
     assert s.stop_reason == "nodes"
     assert 800 <= answered < 800 + MINIBATCH // 4, [i.nodes for i in infos]
