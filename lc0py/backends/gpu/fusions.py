@@ -1,7 +1,9 @@
-"""Which fused paths an attention body's forward pass takes, decided once per network.
+"""Which fused paths an attention body's forward pass takes: the policy decided once per network
+(``choose_fusions``), the paths of one batch size from it per forward call (``Fusions.at``).
 
 Each path is one ``--backend-opts`` switch (``GpuOptions``), so a device run can A/B it alone
-(``scripts/device/gpu_fusion_ab``) and one that does not pay is turned off, not deleted:
+(``scripts/device/gpu_fusion_ab``); ``on``/``off`` force it for every batch, the default (``auto``)
+takes it only for the batch sizes where it measured faster:
 
 * ``ln_residual``: the residual add after the out-projection and FFN2 GEMMs moves from the GEMM's
   epilogue (``beta = 1``: C read and rewritten by cuBLAS) into the LayerNorm kernel
@@ -21,6 +23,21 @@ Each path is one ``--backend-opts`` switch (``GpuOptions``), so a device run can
   the pass, pure bandwidth) on the side stream beside the other half's GEMMs (compute-bound). The
   element-wise passes a GEMM epilogue would fold (cuBLAS has none for relu², mish, swish) are
   hidden instead of removed. Batches below ``row_halves_min`` (at least 2) run unsplit.
+
+Measured (backendbench T82 cuda-fp16, 2 alternating rounds of 40 batches, nps ratio to every
+fusion off; off's own spread 0.7 / 2.1 / 0.1 %; one H100, 2026-11-28, tree 2663f8d; the lead
+commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
+
+    batch           64      256     1024
+    ln_residual     x1.061  x1.022  x0.984    auto: batches up to ln_residual_max (512)
+    smolgen_branch  x1.037  x0.999  x0.968    auto: batches up to smolgen_branch_max (128)
+    row_halves      x0.933  x0.986  x0.979    off unless asked for
+    all three       x0.933  x0.986  x0.942
+
+The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
+each captured graph holds its own bucket's choice; both forms of a path use the same activation
+buffers (``weights.plan_buffers``), streams and events, so a network switches between them
+per call at no cost.
 
 Beside side-stream work the GEMMs keep to all but ``side_sms`` multiprocessors (cuBLAS's Hopper
 GEMMs are persistent, one block a multiprocessor: on all of them the side kernels would wait for
@@ -51,15 +68,35 @@ class Fusions:
     ln_residual: bool = False
     smolgen_branch: bool = False
     row_halves: bool = False
+    #: the largest batch ``ln_residual`` / ``smolgen_branch`` take (None: every batch)
+    ln_residual_max: int | None = None
+    smolgen_branch_max: int | None = None
     #: the smallest batch ``row_halves`` splits
     row_halves_min: int = 2
     #: the multiprocessor target of a GEMM with side-stream work beside it (0: all)
     gemm_sms: int = 0
 
+    def at(self, bsz: int) -> Fusions:
+        """The paths a pass of ``bsz`` positions takes: each switch on only where ``bsz`` is in
+        its range, no limits left (``Fusions.at`` of the result is itself)."""
+        ln = self.ln_residual and (self.ln_residual_max is None or bsz <= self.ln_residual_max)
+        branch = self.smolgen_branch and (self.smolgen_branch_max is None or bsz <= self.smolgen_branch_max)
+        halves = splits(self, bsz)
+        return Fusions(
+            ln_residual=ln,
+            smolgen_branch=branch,
+            row_halves=halves,
+            gemm_sms=self.gemm_sms if branch or halves else 0,
+        )
+
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
         on = [name for name in ("ln_residual", "smolgen_branch", "row_halves") if getattr(self, name)]
         text = ", ".join(on) if on else "none"
+        if self.ln_residual and self.ln_residual_max is not None:
+            text += f" (ln_residual to batch {self.ln_residual_max})"
+        if self.smolgen_branch and self.smolgen_branch_max is not None:
+            text += f" (smolgen_branch to batch {self.smolgen_branch_max})"
         if self.row_halves and self.row_halves_min > 2:
             text += f" (row_halves from batch {self.row_halves_min})"
         if (self.smolgen_branch or self.row_halves) and self.gemm_sms:
@@ -74,14 +111,18 @@ NO_FUSIONS = Fusions()
 def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_fork: bool) -> Fusions:
     """The fusions of ``options`` that apply to a net (``smolgen``: it has smolgen) on ``device``;
     ``can_fork``: the platform has a side stream (without one the side work runs inline, in an
-    order that respects every dependency, and the GEMMs keep every multiprocessor)."""
-    branch = options.smolgen_branch and smolgen
+    order that respects every dependency, and the GEMMs keep every multiprocessor). A switch left
+    at ``auto`` (None) applies up to its ``*_max`` batch; ``on`` to every batch."""
+    ln = options.ln_residual is not False
+    branch = options.smolgen_branch is not False and smolgen
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
     return Fusions(
-        ln_residual=options.ln_residual,
+        ln_residual=ln,
         smolgen_branch=branch,
         row_halves=options.row_halves,
+        ln_residual_max=options.ln_residual_max if ln and options.ln_residual is None else None,
+        smolgen_branch_max=options.smolgen_branch_max if branch and options.smolgen_branch is None else None,
         row_halves_min=options.row_halves_min,
         gemm_sms=sms,
     )

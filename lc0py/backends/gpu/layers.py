@@ -16,10 +16,11 @@ then the heads. Per encoder layer (fp16: fp16 buffers, fp32 accumulation and LN 
     x    = LN(x1 + α·b2)                           one kernel
 
 The FFN block (``Ffn``) is the same object in an encoder layer and in the PE_DENSE embedding.
-``fusions.Fusions`` switches two steps (each a backend option): ``ln_residual`` takes the residual
-adds out of the GEMMs (beta = 0) into the LayerNorm kernel (``LN(y + α·b + x)``, same result);
-``smolgen_branch`` computes the compress columns with their own GEMM and runs smolgen's dense/LN
-steps on the side stream beside the QKV GEMM.
+``fusions.Fusions`` switches steps (each a backend option, chosen per batch size: each pass asks
+``Fusions.at(bsz)``): ``ln_residual`` takes the residual adds out of the GEMMs (beta = 0) into the
+LayerNorm kernel (``LN(y + α·b + x)``, same result); ``smolgen_branch`` computes the compress
+columns with their own GEMM and runs smolgen's dense/LN steps on the side stream beside the QKV
+GEMM; ``row_halves`` pipelines the block after attention over two halves of the batch.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import logging
 import math
 from collections.abc import Callable
 
-from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions, splits
+from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions
 from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
@@ -72,8 +73,8 @@ def log_once(message: str) -> None:
 
 class Ffn:
     """``x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ``, then ``out = LN(x1 + alpha·b2)``; with
-    ``ln_residual`` the GEMM writes ``alpha · act(...) W2ᵀ`` into ``out`` and the LayerNorm adds
-    ``x1`` (``out`` must not be ``x1``)."""
+    ``ln_residual`` (per call: the caller's batch decides) the GEMM writes ``alpha · act(...) W2ᵀ``
+    into ``out`` and the LayerNorm adds ``x1`` (``out`` must not be ``x1``)."""
 
     def __init__(
         self,
@@ -84,17 +85,15 @@ class Ffn:
         act: int,
         alpha: float,
         eps: float,
-        ln_residual: bool = False,
     ) -> None:
         self.w, self.n, self.hidden, self.act, self.alpha, self.eps = w, n, hidden, act, alpha, eps
-        self.ln_residual = ln_residual
         ops.prepare_layernorm(n, ACT_NONE)
 
-    def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int) -> None:
+    def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int, ln_residual: bool = False) -> None:
         self.expand(ops, x1, hidden, m)
         self.activate(ops, hidden, m)
-        self.contract(ops, hidden, x1, out, m)
-        self.normalize(ops, x1, out, m)
+        self.contract(ops, hidden, x1, out, m, ln_residual=ln_residual)
+        self.normalize(ops, x1, out, m, ln_residual)
 
     # the four steps, separately for ``EncoderLayer``'s row-halves pipeline (``sms``: GEMM target)
     def expand(self, ops: GpuOps, x1: int, hidden: int, m: int, sms: int = 0) -> None:
@@ -105,18 +104,20 @@ class Ffn:
         """``hidden = act(hidden + b1)`` in place."""
         ops.bias_act(hidden, self.w.b1, m, self.hidden, self.act)
 
-    def contract(self, ops: GpuOps, hidden: int, x1: int, out: int, m: int, sms: int = 0) -> None:
+    def contract(
+        self, ops: GpuOps, hidden: int, x1: int, out: int, m: int, sms: int = 0, ln_residual: bool = False
+    ) -> None:
         """``x1 += alpha · hidden · W2ᵀ``, or with ``ln_residual`` ``out = alpha · hidden · W2ᵀ``."""
-        if self.ln_residual:
+        if ln_residual:
             assert out != x1, "ln_residual: the FFN output must not overwrite its skip"
             ops.dense(hidden, m, self.hidden, self.w.w2, self.n, out, alpha=self.alpha, sms=sms)
         else:
             ops.dense(hidden, m, self.hidden, self.w.w2, self.n, x1, alpha=self.alpha, beta=1.0, sms=sms)
 
-    def normalize(self, ops: GpuOps, x1: int, out: int, m: int) -> None:
+    def normalize(self, ops: GpuOps, x1: int, out: int, m: int, ln_residual: bool = False) -> None:
         """``out = LN(x1 + alpha·b2)`` (``ln_residual``: ``LN(out + alpha·b2 + x1)``, in place)."""
         w = self.w
-        if self.ln_residual:
+        if ln_residual:
             ops.layernorm(self.n, out, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE, skip=x1)
         else:
             ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
@@ -324,13 +325,14 @@ class EncoderLayer:
         s, w = self.s, self.w
         m = bsz * SEQ
         sg = self.smolgen
-        if sg is not None and self.fusions.smolgen_branch:
+        f = self.fusions.at(bsz)  # this batch size's paths (a graph bucket captures its own)
+        if sg is not None and f.smolgen_branch:
             # smolgen's small steps on the side stream beside Q|K|V (N = 3D into the qkv_ld-strided
             # buffer; the compress rows follow them in qkv_w and get their own GEMM there)
             compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
             ops.branch(SMOLGEN_BRANCH, lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w))
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
-                     sms=self.fusions.gemm_sms)
+                     sms=f.gemm_sms)
             ops.join(SMOLGEN_BRANCH)
             sg.generate(ops, buf, bsz)
         else:
@@ -340,16 +342,18 @@ class EncoderLayer:
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
-        if splits(self.fusions, bsz):
-            self._post_attention_halves(ops, buf, bsz)
+        if f.row_halves:
+            self._post_attention_halves(ops, buf, bsz, f)
             return
-        self._project(ops, buf.attn, buf.x, buf.x1, m)
-        self._normalize(ops, buf.x, buf.x1, m)
-        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m)
+        self._project(ops, buf.attn, buf.x, buf.x1, m, f.ln_residual)
+        self._normalize(ops, buf.x, buf.x1, m, f.ln_residual)
+        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m, f.ln_residual)
 
-    def _project(self, ops: GpuOps, attn: int, x: int, x1: int, m: int, sms: int = 0) -> None:
+    def _project(
+        self, ops: GpuOps, attn: int, x: int, x1: int, m: int, ln_residual: bool, sms: int = 0
+    ) -> None:
         s, w = self.s, self.w
-        if self.fusions.ln_residual:
+        if ln_residual:
             # x1 = alpha·O·Woᵀ (beta = 0); the LayerNorm adds the bias and the skip x in its pass
             ops.dense(attn, m, s.D, w.out_w, s.E, x1, alpha=self.alpha, sms=sms)
         else:
@@ -357,14 +361,14 @@ class EncoderLayer:
             # LayerNorm reads one tensor instead of two; the bias enters the LN pre-scaled (alpha·bo).
             ops.dense(attn, m, s.D, w.out_w, s.E, x, alpha=self.alpha, beta=1.0, sms=sms)
 
-    def _normalize(self, ops: GpuOps, x: int, x1: int, m: int) -> None:
+    def _normalize(self, ops: GpuOps, x: int, x1: int, m: int, ln_residual: bool) -> None:
         s, w = self.s, self.w
-        if self.fusions.ln_residual:
+        if ln_residual:
             ops.layernorm(s.E, x1, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE, skip=x)
         else:
             ops.layernorm(s.E, x, w.out_b_alpha, x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
 
-    def _post_attention_halves(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+    def _post_attention_halves(self, ops: GpuOps, buf: Buffers, bsz: int, f: Fusions) -> None:
         """Out-projection, LN, FFN, LN on the two halves of the batch (``row_halves``): GEMMs on
         the main stream, each half's LayerNorms and bias + activation on the side stream beside
         the other half's GEMMs; pipeline events 0..9 order every read after its write and every
@@ -373,7 +377,7 @@ class EncoderLayer:
         main:  P0 | P1 E0 | E1 C0 | C1 N1 (end: waits for the side)
         side:       L0    | L1 A0 | A1 N0
         (P: out-projection, L: LN1, E: FFN1, A: bias + act, C: FFN2, N: LN2; digits: half)"""
-        s, ffn, sms = self.s, self.ffn, self.fusions.gemm_sms
+        s, ffn, sms, ln = self.s, self.ffn, f.gemm_sms, f.ln_residual
         m0 = bsz // 2 * SEQ
         rows, counts = (0, m0), (m0, bsz * SEQ - m0)
 
@@ -381,10 +385,11 @@ class EncoderLayer:
             return ops.off(ptr, rows[h] * width)
 
         def project(h: int, target: int) -> None:
-            self._project(ops, at(buf.attn, h, s.D), at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h], target)
+            x, x1 = at(buf.x, h, s.E), at(buf.x1, h, s.E)
+            self._project(ops, at(buf.attn, h, s.D), x, x1, counts[h], ln, target)
 
         def norm1(h: int) -> None:
-            self._normalize(ops, at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h])
+            self._normalize(ops, at(buf.x, h, s.E), at(buf.x1, h, s.E), counts[h], ln)
 
         def expand(h: int) -> None:
             ffn.expand(ops, at(buf.x1, h, s.E), at(buf.ffn, h, ffn.hidden), counts[h], sms)
@@ -394,10 +399,10 @@ class EncoderLayer:
 
         def contract(h: int) -> None:
             hidden = at(buf.ffn, h, ffn.hidden)
-            ffn.contract(ops, hidden, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h], sms)
+            ffn.contract(ops, hidden, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h], sms, ln)
 
         def norm2(h: int) -> None:
-            ffn.normalize(ops, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h])
+            ffn.normalize(ops, at(buf.x1, h, s.E), at(buf.x, h, s.E), counts[h], ln)
 
         try:
             ops.use(side=False)
@@ -469,9 +474,16 @@ class PeDenseEmbedding:
     """
 
     def __init__(
-        self, ops: GpuOps, w: PeDenseEmbeddingWeights[int], s: NetShape, act: int, eps: float, ffn: Ffn | None
+        self,
+        ops: GpuOps,
+        w: PeDenseEmbeddingWeights[int],
+        s: NetShape,
+        act: int,
+        eps: float,
+        ffn: Ffn | None,
+        fusions: Fusions = NO_FUSIONS,
     ) -> None:
-        self.w, self.s, self.act, self.eps, self.ffn = w, s, act, eps, ffn
+        self.w, self.s, self.act, self.eps, self.ffn, self.fusions = w, s, act, eps, ffn, fusions
         ops.prepare_layernorm(s.E, act)
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
@@ -487,7 +499,7 @@ class PeDenseEmbedding:
         if w.mult is not None and w.add is not None and w.zero is not None:
             ops.embed_epilogue(h, w.zero, w.mult, w.add, m, s.E, ACT_NONE)
         if self.ffn is not None:
-            self.ffn.forward(ops, h, buf.ffn, buf.x, m)
+            self.ffn.forward(ops, h, buf.ffn, buf.x, m, self.fusions.at(bsz).ln_residual)
 
 
 class AttentionPolicyHead:
@@ -589,9 +601,9 @@ class GpuModel:
             emb_ffn = None
             if emb_w.ffn is not None:
                 assert emb.ffn_ln is not None
-                emb_ffn = Ffn(ops, emb_w.ffn, s.E, s.Fe, ffn_act, alpha, emb.ffn_ln.eps, fusions.ln_residual)
+                emb_ffn = Ffn(ops, emb_w.ffn, s.E, s.Fe, ffn_act, alpha, emb.ffn_ln.eps)
             self.embedding: PeMapEmbedding | PeDenseEmbedding = PeDenseEmbedding(
-                ops, emb_w, s, act, emb.ln.eps, emb_ffn
+                ops, emb_w, s, act, emb.ln.eps, emb_ffn, fusions
             )
         else:
             self.embedding = PeMapEmbedding(emb_w, s, act)
@@ -603,7 +615,7 @@ class GpuModel:
                 sg = layer.smolgen
                 sg_act = activation_code(net.smolgen_act)
                 smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, (sg.ln1.eps, sg.ln2.eps))
-            ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps, fusions.ln_residual)
+            ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)
             )

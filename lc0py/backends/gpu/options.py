@@ -34,12 +34,15 @@ nothing below the backend reads option text or sets option flags on other object
                               fit; ``auto``: batches of 1.5 positions per resident block or more
 ``se_gates``        ``auto``  residual nets with SE, fused Winograd steps: the SE outside the second
                               convolution's step (se_fold.py); ``auto``: batches of 768 or more
-``ln_residual``     ``off``   attention nets: the residual add of the out-projection and FFN2 in the
+``ln_residual``     ``auto``  attention nets: the residual add of the out-projection and FFN2 in the
                               LayerNorm kernel (``LN(y + alpha*b + x)``, GEMM with beta = 0) instead of
-                              the GEMM's epilogue (beta = 1)
-``smolgen_branch``  ``off``   attention nets with smolgen: the compress GEMM and smolgen's dense/LN
+                              the GEMM's epilogue (beta = 1); ``auto``: batches up to ``ln_residual_max``
+``ln_residual_max`` ``512``   with ``ln_residual=auto``: larger batches keep the residual in the GEMM
+``smolgen_branch``  ``auto``  attention nets with smolgen: the compress GEMM and smolgen's dense/LN
                               steps on the side stream beside the QKV GEMM (which keeps to all but
-                              ``side_sms`` multiprocessors), no column copy
+                              ``side_sms`` multiprocessors), no column copy; ``auto``: batches up to
+                              ``smolgen_branch_max``
+``smolgen_branch_max`` ``128`` with ``smolgen_branch=auto``: larger batches run smolgen in line
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
@@ -51,7 +54,8 @@ nothing below the backend reads option text or sets option flags on other object
                               ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
 =================== ========= ==============================================================
 
-(The policy behind ``auto``: ``residual_kernels.py``; measurements: docs/performance.md.)
+(The policy behind ``auto``: ``residual_kernels.py`` and ``fusions.py``; measurements:
+docs/performance.md, docs/gpu-design.md.)
 """
 
 from __future__ import annotations
@@ -71,7 +75,9 @@ KNOWN_OPTIONS = (
     "winograd_split",
     "se_gates",
     "ln_residual",
+    "ln_residual_max",
     "smolgen_branch",
+    "smolgen_branch_max",
     "row_halves",
     "row_halves_min",
     "side_sms",
@@ -90,6 +96,12 @@ MAX_BATCH_LIMIT = 65536
 PRECISIONS = ("fp32", "fp16", "fp8")
 FP8_SCALES = ("channel", "tensor", "outer")
 FP8_GEMM_NAMES = ("qkv", "out", "ffn1", "ffn2", "smolgen")  # fp8.FP8_GEMMS
+#: ``ln_residual=auto`` / ``smolgen_branch=auto`` take the fusion up to this batch: where it measured
+#: faster than the unfused pass (T82 cuda-fp16 on one H100, 2026-11-28, tree 2663f8d: ln_residual
+#: x1.061 / x1.022 / x0.984 at batch 64 / 256 / 1024, smolgen_branch x1.037 / x0.999 / x0.968;
+#: the table in fusions.py)
+LN_RESIDUAL_MAX = 512
+SMOLGEN_BRANCH_MAX = 128
 
 
 def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
@@ -164,9 +176,12 @@ class GpuOptions:
     winograd_split: bool = True
     winograd_staged: bool | None = None
     se_gates: bool | None = None
-    #: attention bodies: the fused post-GEMM paths (``layers.Fusions``), each A/B-able on its own
-    ln_residual: bool = False
-    smolgen_branch: bool = False
+    #: attention bodies: the fused paths (``fusions.Fusions``), each A/B-able on its own; ``None``
+    #: (``auto``): on for batches up to its ``*_max``
+    ln_residual: bool | None = None
+    ln_residual_max: int = LN_RESIDUAL_MAX
+    smolgen_branch: bool | None = None
+    smolgen_branch_max: int = SMOLGEN_BRANCH_MAX
     row_halves: bool = False
     row_halves_min: int = 2
     #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
@@ -194,8 +209,10 @@ class GpuOptions:
             winograd_split=take("winograd_split", True),
             winograd_staged=take("winograd_staged", None, auto_or_bool),
             se_gates=take("se_gates", None, auto_or_bool),
-            ln_residual=take("ln_residual", False),
-            smolgen_branch=take("smolgen_branch", False),
+            ln_residual=take("ln_residual", None, auto_or_bool),
+            ln_residual_max=take("ln_residual_max", LN_RESIDUAL_MAX, lo=1, hi=MAX_BATCH_LIMIT),
+            smolgen_branch=take("smolgen_branch", None, auto_or_bool),
+            smolgen_branch_max=take("smolgen_branch_max", SMOLGEN_BRANCH_MAX, lo=1, hi=MAX_BATCH_LIMIT),
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),

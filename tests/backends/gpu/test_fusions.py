@@ -9,6 +9,10 @@ side stream, the QKV GEMM (N = 3D into the qkv_ld-strided buffer) keeps to all b
 still read and every pointer stays inside an allocation. The numbers themselves: the LayerNorm
 kernel's skip form on the emulator (tests/kernels/test_layernorm_emulated.py), the whole pass by
 ``lc0py verify -o ln_residual=on,smolgen_branch=on`` on a device (scripts/device/gpu_fusion_ab).
+
+The defaults (``auto``) choose per batch size (``Fusions.at``): ``ln_residual`` up to
+``ln_residual_max``, ``smolgen_branch`` up to ``smolgen_branch_max``; the tests of one switch's
+effect run with the other switches forced off (``OFF``), the per-batch tests with the defaults.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pytest
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions, splits
-from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.options import LN_RESIDUAL_MAX, SMOLGEN_BRANCH_MAX, GpuOptions
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -31,21 +35,41 @@ from tests.one_line import one_line_error
 H100 = DeviceInfo("nvidia", 0, "H100", "sm_90", 132, 32, 48 * 1024, 227 * 1024, 1 << 34)
 
 
-def test_fusions_are_off_by_default_and_parse_as_switches() -> None:
-    assert (GpuOptions().ln_residual, GpuOptions().smolgen_branch) == (False, False)
+#: every fusion forced off for every batch size: the unfused pass
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off"
+
+
+def test_fusions_default_to_auto_and_parse_as_switches() -> None:
+    d = GpuOptions()
+    assert (d.ln_residual, d.smolgen_branch, d.row_halves) == (None, None, False)  # None: auto
+    assert (d.ln_residual_max, d.smolgen_branch_max) == (LN_RESIDUAL_MAX, SMOLGEN_BRANCH_MAX) == (512, 128)
     opts = GpuOptions.from_text("ln_residual=on,smolgen_branch=true")
     assert (opts.ln_residual, opts.smolgen_branch) == (True, True)
-    assert GpuOptions.from_text("ln_residual=off") == GpuOptions()
+    opts = GpuOptions.from_text("ln_residual=off,smolgen_branch=0")
+    assert (opts.ln_residual, opts.smolgen_branch) == (False, False)
+    assert GpuOptions.from_text("ln_residual=auto,smolgen_branch=AUTO") == GpuOptions()
+    opts = GpuOptions.from_text("ln_residual_max=64,smolgen_branch_max=1")
+    assert (opts.ln_residual_max, opts.smolgen_branch_max) == (64, 1)
 
 
-@pytest.mark.parametrize("text", ["ln_residual=sometimes", "smolgen_branch=2"])
-def test_a_bad_fusion_switch_is_one_line_naming_it(text: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("ln_residual=sometimes", "is not one of on, off, auto"),
+        ("smolgen_branch=2", "is not one of on, off, auto"),
+        ("ln_residual_max=0", "is out of range"),
+        ("smolgen_branch_max=lots", "is not an integer"),
+        ("smolgen_branch_max=-3", "is out of range"),
+    ],
+)
+def test_a_bad_fusion_option_is_one_line_naming_it(text: str, says: str) -> None:
     message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text(text, "cuda-fp16"))
-    assert f"--backend-opts: {text.split('=')[0]}=" in message and "on/off" in message, message
+    assert f"--backend-opts: {text.split('=')[0]}" in message and says in message, message
 
 
 FUSION_TEXTS = [
     "",
+    OFF,
     "ln_residual=on",
     "smolgen_branch=on",
     "row_halves=on",
@@ -61,8 +85,13 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
 ) -> None:
     opts = GpuOptions.from_text(text)
     f = choose_fusions(opts, smolgen, H100, can_fork)
-    assert f.ln_residual is opts.ln_residual  # any attention body
-    assert f.smolgen_branch is (opts.smolgen_branch and smolgen)  # only where there is a smolgen
+    assert f.ln_residual is (opts.ln_residual is not False)  # any attention body; auto or on
+    assert f.smolgen_branch is (opts.smolgen_branch is not False and smolgen)  # only with a smolgen
+    # auto keeps its batch limit, on takes every batch
+    assert f.ln_residual_max == (LN_RESIDUAL_MAX if f.ln_residual and opts.ln_residual is None else None)
+    assert f.smolgen_branch_max == (
+        SMOLGEN_BRANCH_MAX if f.smolgen_branch and opts.smolgen_branch is None else None
+    )
     # the QKV GEMM leaves multiprocessors only to a branch that really runs beside it
     assert f.row_halves is opts.row_halves  # any attention body
     beside = (f.smolgen_branch or f.row_halves) and can_fork
@@ -73,6 +102,47 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert ("ln_residual" in line) is f.ln_residual and ("smolgen_branch" in line) is f.smolgen_branch
     assert ("row_halves" in line) is f.row_halves
     assert ("none" in line) is (not f.ln_residual and not f.smolgen_branch and not f.row_halves)
+    assert ("ln_residual to batch 512" in line) is (f.ln_residual_max == 512)
+    assert ("smolgen_branch to batch 128" in line) is (f.smolgen_branch_max == 128)
+
+
+DEFAULT_PATHS = [  # batch -> (ln_residual, smolgen_branch) with the defaults (fusions.py's table)
+    (1, True, True),
+    (64, True, True),
+    (128, True, True),
+    (129, True, False),
+    (256, True, False),
+    (512, True, False),
+    (513, False, False),
+    (1024, False, False),
+]
+
+
+@pytest.mark.parametrize(("bsz", "ln", "branch"), DEFAULT_PATHS)
+def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool) -> None:
+    """``Fusions.at(bsz)``: the defaults take ``ln_residual`` up to 512 positions and
+    ``smolgen_branch`` up to 128, never ``row_halves``; the GEMM beside the branch keeps to all but
+    ``side_sms`` multiprocessors only where the branch runs. Explicit ``on``/``off`` hold for every
+    batch size; ``*_max`` moves the limit; the resolved record has no limits left."""
+    f = choose_fusions(GpuOptions(), True, H100, True)
+    at = f.at(bsz)
+    assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
+    assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
+    assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
+    on = GpuOptions.from_text("ln_residual=on,smolgen_branch=on,row_halves=on")
+    got = choose_fusions(on, True, H100, True).at(bsz)
+    assert (got.ln_residual, got.smolgen_branch, got.row_halves) == (True, True, bsz >= 2)
+    off = choose_fusions(GpuOptions.from_text(OFF), True, H100, True)
+    assert off.at(bsz) == Fusions() == off
+    moved = GpuOptions.from_text("ln_residual_max=63,smolgen_branch_max=1")
+    got = choose_fusions(moved, True, H100, True).at(bsz)
+    assert (got.ln_residual, got.smolgen_branch) == (bsz <= 63, bsz == 1)
+    # the limits apply to auto only: a forced switch ignores its *_max
+    forced = GpuOptions.from_text(
+        "ln_residual=on,ln_residual_max=1,smolgen_branch=off,smolgen_branch_max=4096"
+    )
+    got = choose_fusions(forced, True, H100, True).at(bsz)
+    assert (got.ln_residual, got.smolgen_branch) == (True, False)
 
 
 def test_a_small_device_keeps_one_multiprocessor_for_the_gemm() -> None:
@@ -91,12 +161,22 @@ def test_side_sms_sets_what_the_qkv_gemm_leaves(text: str, sms: int) -> None:
     assert "side_sms=-1 is out of range" in message, message
 
 
-def _run(text: str, fp16: bool = True, layers: int = 2, bsz: int = 3) -> tuple[Any, CallPlatform]:
+def _run(
+    text: str,
+    fp16: bool = True,
+    layers: int = 2,
+    bsz: int = 3,
+    base: str = OFF,
+    plat: CallPlatform | None = None,
+) -> tuple[Any, CallPlatform]:
+    """One eager pass of ``bsz`` random positions of a T82-shaped net on a recording platform, with
+    ``base`` (every fusion off unless given) overridden by ``text``."""
     from lc0py.backends.gpu.network import GpuNetwork
 
-    plat = CallPlatform()
+    plat = plat or CallPlatform()
     net = random_network("t82", 2, layers=layers)
-    gpu = GpuNetwork(plat, net, fp16=fp16, options=GpuOptions.from_text(f"graphs=off,max_batch=4,{text}"))
+    options = GpuOptions.from_text(",".join(t for t in ("graphs=off,max_batch=4", base, text) if t))
+    gpu = GpuNetwork(plat, net, fp16=fp16, options=options)
     masks = np.random.default_rng(bsz).integers(1, 2**63, size=(bsz, 112), dtype=np.uint64)
     plat.gemms.clear()
     plat.launches.clear()
@@ -255,25 +335,34 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in ("", "ln_residual=on,smolgen_branch=on"):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on", ""):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
         ).close()
         compiled.append(sorted(set(plat.compiles)))
-    assert compiled[0] == compiled[1] and compiled[0]
+    assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
 
 
 @pytest.mark.parametrize(
     "text",
-    ["row_halves=on", "row_halves=on,ln_residual=on", "ln_residual=on,smolgen_branch=on,row_halves=on", ""],
+    [
+        "row_halves=on",
+        "row_halves=on,ln_residual=on",
+        "ln_residual=on,smolgen_branch=on,row_halves=on",
+        OFF,
+        "",  # the defaults: every path of this table at batches 1-4
+        "ln_residual_max=3,smolgen_branch_max=1",  # the defaults' limits moved: each path per size
+        "ln_residual_max=3,smolgen_branch_max=1,row_halves=on,row_halves_min=4",
+    ],
 )
 @pytest.mark.parametrize("bsz", [1, 3, 4])
 def test_every_cross_stream_access_is_ordered(text: str, bsz: int) -> None:
     """Replays a forward pass's launches, GEMMs, event records and waits on the two streams: no
     two operations on different streams that touch the same activation bytes (one writing) may
     run without a stream-order / event chain between them -- the row-halves pipeline, the smolgen
-    branch and the value-head branch, at a batch that splits unevenly, evenly and not at all."""
+    branch and the value-head branch, at a batch that splits unevenly, evenly and not at all, with
+    the per-batch choice of the defaults (limits moved so batches 1, 3, 4 take different paths)."""
     from lc0py.backends.gpu.network import GpuNetwork
 
     plat = StreamPlatform()
@@ -287,5 +376,107 @@ def test_every_cross_stream_access_is_ordered(text: str, bsz: int) -> None:
         side = {stream for _, stream, _ in plat.ops_seen} - {gpu.ops.main}
         assert side == {gpu.ops.side}  # the value heads at least
         assert not unordered_conflicts(gpu, plat)
+    finally:
+        gpu.close()
+
+
+def _paths(gpu: Any, plat: CallPlatform, gemms: int = 0, launches: int = 0) -> tuple[bool, bool]:
+    """(ln_residual, smolgen_branch) as the recorded pass from GEMM ``gemms`` and launch
+    ``launches`` on ran them: no ``beta = 1`` GEMM / no column copy, each checked consistent with
+    its other signs (skip LayerNorms; the compress GEMM on the side stream)."""
+    s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
+    layers = len(gpu.model.encoders)
+    g, launched = plat.gemms[gemms:], plat.launches[launches:]
+    beta1 = sum(1 for x in g if x.get("beta", 0.0) == 1.0)
+    ln_e = ops._ln[(s.E, 3)][0]
+    skips = sum(1 for fn, _, ptrs in launched if fn == ln_e and ptrs[2])
+    assert (beta1, skips) in ((2 * layers, 0), (0, 2 * layers)), (beta1, skips)
+    copies = sum(1 for fn, _, _ in launched if fn == ops.k_copy_cols)
+    compress = [x for x in g if x["c"] == buf.sg_c]
+    assert copies in (0, layers) and len(compress) == layers - copies
+    assert all(x["stream"] == ops.side != ops.main for x in compress)
+    return beta1 == 0, copies == 0
+
+
+@pytest.mark.parametrize(("bsz", "ln", "branch"), [(1, True, True), (128, True, True), (129, True, False),
+                                                   (512, True, False), (513, False, False)])
+def test_the_forward_pass_takes_each_batch_sizes_default_paths(bsz: int, ln: bool, branch: bool) -> None:
+    """With the defaults one network runs ``ln_residual`` up to 512 positions and
+    ``smolgen_branch`` up to 128 (buffers grown from ``max_batch=4``: the plan covers both
+    forms); explicit switches force the same path at every size."""
+    gpu, plat = _run("", layers=1, bsz=bsz, base="")
+    try:
+        assert _paths(gpu, plat) == (ln, branch)
+        assert "ln_residual to batch 512" in gpu.fusions.describe()
+    finally:
+        gpu.close()
+    for text, want in ((OFF, (False, False)), ("ln_residual=on,smolgen_branch=on", (True, True))):
+        gpu, plat = _run(text, layers=1, bsz=bsz, base="")
+        try:
+            assert _paths(gpu, plat) == want, text
+        finally:
+            gpu.close()
+
+
+def test_defaults_above_the_limits_enqueue_exactly_the_unfused_pass() -> None:
+    """At a batch above both limits (520) the defaults run the very pass of every fusion forced
+    off: the same GEMMs (shapes, pointers, alpha/beta, multiprocessors, streams), the same kernel
+    launches with the same arguments, the same event records and waits -- so the same outputs,
+    bit for bit (tests/backends/gpu/test_gpu_fusions.py checks that on a device too)."""
+    runs = []
+    for text in ("", OFF):
+        plat = StreamPlatform()
+        gpu, _ = _run("", layers=2, bsz=520, base=text, plat=plat)
+        try:
+            fns = {fn: i for i, fn in enumerate(dict.fromkeys(fn for fn, _, _ in plat.launches))}
+            launches = [(fns[fn], stream, ptrs) for fn, stream, ptrs in plat.launches]
+            runs.append((plat.gemms, launches, [t for t in plat.timeline if t[0] != "op"]))
+            assert _paths(gpu, plat) == (False, False)
+        finally:
+            gpu.close()
+    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] and runs[0][2] == runs[1][2]
+    assert runs[0][0] and runs[0][1]
+
+
+class CapturePlatform(CallPlatform):
+    """``CallPlatform`` that notes where each graph capture starts and ends in its GEMMs and
+    launches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.captures: list[list[int]] = []  # [gemm from, launch from, gemm to, launch to]
+
+    def begin_capture(self, stream: int) -> None:
+        self.captures.append([len(self.gemms), len(self.launches), -1, -1])
+
+    def end_capture(self, stream: int) -> int:
+        self.captures[-1][2:] = [len(self.gemms), len(self.launches)]
+        return super().end_capture(stream)
+
+
+def test_each_graph_bucket_captures_its_own_paths_and_replays_them() -> None:
+    """``prepare`` captures one graph per batch-size bucket; each holds the paths of its bucket's
+    size (``ln_residual`` to 512, ``smolgen_branch`` to 128); a later batch of any size replays
+    its bucket's graph (nothing enqueued again, nothing captured)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.weights import graph_bucket
+
+    plat = CapturePlatform()
+    net = random_network("t82", 2, layers=1)
+    gpu = GpuNetwork(plat, net, fp16=True, options=GpuOptions.from_text("graphs=on,max_batch=4"))
+    try:
+        buckets = sorted({graph_bucket(n) for n in range(1, 577)})
+        assert gpu.prepare(576) == len(buckets) == len(plat.captures)
+        assert {128, 144, 512, 576} <= set(buckets)
+        for run, (g0, l0, g1, l1) in zip(buckets, plat.captures, strict=True):
+            assert g1 > g0 and l1 > l0
+            sub = CallPlatform()
+            sub.gemms, sub.launches = plat.gemms[g0:g1], plat.launches[l0:l1]
+            assert _paths(gpu, sub) == (run <= 512, run <= 128), run
+        gemms, launches = len(plat.gemms), len(plat.launches)
+        for n in (3, 100, 130, 500, 520):
+            masks = np.random.default_rng(n).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
+            gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32)))
+        assert (len(plat.gemms), len(plat.launches), len(plat.captures)) == (gemms, launches, len(buckets))
     finally:
         gpu.close()

@@ -4,11 +4,14 @@ Each switch alone and all together, fp16 and fp32, on a 2-layer T82 (smolgen, 24
 branch's events are re-recorded per layer, inside a captured graph too) and the tiny PE_DENSE net
 (whose embedding FFN takes ``ln_residual`` as well): the traced flash and fallback paths, then the
 production path (graphs, asynchronous results) at an odd batch and a larger one, whose outputs
-must also agree with the unfused network's. Marked ``gpu``: skipped without an NVIDIA GPU.
+must also agree with the unfused network's (every fusion forced off: ``OFF``); the defaults, which
+choose per batch size, at sizes on both sides of their limits, and bit for bit the unfused pass
+above them. Marked ``gpu``: skipped without an NVIDIA GPU.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lc0py.weights.presets import random_network
@@ -16,7 +19,10 @@ from tests.backends.conformance import RTOL_FP16, RTOL_FP32, random_batch, relat
 
 pytestmark = pytest.mark.gpu
 
+#: every fusion forced off for every batch size: the unfused pass
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off"
 SWITCHES = [
+    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128
     "ln_residual=on",
     "smolgen_branch=on",
     "row_halves=on",
@@ -34,12 +40,19 @@ def test_fused_paths_match_the_reference(cuda_platform, case: str, text: str, fp
 
     preset, kw = NETS[case]
     net = random_network(preset, 5, **kw)
-    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=64,{text}"))
-    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions(max_batch=64))
+    # an explicit switch alone: the others forced off; "": the defaults
+    options = f"max_batch=64,{OFF},{text}" if text else "max_batch=64"
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(options))
+    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=64,{OFF}"))
     try:
-        assert fused.fusions.ln_residual is ("ln_residual=on" in text)
-        assert fused.fusions.smolgen_branch is ("smolgen_branch=on" in text and net.has_smolgen)
-        assert fused.fusions.row_halves is ("row_halves=on" in text)
+        if text:
+            assert fused.fusions.ln_residual is ("ln_residual=on" in text)
+            assert fused.fusions.smolgen_branch is ("smolgen_branch=on" in text and net.has_smolgen)
+            assert fused.fusions.row_halves is ("row_halves=on" in text)
+        else:
+            f = fused.fusions
+            assert (f.ln_residual, f.ln_residual_max, f.row_halves) == (True, 512, False)
+            assert f.smolgen_branch is net.has_smolgen
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         batch, ref, _ = traced_reference(net)
         for flash in (True, False):
@@ -48,7 +61,8 @@ def test_fused_paths_match_the_reference(cuda_platform, case: str, text: str, fp
                 k: relative_error(getattr(out, k), getattr(ref, k)) for k in ("policy", "wdl", "moves_left")
             }
             assert all(e <= limit for e in errs.values()), f"{text} flash={flash}: {errs}"
-        for n in (1, 7, 40):  # graph buckets, padding rows; one position runs unsplit
+        # graph buckets, padding rows; one position runs unsplit; the defaults: both sides of 128
+        for n in (1, 7, 40) if text else (1, 40, 200):
             b = random_batch(n, int(net.format.input), seed=n)
             got, want = fused.submit(b).result(), plain.submit(b).result()
             for k in ("policy", "wdl", "moves_left"):
@@ -56,4 +70,25 @@ def test_fused_paths_match_the_reference(cuda_platform, case: str, text: str, fp
                 assert err <= 2 * limit, f"{text} batch {n}: {k} {err:.2e} from the unfused network"
     finally:
         fused.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_defaults_above_their_limits_match_the_unfused_pass_bit_for_bit(cuda_platform, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+    """At 520 positions (above ``ln_residual_max`` 512 and ``smolgen_branch_max`` 128, graph
+    bucket 576) the defaults run the unfused pass: the same outputs, bit for bit."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+
+    net = random_network("t82", 5, layers=2)
+    default = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text("max_batch=64"))
+    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=64,{OFF}"))
+    try:
+        b = random_batch(520, int(net.format.input), seed=520)
+        got, want = default.submit(b).result(), plain.submit(b).result()
+        for k in ("policy", "wdl", "moves_left"):
+            a, w = getattr(got, k), getattr(want, k)
+            assert np.isfinite(a).all() and np.array_equal(a, w), k
+    finally:
+        default.close()
         plain.close()
