@@ -11,7 +11,7 @@ rounds of each variant's median nps and its ratio to the first variant, with the
 first variant's own rounds as the noise to compare against.
 
     PYTHONPATH=$PWD python3 scripts/bench/fusion_ab.py --weights t82.pb.gz \\
-        --variants "off=;ln_residual=ln_residual=on;both=ln_residual=on,smolgen_branch=on"
+        --variants "off=ln_residual=off,smolgen_branch=off;default=;both=ln_residual=on,smolgen_branch=on"
 """
 
 from __future__ import annotations

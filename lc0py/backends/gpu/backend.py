@@ -22,11 +22,31 @@
                               convolution's step (the first one's step writes per-tile sums; fc1 folded
                               with the convolution is one small GEMM on them; ``se_gates`` makes the
                               gates; lc0py/backends/gpu/se_fold.py). ``auto``: for batches of 768 or more
+``ln_residual``     ``auto``  attention nets: the residual add of the out-projection and FFN2 in the
+                              LayerNorm kernel (GEMMs with beta = 0) instead of the GEMMs' epilogue;
+                              ``auto``: for batches up to ``ln_residual_max`` (512)
+``smolgen_branch``  ``auto``  attention nets with smolgen: its compress GEMM and dense/LN steps on the
+                              side stream beside the QKV GEMM; ``auto``: for batches up to
+                              ``smolgen_branch_max`` (128)
+``row_halves``      ``off``   attention nets: the block after attention on two halves of the batch,
+                              element-wise kernels beside the other half's GEMMs (``row_halves_min``)
+``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``; see ``tuning.FlashParams``)
-=================== ========= ==============================================================
-=======
+
+The fusions' defaults follow one measurement (backendbench T82 cuda-fp16, nps ratio to every
+fusion off; one H100, 2026-11-28, tree 2663f8d; the lead commits the run's output under
+bench/results/2026-11-28_h100_2663f8d/; off's own spread 0.7 / 2.1 / 0.1 %)::
+
+    batch           64      256     1024
+    ln_residual     x1.061  x1.022  x0.984
+    smolgen_branch  x1.037  x0.999  x0.968
+    row_halves      x0.933  x0.986  x0.979
+    all three       x0.933  x0.986  x0.942
+
+``on``/``off`` force a fusion for every batch size (lc0py/backends/gpu/fusions.py).
+
 Backend options (``--backend-opts``) are parsed once into a ``GpuOptions`` record
 (``options.py``, which lists them); ``gpu=N`` picks the device ordinal. The backend adds a tuned
 winner's flash parameters (``lc0py tune``) under the explicit ``attn_*`` ones and hands the record
