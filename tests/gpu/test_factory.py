@@ -24,6 +24,7 @@ MAY_IMPORT = {
     "hip_platform": {"platform", "vendor_platform"},
     "factory": {"platform", "cuda_platform", "hip_platform"},
     "compile_cache": {"platform"},
+    "cublaslt": {"platform"},  # cuBLASLt through ctypes (the FP8 GEMMs)
     "__init__": set(),
 }
 
