@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.chess.core import records as compiled
+from lc0py.chess.core.record_batch import EncodedChunk, encode_records, error_text, line_spans
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
-from lc0py.tools.bulk import compiled, sources
-from lc0py.tools.bulk.encoder import EncodedChunk, encode_records, error_text, line_spans
+from lc0py.tools.bulk import sources
 from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part_and_record
 
 MANIFEST = "manifest.json"
@@ -349,7 +350,7 @@ class ChunkEvaluator:
         ``*.output`` activations, in order), averaged over the squares. The trace runs the numpy
         reference on the position alone (no move history), one position at a time: for small
         jobs and for looking inside a net, not for millions of positions."""
-        from lc0py.search.core.board import board_from_pos
+        from lc0py.chess.core.board import board_from_pos
 
         if self.probe_net is None:
             raise UsageError("--probe-layers needs --weights (the trace runs on the net)")
