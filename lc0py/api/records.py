@@ -99,7 +99,7 @@ class BatchResult:
         transforms = np.zeros(n, np.int64)
         self._pos = np.zeros((n, B.POS_WORDS), np.uint64)
         self._python: dict[int, PositionHistory] = {
-            i: item.history for i, item in enumerate(items) if item.record is None and item.history is not None
+            i: item.history for i, item in enumerate(items) if item.record is None and item.history
         }
         compiled_rows = [i for i, item in enumerate(items) if item.record is not None]
         if compiled_rows:

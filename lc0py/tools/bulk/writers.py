@@ -24,7 +24,6 @@ import numpy as np
 from lc0py.chess.core.uci import UCI_NAMES
 from lc0py.storage.atomic import write_atomically
 
-
 _UCI = UCI_NAMES
 
 

@@ -6,7 +6,6 @@ goes to python-chess."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import chess
@@ -17,6 +16,7 @@ import lc0py
 from lc0py.api.evaluation import summarise
 from lc0py.api.records import BatchResult, Item, text_record
 from lc0py.chess import PositionHistory, encode_batch
+from lc0py.chess.testing import special_move_games as random_games
 from lc0py.errors import PositionError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,24 +26,6 @@ TINY = ROOT / "weights" / "tiny-seed1.pb.gz"
 @pytest.fixture(scope="module")
 def net() -> lc0py.Net:
     return lc0py.load(TINY, backend="numpy")
-
-
-def random_games(seed: int, count: int, chess960: bool = False) -> list[tuple[str, list[str]]]:
-    """(start FEN, UCI moves) of random games, cut at random plies; Chess960 starts when asked."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(count):
-        board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
-        start = board.fen()
-        for _ in range(rng.randrange(1, 90)):
-            moves = list(board.legal_moves)
-            if not moves or board.is_game_over():
-                break
-            # castling and en passant more often than uniform: they are the cases to check
-            special = [m for m in moves if board.is_castling(m) or board.is_en_passant(m)]
-            board.push(rng.choice(special) if special and rng.random() < 0.7 else rng.choice(moves))
-        out.append((start, [m.uci() for m in board.move_stack]))
-    return out
 
 
 def reference(net: lc0py.Net, histories: list[PositionHistory]) -> list[lc0py.Evaluation]:
