@@ -67,7 +67,9 @@ def timed(cmd: list[str], tree: Path) -> tuple[float, float, float, list[bytes]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tree", action="append", type=Path, default=[], help="another checkout to time")
@@ -93,8 +95,8 @@ def main() -> None:
                    "--positions", str(fens), "--json"]
             wall, cpu, body, lines = timed(cmd, tree)
             say(f"run {run + 1} {name}: eval --json: {len(lines)} lines, wall {wall:.2f} s "
-                f"({len(lines) / wall:,.0f} positions/s with the start), {len(lines) / body:,.0f} positions/s "
-                f"first line to last, CPU {cpu:.2f} s")
+                f"({len(lines) / wall:,.0f} positions/s with the start), "
+                f"{len(lines) / body:,.0f} positions/s first line to last, CPU {cpu:.2f} s")
             for workers in [w for w in args.workers.split(",") if w] or [""]:
                 out = args.out / f"bulk-{run}-{trees.index(tree)}-{workers or 'default'}"
                 subprocess.run(["rm", "-rf", str(out)], check=True)
