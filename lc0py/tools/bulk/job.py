@@ -6,7 +6,8 @@ The job (``lc0py bulk-eval``, or this module from Python):
    settings into ``OUT/manifest.json``. A rerun with the same input and settings finds the
    manifest and resumes; anything else in ``OUT`` is refused, never overwritten.
 2. **Evaluate** each chunk not done yet: its records are read and encoded by the compiled encoder
-   (PGN movetext by python-chess in worker processes) on a prefetch thread while the backend works
+   (PGN movetext by python-chess first), in ``--workers`` processes (``load_chunk``) or on
+   prefetch threads in this one, while the backend works
    on the previous chunk; batches go to ``backend.evaluate_async`` several at a time, so every
    device behind a ``demux``/``roundrobin`` backend has work queued; each batch's outputs are
    reduced at once (compiled) to the top-k legal-move policy, WDL, Q and moves-left.
@@ -171,25 +172,96 @@ class LoadedChunk:
     extra_errors: list[tuple[int, str]]  # (record, error) found before encoding (PGN)
 
 
-def _pgn_worker(
-    path: str, chunk: sources.Chunk, first_line: int
-) -> tuple[list[str], list[str | None], list[int]]:
+def load_chunk(
+    path: str, kind: str, chunk: sources.Chunk, input_format: int, history_fill: str
+) -> LoadedChunk:
+    """Read and encode one chunk: FEN/EPD lines straight into the compiled encoder, Parquet rows
+    and PGN games (python-chess reads the movetext) as lines first. Runs in the job's process
+    (on its read-ahead threads: the compiled encoder releases the GIL) or in a worker process
+    (``ChunkLoader``'s pool), whose result is the same ``LoadedChunk``."""
+    if kind == "fen":
+        data = sources.read_bytes(path, chunk)
+        starts, ends = line_spans(data)
+        first_line = chunk.first + 1
+        where = [f"{path}:{first_line + r}" for r in range(len(starts))]
+        enc = encode_records(
+            data,
+            starts,
+            ends,
+            all_plies=False,
+            capacity=len(starts),
+            input_format=input_format,
+            history_fill=history_fill,
+        )
+        return LoadedChunk(chunk, enc, where, [])
+    if kind == "parquet":
+        lines = sources.parquet_rows_as_lines(path, chunk)
+        where = [f"{path}: row {chunk.first + r}" for r in range(len(lines))]
+        return _encode_lines(chunk, lines, where, [], False, input_format, history_fill)
     data = sources.read_bytes(path, chunk)
-    return sources.pgn_games_as_lines(data, first_line)
+    games, errors, lines_at = sources.pgn_games_as_lines(data, chunk.line or 1)
+    where = [f"{path}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
+    extra = [(g, err) for g, err in enumerate(errors) if err is not None]
+    return _encode_lines(chunk, games, where, extra, True, input_format, history_fill)
+
+
+def _encode_lines(
+    chunk: sources.Chunk,
+    lines: list[str],
+    where: list[str],
+    extra: list[tuple[int, str]],
+    all_plies: bool,
+    input_format: int,
+    history_fill: str,
+) -> LoadedChunk:
+    text = "\n".join(line.replace("\n", " ") for line in lines).encode()
+    starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    moves = sum(line.count(" ") for line in lines) if all_plies else 0
+    enc = encode_records(
+        text,
+        starts,
+        ends,
+        all_plies=all_plies,
+        capacity=len(lines) + moves,
+        input_format=input_format,
+        history_fill=history_fill,
+    )
+    for g, _ in extra:  # a game python-chess could not read is no position
+        enc.status[g] = compiled.SKIPPED
+    return LoadedChunk(chunk, enc, where, extra)
+
+
+def default_workers(kind: str, cpus: int | None = None) -> int:
+    """Worker processes reading and encoding chunks when ``--workers`` is not given: PGN, whose
+    movetext python-chess reads at ~50,000 positions a second a core, one per CPU but one (at
+    most 15: the read-ahead keeps that many busy); FEN/EPD and Parquet none, as the compiled
+    encoder (~1,000,000 positions a second a core) runs on the job's read-ahead threads without
+    the GIL, and a worker would only add the planes' trip through a pipe."""
+    cpus = cpus or os.cpu_count() or 2
+    return max(1, min(cpus - 1, MAX_READ_AHEAD - 1)) if kind == "pgn" else 0
+
+
+MAX_READ_AHEAD = 16  # chunks loaded ahead at most: PGN ~16 x 30 MB of planes, bounded
 
 
 class ChunkLoader:
-    """Reads and encodes chunks; PGN games are parsed in ``workers`` processes (python-chess)."""
+    """Reads and encodes chunks (:func:`load_chunk`), in ``workers`` processes when there are any
+    (0: ``default_workers``; ``inline``: none, this process does it all, as a Ray actor does)."""
 
     def __init__(self, plan: JobPlan, input_format: int, workers: int = 0, inline: bool = False) -> None:
         self.plan = plan
         self.input_format = input_format
         self.kind = plan.settings.input_kind
         self._pool: ProcessPoolExecutor | None = None
-        self.workers = 0
-        if self.kind == "pgn" and not inline:  # inline: this process parses (a Ray actor)
-            self.workers = workers or max(1, (os.cpu_count() or 2) - 1)
+        self.workers = 0 if inline else (workers or default_workers(self.kind))
+        if self.workers:
             self._pool = _spawn_pool(self.workers)
+
+    @property
+    def read_ahead(self) -> int:
+        """Chunks loaded at once: every worker busy plus one, at most ``MAX_READ_AHEAD``; 3 on
+        threads (one being evaluated, two read)."""
+        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 3
 
     def close(self) -> None:
         if self._pool is not None:
@@ -197,64 +269,10 @@ class ChunkLoader:
             self._pool = None
 
     def load(self, chunk: sources.Chunk) -> LoadedChunk:
-        name = str(self.plan.input)
-        fill = self.plan.settings.history_fill
-        if self.kind == "fen":
-            data = sources.read_bytes(name, chunk)
-            starts, ends = line_spans(data)
-            first_line = chunk.first + 1
-            where = [f"{name}:{first_line + r}" for r in range(len(starts))]
-            enc = encode_records(
-                data,
-                starts,
-                ends,
-                all_plies=False,
-                capacity=len(starts),
-                input_format=self.input_format,
-                history_fill=fill,
-            )
-            return LoadedChunk(chunk, enc, where, [])
-        if self.kind == "parquet":
-            lines = sources.parquet_rows_as_lines(name, chunk)
-            where = [f"{name}: row {chunk.first + r}" for r in range(len(lines))]
-            return self._encode_lines(chunk, lines, where, [], all_plies=False)
-        # the game's first line: count the lines before the chunk (cheap next to parsing it)
+        args = (str(self.plan.input), self.kind, chunk, self.input_format, self.plan.settings.history_fill)
         if self._pool is not None:
-            games, errors, lines_at = self._pool.submit(
-                _pgn_worker, name, chunk, self._line_of(chunk)
-            ).result()
-        else:
-            games, errors, lines_at = _pgn_worker(name, chunk, self._line_of(chunk))
-        where = [f"{name}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
-        extra = [(g, err) for g, err in enumerate(errors) if err is not None]
-        return self._encode_lines(chunk, games, where, extra, all_plies=True)
-
-    def _line_of(self, chunk: sources.Chunk) -> int:
-        return chunk.line or 1
-
-    def _encode_lines(
-        self,
-        chunk: sources.Chunk,
-        lines: list[str],
-        where: list[str],
-        extra: list[tuple[int, str]],
-        all_plies: bool,
-    ) -> LoadedChunk:
-        text = "\n".join(line.replace("\n", " ") for line in lines).encode()
-        starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        moves = sum(line.count(" ") for line in lines) if all_plies else 0
-        enc = encode_records(
-            text,
-            starts,
-            ends,
-            all_plies=all_plies,
-            capacity=len(lines) + moves,
-            input_format=self.input_format,
-            history_fill=self.plan.settings.history_fill,
-        )
-        for g, _ in extra:  # a game python-chess could not read is no position
-            enc.status[g] = compiled.SKIPPED
-        return LoadedChunk(chunk, enc, where, extra)
+            return self._pool.submit(load_chunk, *args).result()
+        return load_chunk(*args)
 
 
 @dataclass
@@ -482,8 +500,7 @@ def run_local(
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     cpus = os.cpu_count() or 2
-    # chunks read ahead: enough to keep every PGN worker process parsing
-    depth = min(loader.workers + 1, 12) if plan.settings.input_kind == "pgn" else 3  # bounded memory
+    depth = loader.read_ahead  # bounded memory
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
         writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
     writer_pool = _spawn_pool(writers) if writers else None
@@ -550,8 +567,9 @@ def evaluate_file(
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
     every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
-    reading PGN movetext (0: CPUs - 1); ``writers``: processes formatting and writing the parts
-    (-1: none on 2 CPUs, else a quarter of them, at most 4).
+    reading and encoding chunks (0: ``default_workers``: PGN CPUs - 1, at most 15; FEN none);
+    ``writers``: processes formatting and writing the parts (-1: none on 2 CPUs, else a quarter
+    of them, at most 4).
 
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP

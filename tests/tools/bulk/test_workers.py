@@ -1,0 +1,127 @@
+"""``bulk-eval --workers N``: chunks read and encoded in worker processes give the same parts as
+in the job's own process, a job killed with SIGKILL (workers and all) resumes without loss or
+duplicates, and bad FENs and games are reported and skipped as without workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import chess
+import pytest
+
+from lc0py.chess.testing import special_move_games
+from lc0py.tools.bulk import evaluate_file
+from lc0py.tools.bulk import job as J
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def fen_file(path: Path, count: int = 120) -> Path:
+    lines = ["# random games"]
+    for k, (start, moves) in enumerate(special_move_games(41, count)):
+        board = chess.Board(start)
+        for m in moves:
+            board.push_uci(m)
+        lines.append(board.fen() if k % 2 else f"{start} | {' '.join(moves)}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def pgn_file(path: Path, count: int = 24) -> Path:
+    games = []
+    for k, (start, moves) in enumerate(special_move_games(42, count)):
+        board = chess.Board(start)
+        san = []
+        for m in moves:
+            san.append(board.san(chess.Move.from_uci(m)))
+            board.push_uci(m)
+        text = " ".join(san) if k != 5 else "e4 e5 Ke3 Qxe3"  # game 6: an illegal move
+        games.append(f'[Event "g{k + 1}"]\n\n{text} *\n')
+    path.write_text("\n".join(games))
+    return path
+
+
+def parts(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
+
+
+@pytest.mark.parametrize("kind", ["fen", "pgn"])
+def test_workers_give_the_same_parts(tmp_path: Path, kind: str) -> None:
+    src = fen_file(tmp_path / "p.fen") if kind == "fen" else pgn_file(tmp_path / "g.pgn")
+    chunk = 16 if kind == "fen" else 5
+    results = {}
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}"
+        summary = evaluate_file(src, out, None, "random", chunk_records=chunk, workers=workers, top=0)
+        assert summary.complete
+        results[workers] = parts(out)
+    # and this process alone (the loader inline, as a Ray actor runs it)
+    settings = J.make_settings(src, None, "jsonl", 0, chunk, "fen_only", (), None, "random")
+    plan = J.prepare_job(src, tmp_path / "inline", settings)
+    from lc0py.api import load
+
+    with load(None, "random") as net:
+        loader = J.ChunkLoader(plan, net.backend.info.input_format, inline=True)
+        evaluator = J.ChunkEvaluator(net.backend, settings)
+        for c in plan.chunks:
+            block, record = evaluator.evaluate(loader.load(c))
+            J.write_chunk(plan, block, record)
+        evaluator.close()
+    assert results[1] == results[2] == parts(tmp_path / "inline")
+    assert len(results[1]) >= 6  # several chunks, parts and records
+
+
+def test_bad_records_reported_and_skipped_in_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "mixed.fen"
+    src.write_text("startpos\nnot a fen\nstartpos | e2e4 e7e5 e1e3\n8/8/8/8/8/8/8/4K3 w - - 0 1\nstartpos\n")
+    summary = evaluate_file(src, tmp_path / "out", None, "random", workers=2, chunk_records=2)
+    err = capsys.readouterr().err
+    assert f"{src}:2: bad piece placement (skipped)" in err
+    assert f"{src}:3: illegal move (move 3) (skipped)" in err
+    assert f"{src}:4: needs exactly one king a side (skipped)" in err
+    assert summary.complete and summary.positions == 2 and summary.bad == 3
+    pgn = pgn_file(tmp_path / "g.pgn", 8)
+    summary = evaluate_file(pgn, tmp_path / "pgn_out", None, "random", workers=2, chunk_records=3)
+    err = capsys.readouterr().err
+    assert f"{pgn}: game 6 (line " in err and summary.bad == 1 and summary.complete
+    games = {json.loads(line)["game"] for p in (tmp_path / "pgn_out").glob("part-*.jsonl")
+             for line in p.read_text().splitlines()}
+    assert games == {1, 2, 3, 4, 5, 7, 8}
+
+
+def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
+    """The job and its worker processes killed at once (SIGKILL to the process group, as a lost
+    machine) after two chunks; the same command again finishes it: the parts equal a clean run's."""
+    src = fen_file(tmp_path / "p.fen", 400)
+    clean = evaluate_file(src, tmp_path / "clean", None, "random", chunk_records=20, workers=2)
+    assert clean.complete and clean.chunks == 21
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "lc0py", "bulk-eval", str(src), "-O", str(out), "-b", "random",
+           "--chunk", "20", "--workers", "2", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None and len(list(out.glob("*.done.json"))) < 2:
+        try:
+            proc.wait(0.05)
+        except subprocess.TimeoutExpired:
+            pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = len(list(out.glob("*.done.json")))
+    assert done >= 2
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert f"this run: {21 - done} of 21 chunks" in again.stdout
+    assert parts(out) == parts(tmp_path / "clean")
+    rows = [line for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
+    keys = [json.loads(line)["line"] for line in rows]
+    assert keys == list(range(2, 402))  # line 1 is the comment
