@@ -2,6 +2,7 @@
 ``lc0py bulk-eval`` with ``--backend random`` over 20,000 FENs, wall clock with the process start.
 
     python scripts/bench/eval_20k.py --out DIR [--runs 3] [--tree OTHER_CHECKOUT ...]
+        [--workers 0,1,2] [--pgn GAMES.pgn] [--skip-eval]
 
 The input is bench/results/2026-11-27_cpu_055beeb's: ``random.Random(3)``, games of 1-80 random
 legal python-chess moves, every position after a move, until 20,000 (``DIR/positions-20k.fen``).
@@ -73,7 +74,9 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tree", action="append", type=Path, default=[], help="another checkout to time")
-    parser.add_argument("--workers", default="", help="bulk-eval --workers values to time, e.g. 1,2")
+    parser.add_argument("--workers", default="", help="bulk-eval --workers values to time, e.g. 0,1,2")
+    parser.add_argument("--pgn", type=Path, help="also time bulk-eval on this PGN (every ply)")
+    parser.add_argument("--skip-eval", action="store_true", help="bulk-eval only")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     fens = args.out / "positions-20k.fen"
@@ -91,22 +94,26 @@ def main() -> None:
     for run in range(args.runs):
         for tree in trees:
             name = "this tree" if tree == ROOT else str(tree)
-            cmd = [sys.executable, "-m", "lc0py", "eval", "-w", str(weights), "--backend", "random",
-                   "--positions", str(fens), "--json"]
-            wall, cpu, body, lines = timed(cmd, tree)
-            say(f"run {run + 1} {name}: eval --json: {len(lines)} lines, wall {wall:.2f} s "
-                f"({len(lines) / wall:,.0f} positions/s with the start), "
-                f"{len(lines) / body:,.0f} positions/s first line to last, CPU {cpu:.2f} s")
-            for workers in [w for w in args.workers.split(",") if w] or [""]:
-                out = args.out / f"bulk-{run}-{trees.index(tree)}-{workers or 'default'}"
-                subprocess.run(["rm", "-rf", str(out)], check=True)
-                cmd = [sys.executable, "-m", "lc0py", "bulk-eval", str(fens), "-O", str(out), "-b", "random",
-                       "--no-progress", "--json"] + (["--workers", workers] if workers else [])
-                wall, cpu, _, lines = timed(cmd, tree)
-                summary = json.loads(lines[-1])
-                say(f"run {run + 1} {name}: bulk-eval{' --workers ' + workers if workers else ''}: "
-                    f"{summary['positions']} positions, wall {wall:.2f} s, "
-                    f"{summary['positions_per_second']:,.0f} positions/s (the job), CPU {cpu:.2f} s")
+            if not args.skip_eval:
+                cmd = [sys.executable, "-m", "lc0py", "eval", "-w", str(weights), "--backend", "random",
+                       "--positions", str(fens), "--json"]
+                wall, cpu, body, lines = timed(cmd, tree)
+                say(f"run {run + 1} {name}: eval --json: {len(lines)} lines, wall {wall:.2f} s "
+                    f"({len(lines) / wall:,.0f} positions/s with the start), "
+                    f"{len(lines) / body:,.0f} positions/s first line to last, CPU {cpu:.2f} s")
+            for source in [fens, *([args.pgn] if args.pgn else [])]:
+                for workers in [w for w in args.workers.split(",") if w] or [""]:
+                    tag = f"{run}-{trees.index(tree)}-{source.suffix[1:]}-{workers or 'default'}"
+                    out = args.out / f"bulk-{tag}"
+                    subprocess.run(["rm", "-rf", str(out)], check=True)
+                    cmd = [sys.executable, "-m", "lc0py", "bulk-eval", str(source), "-O", str(out), "-b",
+                           "random", "--no-progress", "--json"] + (["--workers", workers] if workers else [])
+                    wall, cpu, _, lines = timed(cmd, tree)
+                    summary = json.loads(lines[-1])
+                    say(f"run {run + 1} {name}: bulk-eval {source.name}"
+                        f"{' --workers ' + workers if workers else ''}: {summary['positions']} positions, "
+                        f"wall {wall:.2f} s, {summary['positions_per_second']:,.0f} positions/s (the job), "
+                        f"CPU {cpu:.2f} s (with its workers)")
     say(f"uptime: {os.popen('uptime').read().strip()}")
     (args.out / "eval-20k.txt").write_text("\n".join(report) + "\n")
 
