@@ -284,6 +284,20 @@ class ChunkRecord:
     bad: list[dict[str, str]]
 
 
+@dataclass
+class ChunkRun:
+    """A chunk on its way through the backend: its output arrays, filled batch by batch."""
+
+    loaded: LoadedChunk
+    moves: np.ndarray
+    probs: np.ndarray
+    legal: np.ndarray
+    wdl: np.ndarray
+    mlh: np.ndarray | None
+    outstanding: int = 0  # batches sent, not yet collected
+    reducing: list[Future[None]] = field(default_factory=list)
+
+
 class ChunkEvaluator:
     """Runs encoded chunks through a backend and reduces the outputs (one per process/actor)."""
 
@@ -300,52 +314,64 @@ class ChunkEvaluator:
         self._reducers = ThreadPoolExecutor(
             max(1, min(8, os.cpu_count() or 2)), thread_name_prefix="lc0py-reduce"
         )
+        self._pending: deque[tuple[ChunkRun, int, int, PendingOutput]] = deque()
 
     def close(self) -> None:
         self._reducers.shutdown(wait=True)
 
     def evaluate(self, loaded: LoadedChunk) -> tuple[ResultBlock, ChunkRecord]:
+        """One chunk, start to finish."""
+        return self.finish(self.start(loaded))
+
+    def start(self, loaded: LoadedChunk) -> ChunkRun:
+        """Send the chunk's batches to the backend (at most ``in_flight`` batches of this and
+        earlier chunks outstanding: the oldest are collected first). The job starts chunk k + 1
+        before it finishes chunk k, so the devices never drain between chunks."""
         enc = loaded.encoded
         n = len(enc)
         k = self.top
-        moves = np.empty((n, k), np.int32)
-        probs = np.empty((n, k), np.float32)
-        legal = np.empty(n, np.int32)
-        wdl = np.empty((n, 3), np.float32)
-        has_ml = self.backend.info.has_moves_left
-        mlh = np.empty(n, np.float32) if has_ml else None
-        pending: deque[tuple[int, int, PendingOutput]] = deque()
-        reducing: list[Future[None]] = []
+        mlh = np.empty(n, np.float32) if self.backend.info.has_moves_left else None
+        run = ChunkRun(loaded, np.empty((n, k), np.int32), np.empty((n, k), np.float32),
+                       np.empty(n, np.int32), np.empty((n, 3), np.float32), mlh)
+        for first in range(0, n, self.batch):
+            stop = min(n, first + self.batch)
+            planes = PlanesBatch(enc.planes.masks[first:stop], enc.planes.values[first:stop])
+            while len(self._pending) >= self.in_flight:
+                self._collect_one()
+            self._pending.append((run, first, stop, self.backend.evaluate_async(planes)))
+            run.outstanding += 1
+        return run
 
-        def reduce(start: int, stop: int, out: NetworkOutput) -> None:
-            compiled.summarise_rows(
-                enc.pos[start:stop],
-                enc.transform[start:stop],
-                out.policy,
-                k,
-                moves[start:stop],
-                probs[start:stop],
-                legal[start:stop],
-            )
-            wdl[start:stop] = out.wdl
-            if mlh is not None:
-                mlh[start:stop] = out.moves_left
+    def _collect_one(self) -> None:
+        run, first, stop, handle = self._pending.popleft()
+        run.outstanding -= 1
+        # compiled and GIL-free: several batches are reduced at once while the devices work
+        run.reducing.append(self._reducers.submit(self._reduce, run, first, stop, handle.result()))
 
-        def drain_one() -> None:
-            start, stop, handle = pending.popleft()
-            # compiled and GIL-free: several batches are reduced at once while the devices work
-            reducing.append(self._reducers.submit(reduce, start, stop, handle.result()))
+    def _reduce(self, run: ChunkRun, first: int, stop: int, out: NetworkOutput) -> None:
+        enc = run.loaded.encoded
+        compiled.summarise_rows(
+            enc.pos[first:stop],
+            enc.transform[first:stop],
+            out.policy,
+            self.top,
+            run.moves[first:stop],
+            run.probs[first:stop],
+            run.legal[first:stop],
+        )
+        run.wdl[first:stop] = out.wdl
+        if run.mlh is not None:
+            run.mlh[first:stop] = out.moves_left
 
-        for start in range(0, n, self.batch):
-            stop = min(n, start + self.batch)
-            planes = PlanesBatch(enc.planes.masks[start:stop], enc.planes.values[start:stop])
-            pending.append((start, stop, self.backend.evaluate_async(planes)))
-            if len(pending) >= self.in_flight:
-                drain_one()
-        while pending:
-            drain_one()
-        for f in reducing:
+    def finish(self, run: ChunkRun) -> tuple[ResultBlock, ChunkRecord]:
+        """Wait for ``run``'s batches (and those started before them) and reductions; its block
+        and record."""
+        while run.outstanding:
+            self._collect_one()
+        for f in run.reducing:
             f.result()
+        loaded, enc, n = run.loaded, run.loaded.encoded, len(run.loaded.encoded)
+        moves, probs, legal, wdl, mlh = run.moves, run.probs, run.legal, run.wdl, run.mlh
         chunk = loaded.chunk
         key = chunk.first + enc.record + (0 if self.settings.input_kind == "parquet" else 1)
         ply = enc.ply.copy() if self.settings.input_kind == "pgn" else None
@@ -516,12 +542,10 @@ def run_local(
                 ahead.append(pool.submit(loader.load, c))
                 if len(ahead) >= depth:
                     break
-            while ahead:
-                loaded = ahead.popleft().result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    ahead.append(pool.submit(loader.load, nxt))
-                block, record = evaluator.evaluate(loaded)
+
+            def done(run: ChunkRun) -> None:
+                nonlocal positions_run
+                block, record = evaluator.finish(run)
                 while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
                     writing.popleft().result()
                 if writer_pool is not None:
@@ -532,7 +556,20 @@ def run_local(
                 if on_chunk is not None:
                     on_chunk(record)
                 positions_run += record.positions
-                bar.update(loaded.chunk.count)
+                bar.update(run.loaded.chunk.count)
+
+            previous: ChunkRun | None = None
+            while ahead:
+                loaded = ahead.popleft().result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    ahead.append(pool.submit(loader.load, nxt))
+                run = evaluator.start(loaded)  # before the previous chunk is finished: no drain
+                if previous is not None:
+                    done(previous)
+                previous = run
+            if previous is not None:
+                done(previous)
             while writing:
                 writing.popleft().result()
     finally:
