@@ -244,9 +244,21 @@ def default_workers(kind: str, cpus: int | None = None) -> int:
 MAX_READ_AHEAD = 16  # chunks loaded ahead at most: PGN ~16 x 30 MB of planes, bounded
 
 
+def warm_worker(kind: str) -> None:
+    """What a worker process loads before its first chunk, done at once: the compiled encoder's
+    machine code (from numba's cache) and, for PGN, python-chess's reader."""
+    encode_records(b"startpos", np.zeros(1, np.int64), np.full(1, 8, np.int64), all_plies=False,
+                   capacity=1, input_format=1)
+    if kind == "pgn":
+        import chess.pgn  # noqa: F401
+
+
 class ChunkLoader:
     """Reads and encodes chunks (:func:`load_chunk`), in ``workers`` processes when there are any
-    (0: ``default_workers``; ``inline``: none, this process does it all, as a Ray actor does)."""
+    (0: ``default_workers``; ``inline``: none, this process does it all, as a Ray actor does).
+    The processes start, and load what they need, as soon as the loader exists: ``evaluate_file``
+    makes it before the network loads, so they are ready when it is. ``input_format`` may be set
+    until the first ``load``."""
 
     def __init__(self, plan: JobPlan, input_format: int, workers: int = 0, inline: bool = False) -> None:
         self.plan = plan
@@ -256,6 +268,8 @@ class ChunkLoader:
         self.workers = 0 if inline else (workers or default_workers(self.kind))
         if self.workers:
             self._pool = _spawn_pool(self.workers)
+            for _ in range(self.workers):  # one task each: every process starts now
+                self._pool.submit(warm_worker, self.kind)
 
     @property
     def read_ahead(self) -> int:
@@ -512,13 +526,17 @@ def run_local(
     probe_net: Any = None,
     on_chunk: Callable[[ChunkRecord], None] | None = None,
     show_progress: bool | None = None,
+    loader: ChunkLoader | None = None,
 ) -> JobSummary:
     """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process (``workers``
-    PGN parsing processes, ``writers`` JSON/Parquet writing processes; -1/0: automatic/none)."""
+    reading and encoding processes, ``writers`` JSON/Parquet writing processes; -1/0:
+    automatic/none; ``loader``: one already started, its ``workers`` then)."""
     from lc0py.tools.progress import progress
 
     evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net)
-    loader = ChunkLoader(plan, backend.info.input_format, workers)
+    if loader is None:
+        loader = ChunkLoader(plan, backend.info.input_format, workers)
+    loader.input_format = backend.info.input_format
     todo = [c for c in plan.chunks if c.index not in plan.done]
     printer = BadRecordPrinter()
     started = time.perf_counter()
@@ -625,18 +643,23 @@ def evaluate_file(
         backend,
     )
     plan = prepare_job(input_path, output_dir, settings)
-    with load(None if weights is None else Path(weights), backend, options) as net:
-        probe_net = net if probe_layers else None
-        return run_local(
-            plan,
-            net.backend,
-            batch=batch,
-            in_flight=in_flight,
-            workers=workers,
-            writers=writers,
-            probe_net=probe_net,
-            show_progress=show_progress,
-        )
+    # the worker processes start (and load their code) while the network loads
+    loader = ChunkLoader(plan, 0, workers)
+    try:
+        with load(None if weights is None else Path(weights), backend, options) as net:
+            probe_net = net if probe_layers else None
+            return run_local(
+                plan,
+                net.backend,
+                batch=batch,
+                in_flight=in_flight,
+                writers=writers,
+                probe_net=probe_net,
+                show_progress=show_progress,
+                loader=loader,
+            )
+    finally:
+        loader.close()
 
 
 def make_settings(
