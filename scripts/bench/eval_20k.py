@@ -6,7 +6,8 @@
 
 The input is bench/results/2026-11-27_cpu_055beeb's: ``random.Random(3)``, games of 1-80 random
 legal python-chess moves, every position after a move, until 20,000 (``DIR/positions-20k.fen``).
-Each ``--tree`` (a checkout of lc0py, e.g. main) is timed in the same run as this one, turn about,
+``Net.evaluate_many`` of the same FEN strings is timed in CPU seconds too. Each ``--tree`` (a
+checkout of lc0py, e.g. main) is timed in the same run as this one, turn about,
 so a loaded machine loads both alike. Prints and writes ``DIR/eval-20k.txt``: per run the wall
 clock, the evaluation's own positions/s (eval: from the first result line to the last, read off
 its stdout; bulk-eval: its summary), the CPU seconds of the process and ``uptime``.
@@ -94,7 +95,17 @@ def main() -> None:
     for run in range(args.runs):
         for tree in trees:
             name = "this tree" if tree == ROOT else str(tree)
-            if not args.skip_eval:
+            if not args.skip_eval:  # the Python API on the same FEN strings, in one process
+                code = ("import sys, time, lc0py; fens = open(sys.argv[1]).read().splitlines(); "
+                        "net = lc0py.load(None, backend='random'); net.evaluate_many(fens[:300]); "
+                        "t = time.process_time(); n = len(net.evaluate_many(fens)); "
+                        "print(n, time.process_time() - t)")
+                _, _, _, lines = timed([sys.executable, "-c", code, str(fens)], tree)
+                count, cpu_api = lines[-1].split()
+                rate = int(count) / float(cpu_api)
+                say(f"run {run + 1} {name}: Net.evaluate_many({count} FEN strings), random backend: "
+                    f"{float(cpu_api):.2f} CPU s after the start ({rate:,.0f} per CPU s)")
+
                 cmd = [sys.executable, "-m", "lc0py", "eval", "-w", str(weights), "--backend", "random",
                        "--positions", str(fens), "--json"]
                 wall, cpu, body, lines = timed(cmd, tree)
