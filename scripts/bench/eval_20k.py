@@ -101,7 +101,7 @@ def main() -> None:
                         "t = time.process_time(); n = len(net.evaluate_many(fens)); "
                         "print(n, time.process_time() - t)")
                 _, _, _, lines = timed([sys.executable, "-c", code, str(fens)], tree)
-                count, cpu_api = lines[-1].split()
+                count, cpu_api = lines[-1].decode().split()
                 rate = int(count) / float(cpu_api)
                 say(f"run {run + 1} {name}: Net.evaluate_many({count} FEN strings), random backend: "
                     f"{float(cpu_api):.2f} CPU s after the start ({rate:,.0f} per CPU s)")
