@@ -173,12 +173,13 @@ class LoadedChunk:
 
 
 def load_chunk(
-    path: str, kind: str, chunk: sources.Chunk, input_format: int, history_fill: str
+    path: str, kind: str, chunk: sources.Chunk, input_format: int, history_fill: str,
+    records: sources.ChunkText | None = None,
 ) -> LoadedChunk:
-    """Read and encode one chunk: FEN/EPD lines straight into the compiled encoder, Parquet rows
-    and PGN games (python-chess reads the movetext) as lines first. Runs in the job's process
-    (on its read-ahead threads: the compiled encoder releases the GIL) or in a worker process
-    (``ChunkLoader``'s pool), whose result is the same ``LoadedChunk``."""
+    """Read and encode one chunk: FEN/EPD lines straight into the compiled encoder; Parquet rows
+    and PGN games (python-chess reads the movetext) as text lines first (``records``: those lines
+    already read, by a worker process: ``sources.read_records``). Runs on the job's read-ahead
+    threads: the compiled encoder releases the GIL."""
     if kind == "fen":
         data = sources.read_bytes(path, chunk)
         starts, ends = line_spans(data)
@@ -194,15 +195,9 @@ def load_chunk(
             history_fill=history_fill,
         )
         return LoadedChunk(chunk, enc, where, [])
-    if kind == "parquet":
-        lines = sources.parquet_rows_as_lines(path, chunk)
-        where = [f"{path}: row {chunk.first + r}" for r in range(len(lines))]
-        return _encode_lines(chunk, lines, where, [], False, input_format, history_fill)
-    data = sources.read_bytes(path, chunk)
-    games, errors, lines_at = sources.pgn_games_as_lines(data, chunk.line or 1)
-    where = [f"{path}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
-    extra = [(g, err) for g, err in enumerate(errors) if err is not None]
-    return _encode_lines(chunk, games, where, extra, True, input_format, history_fill)
+    text = records or sources.read_records(path, kind, chunk)
+    pgn = kind == "pgn"
+    return _encode_lines(chunk, text.lines, text.where, text.errors, pgn, input_format, history_fill)
 
 
 def _encode_lines(
@@ -232,11 +227,10 @@ def _encode_lines(
 
 
 def default_workers(kind: str, cpus: int | None = None) -> int:
-    """Worker processes reading and encoding chunks when ``--workers`` is not given: PGN, whose
-    movetext python-chess reads at ~50,000 positions a second a core, one per CPU but one (at
-    most 15: the read-ahead keeps that many busy); FEN/EPD and Parquet none, as the compiled
-    encoder (~1,000,000 positions a second a core) runs on the job's read-ahead threads without
-    the GIL, and a worker would only add the planes' trip through a pipe."""
+    """Worker processes reading chunks when ``--workers`` is not given: PGN, whose movetext
+    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most 15:
+    the read-ahead keeps that many busy); Parquet none (pyarrow reads it, mostly without the GIL;
+    ``--workers N`` gives it N); FEN/EPD never (nothing is read in Python)."""
     cpus = cpus or os.cpu_count() or 2
     return max(1, min(cpus - 1, MAX_READ_AHEAD - 1)) if kind == "pgn" else 0
 
@@ -244,32 +238,30 @@ def default_workers(kind: str, cpus: int | None = None) -> int:
 MAX_READ_AHEAD = 16  # chunks loaded ahead at most: PGN ~16 x 30 MB of planes, bounded
 
 
-def warm_worker(kind: str) -> None:
-    """What a worker process loads before its first chunk, done at once: the compiled encoder's
-    machine code (from numba's cache) and, for PGN, python-chess's reader."""
-    encode_records(b"startpos", np.zeros(1, np.int64), np.full(1, 8, np.int64), all_plies=False,
-                   capacity=1, input_format=1)
-    if kind == "pgn":
-        import chess.pgn  # noqa: F401
-
-
 class ChunkLoader:
-    """Reads and encodes chunks (:func:`load_chunk`), in ``workers`` processes when there are any
-    (0: ``default_workers``; ``inline``: none, this process does it all, as a Ray actor does).
-    The processes start, and load what they need, as soon as the loader exists: ``evaluate_file``
-    makes it before the network loads, so they are ready when it is. ``input_format`` may be set
-    until the first ``load``."""
+    """Reads and encodes chunks (:func:`load_chunk`). With ``workers`` processes (0:
+    ``default_workers``; ``inline``: none, as a Ray actor runs it), PGN and Parquet chunks are
+    read there (``sources.read_records``: python-chess, pyarrow) and come back as text lines,
+    which the compiled encoder turns into planes on the job's threads (GIL-free). Encoding in the
+    workers was measured and dropped: the planes (1.3 KB a position) through a pipe cost more
+    than the encoding (~1 µs a position), and unpickling them holds the job's GIL, which the
+    devices' threads need. FEN/EPD chunks are read and encoded on the threads alone.
+
+    The processes start, and import python-chess, as soon as the loader exists:
+    ``evaluate_file`` makes it before the network loads, so they are ready when it is.
+    ``input_format`` may be set until the first ``load``."""
 
     def __init__(self, plan: JobPlan, input_format: int, workers: int = 0, inline: bool = False) -> None:
         self.plan = plan
         self.input_format = input_format
         self.kind = plan.settings.input_kind
         self._pool: ProcessPoolExecutor | None = None
-        self.workers = 0 if inline else (workers or default_workers(self.kind))
+        wanted = 0 if inline or self.kind == "fen" else workers or default_workers(self.kind)
+        self.workers = wanted
         if self.workers:
             self._pool = _spawn_pool(self.workers)
             for _ in range(self.workers):  # one task each: every process starts now
-                self._pool.submit(warm_worker, self.kind)
+                self._pool.submit(sources.warm_reader, self.kind)
 
     @property
     def read_ahead(self) -> int:
@@ -283,10 +275,11 @@ class ChunkLoader:
             self._pool = None
 
     def load(self, chunk: sources.Chunk) -> LoadedChunk:
-        args = (str(self.plan.input), self.kind, chunk, self.input_format, self.plan.settings.history_fill)
+        path = str(self.plan.input)
+        records = None
         if self._pool is not None:
-            return self._pool.submit(load_chunk, *args).result()
-        return load_chunk(*args)
+            records = self._pool.submit(sources.read_records, path, self.kind, chunk).result()
+        return load_chunk(path, self.kind, chunk, self.input_format, self.plan.settings.history_fill, records)
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""``bulk-eval --workers N``: chunks read and encoded in worker processes give the same parts as
-in the job's own process, a job killed with SIGKILL (workers and all) resumes without loss or
-duplicates, and bad FENs and games are reported and skipped as without workers."""
+"""``bulk-eval --workers N``: PGN chunks read in worker processes (python-chess) give the same
+parts as in the job's own process (FEN: no process, the same parts), a job killed with SIGKILL
+(workers and all) resumes without loss or duplicates, bad FENs and games are reported and skipped
+as without workers, and the next chunk goes to the backend before the last is collected."""
 
 from __future__ import annotations
 
@@ -97,14 +98,14 @@ def test_bad_records_reported_and_skipped_in_workers(
 
 
 def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
-    """The job and its worker processes killed at once (SIGKILL to the process group, as a lost
-    machine) after two chunks; the same command again finishes it: the parts equal a clean run's."""
-    src = fen_file(tmp_path / "p.fen", 400)
-    clean = evaluate_file(src, tmp_path / "clean", None, "random", chunk_records=20, workers=2)
-    assert clean.complete and clean.chunks == 21
+    """The job and its PGN worker processes killed at once (SIGKILL to the process group, as a
+    lost machine) after two chunks; the same command again finishes it: parts equal a clean run's."""
+    src = pgn_file(tmp_path / "g.pgn", 60)
+    clean = evaluate_file(src, tmp_path / "clean", None, "random", chunk_records=3, workers=2)
+    assert clean.complete and clean.chunks == 20 and clean.bad == 1
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "lc0py", "bulk-eval", str(src), "-O", str(out), "-b", "random",
-           "--chunk", "20", "--workers", "2", "--no-progress"]
+           "--chunk", "3", "--workers", "2", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -120,11 +121,11 @@ def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
     assert done >= 2
     again = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert f"this run: {21 - done} of 21 chunks" in again.stdout
+    assert f"this run: {20 - done} of 20 chunks" in again.stdout
     assert parts(out) == parts(tmp_path / "clean")
     rows = [line for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
-    keys = [json.loads(line)["line"] for line in rows]
-    assert keys == list(range(2, 402))  # line 1 is the comment
+    keys = [(json.loads(line)["game"], json.loads(line)["ply"]) for line in rows]
+    assert len(keys) == len(set(keys)) and {g for g, _ in keys} == set(range(1, 61)) - {6}
 
 
 def test_next_chunk_is_sent_before_the_previous_is_collected(tmp_path: Path) -> None:
