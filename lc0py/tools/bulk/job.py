@@ -232,10 +232,11 @@ def default_workers(kind: str, cpus: int | None = None) -> int:
     the read-ahead keeps that many busy); Parquet none (pyarrow reads it, mostly without the GIL;
     ``--workers N`` gives it N); FEN/EPD never (nothing is read in Python)."""
     cpus = cpus or os.cpu_count() or 2
-    return max(1, min(cpus - 1, MAX_READ_AHEAD - 1)) if kind == "pgn" else 0
+    return max(1, min(cpus - 1, DEFAULT_MAX_WORKERS)) if kind == "pgn" else 0
 
 
-MAX_READ_AHEAD = 16  # chunks loaded ahead at most: PGN ~16 x 30 MB of planes, bounded
+DEFAULT_MAX_WORKERS = 15
+MAX_READ_AHEAD = 32  # chunks loaded ahead at most (PGN: ~30 MB of planes each): memory bounded
 
 
 class ChunkLoader:
@@ -522,7 +523,7 @@ def run_local(
     loader: ChunkLoader | None = None,
 ) -> JobSummary:
     """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process (``workers``
-    reading and encoding processes, ``writers`` JSON/Parquet writing processes; -1/0:
+    processes reading PGN/Parquet, ``writers`` JSON/Parquet writing processes; -1/0:
     automatic/none; ``loader``: one already started, its ``workers`` then)."""
     from lc0py.tools.progress import progress
 
@@ -615,7 +616,7 @@ def evaluate_file(
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
     every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
-    reading and encoding chunks (0: ``default_workers``: PGN CPUs - 1, at most 15; FEN none);
+    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 15);
     ``writers``: processes formatting and writing the parts (-1: none on 2 CPUs, else a quarter
     of them, at most 4).
 
