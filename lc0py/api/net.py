@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import chess
 import numpy as np
 
-from lc0py.api.evaluation import Evaluation, check_temperature, summarise
+from lc0py.api.evaluation import Evaluation, check_temperature
 from lc0py.api.trace import Intervention, Trace, trace_positions
 from lc0py.backends.options import BackendOptions
 from lc0py.backends.registry import check_name, create_backend, resolve_network
@@ -32,6 +32,7 @@ from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
 if TYPE_CHECKING:
+    from lc0py.api.records import Item
     from lc0py.backends.base import Backend
 
 Position = chess.Board | PositionHistory | str
@@ -53,11 +54,7 @@ def _history(position: Position) -> PositionHistory:
     if isinstance(position, chess.Board):
         return PositionHistory.from_board(position)
     if isinstance(position, str):
-        text = position.strip()
-        if text.startswith("position "):
-            text = text[len("position "):].strip()
-        if text.startswith("fen "):
-            text = text[len("fen "):].strip()
+        text = _fen_text(position)
         try:
             return PositionHistory.from_fen(None if text in ("", "startpos") else text)
         except PositionError:
@@ -66,6 +63,29 @@ def _history(position: Position) -> PositionHistory:
             raise PositionError(f"'{position}': not a FEN ({exc})") from None
     raise PositionTypeError(f"a position is a chess.Board, a FEN string or a PositionHistory, "
                             f"not {type(position).__name__}")
+
+
+def _fen_text(position: str) -> str:
+    """A FEN string without ``position``/``fen`` prefixes (``""`` and ``startpos``: the start)."""
+    text = position.strip()
+    if text.startswith("position "):
+        text = text[len("position "):].strip()
+    if text.startswith("fen "):
+        text = text[len("fen "):].strip()
+    return text
+
+
+def _item(position: Position) -> Item:
+    """A position of a batch: a FEN string as a compiled record where the compiled reader reads
+    it as python-chess does, else (and boards, histories) python-chess's history."""
+    from lc0py.api.records import Item, text_record
+
+    if isinstance(position, str):
+        text = _fen_text(position)
+        record = b"startpos" if text in ("", "startpos") else text_record(text)
+        if record is not None:
+            return Item(record=record, fallback=lambda: _history(position))
+    return Item(history=_history(position))
 
 
 def _api_terms(message: str) -> str:
@@ -125,30 +145,23 @@ class Net:
         if size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         fmt = self.backend.info.input_format
-        chunk: list[PositionHistory] = []
+        chunk: list[Position] = []
         for board in boards:
-            chunk.append(_history(board))
+            chunk.append(board)
             if len(chunk) == size:
                 yield from self._evaluate_chunk(chunk, fmt, t)
                 chunk = []
         if chunk:
             yield from self._evaluate_chunk(chunk, fmt, t)
 
-    def _evaluate_chunk(self, chunk: list[PositionHistory], fmt: int, temperature: float) -> list[Evaluation]:
-        encoded = [h.encode(fmt) for h in chunk]
-        out = self.backend.evaluate(encode_batch(encoded))
-        for what, values in (("policy", out.policy), ("WDL", out.wdl)):
-            finite = np.isfinite(np.asarray(values, dtype=np.float64)).reshape(len(chunk), -1).all(axis=1)
-            if not finite.all():  # NaN never passes as a result
-                bad = chunk[int(np.argmin(finite))].board.fen()
-                raise Lc0pyError(f"{bad}: backend {getattr(self.backend, 'name', '?')} returned a "
-                                 f"non-finite {what} (NaN or infinity) for this position")
-        mlh = self.backend.info.has_moves_left
-        return [
-            summarise(history.board, enc.transform, out.policy[i], out.wdl[i],
-                      float(out.moves_left[i]) if mlh else None, temperature)
-            for i, (history, enc) in enumerate(zip(chunk, encoded, strict=True))
-        ]
+    def _evaluate_chunk(self, chunk: list[Position], fmt: int, temperature: float) -> list[Evaluation]:
+        # FEN strings take the compiled path (lc0py.api.records: python-chess's numbers, without
+        # its objects); boards and histories, and text the compiled reader leaves to it, python-chess
+        from lc0py.api.records import BatchResult
+
+        items = [_item(position) for position in chunk]
+        result = BatchResult(items, self.backend, temperature, fmt)
+        return [result.evaluation(i) for i in range(len(items))]
 
     def trace(self, board: Position, *, temperature: float = 1.0,
               intervene: Intervention | None = None) -> Trace:

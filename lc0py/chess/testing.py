@@ -263,3 +263,23 @@ def random_games(
             continue
         games.append(PositionHistory.from_fen(fen, moves))
     return games
+
+
+def special_move_games(seed: int, count: int, chess960: bool = False) -> list[tuple[str, list[str]]]:
+    """``count`` (start FEN, UCI moves) of random games of 1-89 plies from ``random.Random(seed)``,
+    Chess960 starts when asked; castling and en passant are played whenever the dice allow (70 %),
+    as they are the cases an encoder gets wrong."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+        start = board.fen()
+        for _ in range(rng.randrange(1, 90)):
+            moves = list(board.legal_moves)
+            if not moves or board.is_game_over():
+                break
+            # castling and en passant more often than uniform: they are the cases to check
+            special = [m for m in moves if board.is_castling(m) or board.is_en_passant(m)]
+            board.push(rng.choice(special) if special and rng.random() < 0.7 else rng.choice(moves))
+        out.append((start, [m.uci() for m in board.move_stack]))
+    return out

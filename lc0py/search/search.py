@@ -30,8 +30,8 @@ import chess
 import numpy as np
 
 from lc0py.backends.base import Backend
+from lc0py.chess.core import board as B
 from lc0py.search.core import arrays as A
-from lc0py.search.core import board as B
 from lc0py.search.core import gather as G
 from lc0py.search.core import noise as noise_core
 from lc0py.search.core import pv as pv_core

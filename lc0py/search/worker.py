@@ -18,11 +18,11 @@ from lc0py.backends.base import (
     PlanesBatch,
     prepare_backend,
 )
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
+from lc0py.chess.core.encode import fill_code
 from lc0py.search.core import gather as G
 from lc0py.search.core import leaves as L
 from lc0py.search.core import noise as N
-from lc0py.search.core.encode import fill_code
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.pick import (
     P_BASE,

@@ -82,7 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="processes reading PGN movetext (default: CPUs - 1)",
+        help="processes reading PGN movetext (python-chess) or Parquet rows (default: PGN CPUs - 1, "
+        "at most 15; Parquet none); FEN/EPD take none: the compiled encoder runs on threads",
     )
     parser.add_argument(
         "--writers",

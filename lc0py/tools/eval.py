@@ -4,8 +4,10 @@ For every position the raw policy logits of the legal moves only are turned into
 with a softmax at temperature 1 (lc0's search uses ``PolicyTemperature`` instead; this shows the
 network itself). The work is done by the public API (``lc0py.load(...).iter_evaluate``), which
 sends the positions to the backend in batches of its recommended size; each result is printed as
-soon as its batch is back (bounded memory for long ``--positions`` files). ``--svg FILE`` also draws
-each position (``lc0py.tools.board_svg``).
+soon as its batch is back (bounded memory for long ``--positions`` files). Positions are read,
+replayed and encoded by the compiled reader (``lc0py.api.records``, python-chess's numbers bit
+for bit); python-chess reads only what that reader leaves to it (and gives every error message).
+``--svg FILE`` also draws each position (``lc0py.tools.board_svg``).
 
 Output: a table per position, or with ``--json`` one object per line::
 
@@ -22,7 +24,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lc0py.api.evaluation import Evaluation
 from lc0py.errors import UsageError
@@ -39,6 +41,9 @@ from lc0py.tools.positions import PositionSpec, normalise_fen, read_positions_fi
 from lc0py.tools.progress import progress
 from lc0py.tools.weights_choice import resolve_weights
 
+if TYPE_CHECKING:
+    from lc0py.api.records import Item
+
 DEFAULT_TOP = 10
 #: Positions per backend call: lc0's own batches are at most a few hundred, and the encoded
 #: planes of 256 positions are a few MB, so a 5,000-line file no longer becomes one 2 GB batch.
@@ -47,19 +52,65 @@ CHUNK = 256
 
 def to_json(spec: PositionSpec, ev: Evaluation, top: int | None = None) -> dict[str, Any]:
     """The ``--json`` object of one position (``policy`` as UCI strings, most likely first)."""
-    items = ev.top(top) if top is not None else list(ev.policy.items())
+    policy = [(m.uci(), p) for m, p in ev.policy.items()]
+    return json_object(spec, policy, ev.wdl, ev.moves_left, top)
+
+
+def json_object(
+    spec: PositionSpec,
+    policy: list[tuple[str, float]],
+    wdl: tuple[float, float, float],
+    moves_left: float | None,
+    top: int | None = None,
+) -> dict[str, Any]:
+    """:func:`to_json` from a policy already as ``(uci, probability)``, most likely first."""
+    items = policy[:top] if top is not None else policy
+    w, d, l = wdl
     return {
         "fen": spec.fen,
         "moves": list(spec.moves),
-        "policy": {m.uci(): _round(p) for m, p in items},
-        "wdl": [_round(x) for x in ev.wdl],
-        "q": _round(ev.q),
-        "mlh": None if ev.moves_left is None else _round(ev.moves_left),
+        "policy": {m: _round(p) for m, p in items},
+        "wdl": [_round(w), _round(d), _round(l)],
+        "q": _round(w - l),
+        "mlh": None if moves_left is None else _round(moves_left),
     }
 
 
 def _round(x: float) -> float:
     return float(f"{x:.6g}")
+
+
+def json_line(
+    spec: PositionSpec,
+    policy: list[tuple[str, float]],
+    wdl: tuple[float, float, float],
+    moves_left: float | None,
+    top: int | None = None,
+) -> str:
+    """``json.dumps(json_object(...))``, the same text, written directly (the line of every
+    position of a long ``--positions`` file: ``json.dumps`` of a dict built for it was most
+    of ``eval``'s time)."""
+    items = policy[:top] if top is not None else policy
+    if items and 0.0 < items[-1][1] and items[0][1] < 0.9999995:
+        # probabilities in (0, 1) rounded short of 1: ``g`` writes them as ``repr`` would
+        moves = ", ".join([f'"{m}": {p:.6g}' for m, p in items])
+    else:  # 0 or 1 (a single legal move): "0.0", "1.0"
+        moves = ", ".join([f'"{m}": {json_number(p)}' for m, p in items])
+    w, d, l = wdl
+    mlh = "null" if moves_left is None else json_number(moves_left)
+    return (f'{{"fen": {json.dumps(spec.fen)}, "moves": {json.dumps(list(spec.moves))}, '
+            f'"policy": {{{moves}}}, "wdl": [{json_number(w)}, {json_number(d)}, {json_number(l)}], '
+            f'"q": {json_number(w - l)}, "mlh": {mlh}}}')
+
+
+def json_number(x: float) -> str:
+    """``json.dumps(_round(x))`` without the round trip: Python's ``repr`` of a float read from
+    6 significant digits is those digits (``g`` and ``repr`` switch to exponents below 1e-4
+    alike), with ``.0`` after an integer; from 1e16 up (exponents differ) the round trip."""
+    text = f"{x:.6g}"
+    if "e+" in text or not text[-1].isdigit():  # large, nan, inf
+        return json.dumps(_round(x))
+    return text if "." in text or "e" in text else text + ".0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,8 +155,28 @@ def format_table(spec: PositionSpec, ev: Evaluation, number: int, top: int) -> s
     return "\n".join(lines)
 
 
+def checked_items(specs: list[PositionSpec]) -> list[Item]:
+    """Every position as a compiled record (``lc0py.api.records``), or, where the compiled reader
+    refuses it or leaves it to python-chess, as python-chess's history: a bad position raises
+    python-chess's ``PositionError`` naming its line, the first bad one in file order."""
+    from lc0py.api.records import Item, check_records, text_record
+
+    records = [text_record(spec.fen, spec.moves) for spec in specs]
+    # lc0's classical format: the parser's verdict does not depend on the format
+    status = check_records([r for r in records if r is not None], input_format=1)
+    verdict = iter(status.tolist())
+    items = []
+    for spec, record in zip(specs, records, strict=True):
+        if record is not None and next(verdict) == 0:
+            items.append(Item(record=record))
+        else:
+            items.append(Item(history=spec.history()))
+    return items
+
+
 def run(args: argparse.Namespace) -> int:
     from lc0py.api.net import open_net
+    from lc0py.api.records import BatchResult
 
     if args.top is not None:
         try:
@@ -115,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         if args.top < 1:
             raise UsageError(f"--top {args.top}: must be at least 1")
     specs = collect_positions(args)
-    histories = [spec.history() for spec in specs]  # every position validated before the net loads
+    items = checked_items(specs)  # every position validated before the net loads
     svg_paths = svg_targets(args.svg, len(specs)) if args.svg else []
     target = json_target(args, "eval")
     out = sys.stdout
@@ -124,23 +195,35 @@ def run(args: argparse.Namespace) -> int:
     with open_net(weights, args.backend, args.backend_opts) as net, \
             progress(len(specs), "eval", unit="pos", enabled=None if len(specs) > 1 else False) as bar:
         # printed as each batch comes back (memory stays bounded); the bar on stderr counts them
-        for n, (spec, history, ev) in enumerate(zip(specs, histories, net.iter_evaluate(histories),
-                                                    strict=True), start=1):
-            line = json.dumps(to_json(spec, ev, args.top))
-            if target.file is not None:
-                lines.append(line)
-            with bar.suspended():
+        size = int(net.backend.info.recommended_batch or 256)  # Net.iter_evaluate's batches
+        fmt = net.backend.info.input_format
+        for start in range(0, len(items), size):
+            result = BatchResult(items[start:start + size], net.backend, 1.0, fmt)
+            texts = []
+            for i in range(len(result)):
+                n = start + i + 1
+                spec = specs[n - 1]
+                if target.stdout or target.file is not None:
+                    line = json_line(spec, result.uci_policy(i), result.wdl(i), result.moves_left(i),
+                                     args.top)
+                    if target.file is not None:
+                        lines.append(line)
                 if target.stdout:
-                    out.write(line + "\n")
+                    texts.append(line + "\n")
                 else:
-                    block = format_table(spec, ev, n, args.top or DEFAULT_TOP)
-                    out.write(block + ("\n\n" if n < len(specs) else "\n"))
+                    block = format_table(spec, result.evaluation(i), n, args.top or DEFAULT_TOP)
+                    texts.append(block + ("\n\n" if n < len(specs) else "\n"))
+            with bar.suspended():  # a batch at a time, as it comes back
+                out.write("".join(texts))
                 out.flush()
-            bar.update(1)
-            if n <= len(svg_paths):
-                svg = svg_paths[n - 1]
-                write_atomically(svg, evaluation_svg(history.board, ev), what=f"--svg {svg}")
-                print(f"eval: picture written to {svg_paths[n - 1]}", file=sys.stderr)
+            bar.update(len(result))
+            for i in range(len(result)):
+                n = start + i + 1
+                if n <= len(svg_paths):
+                    svg = svg_paths[n - 1]
+                    board = specs[n - 1].history().board
+                    write_atomically(svg, evaluation_svg(board, result.evaluation(i)), what=f"--svg {svg}")
+                    print(f"eval: picture written to {svg_paths[n - 1]}", file=sys.stderr)
     if target.file is not None:
         JsonTarget(False, target.file).write("\n".join(lines))
     return 0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from lc0py.chess.core.board import to_chess_move
 from lc0py.chess.policy import king_takes_rook_uci, move_to_index
-from lc0py.search.core.board import to_chess_move
 from lc0py.search.core.tree import NodeView
 from lc0py.search.search import Search
 from lc0py.search.wdl_rescale import wdl_rescale

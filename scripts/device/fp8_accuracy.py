@@ -37,8 +37,8 @@ def positions(n: int, seed: int, input_format: int) -> tuple[Any, list[np.ndarra
     """``n`` positions of random legal games: the ``PlanesBatch`` and each one's legal-move policy
     indices."""
     from lc0py.backends.base import PlanesBatch
-    from lc0py.search.core import board as B
-    from lc0py.search.core import encode as E
+    from lc0py.chess.core import board as B
+    from lc0py.chess.core import encode as E
 
     start = _start()
     rng = np.random.default_rng(seed)
@@ -73,7 +73,7 @@ def positions(n: int, seed: int, input_format: int) -> tuple[Any, list[np.ndarra
 
 
 def _start() -> np.ndarray:
-    from lc0py.search.core import board as B
+    from lc0py.chess.core import board as B
 
     pos = np.zeros(B.POS_WORDS, np.uint64)
     pos[0], pos[1] = 0xFFFF, 0xFFFF << 48

@@ -2,7 +2,7 @@
 
     python3 scripts/device/make_games.py --games 14000 --pgn /tmp/games.pgn --epd /tmp/pos.epd
 
-Moves are drawn uniformly from the search core's legal move list (``lc0py.search.core.board``,
+Moves are drawn uniformly from the search core's legal move list (``lc0py.chess.core.board``,
 compiled), so this runs where python-chess is absent (the device image) and fast, in one
 process per CPU. SAN is written here (piece letter, the least disambiguation, ``x``, ``=Q``,
 ``O-O``; no ``+``/``#``, which PGN readers do not need); the EPD has one FEN per position
@@ -90,7 +90,7 @@ def fen(pos: np.ndarray) -> str:
 
 def games(args: tuple[int, int, int, bool, bool]) -> tuple[str, str, int]:
     first, count, seed, want_pgn, want_epd = args
-    from lc0py.search.core import board as B
+    from lc0py.chess.core import board as B
 
     rng = np.random.default_rng(seed + first)
     out_pgn, out_epd, positions = [], [], 0
@@ -126,7 +126,7 @@ _START_POS: np.ndarray | None = None
 def _start() -> np.ndarray:
     global _START_POS
     if _START_POS is None:
-        from lc0py.search.core import board as B
+        from lc0py.chess.core import board as B
 
         pos = np.zeros(B.POS_WORDS, np.uint64)
         pos[0], pos[1] = 0xFFFF, 0xFFFF << 48

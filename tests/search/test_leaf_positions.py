@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
 from lc0py.search.core import noise
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.numeric import prior_code, prior_value

@@ -13,25 +13,18 @@ the cache folder's name therefore carries a digest of every source file of this 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lc0py.chess.core.jit import FOLDER as CHESS_CORE
+from lc0py.chess.core.jit import sources_digest
 from lc0py.storage.compiled import cached_njit, numba_cache_folder
 
 TAG = "core"
 
 
-def _sources_digest() -> str:
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-DIGEST = _sources_digest()
+DIGEST = sources_digest(Path(__file__).parent, CHESS_CORE)
 
 
 def njit(func: Callable[..., Any] | None = None, **options: Any) -> Any:

@@ -14,12 +14,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
+from lc0py.chess.core.bits import popcount
+from lc0py.chess.core.encode import encode, policy_indices
 from lc0py.search.core import nncache as C
 from lc0py.search.core.arrays import END_OF_GAME, TABLEBASE, TWO_FOLD, TreeArrays, child_at, reserve_edges
 from lc0py.search.core.backup import make_terminal
-from lc0py.search.core.bits import popcount
-from lc0py.search.core.encode import encode, policy_indices
 from lc0py.search.core.jit import njit
 from lc0py.search.core.numeric import cpuct, fpu_value, prior_value, puct_mult, softmax_codes
 from lc0py.search.core.pick import (

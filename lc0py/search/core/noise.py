@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
 from lc0py.search.core.arrays import TreeArrays
 from lc0py.search.core.jit import njit
 from lc0py.search.core.leaves import SORT_STACK, Positions, sort_edges

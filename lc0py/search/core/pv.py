@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lc0py.search.core import board as B
+from lc0py.chess.core import board as B
 from lc0py.search.core.arrays import TreeArrays, child_at
 from lc0py.search.core.jit import njit
 from lc0py.search.core.ranking import best_edge, ranked_edges

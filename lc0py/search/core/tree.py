@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import chess
 import numpy as np
 
+from lc0py.chess.core import board as B
 from lc0py.chess.history import PositionHistory
 from lc0py.search.core import arrays as A
-from lc0py.search.core import board as B
 from lc0py.search.core.numeric import prior_value
 
 TERMINAL = 1  # ``NodeView.terminal`` of a game-over or proven node

@@ -1,7 +1,8 @@
 """Evaluating files of positions and games at scale: ``lc0py bulk-eval`` and :func:`evaluate_file`.
 
 ``job`` (plan, evaluate, write, check, resume), ``sources`` (inputs cut into chunks),
-``compiled``/``encoder`` (text to planes, outputs to policies), ``writers`` (JSONL/Parquet parts),
+``lc0py.chess.core.records``/``record_batch`` (text to planes, outputs to policies), ``writers``
+(JSONL/Parquet parts),
 ``ray_job`` (the same chunks as Ray tasks on actors, one per device). Imported lazily: the writer
 processes import ``writers`` alone.
 """

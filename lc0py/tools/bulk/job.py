@@ -6,7 +6,8 @@ The job (``lc0py bulk-eval``, or this module from Python):
    settings into ``OUT/manifest.json``. A rerun with the same input and settings finds the
    manifest and resumes; anything else in ``OUT`` is refused, never overwritten.
 2. **Evaluate** each chunk not done yet: its records are read and encoded by the compiled encoder
-   (PGN movetext by python-chess in worker processes) on a prefetch thread while the backend works
+   (PGN movetext by python-chess first), in ``--workers`` processes (``load_chunk``) or on
+   prefetch threads in this one, while the backend works
    on the previous chunk; batches go to ``backend.evaluate_async`` several at a time, so every
    device behind a ``demux``/``roundrobin`` backend has work queued; each batch's outputs are
    reduced at once (compiled) to the top-k legal-move policy, WDL, Q and moves-left.
@@ -37,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.chess.core import records as compiled
+from lc0py.chess.core.record_batch import EncodedChunk, encode_records, error_text, line_spans
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
-from lc0py.tools.bulk import compiled, sources
-from lc0py.tools.bulk.encoder import EncodedChunk, encode_records, error_text, line_spans
+from lc0py.tools.bulk import sources
 from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part_and_record
 
 MANIFEST = "manifest.json"
@@ -170,25 +172,103 @@ class LoadedChunk:
     extra_errors: list[tuple[int, str]]  # (record, error) found before encoding (PGN)
 
 
-def _pgn_worker(
-    path: str, chunk: sources.Chunk, first_line: int
-) -> tuple[list[str], list[str | None], list[int]]:
-    data = sources.read_bytes(path, chunk)
-    return sources.pgn_games_as_lines(data, first_line)
+def load_chunk(
+    path: str, kind: str, chunk: sources.Chunk, input_format: int, history_fill: str,
+    records: sources.ChunkText | None = None,
+) -> LoadedChunk:
+    """Read and encode one chunk: FEN/EPD lines straight into the compiled encoder; Parquet rows
+    and PGN games (python-chess reads the movetext) as text lines first (``records``: those lines
+    already read, by a worker process: ``sources.read_records``). Runs on the job's read-ahead
+    threads: the compiled encoder releases the GIL."""
+    if kind == "fen":
+        data = sources.read_bytes(path, chunk)
+        starts, ends = line_spans(data)
+        first_line = chunk.first + 1
+        where = [f"{path}:{first_line + r}" for r in range(len(starts))]
+        enc = encode_records(
+            data,
+            starts,
+            ends,
+            all_plies=False,
+            capacity=len(starts),
+            input_format=input_format,
+            history_fill=history_fill,
+        )
+        return LoadedChunk(chunk, enc, where, [])
+    text = records or sources.read_records(path, kind, chunk)
+    pgn = kind == "pgn"
+    return _encode_lines(chunk, text.lines, text.where, text.errors, pgn, input_format, history_fill)
+
+
+def _encode_lines(
+    chunk: sources.Chunk,
+    lines: list[str],
+    where: list[str],
+    extra: list[tuple[int, str]],
+    all_plies: bool,
+    input_format: int,
+    history_fill: str,
+) -> LoadedChunk:
+    text = "\n".join(line.replace("\n", " ") for line in lines).encode()
+    starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    moves = sum(line.count(" ") for line in lines) if all_plies else 0
+    enc = encode_records(
+        text,
+        starts,
+        ends,
+        all_plies=all_plies,
+        capacity=len(lines) + moves,
+        input_format=input_format,
+        history_fill=history_fill,
+    )
+    for g, _ in extra:  # a game python-chess could not read is no position
+        enc.status[g] = compiled.SKIPPED
+    return LoadedChunk(chunk, enc, where, extra)
+
+
+def default_workers(kind: str, cpus: int | None = None) -> int:
+    """Worker processes reading chunks when ``--workers`` is not given: PGN, whose movetext
+    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most 15:
+    the read-ahead keeps that many busy); Parquet none (pyarrow reads it, mostly without the GIL;
+    ``--workers N`` gives it N); FEN/EPD never (nothing is read in Python)."""
+    cpus = cpus or os.cpu_count() or 2
+    return max(1, min(cpus - 1, DEFAULT_MAX_WORKERS)) if kind == "pgn" else 0
+
+
+DEFAULT_MAX_WORKERS = 15
+MAX_READ_AHEAD = 32  # chunks loaded ahead at most (PGN: ~30 MB of planes each): memory bounded
 
 
 class ChunkLoader:
-    """Reads and encodes chunks; PGN games are parsed in ``workers`` processes (python-chess)."""
+    """Reads and encodes chunks (:func:`load_chunk`). With ``workers`` processes (0:
+    ``default_workers``; ``inline``: none, as a Ray actor runs it), PGN and Parquet chunks are
+    read there (``sources.read_records``: python-chess, pyarrow) and come back as text lines,
+    which the compiled encoder turns into planes on the job's threads (GIL-free). Encoding in the
+    workers was measured and dropped: the planes (1.3 KB a position) through a pipe cost more
+    than the encoding (~1 µs a position), and unpickling them holds the job's GIL, which the
+    devices' threads need. FEN/EPD chunks are read and encoded on the threads alone.
+
+    The processes start, and import python-chess, as soon as the loader exists:
+    ``evaluate_file`` makes it before the network loads, so they are ready when it is.
+    ``input_format`` may be set until the first ``load``."""
 
     def __init__(self, plan: JobPlan, input_format: int, workers: int = 0, inline: bool = False) -> None:
         self.plan = plan
         self.input_format = input_format
         self.kind = plan.settings.input_kind
         self._pool: ProcessPoolExecutor | None = None
-        self.workers = 0
-        if self.kind == "pgn" and not inline:  # inline: this process parses (a Ray actor)
-            self.workers = workers or max(1, (os.cpu_count() or 2) - 1)
+        wanted = 0 if inline or self.kind == "fen" else workers or default_workers(self.kind)
+        self.workers = wanted
+        if self.workers:
             self._pool = _spawn_pool(self.workers)
+            for _ in range(self.workers):  # one task each: every process starts now
+                self._pool.submit(sources.warm_reader, self.kind)
+
+    @property
+    def read_ahead(self) -> int:
+        """Chunks loaded at once: every worker busy plus one, at most ``MAX_READ_AHEAD``; 3 on
+        threads (one being evaluated, two read)."""
+        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 3
 
     def close(self) -> None:
         if self._pool is not None:
@@ -196,64 +276,11 @@ class ChunkLoader:
             self._pool = None
 
     def load(self, chunk: sources.Chunk) -> LoadedChunk:
-        name = str(self.plan.input)
-        fill = self.plan.settings.history_fill
-        if self.kind == "fen":
-            data = sources.read_bytes(name, chunk)
-            starts, ends = line_spans(data)
-            first_line = chunk.first + 1
-            where = [f"{name}:{first_line + r}" for r in range(len(starts))]
-            enc = encode_records(
-                data,
-                starts,
-                ends,
-                all_plies=False,
-                capacity=len(starts),
-                input_format=self.input_format,
-                history_fill=fill,
-            )
-            return LoadedChunk(chunk, enc, where, [])
-        if self.kind == "parquet":
-            lines = sources.parquet_rows_as_lines(name, chunk)
-            where = [f"{name}: row {chunk.first + r}" for r in range(len(lines))]
-            return self._encode_lines(chunk, lines, where, [], all_plies=False)
-        # the game's first line: count the lines before the chunk (cheap next to parsing it)
+        path = str(self.plan.input)
+        records = None
         if self._pool is not None:
-            games, errors, lines_at = self._pool.submit(
-                _pgn_worker, name, chunk, self._line_of(chunk)
-            ).result()
-        else:
-            games, errors, lines_at = _pgn_worker(name, chunk, self._line_of(chunk))
-        where = [f"{name}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
-        extra = [(g, err) for g, err in enumerate(errors) if err is not None]
-        return self._encode_lines(chunk, games, where, extra, all_plies=True)
-
-    def _line_of(self, chunk: sources.Chunk) -> int:
-        return chunk.line or 1
-
-    def _encode_lines(
-        self,
-        chunk: sources.Chunk,
-        lines: list[str],
-        where: list[str],
-        extra: list[tuple[int, str]],
-        all_plies: bool,
-    ) -> LoadedChunk:
-        text = "\n".join(line.replace("\n", " ") for line in lines).encode()
-        starts, ends = line_spans(text + b"\n") if lines else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        moves = sum(line.count(" ") for line in lines) if all_plies else 0
-        enc = encode_records(
-            text,
-            starts,
-            ends,
-            all_plies=all_plies,
-            capacity=len(lines) + moves,
-            input_format=self.input_format,
-            history_fill=self.plan.settings.history_fill,
-        )
-        for g, _ in extra:  # a game python-chess could not read is no position
-            enc.status[g] = compiled.SKIPPED
-        return LoadedChunk(chunk, enc, where, extra)
+            records = self._pool.submit(sources.read_records, path, self.kind, chunk).result()
+        return load_chunk(path, self.kind, chunk, self.input_format, self.plan.settings.history_fill, records)
 
 
 @dataclass
@@ -263,6 +290,20 @@ class ChunkRecord:
     positions: int
     skipped: int
     bad: list[dict[str, str]]
+
+
+@dataclass
+class ChunkRun:
+    """A chunk on its way through the backend: its output arrays, filled batch by batch."""
+
+    loaded: LoadedChunk
+    moves: np.ndarray
+    probs: np.ndarray
+    legal: np.ndarray
+    wdl: np.ndarray
+    mlh: np.ndarray | None
+    outstanding: int = 0  # batches sent, not yet collected
+    reducing: list[Future[None]] = field(default_factory=list)
 
 
 class ChunkEvaluator:
@@ -281,52 +322,64 @@ class ChunkEvaluator:
         self._reducers = ThreadPoolExecutor(
             max(1, min(8, os.cpu_count() or 2)), thread_name_prefix="lc0py-reduce"
         )
+        self._pending: deque[tuple[ChunkRun, int, int, PendingOutput]] = deque()
 
     def close(self) -> None:
         self._reducers.shutdown(wait=True)
 
     def evaluate(self, loaded: LoadedChunk) -> tuple[ResultBlock, ChunkRecord]:
+        """One chunk, start to finish."""
+        return self.finish(self.start(loaded))
+
+    def start(self, loaded: LoadedChunk) -> ChunkRun:
+        """Send the chunk's batches to the backend (at most ``in_flight`` batches of this and
+        earlier chunks outstanding: the oldest are collected first). The job starts chunk k + 1
+        before it finishes chunk k, so the devices never drain between chunks."""
         enc = loaded.encoded
         n = len(enc)
         k = self.top
-        moves = np.empty((n, k), np.int32)
-        probs = np.empty((n, k), np.float32)
-        legal = np.empty(n, np.int32)
-        wdl = np.empty((n, 3), np.float32)
-        has_ml = self.backend.info.has_moves_left
-        mlh = np.empty(n, np.float32) if has_ml else None
-        pending: deque[tuple[int, int, PendingOutput]] = deque()
-        reducing: list[Future[None]] = []
+        mlh = np.empty(n, np.float32) if self.backend.info.has_moves_left else None
+        run = ChunkRun(loaded, np.empty((n, k), np.int32), np.empty((n, k), np.float32),
+                       np.empty(n, np.int32), np.empty((n, 3), np.float32), mlh)
+        for first in range(0, n, self.batch):
+            stop = min(n, first + self.batch)
+            planes = PlanesBatch(enc.planes.masks[first:stop], enc.planes.values[first:stop])
+            while len(self._pending) >= self.in_flight:
+                self._collect_one()
+            self._pending.append((run, first, stop, self.backend.evaluate_async(planes)))
+            run.outstanding += 1
+        return run
 
-        def reduce(start: int, stop: int, out: NetworkOutput) -> None:
-            compiled.summarise_rows(
-                enc.pos[start:stop],
-                enc.transform[start:stop],
-                out.policy,
-                k,
-                moves[start:stop],
-                probs[start:stop],
-                legal[start:stop],
-            )
-            wdl[start:stop] = out.wdl
-            if mlh is not None:
-                mlh[start:stop] = out.moves_left
+    def _collect_one(self) -> None:
+        run, first, stop, handle = self._pending.popleft()
+        run.outstanding -= 1
+        # compiled and GIL-free: several batches are reduced at once while the devices work
+        run.reducing.append(self._reducers.submit(self._reduce, run, first, stop, handle.result()))
 
-        def drain_one() -> None:
-            start, stop, handle = pending.popleft()
-            # compiled and GIL-free: several batches are reduced at once while the devices work
-            reducing.append(self._reducers.submit(reduce, start, stop, handle.result()))
+    def _reduce(self, run: ChunkRun, first: int, stop: int, out: NetworkOutput) -> None:
+        enc = run.loaded.encoded
+        compiled.summarise_rows(
+            enc.pos[first:stop],
+            enc.transform[first:stop],
+            out.policy,
+            self.top,
+            run.moves[first:stop],
+            run.probs[first:stop],
+            run.legal[first:stop],
+        )
+        run.wdl[first:stop] = out.wdl
+        if run.mlh is not None:
+            run.mlh[first:stop] = out.moves_left
 
-        for start in range(0, n, self.batch):
-            stop = min(n, start + self.batch)
-            planes = PlanesBatch(enc.planes.masks[start:stop], enc.planes.values[start:stop])
-            pending.append((start, stop, self.backend.evaluate_async(planes)))
-            if len(pending) >= self.in_flight:
-                drain_one()
-        while pending:
-            drain_one()
-        for f in reducing:
+    def finish(self, run: ChunkRun) -> tuple[ResultBlock, ChunkRecord]:
+        """Wait for ``run``'s batches (and those started before them) and reductions; its block
+        and record."""
+        while run.outstanding:
+            self._collect_one()
+        for f in run.reducing:
             f.result()
+        loaded, enc, n = run.loaded, run.loaded.encoded, len(run.loaded.encoded)
+        moves, probs, legal, wdl, mlh = run.moves, run.probs, run.legal, run.wdl, run.mlh
         chunk = loaded.chunk
         key = chunk.first + enc.record + (0 if self.settings.input_kind == "parquet" else 1)
         ply = enc.ply.copy() if self.settings.input_kind == "pgn" else None
@@ -349,7 +402,7 @@ class ChunkEvaluator:
         ``*.output`` activations, in order), averaged over the squares. The trace runs the numpy
         reference on the position alone (no move history), one position at a time: for small
         jobs and for looking inside a net, not for millions of positions."""
-        from lc0py.search.core.board import board_from_pos
+        from lc0py.chess.core.board import board_from_pos
 
         if self.probe_net is None:
             raise UsageError("--probe-layers needs --weights (the trace runs on the net)")
@@ -467,13 +520,17 @@ def run_local(
     probe_net: Any = None,
     on_chunk: Callable[[ChunkRecord], None] | None = None,
     show_progress: bool | None = None,
+    loader: ChunkLoader | None = None,
 ) -> JobSummary:
     """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process (``workers``
-    PGN parsing processes, ``writers`` JSON/Parquet writing processes; -1/0: automatic/none)."""
+    processes reading PGN/Parquet, ``writers`` JSON/Parquet writing processes; -1/0:
+    automatic/none; ``loader``: one already started, its ``workers`` then)."""
     from lc0py.tools.progress import progress
 
     evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net)
-    loader = ChunkLoader(plan, backend.info.input_format, workers)
+    if loader is None:
+        loader = ChunkLoader(plan, backend.info.input_format, workers)
+    loader.input_format = backend.info.input_format
     todo = [c for c in plan.chunks if c.index not in plan.done]
     printer = BadRecordPrinter()
     started = time.perf_counter()
@@ -481,8 +538,7 @@ def run_local(
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     cpus = os.cpu_count() or 2
-    # chunks read ahead: enough to keep every PGN worker process parsing
-    depth = min(loader.workers + 1, 12) if plan.settings.input_kind == "pgn" else 3  # bounded memory
+    depth = loader.read_ahead  # bounded memory
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
         writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
     writer_pool = _spawn_pool(writers) if writers else None
@@ -498,12 +554,10 @@ def run_local(
                 ahead.append(pool.submit(loader.load, c))
                 if len(ahead) >= depth:
                     break
-            while ahead:
-                loaded = ahead.popleft().result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    ahead.append(pool.submit(loader.load, nxt))
-                block, record = evaluator.evaluate(loaded)
+
+            def done(run: ChunkRun) -> None:
+                nonlocal positions_run
+                block, record = evaluator.finish(run)
                 while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
                     writing.popleft().result()
                 if writer_pool is not None:
@@ -514,7 +568,20 @@ def run_local(
                 if on_chunk is not None:
                     on_chunk(record)
                 positions_run += record.positions
-                bar.update(loaded.chunk.count)
+                bar.update(run.loaded.chunk.count)
+
+            previous: ChunkRun | None = None
+            while ahead:
+                loaded = ahead.popleft().result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    ahead.append(pool.submit(loader.load, nxt))
+                run = evaluator.start(loaded)  # before the previous chunk is finished: no drain
+                if previous is not None:
+                    done(previous)
+                previous = run
+            if previous is not None:
+                done(previous)
             while writing:
                 writing.popleft().result()
     finally:
@@ -549,8 +616,9 @@ def evaluate_file(
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
     every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
-    reading PGN movetext (0: CPUs - 1); ``writers``: processes formatting and writing the parts
-    (-1: none on 2 CPUs, else a quarter of them, at most 4).
+    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 15);
+    ``writers``: processes formatting and writing the parts (-1: none on 2 CPUs, else a quarter
+    of them, at most 4).
 
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP
@@ -569,18 +637,23 @@ def evaluate_file(
         backend,
     )
     plan = prepare_job(input_path, output_dir, settings)
-    with load(None if weights is None else Path(weights), backend, options) as net:
-        probe_net = net if probe_layers else None
-        return run_local(
-            plan,
-            net.backend,
-            batch=batch,
-            in_flight=in_flight,
-            workers=workers,
-            writers=writers,
-            probe_net=probe_net,
-            show_progress=show_progress,
-        )
+    # the worker processes start (and load their code) while the network loads
+    loader = ChunkLoader(plan, 0, workers)
+    try:
+        with load(None if weights is None else Path(weights), backend, options) as net:
+            probe_net = net if probe_layers else None
+            return run_local(
+                plan,
+                net.backend,
+                batch=batch,
+                in_flight=in_flight,
+                writers=writers,
+                probe_net=probe_net,
+                show_progress=show_progress,
+                loader=loader,
+            )
+    finally:
+        loader.close()
 
 
 def make_settings(

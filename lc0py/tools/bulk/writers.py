@@ -21,21 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from lc0py.chess.core.uci import UCI_NAMES
 from lc0py.storage.atomic import write_atomically
 
-
-def uci_table() -> list[str]:
-    """UCI text of every display code ``from | to << 6 | promo << 12`` (``compiled``'s moves)."""
-    files = "abcdefgh"
-    names = [files[s % 8] + str(s // 8 + 1) for s in range(64)]
-    table = []
-    for code in range(5 << 12):
-        frm, to, promo = code & 63, (code >> 6) & 63, code >> 12
-        table.append(names[frm] + names[to] + ("", "n", "b", "r", "q")[promo])
-    return table
-
-
-_UCI = uci_table()
+_UCI = UCI_NAMES
 
 
 @dataclass

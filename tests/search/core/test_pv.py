@@ -7,8 +7,8 @@ from __future__ import annotations
 import chess
 import pytest
 
+from lc0py.chess.core import board as B
 from lc0py.search.core import arrays as A
-from lc0py.search.core import board as B
 from lc0py.search.core.ranking import best_edge, ranked_edges
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchLimits

@@ -1,4 +1,4 @@
-"""lc0py.search.core.encode against lc0py's Python encoder and policy map (the oracles)."""
+"""lc0py.chess.core.encode against lc0py's Python encoder and policy map (the oracles)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import chess
 import numpy as np
 import pytest
 
+from lc0py.chess.core import board as B
+from lc0py.chess.core import encode as E
 from lc0py.chess.encoding import HISTORY_FILLS, SUPPORTED_FORMATS, encode_history
 from lc0py.chess.policy import legal_moves_with_indices
 from lc0py.chess.testing import oracle_positions
-from lc0py.search.core import board as B
-from lc0py.search.core import encode as E
 
 CASES = oracle_positions(seed=1, count=160)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from lc0py.search.core.jit import njit
+from lc0py.chess.core.jit import njit
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)

@@ -5,7 +5,7 @@ every input format and history fill, ``tests/search/core/test_core_encode.py``),
 search's hot path: one call fills one row of a ``PlanesBatch`` (``masks [112] uint64``, ``values
 [112] float32``) straight from the game's positions, with no Python objects in between.
 
-``hist`` rows are core positions (``lc0py.search.core.board``), oldest first, ``reps`` their lc0
+``hist`` rows are core positions (``lc0py.chess.core.board``), oldest first, ``reps`` their lc0
 repetition counts. The history walk reaches back at most 8 written steps, further in the V2
 formats (which skip unrepeated positions up to the last irreversible move) and — with history
 fill ``fen_only``/``always`` — down to the game's first position: pass the game from its start
@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lc0py.chess.encoding import HISTORY_FILLS, SUPPORTED_FORMATS
-from lc0py.chess.policy import absolute_index_table
-from lc0py.chess.transforms import FLIP, MIRROR, SQUARE_MAPS, TRANSPOSE
-from lc0py.search.core.bits import ALL, RANK_1, RANK_8, U0, U1, bswap, lsb
-from lc0py.search.core.board import (
+from lc0py.chess.core.bits import ALL, RANK_1, RANK_8, U0, U1, bswap, lsb
+from lc0py.chess.core.board import (
     KING_T,
     NO_EP,
     PAWN,
@@ -33,7 +30,10 @@ from lc0py.search.core.board import (
     W_RULE50,
     W_STM,
 )
-from lc0py.search.core.jit import njit
+from lc0py.chess.core.jit import njit
+from lc0py.chess.encoding import HISTORY_FILLS, SUPPORTED_FORMATS
+from lc0py.chess.policy import absolute_index_table
+from lc0py.chess.transforms import FLIP, MIRROR, SQUARE_MAPS, TRANSPOSE
 
 FILL_NO, FILL_FEN_ONLY, FILL_ALWAYS = range(3)
 assert HISTORY_FILLS == ("no", "fen_only", "always")

@@ -11,10 +11,10 @@ import pytest
 
 from lc0py.api.evaluation import legal_policy
 from lc0py.chess import PositionHistory
+from lc0py.chess.core import records as compiled
+from lc0py.chess.core.record_batch import encode_records, error_text, line_spans
+from lc0py.chess.core.uci import uci_table
 from lc0py.chess.policy import move_to_index
-from lc0py.tools.bulk import compiled
-from lc0py.tools.bulk.encoder import encode_records, error_text, line_spans
-from lc0py.tools.bulk.writers import uci_table
 
 
 def _random_lines(seed: int, games: int) -> list[str]:

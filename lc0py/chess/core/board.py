@@ -44,7 +44,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from lc0py.search.core.bits import (
+from lc0py.chess.core.bits import (
     BETWEEN,
     BISHOP_EMPTY,
     KING,
@@ -64,7 +64,7 @@ from lc0py.search.core.bits import (
     popcount,
     rook_attacks,
 )
-from lc0py.search.core.jit import njit
+from lc0py.chess.core.jit import njit
 
 POS_WORDS = 16
 MAX_MOVES = 256

@@ -1,4 +1,4 @@
-"""lc0py.search.core.board against python-chess (perft, random games) and lc0 (move order)."""
+"""lc0py.chess.core.board against python-chess (perft, random games) and lc0 (move order)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import chess
 import numpy as np
 import pytest
 
+from lc0py.chess.core import board as B
 from lc0py.chess.history import PositionHistory
 from lc0py.chess.testing import oracle_positions
-from lc0py.search.core import board as B
 from lc0py.search.core.jit import njit
 
 
@@ -296,7 +296,7 @@ _UNCOMPILED_CHECK = """
 import chess, numpy as np
 from lc0py.chess.history import PositionHistory
 from lc0py.chess.encoding import encode_history
-from lc0py.search.core import board as B, encode as E
+from lc0py.chess.core import board as B, encode as E
 def perft(pos, depth):
     buf = np.zeros(B.MAX_MOVES, np.uint16)
     n = B.gen_legal(pos, buf)

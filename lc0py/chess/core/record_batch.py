@@ -6,11 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lc0py.backends.base import PlanesBatch
-from lc0py.chess.planes import NUM_PLANES
-from lc0py.search.core import board as B
-from lc0py.search.core.encode import fill_code
-from lc0py.tools.bulk import compiled
+from lc0py.chess.core import board as B
+from lc0py.chess.core import records as compiled
+from lc0py.chess.core.encode import fill_code
+from lc0py.chess.planes import NUM_PLANES, PlanesBatch
 
 
 @dataclass

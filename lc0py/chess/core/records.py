@@ -1,11 +1,12 @@
 """FEN/EPD lines and games to lc0's input planes, and raw outputs to top-k policies, compiled.
 
-The bulk evaluator's hot path, with no Python object per position: a chunk of input text (one
-``bytes`` buffer, records as byte ranges) goes in, ``PlanesBatch`` rows come out. Positions are
-the search core's (``lc0py.search.core.board``): the FEN is parsed here, every UCI move is checked
+The hot path of the bulk evaluator, ``lc0py eval`` and ``Net.evaluate_many``, with no Python
+object per position: a chunk of input text (one ``bytes`` buffer, records as byte ranges) goes in,
+``PlanesBatch`` rows come out. Positions are
+the search core's (``lc0py.chess.core.board``): the FEN is parsed here, every UCI move is checked
 against the core's legal move list and played with its ``play``, repetitions come from its
 ``repetitions``, and the planes from its ``encode`` (the one checked against
-``lc0py.chess.encoding``). ``tests/tools/bulk/test_compiled.py`` compares the results with
+``lc0py.chess.encoding``). ``tests/chess/core/test_records.py`` compares the results with
 ``PositionHistory.from_fen(...).encode(...)`` and with the public API's ``legal_policy``.
 
 A record is ``FEN``, ``FEN | uci uci ...`` (lc0py's positions lines), an EPD line (4 fields, then
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lc0py.search.core import board as B
-from lc0py.search.core.bits import U0, U1, lsb
-from lc0py.search.core.encode import encode, policy_indices
-from lc0py.search.core.jit import njit
+from lc0py.chess.core import board as B
+from lc0py.chess.core.bits import U0, U1, lsb
+from lc0py.chess.core.encode import encode, policy_indices
+from lc0py.chess.core.jit import njit
 
 ERRORS = (
     "",
@@ -476,3 +477,249 @@ def summarise_rows(
             else:
                 out_moves[r, j] = -1
                 out_probs[r, j] = 0.0
+
+
+# --- the public API's policy: python-chess's move order, numpy's softmax, bit for bit ----------
+# ``lc0py.api.evaluation.legal_policy`` takes the legal moves in python-chess's order, computes
+# ``e = exp(z - max z)`` and ``e / e.sum()`` with numpy (whose sum is pairwise) and sorts stably,
+# so ties and the sum's rounding depend on that order. The functions below reproduce it exactly:
+# python-chess's generation order as a sort key, numpy's pairwise sum; ``exp`` itself is left to
+# numpy (``lc0py.api.records``), whose SIMD exp may differ from numba's in the last bit.
+
+
+@njit
+def pychess_rank(pos: np.ndarray, move: int, check: bool) -> int:
+    """Where ``move`` (a core move) comes in python-chess's ``generate_legal_moves``: not in
+    check, piece moves (king included) by from-square then to-square, both descending; castling
+    by rook square descending; pawn captures (promotions Q, R, B, N); single pushes; double
+    pushes; en passant. In check, king moves come first, then the same order without castling."""
+    frm = move & 63
+    to = (move >> 6) & 63
+    promo = (move >> 12) & 7
+    us = int(pos[B.W_STM])
+    fb = U1 << np.uint64(frm)
+    tb = U1 << np.uint64(to)
+    if pos[B.W_PIECES + B.KING_T] & fb:
+        if pos[us] & tb:  # king takes its own rook: castling
+            return (2 << 20) + (63 - to)
+        if check:
+            return 63 - to
+        return (1 << 20) + (63 - frm) * 64 + (63 - to)
+    if not (pos[B.W_PIECES + B.PAWN] & fb):
+        return (1 << 20) + (63 - frm) * 64 + (63 - to)
+    order = 4 - promo if promo else 0
+    if frm & 7 != to & 7:
+        if not ((pos[0] | pos[1]) & tb):
+            return (6 << 20) + (63 - frm)  # en passant
+        return (3 << 20) + ((63 - frm) * 64 + (63 - to)) * 4 + order
+    if to - frm == 16 or frm - to == 16:
+        return (5 << 20) + (63 - to)
+    return (4 << 20) + (63 - to) * 4 + order
+
+
+@njit
+def legal_logits(
+    pos: np.ndarray,
+    transform: np.ndarray,
+    policy: np.ndarray,
+    temperature: float,
+    out_codes: np.ndarray,
+    out_z: np.ndarray,
+    out_n: np.ndarray,
+) -> None:
+    """Per row: the legal moves in python-chess's order (display codes, ``out_codes[r, :n]``)
+    and ``z - max z`` with ``z`` = their logits as float64 divided by ``temperature``
+    (``out_z[r, :n]``, the rest 0), as ``legal_policy`` computes them; ``out_n[r]`` = n."""
+    legal = np.zeros(B.MAX_MOVES, np.uint16)
+    idx = np.zeros(B.MAX_MOVES, np.int64)
+    rank = np.zeros(B.MAX_MOVES, np.int64)
+    for r in range(pos.shape[0]):
+        n = B.gen_legal(pos[r], legal)
+        out_n[r] = n
+        for j in range(out_z.shape[1]):
+            out_z[r, j] = 0.0
+        if n == 0:
+            continue
+        policy_indices(pos[r], legal, n, int(transform[r]), idx)
+        check = B.in_check(pos[r])
+        for i in range(n):
+            rank[i] = pychess_rank(pos[r], int(legal[i]), check)
+        order = np.argsort(rank[:n], kind="mergesort")
+        zmax = -np.inf
+        for j in range(n):
+            i = order[j]
+            z = np.float64(policy[r, idx[i]]) / temperature
+            out_z[r, j] = z
+            if z > zmax:
+                zmax = z
+        for j in range(n):
+            out_z[r, j] = out_z[r, j] - zmax
+            out_codes[r, j] = display_move(pos[r], int(legal[order[j]]))
+
+
+@njit
+def _block_sum(a: np.ndarray, start: int, n: int) -> float:
+    """numpy's pairwise sum of at most 128 values: plain below 8, else 8 accumulators."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[start + i]
+        return res
+    r0, r1, r2, r3 = a[start], a[start + 1], a[start + 2], a[start + 3]
+    r4, r5, r6, r7 = a[start + 4], a[start + 5], a[start + 6], a[start + 7]
+    i = 8
+    while i < n - n % 8:
+        s = start + i
+        r0 += a[s]
+        r1 += a[s + 1]
+        r2 += a[s + 2]
+        r3 += a[s + 3]
+        r4 += a[s + 4]
+        r5 += a[s + 5]
+        r6 += a[s + 6]
+        r7 += a[s + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[start + i]
+        i += 1
+    return res
+
+
+@njit
+def pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
+    """``a[start:start + n].sum()`` as numpy computes it (pairwise: blocks of at most 128 summed
+    with 8 accumulators, halves above that), to the last bit, for ``n`` <= 256 (a legal move
+    list; one halving is all numpy does there; not recursive: numba's cache and recursion
+    do not mix)."""
+    if n <= 128:
+        return _block_sum(a, start, n)
+    half = n // 2
+    half -= half % 8
+    return _block_sum(a, start, half) + _block_sum(a, start + half, n - half)
+
+
+@njit
+def softmax_sorted(
+    e: np.ndarray, n: np.ndarray, codes: np.ndarray, out_codes: np.ndarray, out_probs: np.ndarray
+) -> None:
+    """Per row: ``e[r, :n] / sum`` (numpy's sum), most likely first with ties in the given order
+    (a stable sort, as ``legal_policy``'s ``argsort(kind="stable")``)."""
+    probs = np.zeros(B.MAX_MOVES, np.float64)
+    for r in range(e.shape[0]):
+        k = int(n[r])
+        total = pairwise_sum(e[r], 0, k)
+        for j in range(k):
+            probs[j] = e[r, j] / total
+        order = np.argsort(-probs[:k], kind="mergesort")
+        for j in range(k):
+            out_codes[r, j] = codes[r, order[j]]
+            out_probs[r, j] = probs[order[j]]
+
+
+_FEN_PIECES = np.frombuffer(b"PNBRQKpnbrqk", dtype=np.uint8)
+FEN_BYTES = 96  # the longest FEN: 64 + 7 slashes + side, castling, ep, counters
+
+
+@njit
+def write_fen(pos: np.ndarray, out: np.ndarray) -> int:
+    """``pos`` as python-chess's ``Board.fen()`` writes it (X-FEN castling: ``K``/``Q`` for the
+    outermost rook, its file otherwise; the ep square only when an en-passant capture is legal)
+    into ``out``; the length."""
+    n = 0
+    for rank in range(7, -1, -1):
+        empty = 0
+        for file in range(8):
+            sq = np.uint64(rank * 8 + file)
+            bit = U1 << sq
+            piece = -1
+            for t in range(6):
+                if pos[B.W_PIECES + t] & bit:
+                    piece = t + (0 if pos[0] & bit else 6)
+            if piece < 0:
+                empty += 1
+                continue
+            if empty:
+                out[n] = 48 + empty
+                n += 1
+                empty = 0
+            out[n] = _FEN_PIECES[piece]
+            n += 1
+        if empty:
+            out[n] = 48 + empty
+            n += 1
+        if rank:
+            out[n] = 47
+            n += 1
+    black = int(pos[B.W_STM]) == 1
+    out[n] = 32
+    out[n + 1] = 98 if black else 119
+    out[n + 2] = 32
+    n += 3
+    start = n
+    for colour in range(2):
+        back = np.uint64(0xFF) << np.uint64(0 if colour == 0 else 56)
+        kings = pos[B.W_PIECES + B.KING_T] & pos[colour] & back
+        rooks = pos[B.W_PIECES + B.ROOK] & pos[colour] & back
+        rights = pos[B.W_CASTLING] & back
+        if kings == U0:
+            continue
+        kfile = lsb(kings) & 7
+        for f in range(7, -1, -1):
+            if not (rights & (U1 << np.uint64((56 if colour else 0) + f))):
+                continue
+            a_side = f < kfile
+            outer = True
+            for g in range(8):
+                if g != f and rooks & (U1 << np.uint64((56 if colour else 0) + g)) and (g < f) == a_side:
+                    outer = False
+            ch = (113 if a_side else 107) if outer else 97 + f
+            out[n] = ch - 32 if colour == 0 else ch
+            n += 1
+    if n == start:
+        out[n] = 45
+        n += 1
+    out[n] = 32
+    n += 1
+    ep = int(pos[B.W_EP])
+    shown = False
+    if ep != B.NO_EP:
+        legal = np.zeros(B.MAX_MOVES, np.uint16)
+        count = B.gen_legal(pos, legal)
+        pawns = pos[B.W_PIECES + B.PAWN]
+        for i in range(count):
+            m = int(legal[i])
+            if (m >> 6) & 63 == ep and pawns & (U1 << np.uint64(m & 63)):
+                shown = True
+    if shown:
+        out[n] = 97 + (ep & 7)
+        out[n + 1] = 49 + (ep >> 3)
+        n += 2
+    else:
+        out[n] = 45
+        n += 1
+    n = _write_number(out, n, int(pos[B.W_RULE50]))
+    return _write_number(out, n, int(pos[B.W_PLY]) // 2 + 1)
+
+
+@njit
+def _write_number(out: np.ndarray, n: int, value: int) -> int:
+    """`` <value>`` at ``out[n:]``; the new length."""
+    out[n] = 32
+    n += 1
+    digits = 1
+    v = value
+    while v >= 10:
+        v //= 10
+        digits += 1
+    for d in range(digits - 1, -1, -1):
+        out[n + d] = 48 + value % 10
+        value //= 10
+    return n + digits
+
+
+@njit
+def write_fens(pos: np.ndarray, out: np.ndarray, lengths: np.ndarray) -> None:
+    """:func:`write_fen` for every row of ``pos`` (``out``: rows x ``FEN_BYTES``)."""
+    for r in range(pos.shape[0]):
+        lengths[r] = write_fen(pos[r], out[r])
