@@ -194,6 +194,7 @@ def _fake_backend(monkeypatch: pytest.MonkeyPatch, options: str) -> tuple[Any, d
         def __init__(self, platform: Any, network: Any, **kw: Any) -> None:
             seen.update(kw)
             self.flash_choice = SimpleNamespace(kernel=AttentionKernel.FLASH_MMA, reason="fake")
+            self.fusions = SimpleNamespace(describe=lambda: "fusions: none")  # the backend logs them
 
     monkeypatch.setattr(gn, "GpuNetwork", FakeNet)
     net = SimpleNamespace(
