@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lc0py.backends.base import POLICY_SIZE, BackendBase, BackendInfo, NetworkOutput, PlanesBatch
+from lc0py.search.precompile import FEN, FlatBackend, compile_in_parallel
 
 _lock = threading.Lock()  # held by whoever runs the warm-up
 _done = threading.Event()  # set once the core is loaded
@@ -30,20 +30,6 @@ COMPILING = (
     "compiling the search core (once after installing or updating lc0py; "
     "about a minute on a small machine, then cached)"
 )
-
-
-class _FlatBackend(BackendBase):
-    """Uniform policy, value 0: enough to drive every compiled function once."""
-
-    name = "warm-up"
-
-    def __init__(self) -> None:
-        self.info = BackendInfo(input_format=1, has_wdl=True, has_moves_left=False, recommended_batch=16)
-
-    def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
-        n = len(batch)
-        wdl = np.tile(np.array([0.25, 0.5, 0.25], np.float32), (n, 1))
-        return NetworkOutput(np.zeros((n, POLICY_SIZE), np.float32), wdl, np.zeros(n, np.float32))
 
 
 def _marker() -> Path | None:
@@ -76,13 +62,13 @@ def _run() -> float:
 
     start = time.perf_counter()
     tree = NodeTree()
-    tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", [])
+    tree.reset_to_position(FEN, [])
     # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon)
     params = SearchParams(
         overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0
     )
     limits = SearchLimits(nodes=64, smart_pruning=False)
-    search = Search(tree, _FlatBackend(), params, limits, NNCache(1000))
+    search = Search(tree, FlatBackend(), params, limits, NNCache(1000))
     search.run()
     search.join()
     search.info()
@@ -94,7 +80,7 @@ def _run() -> float:
     gather.cancel_visits(tree.arrays, search.worker.root_id, np.zeros((1, 5), np.int32), 0)
     # ... and the NN cache's growth (its first doubling, deep into a long search)
     cache_core.grown(cache_core.allocate(1), 2)
-    tree.reset_to_position("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", ["a1a2"])
+    tree.reset_to_position(FEN, ["a1a2"])
     return time.perf_counter() - start
 
 
@@ -115,7 +101,10 @@ def warm_up(on_wait: Callable[[str], None] | None = None) -> float:
         _lock.acquire()
     try:
         if not _done.is_set():
-            _run()
+            if is_cached():
+                _run()
+            else:  # the first compile: on two processes (precompile.py)
+                compile_in_parallel(_run)
             _done.set()
             marker = _marker()
             if marker is not None and not marker.exists():

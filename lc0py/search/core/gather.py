@@ -17,7 +17,7 @@ from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Request
 from lc0py.search.core.nncache import CacheArrays
 from lc0py.search.core.noise import apply_root_noise
 from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
-from lc0py.search.core.rescale import rescale_leaf
+from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
 
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
 
@@ -239,9 +239,11 @@ def gather_minibatch(
         )
         stats[S_REVERTED] += reverted[0]
         end = counter[0]
-        extend_picks(
+        extend_picks(  # probe_tb a run-time bool, not the constant True: the tablebase path's call
+            # from Python (probe_tb False) then runs this same compiled signature, never a second
+            # compile of extend_picks inside a timed go (prm[P_TB_PIECES] is 0 without tables)
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req,
-            prm, True,
+            prm, prm[P_TB_PIECES] > 0,
         )
         if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
             apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
