@@ -40,6 +40,7 @@ def one_run(tree: Path, engine_args: list[str]) -> tuple[float, float, float]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "lc0py", *engine_args],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        cwd=cache,  # not a tree: ``python -m`` puts the working folder before PYTHONPATH
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("\n".join(COMMANDS) + "\n")
@@ -71,7 +72,7 @@ def main() -> None:
     # the default net (and any other non-numba cache) made once, untimed
     subprocess.run(
         [sys.executable, "-m", "lc0py", *engine_args], input="uci\nisready\nquit\n", text=True,
-        capture_output=True, env=dict(os.environ, PYTHONPATH=str(trees[0])),
+        capture_output=True, env=dict(os.environ, PYTHONPATH=str(trees[0])), cwd=tempfile.gettempdir(),
         timeout=600,
     )
     results: dict[Path, list[tuple[float, float, float]]] = {t: [] for t in trees}
