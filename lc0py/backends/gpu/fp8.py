@@ -37,7 +37,7 @@ import numpy as np
 from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS, Fp8Weight, quantize_per_channel, quantize_per_tensor
 from lc0py.backends.gpu.layers import ACT_NONE, EncoderLayer, GpuModel, Smolgen, Tap
 from lc0py.backends.gpu.ops import THREADS, F, GpuOps, I, P
-from lc0py.backends.gpu.weights import SEQ, Buffers, ModelWeights, NetShape, arrays_of, layout, map_arrays
+from lc0py.backends.gpu.weights import SEQ, Buffers, ModelWeights, NetShape, upload_record
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.cublaslt import FP8_ALIGN
 from lc0py.gpu.platform import DeviceInfo, KernelArg, Platform
@@ -323,19 +323,8 @@ class Fp8Resources:
         self.weights: Fp8ModelWeights[int] | None = None  # the device record, once uploaded
 
     def upload(self, host: Fp8ModelWeights[np.ndarray], stream: int) -> Fp8ModelWeights[int]:
-        arrays = arrays_of(host)
-        offsets, total = layout({str(i): a.nbytes for i, a in enumerate(arrays)})
-        blob = np.zeros(total, np.uint8)
-        where: dict[int, int] = {}
-        for i, a in enumerate(arrays):
-            off = offsets[str(i)]
-            blob[off : off + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
-            where[id(a)] = off
-        self.base = self.p.alloc(total)
-        self.nbytes = total
-        self.p.copy_h2d(self.base, blob, total, stream)
-        self.p.synchronize(stream)
-        return map_arrays(host, lambda a: self.base + where[id(a)])  # type: ignore[arg-type]
+        record, self.base, self.nbytes = upload_record(self.p, host, stream)
+        return record  # type: ignore[no-any-return]
 
     def close(self) -> None:
         if self.base:

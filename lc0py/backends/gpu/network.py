@@ -31,11 +31,9 @@ from lc0py.backends.gpu.runner import GpuRunner, PendingBatch
 from lc0py.backends.gpu.weights import (
     ModelWeights,
     NetShape,
-    arrays_of,
-    layout,
-    map_arrays,
     net_shape,
     pack_model,
+    upload_record,
 )
 from lc0py.backends.gpu.weights_residual import (
     ResidualModelWeights,
@@ -165,19 +163,8 @@ class GpuNetwork:
     def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with
         device pointers in place of the arrays."""
-        arrays = arrays_of(host)
-        offsets, total = layout({str(i): a.nbytes for i, a in enumerate(arrays)})
-        blob = np.zeros(total, np.uint8)
-        where: dict[int, int] = {}
-        for i, a in enumerate(arrays):
-            off = offsets[str(i)]
-            blob[off : off + a.nbytes] = a.view(np.uint8).reshape(-1)
-            where[id(a)] = off
-        self._w_base = self.p.alloc(total)
-        self.p.copy_h2d(self._w_base, blob, total, self.ops.main)
-        self.p.synchronize(self.ops.main)
-        self.weight_bytes = total
-        return map_arrays(host, lambda a: self._w_base + where[id(a)])  # type: ignore[arg-type]
+        record, self._w_base, self.weight_bytes = upload_record(self.p, host, self.ops.main)
+        return record
 
     # ---- what the backend, verify and the tuner read ---------------------------------------------
     @property

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS
 from lc0py.errors import UnsupportedNetError
 from lc0py.model.tables import attention_policy_gather, pos_encoding_table
 from lc0py.weights.network import Activation, Dense, EncoderLayer, InputEmbedding, Network, PolicyHead
+
+if TYPE_CHECKING:
+    from lc0py.gpu.platform import Platform
 
 SEQ = 64
 PLANES = 112
@@ -420,6 +423,24 @@ def layout(sizes: dict[str, int]) -> tuple[dict[str, int], int]:
         offsets[name] = total
         total += align(n)
     return offsets, max(total, ALIGN)
+
+
+def upload_record(platform: Platform, host: R, stream: int) -> tuple[Any, int, int]:
+    """Copy every array of the host record ``host`` into one device allocation, in one copy on
+    ``stream`` (synchronised). Returns the same record with device pointers in place of its
+    arrays, the allocation's base (the caller frees it) and its size in bytes."""
+    arrays = arrays_of(host)
+    offsets, total = layout({str(i): a.nbytes for i, a in enumerate(arrays)})
+    blob = np.zeros(total, np.uint8)
+    where: dict[int, int] = {}
+    for i, a in enumerate(arrays):
+        off = offsets[str(i)]
+        blob[off : off + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+        where[id(a)] = off
+    base = platform.alloc(total)
+    platform.copy_h2d(base, blob, total, stream)
+    platform.synchronize(stream)
+    return map_arrays(host, lambda a: base + where[id(a)]), base, total
 
 
 @dataclass(frozen=True)
