@@ -46,6 +46,8 @@ DESC_FAST_ACCUM = 25
 DESC_A_SCALE_MODE, DESC_B_SCALE_MODE = 31, 32
 # cublasLtMatmulMatrixScale_t: one float per matrix, or per row of op(A) / column of op(B)
 SCALE_SCALAR_32F, SCALE_OUTER_VEC_32F = 0, 3
+#: The first cuBLASLt with outer-vector FP8 scaling (cublasLtGetVersion of 12.9.0).
+OUTER_VEC_MIN_VERSION = 120900
 # cublasLtMatmulPreferenceAttributes_t
 PREF_MAX_WORKSPACE_BYTES = 1
 
@@ -149,6 +151,8 @@ class CublasLtFp8:
         self.lib = load_cublaslt()
         self.fast_accum = fast_accum
         self.version = int(self.lib.cublasLtGetVersion())
+        #: outer-vector scales (``fp8_scales=outer``) exist in this cuBLASLt
+        self.supports_outer = self.version >= OUTER_VEC_MIN_VERSION
         self._handle = ctypes.c_void_p()
         _check(self.lib.cublasLtCreate(ctypes.byref(self._handle)), "cublasLtCreate")
         self._workspace = platform.alloc(WORKSPACE_BYTES)

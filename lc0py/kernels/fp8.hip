@@ -13,14 +13,17 @@
 // first reduces those partials itself. Two launches, no memset, deterministic, and nothing for a
 // captured graph to reset.
 //
-// Formats: NVIDIA (and every software path) e4m3fn, the OCP format cuBLASLt calls CUDA_R_8F_E4M3
-// (bias 7, max 448, no infinity, NaN = S.1111.111). AMD gfx940/941/942 have the "fnuz" variant
-// (bias 8, max 240, NaN = 0x80): there the hardware conversion is used and LC0_FP8_MAX is 240.
-// The AMD side is compiled in CI only; it has never run.
+// Per-row scales (fp8_scales=outer, the default): fp8_quantize_rows, or fused into the kernel that
+// produces the activation: the LayerNorms (kernels/layernorm.hip, LC0_LN_FP8) and FFN1's
+// bias + activation (fp8_bias_act_rows, which writes only the codes: the hidden layer has no other
+// reader). cuBLASLt then applies the row and channel scales itself (outer-vector scaling).
+//
+// Formats and the conversion: kernels/fp8.h. The AMD side is compiled in CI only; it has never run.
 //
 // Storage of everything that is not FP8 is fp16 (LC0_FP16 = 1); arithmetic is fp32.
 #include "common.h"
 #include "activations.h"
+#include "fp8.h"
 
 #ifndef LC0_FP8_PARTIALS
 #define LC0_FP8_PARTIALS 512  // blocks of the amax grid (lc0py/backends/gpu/fp8.py FP8_PARTIALS)
@@ -31,62 +34,6 @@
 
 static_assert(LC0_FP16 == 1, "the FP8 path keeps its activations in fp16");
 static_assert(LC0_FP8_THREADS % WARP_SIZE == 0, "blocks are whole warps");
-
-#if defined(LC0_AMD) && (defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
-#define LC0_FP8_FNUZ 1
-#define LC0_FP8_MAX 240.0f
-#else
-#define LC0_FP8_FNUZ 0
-#define LC0_FP8_MAX 448.0f
-#endif
-
-typedef unsigned char fp8_t;
-
-#if defined(LC0_NVIDIA)
-LC0_DEVICE u32 fp8_float_bits(float f) { return __float_as_uint(f); }
-#else
-LC0_DEVICE u32 fp8_float_bits(float f) { return __builtin_bit_cast(u32, f); }
-#endif
-
-// e4m3fn of one float by integer arithmetic: round to nearest even, saturating at +-448, NaN ->
-// 0x7f | sign. Bit-exact with the host's lc0py/backends/gpu/fp8_quant.py e4m3_encode (and with
-// ml_dtypes' float8_e4m3fn below 448), checked on the CPU by tests/kernels/test_fp8_emulated.py.
-LC0_DEVICE u32 e4m3_soft(float x) {
-    const u32 bits = fp8_float_bits(x);
-    const u32 sign = (bits >> 24) & 0x80u;
-    u32 a = bits & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | 0x7fu;  // NaN
-    if (a > 0x43e00000u) a = 0x43e00000u;      // saturate at 448 (+inf too)
-    if (a < 0x3c800000u) {                     // below 2^-6: subnormal, steps of 2^-9
-        const int e = (int)(a >> 23);          // biased exponent, <= 120
-        if (e < 127 - 10) return sign;         // below 2^-10: rounds to zero (2^-10 itself: tie, even)
-        const u32 mant = (a & 0x7fffffu) | 0x800000u;
-        const int shift = 14 + 127 - e;        // value * 2^9 = mant * 2^(e - 127 - 23 + 9)
-        u32 k = mant >> shift;
-        const u32 rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (k & 1u))) ++k;
-        return sign | k;  // k == 8 is 2^-6, the smallest normal: the same code
-    }
-    const u32 r = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;  // 3 mantissa bits, RNE
-    const u32 e = (r >> 23) - 120u;  // rebias 127 -> 7
-    return sign | (e << 3) | ((r >> 20) & 7u);
-}
-
-// Two floats -> two FP8 bytes (lo in bits 0-7, hi in 8-15), saturating.
-LC0_DEVICE u32 fp8x2(float lo, float hi) {
-#if defined(LC0_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    u16 r;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-    return (u32)r;
-#elif LC0_FP8_FNUZ
-    // v_cvt_pk_fp8_f32 (gfx94x: fnuz e4m3); clamp first, the conversion does not saturate
-    lo = fminf(fmaxf(lo, -LC0_FP8_MAX), LC0_FP8_MAX);
-    hi = fminf(fmaxf(hi, -LC0_FP8_MAX), LC0_FP8_MAX);
-    return (u32)__builtin_amdgcn_cvt_pk_fp8_f32(lo, hi, 0, false) & 0xffffu;
-#else
-    return e4m3_soft(lo) | (e4m3_soft(hi) << 8);
-#endif
-}
 
 extern __shared__ float fp8_reduce[];  // LC0_FP8_THREADS / WARP_SIZE floats (the launch's dynamic smem)
 
@@ -208,15 +155,60 @@ fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0
         for (int j = 0; j < LC0_VEC; ++j) m = fmaxf(m, fmaxf(v[j], -v[j]));
     }
     m = warp_max(m);
-    const float inv = m > 0.f ? LC0_FP8_MAX / m : 1.f;
-    if (lane == 0) row_scale[r] = m > 0.f ? m / LC0_FP8_MAX : 1.f;
+    const float inv = fp8_row_inv(m);
+    if (lane == 0) row_scale[r] = fp8_row_scale(m);
     fp8_t* qr = q + (size_t)r * n;
     for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
         float v[LC0_VEC];
         load_vec(xr + (size_t)c * LC0_VEC, v);
-        u32* dst = reinterpret_cast<u32*>(qr + (size_t)c * LC0_VEC);
 #pragma unroll
-        for (int j = 0; j < LC0_VEC / 4; ++j)
-            dst[j] = fp8x2(v[4 * j] * inv, v[4 * j + 1] * inv) | (fp8x2(v[4 * j + 2] * inv, v[4 * j + 3] * inv) << 16);
+        for (int j = 0; j < LC0_VEC; ++j) v[j] *= inv;
+        fp8x8_store(qr + (size_t)c * LC0_VEC, v);
+    }
+}
+
+// FFN1's epilogue with per-row scales (fp8_scales=outer), fused with the quantization of its
+// output, the FFN's hidden layer: per row of d (the [rows, n] fp16 GEMM output, the row and
+// channel scales already applied by cuBLASLt), h = fp16(act(d + bias)), row_scale[r] = amax_r(h)
+// / LC0_FP8_MAX and q[r] = fp8(h / row_scale[r]). Bit for bit what fp8_epilogue (factor 1, no
+// residual) followed by fp8_quantize_rows gives, but h is never stored: one read of d and a write
+// of codes instead of a read + write of fp16 and another read + write. The activation is computed
+// twice (for the maximum, then for the codes; d's row is read again from cache) rather than held
+// in registers, so any n works. n is a multiple of LC0_VEC. Launch: as fp8_quantize_rows.
+LC0_DEVICE float fp8_hidden(float d, float b, int act) {
+    // the epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0 (+0.f: -0 -> +0 as there)
+    return f16_to_f32(f32_to_f16(activate(d + b, act) + 0.f));
+}
+
+extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
+fp8_bias_act_rows(const T* LC0_RESTRICT d, unsigned rows, unsigned n, const T* LC0_RESTRICT bias, int act,
+                  fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT row_scale) {
+    const unsigned warps = LC0_FP8_THREADS / WARP_SIZE;
+    const unsigned r = blockIdx.x * warps + threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    if (r >= rows) return;  // whole warps leave together
+    const T* dr = d + (size_t)r * n;
+    const unsigned chunks = n / LC0_VEC;
+    float m = 0.f;
+    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
+        float v[LC0_VEC], b[LC0_VEC];
+        load_vec(dr + (size_t)c * LC0_VEC, v);
+        load_vec(bias + (size_t)c * LC0_VEC, b);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) {
+            const float h = fp8_hidden(v[j], b[j], act);
+            m = fmaxf(m, fmaxf(h, -h));
+        }
+    }
+    m = warp_max(m);
+    const float inv = fp8_row_inv(m);
+    if (lane == 0) row_scale[r] = fp8_row_scale(m);
+    fp8_t* qr = q + (size_t)r * n;
+    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
+        float v[LC0_VEC], b[LC0_VEC];
+        load_vec(dr + (size_t)c * LC0_VEC, v);
+        load_vec(bias + (size_t)c * LC0_VEC, b);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) v[j] = fp8_hidden(v[j], b[j], act) * inv;
+        fp8x8_store(qr + (size_t)c * LC0_VEC, v);
     }
 }

@@ -12,8 +12,18 @@
 // LC0_LN_ROWS (rows per block), LC0_LN_ACT (optional: the activation as a compile-time constant;
 // the run-time `act` argument is then ignored). Block = THREADS * ROWS threads. Each thread owns
 // ceil(N / (THREADS * VEC)) 16-byte chunks of its row, so the row stays in registers.
+//
+// LC0_LN_FP8 (the FP8 path, fp8_scales=outer): the entry point residual_layernorm_fp8 also writes
+// the output quantized per row for the next FP8 GEMM -- q[r, :] = e4m3(out[r, :] / row_scale[r]),
+// row_scale[r] = max |out[r, :]| / LC0_FP8_MAX of the fp16 values as stored -- bit for bit what a
+// separate fp8_quantize_rows over `out` writes, without reading `out` again (the row is still in
+// registers and the row's maximum is one more row reduction).
 #include "common.h"
 #include "activations.h"
+#ifdef LC0_LN_FP8
+#include "fp8.h"
+static_assert(LC0_FP16 == 1, "the FP8 path keeps its activations in fp16");
+#endif
 
 #ifndef LC0_LN_N
 #error "LC0_LN_N must be defined"
@@ -56,10 +66,11 @@ LC0_DEVICE void st_chunk(T* p, const float* in) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(LC0_LN_THREADS * LC0_LN_ROWS)
-residual_layernorm(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
-                   const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
-                   float eps, int act) {
+// The kernel body; FP8: also the per-row e4m3 codes and scale (q, row_scale; LC0_LN_FP8 only).
+template <bool FP8>
+LC0_DEVICE void layernorm_rows(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                               const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
+                               float eps, int act, unsigned char* LC0_RESTRICT q, float* LC0_RESTRICT row_scale) {
     using namespace ln;
     __shared__ float red[LC0_LN_ROWS][WPR > 1 ? WPR : 1];
     const int rl = threadIdx.x / TH, t = threadIdx.x % TH;
@@ -117,6 +128,19 @@ residual_layernorm(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out
         }
         return v;
     };
+    auto row_max = [&](float v) {  // the same shape as row_reduce, for the FP8 row maximum
+        v = warp_max(v);
+        if (WPR > 1) {
+            __syncthreads();
+            if (threadIdx.x % WARP_SIZE == 0) red[rl][t / WARP_SIZE] = v;
+            __syncthreads();
+            v = 0.f;
+#pragma unroll
+            for (int w = 0; w < WPR; ++w) v = fmaxf(v, red[rl][w]);
+        }
+        return v;
+    };
+    (void)row_max;
     const float mean = row_reduce(sum) / N;
     float var = 0.f;
 #pragma unroll
@@ -142,6 +166,58 @@ residual_layernorm(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out
 #pragma unroll
             for (int i = 0; i < VEC; ++i) res[i] = (x[c][i] - mean) * rstd * gg[i] + be[i];
             st_chunk(out + base + idx, res);
+            if (FP8) {
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) {  // the value as stored (what a separate quantize reads)
+                    T stored;
+                    store_f32(&stored, res[i]);
+                    x[c][i] = to_f32(stored);
+                }
+            }
         }
     }
+#ifdef LC0_LN_FP8
+    if (FP8) {
+        static_assert(VEC == LC0_VEC, "FP8 rows are whole 16-byte chunks (N a multiple of 8)");
+        float m = 0.f;
+#pragma unroll
+        for (int c = 0; c < PER; ++c) {
+            const int idx = (t + c * TH) * VEC;
+            if (live && idx < N) {
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) m = fmaxf(m, fmaxf(x[c][i], -x[c][i]));
+            }
+        }
+        m = row_max(m);
+        const float inv = fp8_row_inv(m);
+        if (live && t == 0) row_scale[row] = fp8_row_scale(m);
+#pragma unroll
+        for (int c = 0; c < PER; ++c) {
+            const int idx = (t + c * TH) * VEC;
+            if (live && idx < N) {
+                float v[LC0_VEC];
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) v[i] = x[c][i] * inv;
+                fp8x8_store(q + base + idx, v);
+            }
+        }
+    }
+#endif
 }
+
+extern "C" __global__ void __launch_bounds__(LC0_LN_THREADS * LC0_LN_ROWS)
+residual_layernorm(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                   const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
+                   float eps, int act) {
+    layernorm_rows<false>(y, bias, skip, out, gamma, beta, rows, alpha, eps, act, nullptr, nullptr);
+}
+
+#ifdef LC0_LN_FP8
+// residual_layernorm, and the output's per-row e4m3 codes q [rows, N] and scales row_scale [rows].
+extern "C" __global__ void __launch_bounds__(LC0_LN_THREADS * LC0_LN_ROWS)
+residual_layernorm_fp8(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
+                       const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
+                       float eps, int act, fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT row_scale) {
+    layernorm_rows<true>(y, bias, skip, out, gamma, beta, rows, alpha, eps, act, q, row_scale);
+}
+#endif

@@ -42,22 +42,26 @@ def main() -> int:
 
     net = random_network(args.preset, args.net_seed, **({"layers": args.layers} if args.layers else {}))
     batch, legal = positions(args.positions, args.seed, int(net.format.input))
-    variants: dict[str, tuple[bool, frozenset[str]]] = {"fp8-channel": (True, FP8_GEMMS),
-                                                        "fp8-tensor": (False, FP8_GEMMS)}
+    # name -> (per-channel weight scales, GEMMs in FP8, per-row activation scales)
+    variants: dict[str, tuple[bool, frozenset[str], bool]] = {
+        "fp8-outer": (True, FP8_GEMMS, True),  # cuda-fp8's default (fp8_scales=outer)
+        "fp8-channel": (True, FP8_GEMMS, False),
+        "fp8-tensor": (False, FP8_GEMMS, False),
+    }
     if args.ablation:
-        variants["fp16-rounded"] = (True, frozenset())
+        variants["fp16-rounded"] = (True, frozenset(), False)
         for g in ("qkv", "out", "smolgen"):
-            variants[f"only-{g}"] = (True, frozenset({g}))
-        variants["only-ffn"] = (True, frozenset({"ffn1", "ffn2"}))
-        variants["all-but-ffn"] = (True, frozenset({"qkv", "out", "smolgen"}))
+            variants[f"only-{g}"] = (True, frozenset({g}), False)
+        variants["only-ffn"] = (True, frozenset({"ffn1", "ffn2"}), False)
+        variants["all-but-ffn"] = (True, frozenset({"qkv", "out", "smolgen"}), False)
     outs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {k: [] for k in ("float32", *variants)}
     t0 = time.time()
     for i in range(0, len(legal), args.chunk):
         part = PlanesBatch(batch.masks[i : i + args.chunk], batch.values[i : i + args.chunk])
         planes = part.dense(np.float32)
         results = {"float32": forward(net, planes, np.float32)}
-        for name, (per_channel, gemms) in variants.items():
-            results[name] = fp8_forward(net, planes, per_channel=per_channel, gemms=gemms)
+        for name, (per_channel, gemms, per_row) in variants.items():
+            results[name] = fp8_forward(net, planes, per_channel=per_channel, gemms=gemms, per_row=per_row)
         for name, o in results.items():
             q = o.wdl[:, 0] - o.wdl[:, 2]
             outs[name].append((np.asarray(o.policy, np.float64), np.asarray(q, np.float64)))

@@ -29,6 +29,7 @@ for gfx942's FP8 (fnuz) types in CI, but no AMD FP8 GEMM is wired and nothing ha
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -36,13 +37,14 @@ import numpy as np
 
 from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS, Fp8Weight, quantize_per_channel, quantize_per_tensor
 from lc0py.backends.gpu.layers import ACT_NONE, EncoderLayer, GpuModel, Smolgen, Tap
-from lc0py.backends.gpu.ops import THREADS, F, GpuOps, I, P
+from lc0py.backends.gpu.ops import THREADS, F, GpuOps, I, P, ln_config
 from lc0py.backends.gpu.weights import SEQ, Buffers, ModelWeights, NetShape, upload_record
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.cublaslt import FP8_ALIGN
 from lc0py.gpu.platform import DeviceInfo, KernelArg, Platform
 from lc0py.weights.network import Network
 
+_log = logging.getLogger(__name__)
 FP8_MIN_CC = 89  # e4m3 tensor cores: Ada (8.9), Hopper (9.0) and newer
 U = __import__("ctypes").c_uint
 A = TypeVar("A", np.ndarray, int)
@@ -62,6 +64,18 @@ def fp8_refusal(info: DeviceInfo) -> str:
             f"{info.name} is {cc // 10}.{cc % 10} ({info.arch}): use cuda-fp16"
         )
     return ""
+
+
+def effective_fp8_scales(requested: str, gemms: Any) -> str:
+    """``fp8_scales`` as it will run: ``outer`` needs cuBLASLt's outer-vector scaling (cuBLAS 12.9+,
+    the provider's ``supports_outer``; a provider without the attribute is taken to have it);
+    without it the per-channel path runs instead, with one warning line."""
+    if requested == "outer" and not getattr(gemms, "supports_outer", True):
+        version = getattr(gemms, "version", "?")
+        _log.warning("fp8_scales=outer needs cuBLASLt 12.9+ (outer-vector scaling), this one is %s: "
+                     "running fp8_scales=channel", version)
+        return "channel"
+    return requested
 
 
 def fp8_shape_refusal(s: NetShape) -> str:
@@ -115,13 +129,14 @@ FP8_GEMMS = ("qkv", "out", "ffn1", "ffn2", "smolgen")
 
 def pack_fp8(
     packed: ModelWeights[np.ndarray], per_channel: bool = True, outer: bool = False,
-    gemms: tuple[str, ...] = FP8_GEMMS,
+    gemms: tuple[str, ...] = FP8_GEMMS, fuse: bool = False,
 ) -> tuple[Fp8ModelWeights[np.ndarray], Fp8Refs]:
     """Quantize the FP8 GEMMs' weights of a host record (``weights.pack_model``'s, the same matrices
     the fp16 path multiplies by: QKV with its compress and alignment rows, the smolgen generator
     pre-scaled by log2 e); ``per_channel=False``: one scale per matrix (``fp8_scales=tensor``);
     ``outer``: per channel, the factors read by cuBLASLt as its weight scale vectors. A GEMM not in
-    ``gemms`` gets ``None`` fields (it runs in fp16; nothing of it is uploaded)."""
+    ``gemms`` gets ``None`` fields (it runs in fp16; nothing of it is uploaded). ``fuse`` (with
+    ``outer``): FFN1's epilogue is ``fp8_bias_act_rows`` where FFN2 is FP8, so no ones vector."""
     quantize = quantize_per_channel if per_channel else quantize_per_tensor
     layers, refs = [], {"qkv": [], "out": [], "ffn1": [], "ffn2": []}  # type: ignore[var-annotated]
     for i, enc in enumerate(packed.encoders):
@@ -144,7 +159,7 @@ def pack_fp8(
     if packed.smolgen_w is not None and "smolgen" in gemms:
         sg = quantize_per_tensor(packed.smolgen_w, "smolgen generator")
     ones = None
-    if outer and "ffn1" in gemms:
+    if outer and "ffn1" in gemms and not (fuse and "ffn2" in gemms):
         ones = np.ones(max(enc.ffn.w1.shape[0] for enc in packed.encoders), np.float32)
     host = Fp8ModelWeights(layers, sg.q if sg is not None else None, ones)
     return host, Fp8Refs(
@@ -164,8 +179,11 @@ class Fp8Ops:
         self.k_quant = cache.function("fp8.hip", "fp8_quantize", defines)
         self.k_epi = cache.function("fp8.hip", "fp8_epilogue", defines)
         self.k_rows = cache.function("fp8.hip", "fp8_quantize_rows", defines)
+        self.k_bias_act_rows = cache.function("fp8.hip", "fp8_bias_act_rows", defines)
+        self.cache = cache
         self.smem = THREADS // ops.p.info.warp_size * 4
         self.rows_per_block = THREADS // ops.p.info.warp_size
+        self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
 
     def _launch(self, kernel: int, args: list[KernelArg]) -> None:
         ops = self.ops
@@ -186,6 +204,38 @@ class Fp8Ops:
         grid = (-(-rows // self.rows_per_block), 1, 1)
         args: list[KernelArg] = [P(x), U(rows), U(n), P(buf.fp8_x), P(buf.fp8_row_scale)]
         self.ops.p.launch(self.k_rows, grid, (THREADS, 1, 1), 0, self.ops.stream, args)
+
+    def bias_act_rows(self, buf: Buffers, d: int, rows: int, n: int, bias: int, act: int) -> None:
+        """FFN1's epilogue fused with the per-row quantization of its output (outer scales):
+        ``buf.fp8_x = e4m3(act(d + bias))`` per row, the scales in ``buf.fp8_row_scale``; the fp16
+        hidden layer is never written (kernels/fp8.hip ``fp8_bias_act_rows``)."""
+        assert n % 8 == 0 and bias, (n, bias)
+        grid = (-(-rows // self.rows_per_block), 1, 1)
+        args: list[KernelArg] = [P(d), U(rows), U(n), P(bias), I(act), P(buf.fp8_x), P(buf.fp8_row_scale)]
+        self.ops.p.launch(self.k_bias_act_rows, grid, (THREADS, 1, 1), 0, self.ops.stream, args)
+
+    def prepare_layernorm(self, n: int, act: int) -> None:
+        """Compile the LayerNorm that also quantizes its output per row (kernels/layernorm.hip with
+        ``LC0_LN_FP8``), at build time: no compile inside a forward pass or a graph capture."""
+        if (n, act) not in self._ln:
+            cfg = ln_config(n, self.ops.vec, act, self.ops.p.info.warp_size)
+            fn = self.ops.function("layernorm.hip", "residual_layernorm_fp8", {**cfg, "LC0_LN_FP8": 1})
+            self._ln[(n, act)] = (fn, cfg)
+
+    def layernorm(
+        self, buf: Buffers, n: int, y: int, bias: int, out: int, gamma: int, beta: int, rows: int, eps: float,
+    ) -> None:
+        """``out = LN(y + bias)`` per row of ``n`` as ``GpuOps.layernorm``, and ``buf.fp8_x`` /
+        ``buf.fp8_row_scale`` = ``out`` quantized per row, bit for bit what ``quantize_rows(out)``
+        writes, without reading ``out`` again."""
+        fn, cfg = self._ln[(n, ACT_NONE)]
+        per_block = cfg["LC0_LN_ROWS"]
+        args: list[KernelArg] = [
+            P(y), P(bias), P(0), P(out), P(gamma), P(beta), I(rows), F(1.0), F(eps), I(ACT_NONE),
+            P(buf.fp8_x), P(buf.fp8_row_scale),
+        ]
+        grid = ((rows + per_block - 1) // per_block, 1, 1)
+        self.ops.p.launch(fn, grid, (cfg["LC0_LN_THREADS"] * per_block, 1, 1), 0, self.ops.stream, args)
 
     def gemm(
         self, buf: Buffers, m: int, n: int, k: int, w_q: int, d: int, ref: float, accumulate: bool = False,
@@ -236,17 +286,28 @@ class Fp8Smolgen(Smolgen):
 class Fp8EncoderLayer(EncoderLayer):
     """``EncoderLayer`` with QKV, the output projection and the FFN in FP8 (module docstring);
     a GEMM whose weight record field is ``None`` (left out by ``fp8_gemms``) runs in fp16 as in
-    ``EncoderLayer``. ``mode``: ``fp8_scales`` (channel, tensor, outer)."""
+    ``EncoderLayer``. ``mode``: ``fp8_scales`` (channel, tensor, outer).
+
+    ``fuse`` (outer only, ``fp8_fuse=on``): the per-row quantization is done by the kernel that
+    produces the activation -- the LayerNorm before FFN1, the one that ends the layer when the next
+    layer's QKV is FP8 (``quantize_output``, set by ``build_fp8_model``; the next layer then has
+    ``input_quantized``), and FFN1's bias + activation when FFN2 is FP8 -- bit for bit the codes
+    and scales of the separate ``fp8_quantize_rows`` passes, with fewer passes over memory."""
 
     def __init__(
         self, base: EncoderLayer, f8: Fp8Ops, w8: Fp8LayerWeights[int], refs: Fp8Refs, mode: str = "channel",
-        ones: int | None = None,
+        ones: int | None = None, fuse: bool = False,
     ) -> None:
         """``ones``: with ``fp8_scales=outer``, a device vector of ones for FFN1's epilogue."""
         self.__dict__.update(base.__dict__)
         i = base.index
         self.f8, self.w8, self.mode, self.ones = f8, w8, mode, ones
+        self.fuse = fuse and mode == "outer"
+        self.input_quantized = False  # the previous layer's last LayerNorm left fp8_x = e4m3(x)
+        self.quantize_output = False  # this layer's last LayerNorm writes e4m3(x) for the next QKV
         self.refs = (refs.qkv[i], refs.out[i], refs.ffn1[i], refs.ffn2[i])
+        if self.fuse:
+            f8.prepare_layernorm(self.s.E, ACT_NONE)
 
     def _quantize(self, buf: Buffers, x: int, rows: int, n: int, partials_ready: bool = False) -> None:
         if self.mode == "outer":
@@ -263,7 +324,8 @@ class Fp8EncoderLayer(EncoderLayer):
         r_qkv, r_out, r_ffn1, r_ffn2 = self.refs
         m = bsz * SEQ
         if w8.qkv_q is not None:
-            self._quantize(buf, buf.x, m, s.E)
+            if not self.input_quantized:
+                self._quantize(buf, buf.x, m, s.E)
             f8.gemm(buf, m, s.qkv_ld, s.E, w8.qkv_q, buf.qkv, r_qkv, w_scale=self._vector(w8.qkv_cs))
             if self.mode == "channel":  # per-channel scales (biases: in attention)
                 assert w8.qkv_cs is not None
@@ -280,26 +342,40 @@ class Fp8EncoderLayer(EncoderLayer):
             self._residual_gemm(buf, m, s.E, s.D, w8.out_q, w8.out_cs, r_out, self.alpha, buf.x)
         else:
             ops.dense(buf.attn, m, s.D, w.out_w, s.E, buf.x, alpha=self.alpha, beta=1.0)
-        ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
         # the FFN (Ffn.forward in FP8): x1 += alpha · act(x1 W1ᵀ + b1) W2ᵀ ; x = LN(x1 + alpha b2)
         ffn = self.ffn
+        ln1_quantized = self.fuse and w8.ffn1_q is not None
+        if ln1_quantized:  # LN1 writes x1 and FFN1's input e4m3(x1)
+            f8.layernorm(buf, s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps)
+        else:
+            ops.layernorm(s.E, buf.x, w.out_b_alpha, buf.x1, w.ln1_g, w.ln1_b, m, self.eps, ACT_NONE)
         partials = False  # FFN1's epilogue left the hidden layer's per-block maxima
+        hidden_quantized = False  # FFN1's epilogue wrote the hidden layer's codes (fused, outer)
         if w8.ffn1_q is not None:
-            self._quantize(buf, buf.x1, m, s.E)
+            if not ln1_quantized:
+                self._quantize(buf, buf.x1, m, s.E)
             f8.gemm(buf, m, s.Fd, s.E, w8.ffn1_q, buf.ffn, r_ffn1, w_scale=self._vector(w8.ffn1_cs))
-            factor = self.ones if self.mode == "outer" else w8.ffn1_cs
-            assert factor is not None
-            partials = self.mode != "outer" and w8.ffn2_q is not None
-            f8.epilogue(buf, buf.ffn, m, s.Fd, factor, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=partials)
+            if self.fuse and w8.ffn2_q is not None:
+                f8.bias_act_rows(buf, buf.ffn, m, s.Fd, ffn.w.b1, ffn.act)
+                hidden_quantized = True
+            else:
+                factor = self.ones if self.mode == "outer" else w8.ffn1_cs
+                assert factor is not None
+                partials = self.mode != "outer" and w8.ffn2_q is not None
+                f8.epilogue(buf, buf.ffn, m, s.Fd, factor, buf.ffn, bias=ffn.w.b1, act=ffn.act, amax=partials)
         else:
             ops.dense(buf.x1, m, s.E, ffn.w.w1, s.Fd, buf.ffn)
             ops.bias_act(buf.ffn, ffn.w.b1, m, s.Fd, ffn.act)
         if w8.ffn2_q is not None:
-            self._quantize(buf, buf.ffn, m, s.Fd, partials_ready=partials)
+            if not hidden_quantized:
+                self._quantize(buf, buf.ffn, m, s.Fd, partials_ready=partials)
             self._residual_gemm(buf, m, s.E, s.Fd, w8.ffn2_q, w8.ffn2_cs, r_ffn2, ffn.alpha, buf.x1)
         else:
             ops.dense(buf.ffn, m, s.Fd, ffn.w.w2, s.E, buf.x1, alpha=ffn.alpha, beta=1.0)
-        ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
+        if self.quantize_output:  # the next layer's QKV input, e4m3(x), with x
+            f8.layernorm(buf, s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps)
+        else:
+            ops.layernorm(s.E, buf.x1, ffn.w.b2_alpha, buf.x, ffn.w.ln_g, ffn.w.ln_b, m, ffn.eps, ACT_NONE)
 
     def _residual_gemm(
         self, buf: Buffers, m: int, n: int, k: int, w_q: int, cs: int | None, ref: float, alpha: float, x: int
@@ -312,6 +388,17 @@ class Fp8EncoderLayer(EncoderLayer):
             self.f8.epilogue(buf, buf.fp8_d, m, n, cs, x, alpha=alpha, beta=1.0, res=x)
         else:
             self.f8.gemm(buf, m, n, k, w_q, x, ref * alpha, accumulate=True, w_scale=self._vector(cs))
+
+
+def link_quantized_outputs(layers: list[EncoderLayer]) -> None:
+    """Where a fused FP8 layer is followed by an FP8 layer whose QKV runs in FP8 with per-row
+    scales, the first layer's last LayerNorm writes the codes the second one's QKV reads
+    (``quantize_output`` / ``input_quantized``); the first layer's input still needs its own pass
+    (the embedding writes it), as does any layer after an fp16 QKV."""
+    for prev, nxt in zip(layers, layers[1:], strict=False):
+        if (isinstance(prev, Fp8EncoderLayer) and isinstance(nxt, Fp8EncoderLayer) and prev.fuse and nxt.fuse
+                and nxt.w8.qkv_q is not None):
+            prev.quantize_output = nxt.input_quantized = True
 
 
 class Fp8Resources:
@@ -338,14 +425,16 @@ class Fp8Resources:
 def build_fp8_model(
     model: GpuModel, ops: GpuOps, cache: KernelCache, net: Network, packed: ModelWeights[np.ndarray],
     gemms: Any, per_channel: bool = True, outer: bool = False, fp8_gemms: tuple[str, ...] = FP8_GEMMS,
+    fuse: bool = True,
 ) -> Fp8Resources:
     """Turn the fp16 ``model`` (built on ``packed``'s upload) into the FP8 one in place: quantize
     and upload the FP8 weights, swap the encoder layers (and smolgen) for their FP8 forms.
     ``gemms``: the FP8 GEMM provider (``lc0py.gpu.cublaslt.CublasLtFp8`` on a device; tests pass
-    a fake). Returns what must be closed with the network."""
+    a fake). ``fuse``: with ``outer``, the per-row quantization inside the LayerNorm and FFN1
+    epilogue kernels (``fp8_fuse``). Returns what must be closed with the network."""
     res = Fp8Resources(ops.p, gemms)
     try:
-        host, refs = pack_fp8(packed, per_channel or outer, outer, fp8_gemms)
+        host, refs = pack_fp8(packed, per_channel or outer, outer, fp8_gemms, fuse)
         dev = res.upload(host, ops.main)
         res.weights = dev
         f8 = Fp8Ops(ops, cache, gemms)
@@ -354,7 +443,8 @@ def build_fp8_model(
             if layer.smolgen is not None and dev.smolgen_q is not None:
                 layer.smolgen = Fp8Smolgen(layer.smolgen, f8, dev.smolgen_q, refs.smolgen)
             mode = "outer" if outer else "channel" if per_channel else "tensor"
-            layers.append(Fp8EncoderLayer(layer, f8, w8, refs, mode, dev.ones))
+            layers.append(Fp8EncoderLayer(layer, f8, w8, refs, mode, dev.ones, fuse))
+        link_quantized_outputs(layers)
         model.encoders = layers
     except BaseException:
         res.close()

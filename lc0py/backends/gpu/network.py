@@ -147,17 +147,17 @@ class GpuNetwork:
 
     def _build_fp8(self, network: Network, packed: Any, gemms: Any) -> Any:
         """The FP8 layers over the fp16 model (fp8.py); cuBLASLt unless a provider is given."""
-        from lc0py.backends.gpu.fp8 import build_fp8_model
+        from lc0py.backends.gpu.fp8 import build_fp8_model, effective_fp8_scales
 
         if gemms is None:
             from lc0py.gpu.cublaslt import CublasLtFp8
 
             gemms = CublasLtFp8(self.p, fast_accum=self.options.fp8_fast_accum)
         assert isinstance(self.model, GpuModel)
-        scales = self.options.fp8_scales
+        scales = effective_fp8_scales(self.options.fp8_scales, gemms)
         return build_fp8_model(
             self.model, self.ops, self.cache, network, packed, gemms, scales != "tensor", scales == "outer",
-            self.options.fp8_gemms,
+            self.options.fp8_gemms, self.options.fp8_fuse,
         )
 
     def _upload(self, host: Any) -> Any:

@@ -14,11 +14,15 @@ nothing below the backend reads option text or sets option flags on other object
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
 ``precision``       (backend) ``fp32`` (``cuda``), ``fp16`` (``cuda-fp16``), or ``fp8``: the big GEMMs of an
                               attention body in FP8 e4m3 (``cuda-fp8``; NVIDIA compute capability 8.9+)
-``fp8_scales``      ``channel`` FP8 weights: one scale per output channel, applied by an epilogue pass;
-                              ``tensor``: one per matrix, so QKV needs no epilogue pass and the
-                              output projection / FFN2 add the residual inside cuBLASLt (beta = 1);
-                              ``outer``: per-channel weight and per-row activation scales both
-                              applied inside cuBLASLt (outer-vector scaling, cuBLAS 12.9+)
+``fp8_scales``      ``outer``   per-channel weight and per-row activation scales both applied
+                              inside cuBLASLt (outer-vector scaling, cuBLAS 12.9+; older: ``channel``
+                              with a warning); ``channel``: one weight scale per output channel,
+                              applied by an epilogue pass, activations per tensor; ``tensor``: one
+                              per matrix, so QKV needs no epilogue pass and the output projection /
+                              FFN2 add the residual inside cuBLASLt (beta = 1)
+``fp8_fuse``        ``on``    with ``outer``: the per-row quantization done by the LayerNorm and
+                              FFN1-epilogue kernels that produce the activations (``off``: separate
+                              passes, the same codes)
 ``fp8_gemms``       ``all``   the GEMMs that run in FP8, ``+``-separated: ``qkv``, ``out``, ``ffn1``,
                               ``ffn2``, ``ffn`` (both), ``smolgen`` (``fp8_gemms=qkv+out+smolgen``);
                               the others run in fp16
@@ -88,6 +92,7 @@ KNOWN_OPTIONS = (
     "tuned",
     "precision",
     "fp8_scales",
+    "fp8_fuse",
     "fp8_fast_accum",
     "fp8_gemms",
     *(f"attn_{n}" for n in OVERRIDABLE),
@@ -169,7 +174,8 @@ class GpuOptions:
     #: ``None``: the backend's own (fp32 for cuda/rocm, fp16 for cuda-fp16/rocm-fp16/gpu, fp8 for
     #: cuda-fp8); an explicit ``precision=`` wins
     precision: str | None = None
-    fp8_scales: str = "channel"
+    fp8_scales: str = "outer"
+    fp8_fuse: bool = True
     fp8_fast_accum: bool = False
     fp8_gemms: tuple[str, ...] = FP8_GEMM_NAMES
     winograd: bool | None = None
@@ -202,7 +208,8 @@ class GpuOptions:
             verify=take("verify", False),
             tuned=take("tuned", True),
             precision=take("precision", None, precision_value),
-            fp8_scales=options.take_choice("fp8_scales", "channel", FP8_SCALES),
+            fp8_scales=options.take_choice("fp8_scales", "outer", FP8_SCALES),
+            fp8_fuse=take("fp8_fuse", True),
             fp8_fast_accum=take("fp8_fast_accum", False),
             fp8_gemms=take("fp8_gemms", FP8_GEMM_NAMES, fp8_gemms_value),
             winograd=take("winograd", None, auto_or_bool),

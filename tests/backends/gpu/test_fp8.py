@@ -46,10 +46,29 @@ def test_fp8_refused_on_amd(arch: str) -> None:
 def test_fp8_scale_options() -> None:
     o = GpuOptions.from_text("precision=fp8,fp8_scales=tensor,fp8_fast_accum=on")
     assert o.fp8 and o.fp8_scales == "tensor" and o.fp8_fast_accum
-    assert GpuOptions.from_text("").fp8_scales == "channel"
-    assert GpuOptions.from_text("fp8_scales=outer").fp8_scales == "outer"
+    assert GpuOptions.from_text("").fp8_scales == "outer" and GpuOptions.from_text("").fp8_fuse
+    assert GpuOptions.from_text("fp8_scales=channel").fp8_scales == "channel"
+    assert not GpuOptions.from_text("fp8_fuse=off").fp8_fuse
     with pytest.raises(BackendOptionError, match="fp8_scales"):
         GpuOptions.from_text("fp8_scales=row")
+    with pytest.raises(BackendOptionError, match="fp8_fuse"):
+        GpuOptions.from_text("fp8_fuse=maybe")
+
+
+def test_outer_scales_fall_back_to_channel_before_cublas_12_9(caplog: pytest.LogCaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    from lc0py.backends.gpu.fp8 import effective_fp8_scales
+    from lc0py.gpu.cublaslt import OUTER_VEC_MIN_VERSION
+
+    assert OUTER_VEC_MIN_VERSION == 120900
+    old = SimpleNamespace(supports_outer=False, version=120800)
+    with caplog.at_level("WARNING"):
+        assert effective_fp8_scales("outer", old) == "channel"
+    assert "fp8_scales=outer needs cuBLASLt 12.9+" in caplog.text and "120800" in caplog.text
+    assert effective_fp8_scales("outer", SimpleNamespace(supports_outer=True)) == "outer"
+    assert effective_fp8_scales("tensor", old) == "tensor"
+    assert effective_fp8_scales("channel", old) == "channel"
 
 
 def test_precision_option() -> None:
@@ -153,13 +172,13 @@ class Fp16GemmCounter(PointerPlatform):
         self.launch_args.append(list(args))
 
 
-@pytest.mark.parametrize("scales", ["channel", "tensor", "outer"])
+@pytest.mark.parametrize("scales", ["channel", "tensor", "outer", "outer-unfused"])
 @pytest.mark.parametrize("preset", ["tiny", "t82"])
 def test_fp8_forward_wiring(preset: str, scales: str) -> None:
     _wiring(preset, scales, None)
 
 
-@pytest.mark.parametrize("scales", ["channel", "tensor", "outer"])
+@pytest.mark.parametrize("scales", ["channel", "tensor", "outer", "outer-unfused"])
 @pytest.mark.parametrize("subset", ["qkv+out+smolgen", "ffn", "ffn2"])
 def test_fp8_gemm_subsets(scales: str, subset: str) -> None:
     _wiring("t82", scales, subset)
@@ -179,7 +198,9 @@ def _wiring(preset: str, scales: str, subset: str | None) -> None:
     s = net_shape(net)
     plat = Fp16GemmCounter()
     gemms = RecordingGemms()
-    text = f"graphs=off,max_batch=4,precision=fp8,fp8_scales={scales}"
+    fuse = scales == "outer"
+    scales = scales.removesuffix("-unfused")
+    text = f"graphs=off,max_batch=4,precision=fp8,fp8_scales={scales},fp8_fuse={'on' if fuse else 'off'}"
     text += f",fp8_gemms={subset}" if subset else ""
     opts = GpuOptions.from_text(text)
     chosen = set(opts.fp8_gemms)
@@ -240,9 +261,32 @@ def _wiring(preset: str, scales: str, subset: str | None) -> None:
         pointers = {a.value for args in plat.launch_args for a in args if isinstance(a, ctypes.c_void_p)}
         read = set(weights) | pointers | {c[9] for c in gemms.calls}
         assert not [p for p in fp8_weights if p not in read]
+        if scales == "outer":
+            _check_quantize_passes(gpu, plat, chosen, net.num_layers, fuse)
     finally:
         gpu.close()
     assert gemms.closed
+
+
+def _check_quantize_passes(gpu: Any, plat: Fp16GemmCounter, chosen: set[str], layers: int, fuse: bool) -> None:
+    """Per-row scales: which kernel quantizes each FP8 GEMM's input. Fused, the LayerNorms write
+    FFN1's input and the next layer's QKV input, FFN1's epilogue the hidden layer; only layer 0's
+    input (from the embedding) and the attention outputs need a separate ``fp8_quantize_rows``."""
+    from collections import Counter
+
+    f8 = gpu.model.encoders[0].f8
+    n = Counter(plat.launched)
+    ln_fp8 = sum(n[fn] for fn, _ in f8._ln.values())
+    if fuse:
+        want_rows = (1 if "qkv" in chosen else 0) + layers * ("out" in chosen)
+        want_rows += layers * ("ffn2" in chosen and "ffn1" not in chosen)
+        want_ln = (layers - 1) * ("qkv" in chosen) + layers * ("ffn1" in chosen)
+        want_hidden = layers * ("ffn1" in chosen and "ffn2" in chosen)
+    else:
+        want_rows, want_ln, want_hidden = layers * len(chosen & {"qkv", "out", "ffn1", "ffn2"}), 0, 0
+    assert (n[f8.k_rows], ln_fp8, n[f8.k_bias_act_rows]) == (want_rows, want_ln, want_hidden)
+    # no FFN1 epilogue pass where the hidden layer is quantized by its own kernel
+    assert n[f8.k_epi] == layers * ("ffn1" in chosen) - want_hidden
 
 
 def test_smolgen_generator_in_fp16_when_unaligned() -> None:
