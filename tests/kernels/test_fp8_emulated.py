@@ -141,3 +141,35 @@ def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str) -> None:
         assert np.array_equal(q[r], want_q), r
         assert rs[r] == pytest.approx(want_s, rel=1e-7), r
     assert rs[5] == 1.0 and not np.any(q[5])
+
+
+@pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])
+@pytest.mark.parametrize("act", [ACT_MISH, ACT_RELU_2, ACT_NONE])
+def test_bias_act_rows_is_the_epilogue_then_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str,
+                                                           act: int) -> None:
+    """fp8_bias_act_rows (FFN1's fused epilogue, fp8_scales=outer): the same codes and row scales,
+    bit for bit, as fp8_epilogue (factor 1, bias, activation) followed by fp8_quantize_rows -- so
+    the numpy emulation of the separate passes stays the device's arithmetic -- and those codes
+    are the host encoder's of the fp16 hidden layer."""
+    rng = np.random.default_rng(31 + act)
+    rows, n = 37, 160  # rows not a multiple of the warps per block; 20 chunks over the lanes
+    d = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-3, 2, (rows, 1)))).astype(np.float16)
+    b = (rng.standard_normal(n) * 0.3).astype(np.float16)
+    d[4] = -b  # a row whose hidden values are all zero (mish(0) = relu²(0) = 0): scale 1
+    d.tofile(tmp_path / "d.bin")
+    b.tofile(tmp_path / "bias.bin")
+    _run(exes[cid], "hidden", rows, n, act, tmp_path)
+    qf = np.fromfile(tmp_path / "qf.bin", np.uint8).reshape(rows, n)
+    rsf = np.fromfile(tmp_path / "rsf.bin", np.float32)
+    q = np.fromfile(tmp_path / "q.bin", np.uint8).reshape(rows, n)
+    rs = np.fromfile(tmp_path / "rs.bin", np.float32)
+    h = np.fromfile(tmp_path / "h.bin", np.float16).reshape(rows, n)
+    assert np.array_equal(qf, q) and np.array_equal(rsf, rs)
+    assert rsf[4] == 1.0 and not np.any(qf[4])
+    for r in range(rows):
+        want_q, want_s = quantize_activation(h[r].astype(np.float32))
+        assert np.array_equal(qf[r], want_q), r
+        assert rsf[r] == pytest.approx(want_s, rel=1e-7), r
+    want = d.astype(np.float64) + b.astype(np.float64)
+    want = {ACT_NONE: want, ACT_MISH: _mish(want), ACT_RELU_2: np.maximum(want, 0) ** 2}[act]
+    assert np.allclose(h.astype(np.float64), want, rtol=2e-3, atol=1e-3)

@@ -48,9 +48,19 @@ BUILDS = [
 ]
 
 
+#: residual_layernorm_fp8 (LC0_LN_FP8): (id, row length, wave size), fp16, no compile-time activation
+FP8_BUILDS = [
+    ("e768-fp8", 768, 32),  # T82's E, one warp a row
+    ("e2048-fp8", 2048, 32),  # two warps a row: the row maximum through shared memory
+    ("e768-fp8-wave64", 768, 64),
+]
+
+
 @pytest.fixture(scope="module")
 def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     jobs = [(bid, "layernorm_emu_main.cpp", _config(n, fp16, act, w)) for bid, n, fp16, act, w in BUILDS]
+    jobs += [(bid, "layernorm_emu_main.cpp", [*_config(n, True, None, w), "-DLC0_LN_FP8=1"])
+             for bid, n, w in FP8_BUILDS]
     return build_emulators(tmp_path_factory, "layernorm_emu", jobs, opt="-O1")
 
 
@@ -137,3 +147,49 @@ def test_residual_layernorm_on_emulator(
     # every row on its own too (the rows of the partial last block)
     worst = max(relative_error(got[r], want[r]) for r in range(rows))
     assert worst <= limit, f"{case} {build}: worst row {worst:.2e} > {limit}"
+
+
+@pytest.mark.parametrize("build", [b[0] for b in FP8_BUILDS])
+def test_layernorm_writes_its_output_quantized_per_row(emulators: dict[str, Path], tmp_path: Path,
+                                                       build: str) -> None:
+    """residual_layernorm_fp8 (the FP8 path, fp8_scales=outer): the same fp16 output as
+    residual_layernorm, and per row the e4m3 codes and scale of that output as stored -- the host
+    encoder's (fp8_quant.quantize_activation), which the numpy emulation (fake_quantize_rows) and
+    the separate fp8_quantize_rows pass compute: fusing changes no bit."""
+    from lc0py.backends.gpu.fp8_quant import quantize_activation
+
+    _, n, _ = next(b for b in FP8_BUILDS if b[0] == build)
+    rows = 13  # the last block part-filled
+    rng = np.random.default_rng()
+    stored = {
+        "y": (2.0 * rng.standard_normal((rows, n)) + 0.3).astype(np.float16),
+        "gamma": (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float16),
+        "beta": (0.1 * rng.standard_normal(n)).astype(np.float16),
+        "bias": (0.5 * rng.standard_normal(n)).astype(np.float16),
+    }
+    stored["gamma"][: n // 2] *= np.float16(8.0)  # a wider range than a plain LayerNorm's
+    for name, a in stored.items():
+        a.tofile(tmp_path / f"{name}.bin")
+    eps = 1e-6
+    args = [rows, ACT_NONE, "1.0", repr(eps), 1, 0, 0, tmp_path]
+    run = subprocess.run([str(emulators[build]), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    out = np.fromfile(tmp_path / "out.bin", np.float16).reshape(rows, n)
+    want = _reference({k: v.astype(np.float64) for k, v in stored.items()}, ACT_NONE, 1.0, eps)
+    assert relative_error(out.astype(np.float64), want) <= 1e-2
+    q = np.fromfile(tmp_path / "q.bin", np.uint8).reshape(rows, n)
+    rs = np.fromfile(tmp_path / "rs.bin", np.float32)
+    for r in range(rows):
+        want_q, want_s = quantize_activation(out[r].astype(np.float32))
+        assert np.array_equal(q[r], want_q), r
+        assert rs[r] == pytest.approx(want_s, rel=1e-7), r
+    if build == "e768-fp8":  # the plain kernel of the same geometry writes the same output
+        plain = tmp_path / "plain"
+        plain.mkdir()
+        for name, a in stored.items():
+            a.tofile(plain / f"{name}.bin")
+        args[-1] = plain
+        run = subprocess.run([str(emulators["e768-fp16"]), *map(str, args)], capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert np.array_equal(np.fromfile(plain / "out.bin", np.float16).reshape(rows, n), out)

@@ -9,6 +9,9 @@
 //              out.bin f16 (written over res when res is on, as the backend does), partial.bin,
 //              then fp8_quantize of out from those partials: q.bin, scale.bin
 //        fp8_emu rows rows n dir    x.bin [rows*n] f16 -> q.bin u8, rs.bin [rows] f32 (fp8_quantize_rows)
+//        fp8_emu hidden rows n act dir   d.bin [rows*n] f16, bias.bin [n] f16 -> FFN1's hidden layer
+//              two ways: fused (fp8_bias_act_rows: qf.bin, rsf.bin) and separate (fp8_epilogue with
+//              factor 1, then fp8_quantize_rows: h.bin f16, q.bin, rs.bin)
 #include "wave_emu.h"
 // clang-format off
 #include "prelude_hiprtc.h"
@@ -98,6 +101,31 @@ int main(int argc, char** argv) {
         write_array(dir + "/rs.bin", rs);
         return finish();
     }
-    std::fprintf(stderr, "usage: %s codes|quant|epi|rows ...\n", argv[0]);
+    if (mode == "hidden" && argc == 6) {
+        const unsigned rows = (unsigned)std::atoi(argv[2]), n = (unsigned)std::atoi(argv[3]);
+        const int act = std::atoi(argv[4]);
+        const std::string dir = argv[5];
+        const size_t total = (size_t)rows * n;
+        auto d = read_array<T>(dir + "/d.bin", total);
+        auto bias = read_array<T>(dir + "/bias.bin", n);
+        std::vector<float> ones(n, 1.f), rs(rows, __builtin_nanf("")), rsf(rows, __builtin_nanf(""));
+        std::vector<T> h(total);
+        std::vector<unsigned char> q(total, 0xAA), qf(total, 0xAA);
+        const unsigned per = LC0_FP8_THREADS / WARP_SIZE;
+        const emu_dim3 row_grid{(rows + per - 1) / per, 1, 1};
+        emu::run_grid(row_grid, LC0_FP8_THREADS,
+                      [&] { fp8_bias_act_rows(d.data(), rows, n, bias.data(), act, qf.data(), rsf.data()); });
+        emu::run_grid(GRID, LC0_FP8_THREADS, [&] {
+            fp8_epilogue(d.data(), rows, n, ones.data(), bias.data(), act, 1.f, 0.f, nullptr, h.data(), nullptr);
+        });
+        emu::run_grid(row_grid, LC0_FP8_THREADS, [&] { fp8_quantize_rows(h.data(), rows, n, q.data(), rs.data()); });
+        write_array(dir + "/qf.bin", qf);
+        write_array(dir + "/rsf.bin", rsf);
+        write_array(dir + "/h.bin", h);
+        write_array(dir + "/q.bin", q);
+        write_array(dir + "/rs.bin", rs);
+        return finish();
+    }
+    std::fprintf(stderr, "usage: %s codes|quant|epi|rows|hidden ...\n", argv[0]);
     return 2;
 }

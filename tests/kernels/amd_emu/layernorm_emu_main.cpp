@@ -10,7 +10,9 @@
 //   dir holds y.bin [rows, N], gamma.bin [N], beta.bin [N], with bias bias.bin [N], with skip
 //   skip.bin [rows, N], all of the kernel's T. alias: 0 out is its own array, 1 out is y (in place,
 //   as the backend's ln_residual and smolgen LayerNorms run it), 2 out is skip. Writes out.bin
-//   [rows, N]; an element nothing wrote stays NaN.
+//   [rows, N]; an element nothing wrote stays NaN. Built with -DLC0_LN_FP8=1 it runs
+//   residual_layernorm_fp8 instead and also writes q.bin [rows, N] u8 and rs.bin [rows] f32 (the
+//   output's per-row e4m3 codes and scales).
 #include "wave_emu.h"
 // clang-format off
 #include "prelude_hiprtc.h"
@@ -44,10 +46,21 @@ int main(int argc, char** argv) {
     T* out = alias == 1 ? y.data() : alias == 2 ? skip.data() : own.data();
     if (alias == 2 && !has_skip) return 3;
     const unsigned blocks = (unsigned)((rows + LC0_LN_ROWS - 1) / LC0_LN_ROWS);
+#ifdef LC0_LN_FP8
+    std::vector<unsigned char> q(total, 0xAA);
+    std::vector<float> rs((size_t)rows, __builtin_nanf(""));
+    emu::run_grid(emu_dim3{blocks, 1, 1}, LC0_LN_THREADS * LC0_LN_ROWS, [&] {
+        residual_layernorm_fp8(y.data(), has_bias ? bias.data() : nullptr, has_skip ? skip.data() : nullptr, out,
+                               gamma.data(), beta.data(), rows, alpha, eps, act, q.data(), rs.data());
+    });
+    write_array(dir + "/q.bin", q);
+    write_array(dir + "/rs.bin", rs);
+#else
     emu::run_grid(emu_dim3{blocks, 1, 1}, LC0_LN_THREADS * LC0_LN_ROWS, [&] {
         residual_layernorm(y.data(), has_bias ? bias.data() : nullptr, has_skip ? skip.data() : nullptr, out,
                            gamma.data(), beta.data(), rows, alpha, eps, act);
     });
+#endif
     for (auto& e : emu::g_errors) std::printf("emulator: %s\n", e.c_str());
     write_array(dir + "/out.bin", alias == 1 ? y : alias == 2 ? skip : own);
     return emu::g_errors.empty() ? 0 : 1;
