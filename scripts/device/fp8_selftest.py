@@ -288,7 +288,16 @@ def main() -> int:
             def fp16(m: int = m, n: int = n, k: int = k, x: int = x16, w: int = w16, d: int = d) -> None:
                 p.gemm(s, m, n, k, x, k, w, k, d, n, dtype="fp16", trans_b=True)
 
-            for label, fn in (("fp8", fp8), ("fp16", fp16)):
+            rows_v, cols_v = up(np.ones(m, np.float32)), up(np.ones(n, np.float32))
+
+            def fp8_outer(shape: tuple[int, int, int] = (m, n, k),
+                          ptrs: tuple[int, ...] = (xq, wq, d, rows_v), w_scale: int = cols_v) -> None:
+                lt.gemm(s, *shape, *ptrs, 1.0, False, w_scale)
+
+            variants: list[tuple[str, Callable[[], None]]] = [("fp8", fp8), ("fp16", fp16)]
+            if getattr(lt, "supports_outer", False) and name != "smolgen@256":
+                variants.append(("fp8_outer", fp8_outer))
+            for label, fn in variants:
                 for _ in range(3):
                     fn()
                 start.record(s)
@@ -301,6 +310,8 @@ def main() -> int:
                 row[f"{label}_us"] = round(ms * 1000, 1)
                 row[f"{label}_tflops"] = round(2 * m * n * k / ms / 1e9, 1)
             row["speedup"] = round(row["fp16_us"] / row["fp8_us"], 2)
+            if "fp8_outer_us" in row:
+                row["speedup_outer"] = round(row["fp16_us"] / row["fp8_outer_us"], 2)
             out[name] = row
         p.destroy_event(start)
         p.destroy_event(end)
@@ -340,6 +351,7 @@ def main() -> int:
             fast.close()
 
     check("fp8_fast_accum: error and time of cuBLASLt's fast accumulation (informational)", fast_accum)
+    _fused_checks(p, s, cache, rng, dev, up, down, k_epi, k_rows)
     for ptr in allocs:
         p.free(ptr)
     lt.close()
@@ -350,6 +362,129 @@ def main() -> int:
     tail = f"; FAILED: {failed}" if failed else ""
     print(f"selftest: {len(RESULTS) - len(failed)}/{len(RESULTS)} passed{tail}")
     return 1 if failed else 0
+
+
+def _fused_checks(
+    p: Any, s: int, cache: Any, rng: np.random.Generator, dev: Callable[[int], int],
+    up: Callable[[np.ndarray], int], down: Callable[..., np.ndarray], k_epi: int, k_rows: int,
+) -> None:
+    """The fused per-row quantization (fp8_fuse=on) on the device: bit-exactness, then timing."""
+    from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS, quantize_activation
+    from lc0py.backends.gpu.ops import THREADS, ln_config
+
+    P, U, I, F = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_float
+    act_none, act_mish = 3, 1
+    warp = p.info.warp_size
+    fp8_defs = {"LC0_FP16": 1, "LC0_FP8_PARTIALS": FP8_PARTIALS, "LC0_FP8_THREADS": THREADS}
+    k_hidden = cache.function("fp8.hip", "fp8_bias_act_rows", fp8_defs)
+    per = THREADS // warp
+    smem = per * 4
+
+    def ln_kernels(n: int) -> tuple[int, int, dict[str, int]]:
+        cfg = {"LC0_FP16": 1, **ln_config(n, 8, act_none, warp)}
+        plain = cache.function("layernorm.hip", "residual_layernorm", cfg)
+        fused = cache.function("layernorm.hip", "residual_layernorm_fp8", {**cfg, "LC0_LN_FP8": 1})
+        return plain, fused, cfg
+
+    def ln_launch(fn: int, cfg: dict[str, int], rows: int, ptrs: tuple[int, ...], extra: list[Any]) -> None:
+        y, b, out, g, be = ptrs
+        r = cfg["LC0_LN_ROWS"]
+        args = [P(y), P(b), P(0), P(out), P(g), P(be), I(rows), F(1.0), F(1e-6), I(act_none), *extra]
+        p.launch(fn, (-(-rows // r), 1, 1), (cfg["LC0_LN_THREADS"] * r, 1, 1), 0, s, args)
+
+    def ln_setup(rows: int, n: int) -> tuple[int, ...]:
+        y = (2.0 * rng.standard_normal((rows, n)) + 0.3).astype(np.float16)
+        g = (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float16)
+        g[: n // 3] *= np.float16(6.0)
+        b = (0.5 * rng.standard_normal(n)).astype(np.float16)
+        be = (0.1 * rng.standard_normal(n)).astype(np.float16)
+        return up(y), up(b), dev(rows * n * 2), up(g), up(be)
+
+    def ln_exact() -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True}
+        for rows, n in ((4096 + 3, 768), (515, 2048)):
+            plain, fused, cfg = ln_kernels(n)
+            y, b, o, g, be = ln_setup(rows, n)
+            o2, q, rs = dev(rows * n * 2), dev(rows * n), dev(rows * 4)
+            ln_launch(plain, cfg, rows, (y, b, o, g, be), [])
+            ln_launch(fused, cfg, rows, (y, b, o2, g, be), [P(q), P(rs)])
+            want_out = down(o, np.float16, (rows, n))
+            got_out = down(o2, np.float16, (rows, n))
+            got_q, got_s = down(q, np.uint8, (rows, n)), down(rs, np.float32, (rows,))
+            bad = 0
+            for r in range(rows):
+                want_q, want_s = quantize_activation(got_out[r].astype(np.float32))
+                off = abs(float(got_s[r]) - want_s) > 1e-7 * want_s
+                bad += int(not np.array_equal(got_q[r], want_q) or off)
+            same = bool(np.array_equal(want_out.view(np.uint16), got_out.view(np.uint16)))
+            out[f"{rows}x{n}"] = {"rows_differing": bad, "fp16_output_identical": same}
+            out["ok"] = out["ok"] and bad == 0 and same
+        return out
+
+    check("fused LayerNorm + per-row quantize (fp8_fuse) == LayerNorm, then host encoder per row", ln_exact)
+
+    def hidden_setup(rows: int, n: int) -> tuple[int, int]:
+        d = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-2, 1.5, (rows, 1)))).astype(np.float16)
+        b = (0.3 * rng.standard_normal(n)).astype(np.float16)
+        return up(d), up(b)
+
+    def hidden_separate(d: int, b: int, rows: int, n: int, ones: int, h: int, q: int, rs: int) -> None:
+        p.launch(k_epi, (FP8_PARTIALS, 1, 1), (THREADS, 1, 1), smem, s,
+                 [P(d), U(rows), U(n), P(ones), P(b), I(act_mish), F(1.0), F(0.0), P(0), P(h), P(0)])
+        p.launch(k_rows, (-(-rows // per), 1, 1), (THREADS, 1, 1), 0, s, [P(h), U(rows), U(n), P(q), P(rs)])
+
+    def hidden_fused(d: int, b: int, rows: int, n: int, q: int, rs: int) -> None:
+        p.launch(k_hidden, (-(-rows // per), 1, 1), (THREADS, 1, 1), 0, s,
+                 [P(d), U(rows), U(n), P(b), I(act_mish), P(q), P(rs)])
+
+    def hidden_exact() -> dict[str, Any]:
+        rows, n = 4096 + 5, 1024
+        d, b = hidden_setup(rows, n)
+        ones = up(np.ones(n, np.float32))
+        h, q, rs, qf, rsf = dev(rows * n * 2), dev(rows * n), dev(rows * 4), dev(rows * n), dev(rows * 4)
+        hidden_separate(d, b, rows, n, ones, h, q, rs)
+        hidden_fused(d, b, rows, n, qf, rsf)
+        codes = int((down(q, np.uint8, (rows, n)) != down(qf, np.uint8, (rows, n))).sum())
+        scales = int((down(rs, np.float32, (rows,)) != down(rsf, np.float32, (rows,))).sum())
+        return {"ok": codes == 0 and scales == 0, "codes_differing": codes, "scales_differing": scales}
+
+    check("fp8_bias_act_rows (FFN1 fused, mish) == fp8_epilogue + fp8_quantize_rows, bit-exact", hidden_exact)
+
+    def pass_timing() -> dict[str, Any]:
+        """Batch 256 of T82 (16384 rows, E 768, FFN 1024): what each fused pass replaces."""
+        rows, e, f = 256 * 64, 768, 1024
+        start, end = p.create_event(timing=True), p.create_event(timing=True)
+
+        def us(fn: Callable[[], None], reps: int = 50) -> float:
+            for _ in range(3):
+                fn()
+            start.record(s)
+            for _ in range(reps):
+                fn()
+            end.record(s)
+            end.synchronize()
+            return round(start.elapsed_ms(end) / reps * 1000, 1)
+
+        plain, fused, cfg = ln_kernels(e)
+        y, b, o, g, be = ln_setup(rows, e)
+        q, rs = dev(rows * f), dev(rows * 4)
+        d, hb = hidden_setup(rows, f)
+        ones, h = up(np.ones(f, np.float32)), dev(rows * f * 2)
+        out = {
+            "ln_us": us(lambda: ln_launch(plain, cfg, rows, (y, b, o, g, be), [])),
+            "quantize_rows_e_us": us(lambda: p.launch(k_rows, (-(-rows // per), 1, 1), (THREADS, 1, 1), 0, s,
+                                                      [P(o), U(rows), U(e), P(q), P(rs)])),
+            "ln_fp8_us": us(lambda: ln_launch(fused, cfg, rows, (y, b, o, g, be), [P(q), P(rs)])),
+            "ffn1_epilogue_plus_rows_us": us(lambda: hidden_separate(d, hb, rows, f, ones, h, q, rs)),
+            "ffn1_bias_act_rows_us": us(lambda: hidden_fused(d, hb, rows, f, q, rs)),
+        }
+        out["ln_saved_us"] = round(out["ln_us"] + out["quantize_rows_e_us"] - out["ln_fp8_us"], 1)
+        out["ffn1_saved_us"] = round(out["ffn1_epilogue_plus_rows_us"] - out["ffn1_bias_act_rows_us"], 1)
+        p.destroy_event(start)
+        p.destroy_event(end)
+        return out
+
+    check("timing: fused vs separate quantize passes at batch 256 (informational)", pass_timing)
 
 
 def _write(path: str | None) -> None:

@@ -172,7 +172,8 @@ def test_layernorm_writes_its_output_quantized_per_row(emulators: dict[str, Path
         a.tofile(tmp_path / f"{name}.bin")
     eps = 1e-6
     args = [rows, ACT_NONE, "1.0", repr(eps), 1, 0, 0, tmp_path]
-    run = subprocess.run([str(emulators[build]), *map(str, args)], capture_output=True, text=True, timeout=300)
+    exe = str(emulators[build])
+    run = subprocess.run([exe, *map(str, args)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     out = np.fromfile(tmp_path / "out.bin", np.float16).reshape(rows, n)
     want = _reference({k: v.astype(np.float64) for k, v in stored.items()}, ACT_NONE, 1.0, eps)

@@ -268,7 +268,9 @@ def _wiring(preset: str, scales: str, subset: str | None) -> None:
     assert gemms.closed
 
 
-def _check_quantize_passes(gpu: Any, plat: Fp16GemmCounter, chosen: set[str], layers: int, fuse: bool) -> None:
+def _check_quantize_passes(
+    gpu: Any, plat: Fp16GemmCounter, chosen: set[str], layers: int, fuse: bool
+) -> None:
     """Per-row scales: which kernel quantizes each FP8 GEMM's input. Fused, the LayerNorms write
     FFN1's input and the next layer's QKV input, FFN1's epilogue the hidden layer; only layer 0's
     input (from the embedding) and the attention outputs need a separate ``fp8_quantize_rows``."""
