@@ -63,6 +63,33 @@ def test_fp8_matches_its_emulation(  # type: ignore[no-untyped-def]
         gpu.close()
 
 
+@pytest.mark.parametrize("subset", ["all", "qkv+out+smolgen", "ffn"])
+def test_fp8_fused_quantization_changes_no_bit(cuda_platform, subset: str) -> None:  # type: ignore[no-untyped-def]
+    """fp8_fuse=on (the LayerNorms and FFN1's epilogue quantize their own outputs per row) gives
+    the very outputs of fp8_fuse=off (separate fp8_quantize_rows passes), bit for bit: the fused
+    kernels write the same codes and scales, so the numpy emulation holds for both."""
+    if not _fp8_capable(cuda_platform):
+        pytest.skip(f"{cuda_platform.info.arch}: no FP8")
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+    from lc0py.tools.verify import random_planes_batch
+
+    net = random_network("t82", 12, layers=3)
+    batch = random_planes_batch(16, 6)
+    outs = []
+    for fuse in ("on", "off"):
+        text = f"max_batch=16,precision=fp8,fp8_scales=outer,fp8_fuse={fuse},fp8_gemms={subset}"
+        opts = GpuOptions.from_text(text)
+        gpu = GpuNetwork(cuda_platform, net, fp16=True, options=opts)
+        try:
+            outs.append(gpu.submit(batch).result())
+        finally:
+            gpu.close()
+    for name in ("policy", "wdl", "moves_left"):
+        fused, separate = getattr(outs[0], name), getattr(outs[1], name)
+        assert np.all(np.isfinite(fused)) and np.array_equal(fused, separate), name
+
+
 def test_fp8_refused_below_ada(cuda_platform) -> None:  # type: ignore[no-untyped-def]
     if _fp8_capable(cuda_platform):
         pytest.skip(f"{cuda_platform.info.arch} has FP8: nothing to refuse")
