@@ -70,12 +70,12 @@ LC0_DEVICE u32 fp8x2(float lo, float hi) {
 LC0_DEVICE float fp8_row_inv(float amax) { return amax > 0.f ? LC0_FP8_MAX / amax : 1.f; }
 LC0_DEVICE float fp8_row_scale(float amax) { return amax > 0.f ? amax / LC0_FP8_MAX : 1.f; }
 
-// Eight values (already scaled by the row's inverse scale) -> eight codes at dst (4-byte aligned;
-// byte i = value i), two 32-bit stores.
+// Eight values (already scaled by the row's inverse scale) -> eight codes at dst (8-byte aligned:
+// rows and chunks start at multiples of 8 elements), one 8-byte store; byte i = value i.
 LC0_DEVICE void fp8x8_store(fp8_t* dst, const float* v) {
-    u32* w = reinterpret_cast<u32*>(dst);
-    w[0] = fp8x2(v[0], v[1]) | (fp8x2(v[2], v[3]) << 16);
-    w[1] = fp8x2(v[4], v[5]) | (fp8x2(v[6], v[7]) << 16);
+    const u32 lo = fp8x2(v[0], v[1]) | (fp8x2(v[2], v[3]) << 16);
+    const u32 hi = fp8x2(v[4], v[5]) | (fp8x2(v[6], v[7]) << 16);
+    *reinterpret_cast<unsigned long long*>(dst) = (unsigned long long)lo | ((unsigned long long)hi << 32);
 }
 
 #endif  // LC0_FP8_H

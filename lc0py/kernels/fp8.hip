@@ -172,12 +172,25 @@ fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0
 // channel scales already applied by cuBLASLt), h = fp16(act(d + bias)), row_scale[r] = amax_r(h)
 // / LC0_FP8_MAX and q[r] = fp8(h / row_scale[r]). Bit for bit what fp8_epilogue (factor 1, no
 // residual) followed by fp8_quantize_rows gives, but h is never stored: one read of d and a write
-// of codes instead of a read + write of fp16 and another read + write. The activation is computed
-// twice (for the maximum, then for the codes; d's row is read again from cache) rather than held
-// in registers, so any n works. n is a multiple of LC0_VEC. Launch: as fp8_quantize_rows.
+// of codes instead of a read + write of fp16 and another read + write. A row of up to
+// LC0_FP8_ROW_CHUNKS chunks a lane (n <= 1024 fp16: T82's FFN) stays in registers; a longer one is
+// read again from cache and its activation computed again. n is a multiple of LC0_VEC. Launch: as
+// fp8_quantize_rows.
+#ifndef LC0_FP8_ROW_CHUNKS
+#define LC0_FP8_ROW_CHUNKS 4
+#endif
+
 LC0_DEVICE float fp8_hidden(float d, float b, int act) {
     // the epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0 (+0.f: -0 -> +0 as there)
     return f16_to_f32(f32_to_f16(activate(d + b, act) + 0.f));
+}
+
+LC0_DEVICE void fp8_hidden_chunk(const T* dr, const T* bias, unsigned c, int act, float* h) {
+    float v[LC0_VEC], b[LC0_VEC];
+    load_vec(dr + (size_t)c * LC0_VEC, v);
+    load_vec(bias + (size_t)c * LC0_VEC, b);
+#pragma unroll
+    for (int j = 0; j < LC0_VEC; ++j) h[j] = fp8_hidden(v[j], b[j], act);
 }
 
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
@@ -187,28 +200,48 @@ fp8_bias_act_rows(const T* LC0_RESTRICT d, unsigned rows, unsigned n, const T* L
     const unsigned r = blockIdx.x * warps + threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     if (r >= rows) return;  // whole warps leave together
     const T* dr = d + (size_t)r * n;
+    fp8_t* qr = q + (size_t)r * n;
     const unsigned chunks = n / LC0_VEC;
     float m = 0.f;
-    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
-        float v[LC0_VEC], b[LC0_VEC];
-        load_vec(dr + (size_t)c * LC0_VEC, v);
-        load_vec(bias + (size_t)c * LC0_VEC, b);
+    if (chunks <= LC0_FP8_ROW_CHUNKS * WARP_SIZE) {  // the row in registers
+        float h[LC0_FP8_ROW_CHUNKS][LC0_VEC];
 #pragma unroll
-        for (int j = 0; j < LC0_VEC; ++j) {
-            const float h = fp8_hidden(v[j], b[j], act);
-            m = fmaxf(m, fmaxf(h, -h));
+        for (int i = 0; i < LC0_FP8_ROW_CHUNKS; ++i) {
+            const unsigned c = lane + i * WARP_SIZE;
+            if (c < chunks) {
+                fp8_hidden_chunk(dr, bias, c, act, h[i]);
+#pragma unroll
+                for (int j = 0; j < LC0_VEC; ++j) m = fmaxf(m, fmaxf(h[i][j], -h[i][j]));
+            }
         }
+        m = warp_max(m);
+        const float inv = fp8_row_inv(m);
+        if (lane == 0) row_scale[r] = fp8_row_scale(m);
+#pragma unroll
+        for (int i = 0; i < LC0_FP8_ROW_CHUNKS; ++i) {
+            const unsigned c = lane + i * WARP_SIZE;
+            if (c < chunks) {
+#pragma unroll
+                for (int j = 0; j < LC0_VEC; ++j) h[i][j] *= inv;
+                fp8x8_store(qr + (size_t)c * LC0_VEC, h[i]);
+            }
+        }
+        return;
+    }
+    for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
+        float h[LC0_VEC];
+        fp8_hidden_chunk(dr, bias, c, act, h);
+#pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) m = fmaxf(m, fmaxf(h[j], -h[j]));
     }
     m = warp_max(m);
     const float inv = fp8_row_inv(m);
     if (lane == 0) row_scale[r] = fp8_row_scale(m);
-    fp8_t* qr = q + (size_t)r * n;
     for (unsigned c = lane; c < chunks; c += WARP_SIZE) {
-        float v[LC0_VEC], b[LC0_VEC];
-        load_vec(dr + (size_t)c * LC0_VEC, v);
-        load_vec(bias + (size_t)c * LC0_VEC, b);
+        float h[LC0_VEC];
+        fp8_hidden_chunk(dr, bias, c, act, h);
 #pragma unroll
-        for (int j = 0; j < LC0_VEC; ++j) v[j] = fp8_hidden(v[j], b[j], act) * inv;
-        fp8x8_store(qr + (size_t)c * LC0_VEC, v);
+        for (int j = 0; j < LC0_VEC; ++j) h[j] *= inv;
+        fp8x8_store(qr + (size_t)c * LC0_VEC, h);
     }
 }

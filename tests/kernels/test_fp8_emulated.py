@@ -144,15 +144,17 @@ def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str) -> None:
 
 
 @pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])
-@pytest.mark.parametrize("act", [ACT_MISH, ACT_RELU_2, ACT_NONE])
+@pytest.mark.parametrize(("act", "n"), [(ACT_MISH, 160), (ACT_RELU_2, 160), (ACT_NONE, 160), (ACT_MISH, 2056)])
 def test_bias_act_rows_is_the_epilogue_then_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str,
-                                                           act: int) -> None:
+                                                           act: int, n: int) -> None:
     """fp8_bias_act_rows (FFN1's fused epilogue, fp8_scales=outer): the same codes and row scales,
     bit for bit, as fp8_epilogue (factor 1, bias, activation) followed by fp8_quantize_rows -- so
     the numpy emulation of the separate passes stays the device's arithmetic -- and those codes
     are the host encoder's of the fp16 hidden layer."""
     rng = np.random.default_rng(31 + act)
-    rows, n = 37, 160  # rows not a multiple of the warps per block; 20 chunks over the lanes
+    # rows not a multiple of the warps per block; 160: the row in registers (20 chunks over the
+    # lanes), 2056: 257 chunks, more than 4 a lane on either wave size: read twice
+    rows = 37
     d = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-3, 2, (rows, 1)))).astype(np.float16)
     b = (rng.standard_normal(n) * 0.3).astype(np.float16)
     d[4] = -b  # a row whose hidden values are all zero (mish(0) = relu²(0) = 0): scale 1
