@@ -3,7 +3,16 @@ attention body in e4m3 through cuBLASLt, everything else as in ``cuda-fp16``.
 
 Per encoder layer, the four GEMMs that hold most of the FLOPs -- QKV (+ smolgen compress), the
 output projection, FFN1, FFN2 -- and the smolgen generator (the ``[B·H, gs] x [gs, 4096]`` GEMM
-shared by every layer) run as::
+shared by every layer) run in e4m3. By default (``fp8_scales=outer``, ``fp8_fuse=on``)::
+
+    LayerNorm -> x (fp16) + e4m3(x), row scales   the kernel that writes a row quantizes it
+    cuBLASLt FP8 GEMM -> D (fp16)                 row scales x per-channel weight scales inside
+                                                  (outer-vector scaling), residual added (beta = 1)
+    FFN1: fp8_bias_act_rows(D) -> e4m3(hidden)    bias + activation + per-row quantize, one pass
+
+so the only separate quantize pass left is the attention output's (and layer 0's input). With
+``fp8_fuse=off`` the same codes come from separate ``fp8_quantize_rows`` passes. With
+``fp8_scales=channel``::
 
     fp8_amax + fp8_quantize(x)      per-tensor scale of the running batch, on the device
     cuBLASLt FP8 GEMM -> D (fp16)   alpha = the weight's per-tensor part, B scale = x's scale
@@ -11,13 +20,10 @@ shared by every layer) run as::
 
 (kernels/fp8.hip; the weights' scales: fp8_quant.py). With ``fp8_scales=tensor`` each weight has
 one scale: QKV needs no epilogue pass, and the output projection and FFN2 add their residual in
-cuBLASLt (beta = 1) -- three fewer passes over the activations per layer. With ``fp8_scales=outer``
-the activations are quantized per row (one kernel, one read: the row's maximum is a warp's own)
-and cuBLASLt applies both the per-channel weight scales and the per-row activation scales
-(outer-vector scaling): no epilogue pass except FFN1's bias and activation. The FFN's hidden layer
-gets its per-block maxima from the FFN1 epilogue itself, so it needs no separate amax pass. The
-smolgen generator's weight has one scale for the whole matrix in either mode: its output
-(``[B, H, 64, 64]``, the largest tensor of the pass) then needs no epilogue pass at all.
+cuBLASLt (beta = 1). The FFN's hidden layer gets its per-block maxima from the FFN1 epilogue
+itself, so it needs no separate amax pass. The smolgen generator's weight has one scale for the
+whole matrix in every mode, and its input one per tensor: its output (``[B, H, 64, 64]``, the
+largest tensor of the pass) then needs no epilogue pass at all. docs/fp8.md counts the bytes.
 LayerNorm, softmax/attention, the embedding and the heads stay fp16 with fp32 arithmetic. No
 calibration file, no host sync: every scale is computed on the device, so the pass is captured
 in a CUDA graph like the fp16 one.
