@@ -3,7 +3,9 @@
 The attention-body forward pass of ``lc0py.model`` with the FP8 GEMMs of ``fp8.py`` put in: each
 of QKV (+ smolgen compress), the output projection, FFN1, FFN2 and the smolgen generator
 multiplies the per-tensor e4m3 quantization of its input (scale from the whole batch, as the
-device's ``fp8_amax``/``fp8_quantize``) by the dequantized e4m3 weight (per-channel or per-tensor
+device's ``fp8_amax``/``fp8_quantize``), or per row with ``per_row`` (``fp8_scales=outer``, cuda-fp8's
+default: ``fake_quantize_rows``, the codes that ``fp8_quantize_rows`` and the fused LayerNorm / FFN1
+kernels of ``fp8_fuse`` write alike), by the dequantized e4m3 weight (per-channel or per-tensor
 scales, ``fp8_quant``); everything else is the float32 reference. The device also stores its
 activations in fp16 and sums in another order; the inputs to each quantization are rounded to
 fp16 here too, so the two differ by those orders and by the rare e4m3 code a last-bit difference
