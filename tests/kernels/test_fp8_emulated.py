@@ -144,7 +144,9 @@ def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str) -> None:
 
 
 @pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])
-@pytest.mark.parametrize(("act", "n"), [(ACT_MISH, 160), (ACT_RELU_2, 160), (ACT_NONE, 160), (ACT_MISH, 2056)])
+@pytest.mark.parametrize(
+    ("act", "n"), [(ACT_MISH, 160), (ACT_RELU_2, 160), (ACT_NONE, 160), (ACT_MISH, 2056)]
+)
 def test_bias_act_rows_is_the_epilogue_then_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str,
                                                            act: int, n: int) -> None:
     """fp8_bias_act_rows (FFN1's fused epilogue, fp8_scales=outer): the same codes and row scales,
