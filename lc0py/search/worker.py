@@ -228,7 +228,9 @@ def task_workers(params: SearchParams, info: BackendInfo) -> int:
     return max(0, min((os.cpu_count() or 1) // working - 1, 4))
 
 
-def split_round(picks: np.ndarray, start: int, end: int, workers: int, per_task: int) -> list[tuple[int, int]]:
+def split_round(
+    picks: np.ndarray, start: int, end: int, workers: int, per_task: int
+) -> list[tuple[int, int]]:
     """lc0's split of a round's picks among ``workers`` task workers and the search thread:
     ``clamp(leaves / per_task, 2, workers + 1)`` tasks of ``leaves / tasks`` non-collision
     picks each (rounded down), the search thread's (the last range) taking what is left."""
@@ -340,7 +342,8 @@ class SearchWorker:
         """The picks ``[start, end)`` of a round staged by ``tasks.scan_picks``: lc0's split
         among the task workers (threads running the compiled scan without the GIL) and this
         thread (the last range)."""
-        ranges = split_round(batch.picks, start, end, self.task_workers, self.params.minimum_per_task_processing)
+        per_task = self.params.minimum_per_task_processing
+        ranges = split_round(batch.picks, start, end, self.task_workers, per_task)
         if self._task_pool is None:
             self._task_pool = ThreadPoolExecutor(self.task_workers, thread_name_prefix="lc0py-task")
         args = (
@@ -360,8 +363,8 @@ class SearchWorker:
     def _scan(self, task: int, lo: int, hi: int, args: tuple[object, ...]) -> None:
         t, root, picks, start, cache, use_cache, two_fold, input_format, fill, tb_pieces, staged = args
         self._scans[task](
-            t, root, picks, start, lo, hi, self._task_positions[task], cache, use_cache, two_fold, input_format,
-            fill, tb_pieces, staged,
+            t, root, picks, start, lo, hi, self._task_positions[task], cache, use_cache, two_fold,
+            input_format, fill, tb_pieces, staged,
         )
 
     def submit(self, batches: list[Batch]) -> None:

@@ -49,8 +49,9 @@ PARTS = ("pick", "replay", "+movegen", "+rules+cache", "+encode", "extend", "res
 
 
 @njit
-def probe_leaves(t, root, picks, start, end, pos, cache, input_format, fill, level, req_masks, req_values,
-                 req_idx):  # type: ignore[no-untyped-def]
+def probe_leaves(
+    t, root, picks, start, end, pos, cache, input_format, fill, level, req_masks, req_values, req_idx
+):  # type: ignore[no-untyped-def]
     """The read-only part of ``extend_picks`` up to ``level`` (0 replay, 1 movegen, 2 rules and
     cache, 3 encoding); returns the leaves it touched."""
     moves = np.empty(B.MAX_MOVES, np.uint16)
@@ -102,11 +103,36 @@ class SplitGather:
         self.resolve = Resolved(G.resolve_out_of_order)
         self.settle = Resolved(G.settle_collisions)
 
-    def __call__(self, t: Any, root: int, prm: np.ndarray, allowed: np.ndarray, remaining: float, best: int,
-                 picks: np.ndarray, kinds: np.ndarray, vals: np.ndarray, req: L.Requests, pos: L.Positions,
-                 cache: C.CacheArrays, use_cache: bool, two_fold: bool, input_format: int, fill: int,
-                 sticky: bool, out_of_order: bool, target: int, max_ooo: int, state: np.ndarray,
-                 stats: np.ndarray, vtp: np.ndarray, stop: np.ndarray, root_noise: np.ndarray) -> int:
+    def __call__(
+        self,
+        t: Any,
+        root: int,
+        prm: np.ndarray,
+        allowed: np.ndarray,
+        remaining: float,
+        best: int,
+        picks: np.ndarray,
+        kinds: np.ndarray,
+        vals: np.ndarray,
+        req: L.Requests,
+        pos: L.Positions,
+        cache: C.CacheArrays,
+        use_cache: bool,
+        two_fold: bool,
+        input_format: int,
+        fill: int,
+        sticky: bool,
+        out_of_order: bool,
+        target: int,
+        max_ooo: int,
+        state: np.ndarray,
+        stats: np.ndarray,
+        vtp: np.ndarray,
+        stop: np.ndarray,
+        root_noise: np.ndarray,
+        staged: Any = None,
+        min_parallel: int = 0,
+    ) -> int:
         assert len(root_noise) == 0, "no Dirichlet noise in this replay"
         clock = time.perf_counter_ns
         ns = self.ns
@@ -140,8 +166,21 @@ class SplitGather:
             for level, name in enumerate(PARTS[1:5]):
                 scratch = copy_positions(pos)
                 c0 = clock()
-                touched = self.probe(t, root, picks, start, end, scratch, cache, input_format, fill, level,
-                                       req.masks, req.values, req.idx)
+                touched = self.probe(
+                    t,
+                    root,
+                    picks,
+                    start,
+                    end,
+                    scratch,
+                    cache,
+                    input_format,
+                    fill,
+                    level,
+                    req.masks,
+                    req.values,
+                    req.idx,
+                )
                 ns[name] += clock() - c0
             self.leaves += touched
             nc = int(np.count_nonzero(picks[start:end, 4] == 0))
@@ -149,8 +188,24 @@ class SplitGather:
                 self.big_rounds += 1
                 self.big_leaves += nc
             c0 = clock()
-            self.extend(t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds,
-                           vals, req, prm, prm[P_TB_PIECES] > 0)
+            self.extend(
+                t,
+                root,
+                picks,
+                start,
+                end,
+                pos,
+                cache,
+                use_cache,
+                two_fold,
+                input_format,
+                fill,
+                kinds,
+                vals,
+                req,
+                prm,
+                prm[P_TB_PIECES] > 0,
+            )
             ns["extend"] += clock() - c0
             c0 = clock()
             for i in range(start, end):
@@ -197,28 +252,40 @@ def main() -> None:
         nodes += tree.num_nodes
         if k == 0:  # the first search compiled the probes: count from the second on
             split.ns = dict.fromkeys(PARTS, 0)
-            split.rounds = split.leaves = split.picks = split.gathers = split.big_rounds = split.big_leaves = 0
+            split.rounds = split.leaves = split.picks = split.gathers = split.big_rounds = (
+                split.big_leaves
+            ) = 0
             cpu0 = time.process_time()
             nodes = 0
     cpu = time.process_time() - cpu0
     ns = split.ns
     ext = ns["extend"]
     gather = ns["pick"] + ext + ns["rest"]
-    print(f"positions {args.positions - 1} timed, {split.gathers} gathers, {split.rounds} rounds, "
-          f"{split.picks} picks, {split.leaves} leaves extended; process CPU {cpu:.2f} s for {nodes} nodes")
-    print(f"per round: {split.picks / max(1, split.rounds):.1f} picks, {split.leaves / max(1, split.rounds):.1f} "
-          f"leaves to extend; rounds with >= {split.min_work} non-collision picks (lc0's MinimumProcessingWork): "
-          f"{split.big_rounds} ({split.big_leaves} leaves)")
+    print(
+        f"positions {args.positions - 1} timed, {split.gathers} gathers, {split.rounds} rounds, "
+        f"{split.picks} picks, {split.leaves} leaves extended; process CPU {cpu:.2f} s for {nodes} nodes"
+    )
+    rounds = max(1, split.rounds)
+    print(
+        f"per round: {split.picks / rounds:.1f} picks, {split.leaves / rounds:.1f} leaves to extend; rounds "
+        f"with >= {split.min_work} non-collision picks (lc0's MinimumProcessingWork): "
+        f"{split.big_rounds} ({split.big_leaves} leaves)"
+    )
     print(f"{'part':16s} {'ms':>9s} {'% gather':>9s} {'us/leaf':>8s}")
     for name in PARTS:
-        share = 100.0 * ns[name] / gather if name in ("pick", "extend", "rest") else 100.0 * ns[name] / gather
-        print(f"{name:16s} {ns[name] / 1e6:9.1f} {share:9.1f} {ns[name] / 1e3 / max(1, split.leaves):8.2f}")
-    print(f"{'gather (pick+extend+rest)':26s} {gather / 1e6:9.1f} ms; extension = {100.0 * ext / gather:.1f} %, "
-          f"of it encode {100.0 * (ns['+encode'] - ns['+rules+cache']) / max(1, ext):.0f} %, replay "
-          f"{100.0 * ns['replay'] / max(1, ext):.0f} %, movegen {100.0 * (ns['+movegen'] - ns['replay']) / max(1, ext):.0f} %,"
-          f" rules+cache {100.0 * (ns['+rules+cache'] - ns['+movegen']) / max(1, ext):.0f} %, tree writes+sort "
-          f"{100.0 * (ext - ns['+encode']) / max(1, ext):.0f} %")
+        print(f"{name:16s} {ns[name] / 1e6:9.1f} {100.0 * ns[name] / gather:9.1f} "
+              f"{ns[name] / 1e3 / max(1, split.leaves):8.2f}")
 
+    def of_ext(x: float) -> str:
+        return f"{100.0 * x / max(1, ext):.0f} %"
+
+    print(
+        f"gather (pick+extend+rest) {gather / 1e6:.1f} ms; extension {100.0 * ext / gather:.1f} %: replay "
+        f"{of_ext(ns['replay'])}, movegen {of_ext(ns['+movegen'] - ns['replay'])}, rules+cache "
+        f"{of_ext(ns['+rules+cache'] - ns['+movegen'])}, encode "
+        f"{of_ext(ns['+encode'] - ns['+rules+cache'])}, "
+        f"tree writes+sort {of_ext(ext - ns['+encode'])}"
+    )
 
 if __name__ == "__main__":
     main()

@@ -46,7 +46,7 @@ def test_split_round_gives_lc0s_ranges() -> None:
     # 43 leaves / 8 = 5 tasks (at most 4 + 1), 43 // 5 = 8 leaves each for the first 4
     assert len(ranges) == 5
     assert ranges[0][0] == start and ranges[-1][1] == end
-    for (a, b), (c, _) in zip(ranges, ranges[1:], strict=False):
+    for (_, b), (c, _) in zip(ranges, ranges[1:], strict=False):
         assert b == c
     counts = [int(np.count_nonzero(picks[a:b, 4] == 0)) for a, b in ranges]
     assert counts == [8, 8, 8, 8, 11]

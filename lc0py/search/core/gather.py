@@ -277,8 +277,9 @@ def gather_minibatch(
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req,
             prm, prm[P_TB_PIECES] > 0,
         )
-        _finish_round(t, root, picks, kinds, vals, pos, start, end, sticky, out_of_order, state, stats, root_noise,
-                      prm)
+        _finish_round(
+            t, root, picks, kinds, vals, pos, start, end, sticky, out_of_order, state, stats, root_noise, prm
+        )
         if state[G_LEFT] <= 0 or stop[0] != 0:
             return GATHER_DONE
 
