@@ -7,7 +7,7 @@ that calls its compiled pieces one by one and times each (``perf_counter_ns``; t
 requests and every decision are those of the compiled loop). Before each round's real
 ``extend_picks``, read-only probes run the same leaves on a copy of the path cache, cumulatively:
 
-- ``replay``: the positions along each leaf's path (``leaves._position_row``);
+- ``replay``: the positions along each leaf's path (``leaves.position_row``);
 - ``+movegen``: legal moves (``board.gen_legal``);
 - ``+rules+cache``: game-over and draw rules, the position hash and an NN-cache probe;
 - ``+encode``: the 112 planes and the policy indices of each leaf the cache lacks.
@@ -64,7 +64,7 @@ def probe_leaves(
         if t.term[node] != 0:
             continue
         touched += 1
-        row = L._position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
+        row = L.position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
         if level == 0:
             continue
         p = pos.hist[row]

@@ -39,7 +39,7 @@ from lc0py.search.core.leaves import (
     SORT_STACK,
     Positions,
     Requests,
-    _position_row,
+    position_row,
     sort_edges,
 )
 from lc0py.search.core.rescale import rescale_leaf
@@ -112,7 +112,7 @@ def scan_picks(
         if t.term[node] != 0:
             continue
         depth = picks[i, 1]
-        row = _position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
+        row = position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
         p = pos.hist[row]
         moves = st.moves[k]
         n = B.gen_legal(p, moves)
@@ -184,7 +184,7 @@ def commit_picks(
             continue
         node = picks[i, 0]
         if kind == KIND_TERMINAL:
-            make_terminal(t, node, st.result[k], st.plies[k], st.tkind[k])
+            make_terminal(t, node, np.int64(st.result[k]), st.plies[k], np.int64(st.tkind[k]))
             continue
         n = st.nmoves[k]
         e0 = reserve_edges(t, n)
