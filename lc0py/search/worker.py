@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -60,6 +61,7 @@ from lc0py.search.core.tree import NodeTree
 from lc0py.search.fastcall import Resolved
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
+from lc0py.search.taskpool import TaskPool
 
 
 class Deferred:
@@ -313,7 +315,7 @@ class SearchWorker:
             T.copy_positions(self._positions) for _ in range(self.task_workers)
         ]
         self._scans = [Resolved(T.scan_picks) for _ in range(self.task_workers + 1)]
-        self._task_pool: ThreadPoolExecutor | None = None
+        self._task_pool: TaskPool | None = None
         self.parallel_rounds = 0
         self._collect_collisions = Resolved(G.collect_collisions)
         self._cancel_collisions = Resolved(G.cancel_collisions)
@@ -335,29 +337,33 @@ class SearchWorker:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
         if self._task_pool is not None:
-            self._task_pool.shutdown(wait=True)
+            self._task_pool.close()
             self._task_pool = None
 
     def _scan_round(self, batch: Batch, start: int, end: int) -> None:
         """The picks ``[start, end)`` of a round staged by ``tasks.scan_picks``: lc0's split
-        among the task workers (threads running the compiled scan without the GIL) and this
-        thread (the last range)."""
+        among the task workers (``TaskPool`` threads running the compiled scan without the GIL)
+        and this thread (the last range)."""
         per_task = self.params.minimum_per_task_processing
         ranges = split_round(batch.picks, start, end, self.task_workers, per_task)
-        if self._task_pool is None:
-            self._task_pool = ThreadPoolExecutor(self.task_workers, thread_name_prefix="lc0py-task")
+        pool = self._task_pool
+        if pool is None:
+            pool = self._task_pool = TaskPool(self.task_workers)
         args = (
             self.tree.arrays, self.root_id, batch.picks, start, self.cache.arrays, self._use_cache,
             self.params.two_fold_draws, self.input_format, self._fill,
             int(self.prm[P_TB_PIECES]), self._staged,
         )
-        futures = [
-            self._task_pool.submit(self._scan, k + 1, lo, hi, args) for k, (lo, hi) in enumerate(ranges[:-1])
-        ]
+        tasks = len(ranges) - 1
+        for k in range(tasks):
+            lo, hi = ranges[k]
+            pool.start(k, partial(self._scan, k + 1, lo, hi, args))
         lo, hi = ranges[-1]
-        self._scan(0, lo, hi, args)
-        for f in futures:
-            f.result()
+        try:
+            self._scan(0, lo, hi, args)
+        finally:
+            for k in range(tasks):
+                pool.wait(k)
         self.parallel_rounds += 1
 
     def _scan(self, task: int, lo: int, hi: int, args: tuple[object, ...]) -> None:
