@@ -228,7 +228,7 @@ def main() -> None:
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=0)
     ap.add_argument("--backend", default="random")
-    ap.add_argument("--weights", default=None)
+    ap.add_argument("--weights", "-w", default=None)
     args = ap.parse_args()
     backend = create_backend(args.backend, args.weights, None)
     params = SearchParams(minibatch_size=args.minibatch_size, overlap=False)
