@@ -90,3 +90,58 @@ def test_parallel_extension_changes_nothing(minibatch: int, overlap: bool) -> No
     assert rounds > 0  # the parallel path ran
     assert parallel == serial
     assert parallel_counts == serial_counts
+
+
+class _Tables:
+    """A stand-in for the Syzygy tables: ``answer`` for every probe (None: the probe fails)."""
+
+    def __init__(self, answer: int | None) -> None:
+        self.answer, self.max_pieces, self.hits = answer, 4, 0
+        self.probed: list[str] = []
+
+    def probe_wdl(self, board: object) -> int | None:
+        self.probed.append(str(board))
+        return self.answer
+
+    def hit(self) -> None:
+        self.hits += 1
+
+
+@pytest.mark.parametrize("answer", [None, 2])
+def test_parallel_extension_with_table_probes_and_root_noise(answer: int | None) -> None:
+    """Leaves left for the tables (KIND_TB_PROBE), Dirichlet noise at the root: the same with
+    the scan in parallel."""
+
+    def run(workers: int) -> tuple[bytes, list[str], int]:
+        tables = _Tables(answer)
+        params = SearchParams(
+            overlap=False,
+            minibatch_size=64,
+            task_workers=workers,
+            minimum_processing_work=1,
+            minimum_per_task_processing=1,
+            noise_epsilon=0.25,
+            random_seed=3,
+        )
+        tree = NodeTree()
+        tree.reset_to_position("3rk3/8/8/8/8/8/4P3/3QK3 w - - 0 1", [])  # Qxd8: 4 pieces, zeroing
+        s = Search(
+            tree,
+            RandomBackend(),
+            params,
+            SearchLimits(nodes=1500, smart_pruning=False),
+            NNCache(10000),
+            tablebase=tables,
+        )  # type: ignore[arg-type]
+        s.run()
+        s.join()
+        t, k = tree.arrays, tree.num_nodes
+        data = b"".join(
+            np.ascontiguousarray(a[:k]).tobytes() for a in (t.n, t.wl, t.d, t.term, t.parent, t.ep[:1])
+        )
+        return data + str(s.best_move()).encode(), tables.probed, s.worker.parallel_rounds
+
+    serial = run(0)
+    parallel = run(3)
+    assert parallel[2] > 0 and serial[1]  # the parallel path ran, and leaves were probed
+    assert parallel[:2] == serial[:2]
