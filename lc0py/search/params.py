@@ -55,6 +55,13 @@ class SearchParams:
     # worker.batches_in_flight). One thread gathers them; those gathered while the device is
     # busy go to it as one batch, as lc0's multiplexing backend joins its threads' batches.
     threads: int = 0
+    # lc0's task workers of a search thread (``TaskWorkers``; -1: lc0's rule, see
+    # ``worker.task_workers``): a pick round with at least ``minimum_processing_work`` leaves
+    # (``MinimumProcessingWork``) is extended in parallel, at least ``minimum_per_task_processing``
+    # (``MinimumPerTaskProcessing``) per task; 0 workers: the serial path
+    task_workers: int = -1
+    minimum_processing_work: int = 20
+    minimum_per_task_processing: int = 8
     verbose_move_stats: bool = False
     # lc0's WDL rescaling of every NN evaluation (contempt, draw-rate sharpening; issue 12): the
     # search applies lc0py.search.wdl_rescale with these; the UCI layer computes them.

@@ -13,7 +13,7 @@ process runs any search code of the other's share.
 The split (CPU seconds of each share's first compile, measured with numba's compile events):
 
 * helper: ``leaves.extend_picks`` (~12 s), ``leaves.prefetch`` (~5 s, sharing move generation
-  and encoding with the former);
+  and encoding with the former), ``tasks.scan_picks`` (the task workers' scan, the same parts);
 * engine: ``pick.pick_nodes``, ``gather.resolve_out_of_order``, ``gather.settle_collisions``,
   ``noise.apply_root_noise``, ``gather.backup_batch``, ``leaves.apply_results``, the root's
   ranking (``ranking.best_edge``, ``ranked_edges``, ``root_stats``), tree reuse
@@ -75,6 +75,7 @@ def _calls(share: str) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     from lc0py.search.core import noise as N
     from lc0py.search.core import pick as P
     from lc0py.search.core import ranking as R
+    from lc0py.search.core import tasks as T
     from lc0py.search.core.nncache import NNCache
     from lc0py.search.core.tree import NodeTree
     from lc0py.search.params import SearchParams
@@ -100,6 +101,11 @@ def _calls(share: str) -> Iterator[tuple[Any, tuple[Any, ...]]]:
         )
         yield L.prefetch, _types(
             L.prefetch, t, root, 0, 1, prm, pos, cache, b.requests, w.input_format, w._fill, *w._prefetch_work
+        )
+        # the task workers' scan (worker._scan_round), else compiled at the first large round
+        yield T.scan_picks, _types(
+            T.scan_picks, t, root, b.picks, 0, 0, 1, pos, cache, w._use_cache, params.two_fold_draws,
+            w.input_format, w._fill, 0, w._staged,
         )
     elif share == "engine":
         allowed = np.zeros(0, np.uint8)

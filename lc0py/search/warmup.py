@@ -63,9 +63,11 @@ def _run() -> float:
     start = time.perf_counter()
     tree = NodeTree()
     tree.reset_to_position(FEN, [])
-    # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon)
+    # root noise on: its compiled hook is loaded too (DirichletNoiseEpsilon); one task worker
+    # from the first leaf on: the task workers' scan is loaded too (TaskWorkers)
     params = SearchParams(
-        overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0
+        overlap=False, minibatch_size=16, verbose_move_stats=False, noise_epsilon=0.25, random_seed=0,
+        task_workers=1, minimum_processing_work=1,
     )
     limits = SearchLimits(nodes=64, smart_pruning=False)
     search = Search(tree, FlatBackend(), params, limits, NNCache(1000))

@@ -5,8 +5,10 @@ and grows the tree's arrays when the compiled gather asks for room."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from lc0py.chess.core.encode import fill_code
 from lc0py.search.core import gather as G
 from lc0py.search.core import leaves as L
 from lc0py.search.core import noise as N
+from lc0py.search.core import tasks as T
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.pick import (
     P_BASE,
@@ -47,11 +50,18 @@ from lc0py.search.core.pick import (
     P_NOISE_EPS,
     P_SIZE,
 )
-from lc0py.search.core.rescale import P_RESCALE_DIFF, P_RESCALE_MAX_S, P_RESCALE_RATIO, P_RESCALE_ROOT_STM
+from lc0py.search.core.rescale import (
+    P_RESCALE_DIFF,
+    P_RESCALE_MAX_S,
+    P_RESCALE_RATIO,
+    P_RESCALE_ROOT_STM,
+    P_TB_PIECES,
+)
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.fastcall import Resolved
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
+from lc0py.search.taskpool import TaskPool
 
 
 class Deferred:
@@ -208,6 +218,39 @@ def largest_batch(params: SearchParams, info: BackendInfo) -> int:
     return max(minibatch_target(params, info) + 2, params.max_prefetch)
 
 
+def task_workers(params: SearchParams, info: BackendInfo) -> int:
+    """lc0 0.32.1's task workers of a search thread: ``TaskWorkers`` when set (>= 0), else none
+    on a CPU backend and ``min(cores / max(Threads - 1, 1) - 1, 4)`` elsewhere (``Threads`` 0:
+    lc0's 2 for a GPU backend)."""
+    if params.task_workers >= 0:
+        return params.task_workers
+    if getattr(info, "runs_on_cpu", False):
+        return 0
+    working = max((params.threads or 2) - 1, 1)
+    return max(0, min((os.cpu_count() or 1) // working - 1, 4))
+
+
+def split_round(
+    picks: np.ndarray, start: int, end: int, workers: int, per_task: int
+) -> list[tuple[int, int]]:
+    """lc0's split of a round's picks among ``workers`` task workers and the search thread:
+    ``clamp(leaves / per_task, 2, workers + 1)`` tasks of ``leaves / tasks`` non-collision
+    picks each (rounded down), the search thread's (the last range) taking what is left."""
+    leaves = np.flatnonzero(picks[start:end, 4] == 0)
+    tasks = min(max(len(leaves) // max(1, per_task), 2), workers + 1)
+    each = len(leaves) // tasks
+    ranges = []
+    lo = start
+    for j in range(1, tasks):
+        if each == 0:
+            break
+        hi = start + int(leaves[j * each - 1]) + 1
+        ranges.append((lo, hi))
+        lo = hi
+    ranges.append((lo, end))
+    return ranges
+
+
 def prepare_for_search(backend: Backend, params: SearchParams) -> None:
     """Let the backend do its one-time work for the batch sizes a search with ``params`` sends
     (graph captures), at engine start rather than inside a timed ``go``."""
@@ -264,6 +307,16 @@ class SearchWorker:
         # The compiled calls of every minibatch, through entry points resolved at their first call
         # (``fastcall``: numba's type matching of the tree's 18 arrays cost 20-41 us a call)
         self._gather_minibatch = Resolved(G.gather_minibatch)
+        # lc0's task workers: the leaves of a large pick round scanned in parallel (tasks.py)
+        self.task_workers = task_workers(params, backend.info)
+        self._min_parallel = max(1, params.minimum_processing_work) if self.task_workers > 0 else 0
+        self._staged = T.make_staged(self.target + 2 if self.task_workers > 0 else 1)
+        self._task_positions = [self._positions] + [
+            T.copy_positions(self._positions) for _ in range(self.task_workers)
+        ]
+        self._scans = [Resolved(T.scan_picks) for _ in range(self.task_workers + 1)]
+        self._task_pool: TaskPool | None = None
+        self.parallel_rounds = 0
         self._collect_collisions = Resolved(G.collect_collisions)
         self._cancel_collisions = Resolved(G.cancel_collisions)
         self._apply_results = Resolved(L.apply_results)
@@ -278,10 +331,47 @@ class SearchWorker:
 
     def close(self) -> None:
         """End the evaluation thread: queued batches are cancelled and the thread is joined (the
-        search drains its evaluations first, so nothing is left running past the search)."""
+        search drains its evaluations first, so nothing is left running past the search); the
+        task workers' threads end too."""
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self._task_pool is not None:
+            self._task_pool.close()
+            self._task_pool = None
+
+    def _scan_round(self, batch: Batch, start: int, end: int) -> None:
+        """The picks ``[start, end)`` of a round staged by ``tasks.scan_picks``: lc0's split
+        among the task workers (``TaskPool`` threads running the compiled scan without the GIL)
+        and this thread (the last range)."""
+        per_task = self.params.minimum_per_task_processing
+        ranges = split_round(batch.picks, start, end, self.task_workers, per_task)
+        pool = self._task_pool
+        if pool is None:
+            pool = self._task_pool = TaskPool(self.task_workers)
+        args = (
+            self.tree.arrays, self.root_id, batch.picks, start, self.cache.arrays, self._use_cache,
+            self.params.two_fold_draws, self.input_format, self._fill,
+            int(self.prm[P_TB_PIECES]), self._staged,
+        )
+        tasks = len(ranges) - 1
+        for k in range(tasks):
+            lo, hi = ranges[k]
+            pool.start(k, partial(self._scan, k + 1, lo, hi, args))
+        lo, hi = ranges[-1]
+        try:
+            self._scan(0, lo, hi, args)
+        finally:
+            for k in range(tasks):
+                pool.wait(k)
+        self.parallel_rounds += 1
+
+    def _scan(self, task: int, lo: int, hi: int, args: tuple[object, ...]) -> None:
+        t, root, picks, start, cache, use_cache, two_fold, input_format, fill, tb_pieces, staged = args
+        self._scans[task](
+            t, root, picks, start, lo, hi, self._task_positions[task], cache, use_cache, two_fold,
+            input_format, fill, tb_pieces, staged,
+        )
 
     def submit(self, batches: list[Batch]) -> None:
         """Hand ``batches`` to the backend as one network batch. Several minibatches gathered
@@ -366,10 +456,15 @@ class SearchWorker:
                 self._vtp,
                 self._stop_flag,
                 self.root_noise,
+                self._staged,
+                self._min_parallel,
             )
             batch.count = int(state[G.G_COUNT])
             if status == G.GATHER_DONE:
                 break
+            if status == G.GATHER_SCAN:
+                self._scan_round(batch, int(state[G.G_START]), int(state[G.G_END]))
+                continue
             rows = int(state[G.G_NEED])
             tree.ensure_capacity(rows, rows * G.EDGES_PER_VISIT)
             batch.reserve(rows)

@@ -221,6 +221,17 @@ def build_table() -> list[OptionSpec]:
             "onnx-cpu 32, GPU 256)",
         ),
         OptionSpec("MaxPrefetch", "spin", D.max_prefetch, "--max-prefetch", 0, 1024, param="max_prefetch"),
+        OptionSpec(
+            "TaskWorkers",
+            "spin",
+            D.task_workers,
+            "--task-workers",
+            -1,
+            128,
+            param="task_workers",
+            help="threads that extend a large pick round's leaves with the search thread (-1: lc0's rule, "
+            "0 on a CPU backend, else min(cores / max(Threads - 1, 1) - 1, 4); 0: none)",
+        ),
         _f("CPuct", D.cpuct, 0, 100, "--cpuct", "cpuct"),
         _f("CPuctAtRoot", D.cpuct_at_root, 0, 100, "--cpuct-at-root", "cpuct_at_root", hidden=True),
         _f("CPuctBase", D.cpuct_base, 1, 1e9, "--cpuct-base", "cpuct_base"),

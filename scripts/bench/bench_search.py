@@ -6,7 +6,7 @@ limit and prints wall-clock and CPU-time nodes per second. CPU time (all threads
 process) is the fairer figure on a shared machine; wall time is what a user sees.
 
     python scripts/bench/bench_search.py --nodes 20000 --positions 5 [--minibatch-size 256]
-        [--profile] [--no-overlap] [--delay-ms 0] [--backend random] [--weights PATH]
+        [--profile] [--no-overlap] [--delay-ms 0] [--backend random] [--weights PATH] [--task-workers -1]
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ def main() -> None:
     ap.add_argument("--weights", default=None)
     ap.add_argument("--delay-ms", type=float, default=0.0, help="random backend: simulated device time")
     ap.add_argument("--no-overlap", action="store_true")
+    ap.add_argument("--task-workers", type=int, default=-1, help="lc0's TaskWorkers (-1: lc0's rule)")
     ap.add_argument("--profile", action="store_true", help="pyinstrument profile of the whole run")
     args = ap.parse_args()
 
     opts = f"delay_ms={args.delay_ms}" if args.backend == "random" and args.delay_ms else None
     backend = create_backend(args.backend, args.weights, opts)
-    params = SearchParams(minibatch_size=args.minibatch_size, overlap=not args.no_overlap)
+    params = SearchParams(
+        minibatch_size=args.minibatch_size, overlap=not args.no_overlap, task_workers=args.task_workers
+    )
     cache = NNCache(200000)
     profiler = None
     if args.profile:

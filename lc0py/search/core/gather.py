@@ -18,6 +18,7 @@ from lc0py.search.core.nncache import CacheArrays
 from lc0py.search.core.noise import apply_root_noise
 from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
 from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
+from lc0py.search.core.tasks import Staged, commit_picks
 
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
 
@@ -173,10 +174,12 @@ def collision_budget(nodes: float, start: int, end: int, high: int, power: float
     return int(np.floor(np.float64(x) + 0.5))
 
 
-# state slots of ``gather_minibatch`` (kept between calls when the arrays had to grow)
-G_MB, G_LEFT, G_OOO_START, G_COUNT, G_NEED = 0, 1, 2, 3, 4
+# state slots of ``gather_minibatch`` (kept between calls when the arrays had to grow, or while
+# task workers scan a round: G_PENDING 1, the round's picks [G_START, G_END))
+G_MB, G_LEFT, G_OOO_START, G_COUNT, G_NEED, G_PENDING, G_START, G_END = 0, 1, 2, 3, 4, 5, 6, 7
 GATHER_DONE = 0
 GATHER_NEEDS_SPACE = 1
+GATHER_SCAN = 2  # a round's picks [G_START, G_END) wait for ``tasks.scan_picks``; call again
 EDGES_PER_VISIT = 218  # most legal moves of a chess position
 
 
@@ -207,6 +210,8 @@ def gather_minibatch(
     vtp: np.ndarray,
     stop: np.ndarray,
     root_noise: np.ndarray,
+    staged: Staged,
+    min_parallel: int,
 ) -> int:
     """lc0's ``GatherMinibatch`` loop (one search thread): pick rounds until the batch holds
     ``target`` visits, the collision budget ``state[G_LEFT]`` is spent, too many visits were
@@ -214,10 +219,27 @@ def gather_minibatch(
     GATHER_NEEDS_SPACE (``state[G_NEED]`` more rows/nodes wanted; call again after growing the
     arrays) or GATHER_DONE (``state[G_COUNT]`` rows in ``picks``). ``root_noise``: Gamma samples
     for the root's Dirichlet noise (empty: none), applied when the root is a cache hit here (the
-    worker applies them to a root the network evaluates)."""
+    worker applies them to a root the network evaluates).
+
+    Task workers (``min_parallel`` > 0: lc0's ``MinimumProcessingWork``): a round with at least
+    that many non-collision picks returns GATHER_SCAN; the caller stages them with
+    ``tasks.scan_picks`` (in parallel) into ``staged`` and calls again, and the round goes on
+    from ``tasks.commit_picks``, as it would from ``extend_picks``."""
     counter = np.zeros(1, np.int64)
     reverted = np.zeros(1, np.int64)
-    while state[G_MB] < target and stats[S_OOO] - state[G_OOO_START] < max_ooo:
+    while True:
+        if state[G_PENDING] != 0:
+            state[G_PENDING] = 0
+            start = state[G_START]
+            end = state[G_END]
+            commit_picks(t, picks, start, end, staged, cache, use_cache, kinds, vals, req, prm)
+            _finish_round(t, root, picks, kinds, vals, pos, start, end, sticky, out_of_order, state, stats,
+                          root_noise, prm)
+            if state[G_LEFT] <= 0 or stop[0] != 0:
+                return GATHER_DONE
+            continue
+        if not (state[G_MB] < target and stats[S_OOO] - state[G_OOO_START] < max_ooo):
+            return GATHER_DONE
         if state[G_MB] > 0 and req.count[0] == 0:
             return GATHER_DONE
         ooo = stats[S_OOO] - state[G_OOO_START]
@@ -239,25 +261,58 @@ def gather_minibatch(
         )
         stats[S_REVERTED] += reverted[0]
         end = counter[0]
+        if min_parallel > 0:
+            work = 0
+            for i in range(start, end):
+                if picks[i, 4] == 0:
+                    work += 1
+            if work >= min_parallel:
+                state[G_PENDING] = 1
+                state[G_START] = start
+                state[G_END] = end
+                return GATHER_SCAN
         extend_picks(  # probe_tb a run-time bool, not the constant True: the tablebase path's call
             # from Python (probe_tb False) then runs this same compiled signature, never a second
             # compile of extend_picks inside a timed go (prm[P_TB_PIECES] is 0 without tables)
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req,
             prm, prm[P_TB_PIECES] > 0,
         )
-        if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
-            apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
-        for i in range(start, end):
-            if picks[i, 4] == 0:
-                state[G_MB] += 1
-        before = stats[S_OOO]
-        end = resolve_out_of_order(t, root, picks, kinds, vals, start, end, out_of_order, sticky, stats)
-        state[G_MB] -= stats[S_OOO] - before
-        state[G_COUNT] = end
-        state[G_LEFT] = settle_collisions(t, root, picks, start, end, state[G_LEFT])
+        _finish_round(
+            t, root, picks, kinds, vals, pos, start, end, sticky, out_of_order, state, stats, root_noise, prm
+        )
         if state[G_LEFT] <= 0 or stop[0] != 0:
             return GATHER_DONE
-    return GATHER_DONE
+
+
+@njit
+def _finish_round(
+    t: TreeArrays,
+    root: int,
+    picks: np.ndarray,
+    kinds: np.ndarray,
+    vals: np.ndarray,
+    pos: Positions,
+    start: int,
+    end: int,
+    sticky: bool,
+    out_of_order: bool,
+    state: np.ndarray,
+    stats: np.ndarray,
+    root_noise: np.ndarray,
+    prm: np.ndarray,
+) -> None:
+    """A pick round after its leaves were extended: the root's noise on a cache hit, the count
+    of visits, the out-of-order backups, the collision budget."""
+    if len(root_noise) and end > start and picks[start, 0] == root and kinds[start] == KIND_CACHE_HIT:
+        apply_root_noise(t, root, pos, root_noise, prm[P_NOISE_EPS])
+    for i in range(start, end):
+        if picks[i, 4] == 0:
+            state[G_MB] += 1
+    before = stats[S_OOO]
+    end = resolve_out_of_order(t, root, picks, kinds, vals, start, end, out_of_order, sticky, stats)
+    state[G_MB] -= stats[S_OOO] - before
+    state[G_COUNT] = end
+    state[G_LEFT] = settle_collisions(t, root, picks, start, end, state[G_LEFT])
 
 
 @njit

@@ -249,7 +249,7 @@ def sort_edges(t: TreeArrays, node: int, w: np.ndarray, stack: np.ndarray) -> No
 
 
 @njit(inline="always")
-def _position_row(
+def position_row(
     parent: np.ndarray,
     emove: np.ndarray,
     edge0: np.ndarray,
@@ -332,7 +332,7 @@ def extend_picks(
         if t.term[node] != 0:
             continue
         depth = picks[i, 1]
-        row = _position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
+        row = position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
         p = pos.hist[row]
         n = B.gen_legal(p, moves)
         if n == 0:
@@ -621,7 +621,7 @@ def prefetch(
 def tb_probe_position(t: TreeArrays, root: int, node: int, pos: Positions, out: np.ndarray) -> None:
     """The core position of ``node`` (replayed from the root) into ``out`` for a probe."""
     chain = np.empty(MAX_PATH, np.int32)
-    row = _position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
+    row = position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
     out[:] = pos.hist[row]
 
 

@@ -170,6 +170,15 @@ def lookup(c: CacheArrays, key: np.uint64, num_moves: int) -> int:
 
 
 @njit
+def find(c: CacheArrays, key: np.uint64, num_moves: int) -> int:
+    """``lookup``'s slot without counting (a task worker's scan; its commit counts)."""
+    s = c.index[_probe(c.index, c.key, key)]
+    if s >= 0 and _valid(c.count, c.start, c.meta, len(c.codes), s) and c.count[s] == num_moves:
+        return s
+    return -1
+
+
+@njit
 def probe_only(c: CacheArrays, key: np.uint64, num_moves: int) -> bool:
     """Whether ``key`` is cached (no hit/miss counting: prefetch's ``GetCachedEvaluation``)."""
     s = c.index[_probe(c.index, c.key, key)]
