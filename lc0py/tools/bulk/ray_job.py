@@ -163,9 +163,7 @@ def evaluate_file_on_ray(
         writers = 1 if per_actor and share >= 4 else 0  # JSON formatting off the device thread
         weights_arg = None if weights is None else str(Path(weights).resolve())
         args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers, writers)
-        started = time.perf_counter()
-        positions = _dispatch(ray, remote, args, count, plan, attempts)
-        seconds = time.perf_counter() - started
+        positions, seconds = _dispatch(ray, remote, args, count, plan, attempts)
         todo = len([c for c in plan.chunks if c.index not in plan.done])
         return J.check_output(plan, todo, seconds, positions)
     finally:
@@ -185,12 +183,25 @@ def _init_error(exc: Exception) -> str:
 
 def _dispatch(
     ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int
-) -> int:
+) -> tuple[int, float]:
     """Every chunk not done, ``TASKS_PER_ACTOR`` per actor at a time; a dead actor's chunks go
-    to a new one."""
+    to a new one. Returns the positions and the seconds from the actors' being ready (each has
+    loaded the net and warmed its device, as the local run has before its clock starts)."""
     pending = [c for c in plan.chunks if c.index not in plan.done]
     tries: dict[int, int] = {}
     workers = [remote.remote(*args) for _ in range(min(count, max(1, len(pending))))]
+    try:
+        ray.get([w.ping.remote() for w in workers])
+    except ray.exceptions.RayActorError as exc:
+        for w in workers:
+            try:
+                ray.kill(w)
+            except Exception:  # already gone
+                pass
+        if getattr(exc, "actor_init_failed", False):
+            raise Lc0pyError(_init_error(exc)) from None
+        raise
+    started = time.perf_counter()
     running: dict[Any, tuple[Any, Chunk]] = {}  # task -> (actor, chunk)
     load: dict[Any, int] = {w: 0 for w in workers}
     printer = J.BadRecordPrinter()
@@ -241,4 +252,4 @@ def _dispatch(
                 ray.kill(w)
             except Exception:  # already gone
                 pass
-    return positions
+    return positions, time.perf_counter() - started
