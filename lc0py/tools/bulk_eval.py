@@ -87,14 +87,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="processes reading PGN movetext (python-chess) or Parquet rows (default: PGN CPUs - 1, "
-        "at most 15; Parquet none); FEN/EPD take none: the compiled encoder runs on threads",
+        "at most 24; Parquet none); FEN/EPD take none: the compiled encoder runs on threads",
     )
     parser.add_argument(
         "--writers",
         type=int,
         default=-1,
         metavar="N",
-        help="processes formatting and writing the parts (default: none on 2 CPUs, else CPUs/4, at most 4)",
+        help="processes formatting and writing the parts (default: none on 2 CPUs, else CPUs/6, at most 8)",
     )
     parser.add_argument(
         "--history-fill",

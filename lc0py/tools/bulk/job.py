@@ -233,15 +233,17 @@ def _encode_lines(
 
 def default_workers(kind: str, cpus: int | None = None) -> int:
     """Worker processes reading chunks when ``--workers`` is not given: PGN, whose movetext
-    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most 15:
-    the read-ahead keeps that many busy); Parquet none (pyarrow reads it, mostly without the GIL;
+    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most
+    ``DEFAULT_MAX_WORKERS``, ~45 MB each); Parquet none (pyarrow reads it, mostly without the GIL;
     ``--workers N`` gives it N); FEN/EPD never (nothing is read in Python)."""
     cpus = cpus or os.cpu_count() or 2
     return max(1, min(cpus - 1, DEFAULT_MAX_WORKERS)) if kind == "pgn" else 0
 
 
-DEFAULT_MAX_WORKERS = 15
-MAX_READ_AHEAD = 32  # chunks loaded ahead at most (PGN: ~30 MB of planes each): memory bounded
+DEFAULT_MAX_WORKERS = 24
+MAX_READ_AHEAD = 48  # chunks read ahead as text at most (a few bytes a position)
+#: chunks encoded ahead of the devices (PGN: ~30 MB of planes each): memory bounded
+ENCODE_AHEAD = 3
 
 
 class ChunkLoader:
@@ -274,29 +276,41 @@ class ChunkLoader:
 
     @property
     def read_ahead(self) -> int:
-        """Chunks loaded at once: every worker busy plus one, at most ``MAX_READ_AHEAD``; 3 on
-        threads (one being evaluated, two read)."""
-        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 3
+        """Chunks read at once (as text, in the workers): every worker busy plus one, at most
+        ``MAX_READ_AHEAD``; none without workers (``encode`` reads)."""
+        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 0
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def load(self, chunk: sources.Chunk) -> LoadedChunk:
-        path = str(self.plan.input)
+    def read(self, chunk: sources.Chunk) -> Future[tuple[sources.ChunkText, float]] | None:
+        """Start reading ``chunk``'s records in a worker process (``None``: no workers, ``encode``
+        reads it). Text is small (a few bytes a position): many chunks may be read ahead."""
+        if self._pool is None:
+            return None
+        return self._pool.submit(sources.timed_read_records, str(self.plan.input), self.kind, chunk)
+
+    def encode(
+        self, chunk: sources.Chunk, reading: Future[tuple[sources.ChunkText, float]] | None
+    ) -> LoadedChunk:
+        """``chunk`` encoded (its records from ``reading``, else read here)."""
         records = None
+        if reading is not None:
+            records, seconds = reading.result()
+            with self._times:
+                self.read_s += seconds
         t0 = time.perf_counter()
-        if self._pool is not None:
-            records = self._pool.submit(sources.read_records, path, self.kind, chunk).result()
-        t1 = time.perf_counter()
         fill = self.plan.settings.history_fill
-        loaded = load_chunk(path, self.kind, chunk, self.input_format, fill, records)
-        t2 = time.perf_counter()
+        loaded = load_chunk(str(self.plan.input), self.kind, chunk, self.input_format, fill, records)
         with self._times:
-            self.read_s += t1 - t0
-            self.encode_s += t2 - t1
+            self.encode_s += time.perf_counter() - t0
         return loaded
+
+    def load(self, chunk: sources.Chunk) -> LoadedChunk:
+        """Read and encode ``chunk`` (waits for its worker)."""
+        return self.encode(chunk, self.read(chunk))
 
 
 @dataclass
@@ -624,9 +638,8 @@ def run_local(
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     cpus = os.cpu_count() or 2
-    depth = loader.read_ahead  # bounded memory
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
-        writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
+        writers = default_writers(cpus)
     writer_pool = _spawn_pool(writers) if writers else None
     evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net, queue_completed=True)
     prof = StageTimes()
@@ -639,16 +652,28 @@ def run_local(
         started = time.perf_counter()
         limit_rows = evaluator.devices * (evaluator.in_flight + 2) * evaluator.feeder.batch
         with (
-            ThreadPoolExecutor(depth + 1, thread_name_prefix="lc0py-bulk") as pool,
+            ThreadPoolExecutor(ENCODE_AHEAD + 1, thread_name_prefix="lc0py-bulk") as pool,
             progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
         ):
+            # chunks being read as text (many: small), then encoded (few: planes are large)
+            reading: deque[tuple[sources.Chunk, Future[tuple[sources.ChunkText, float]] | None]] = deque()
             ahead: deque[Future[LoadedChunk]] = deque()
             writing: deque[Future[float | None]] = deque()
             queue_ = iter(todo)
             for c in queue_:
-                ahead.append(pool.submit(loader.load, c))
-                if len(ahead) >= depth:
+                reading.append((c, loader.read(c)))
+                if len(reading) >= max(1, loader.read_ahead):
                     break
+
+            def read_and_encode_ahead() -> None:
+                while reading and len(ahead) < ENCODE_AHEAD:
+                    c, text = reading.popleft()
+                    ahead.append(pool.submit(loader.encode, c, text))
+                    nxt = next(queue_, None)
+                    if nxt is not None:
+                        reading.append((nxt, loader.read(nxt)))
+
+            read_and_encode_ahead()
             out_runs = 0
             out_rows = 0
 
@@ -683,9 +708,7 @@ def run_local(
                 t0 = time.perf_counter()
                 loaded = ahead.popleft().result()
                 prof.wait_input_s += time.perf_counter() - t0
-                nxt = next(queue_, None)
-                if nxt is not None:
-                    ahead.append(pool.submit(loader.load, nxt))
+                read_and_encode_ahead()
                 while out_runs and out_rows >= limit_rows:
                     collect()
                 evaluator.start(loaded)
@@ -710,6 +733,12 @@ def run_local(
     prof.devices = [d.as_dict() for d in evaluator.feeder.stats]
     summary = check_output(plan, len(todo), seconds, positions_run, prof.as_dict())
     return summary
+
+
+def default_writers(cpus: int) -> int:
+    """Writer processes when ``--writers`` is not given: none on 2 CPUs, else one per 6 CPUs, at
+    most 8 (JSON formatting, ~40,000 positions a second each, must keep up with 4 GPUs)."""
+    return 0 if cpus <= 2 else max(1, min(8, cpus // 6))
 
 
 #: the interpreter's switch interval while a job runs (seconds; Python's default is 0.005)
@@ -766,9 +795,9 @@ def evaluate_file(
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
     every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
-    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 15);
-    ``writers``: processes formatting and writing the parts (-1: none on 2 CPUs, else a quarter
-    of them, at most 4).
+    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 24);
+    ``writers``: processes formatting and writing the parts (-1: ``default_writers``: none on 2
+    CPUs, else a sixth of them, at most 8).
 
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP
