@@ -45,7 +45,7 @@ def _ray() -> Any:
 
 #: chunks each actor holds at once (tasks running in its threads): read and encoded, on the
 #: device, being written, so its device is never idle between chunks
-TASKS_PER_ACTOR = 4
+TASKS_PER_ACTOR = 6
 #: seconds an actor's device thread waits for a full batch before it sends the rows it has (the
 #: actor cannot know whether another chunk is coming: its last rows must go)
 LINGER = 0.02
