@@ -75,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="positions per backend call (default: the backend's recommended batch)",
     )
     parser.add_argument(
-        "--in-flight", type=int, default=0, metavar="N", help="backend calls in flight (default: devices + 1)"
+        "--in-flight",
+        type=int,
+        default=0,
+        metavar="N",
+        help="batches in flight per device (default 2); each device is fed by a thread of its own",
     )
     parser.add_argument(
         "--workers",
@@ -83,14 +87,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="processes reading PGN movetext (python-chess) or Parquet rows (default: PGN CPUs - 1, "
-        "at most 15; Parquet none); FEN/EPD take none: the compiled encoder runs on threads",
+        "at most 24; Parquet none); FEN/EPD take none: the compiled encoder runs on threads",
     )
     parser.add_argument(
         "--writers",
         type=int,
         default=-1,
         metavar="N",
-        help="processes formatting and writing the parts (default: none on 2 CPUs, else CPUs/4, at most 4)",
+        help="processes formatting and writing the parts (default: none on 2 CPUs, else CPUs/6, at most 8)",
     )
     parser.add_argument(
         "--history-fill",
@@ -121,6 +125,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Ray actors (default: one per GPU of the cluster, else 2 on CPUs)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where the time went on stderr (read, encode, hand-off, each device, write); "
+        "always in summary.json",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
@@ -156,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    if args.profile and summary.profile:
+        print_profile(summary.profile, summary.seconds)
     if args.json:
         print(json.dumps(asdict(summary)))
     else:
@@ -167,6 +179,33 @@ def run(args: argparse.Namespace) -> int:
             f"{summary.positions_per_second:,.0f} positions/s"
         )
     return 0 if summary.complete else 1
+
+
+def print_profile(profile: dict[str, Any], seconds: float, stream: Any = None) -> None:
+    """The run's stage times (``job.StageTimes``) as lines on ``stream`` (stderr)."""
+    out = stream or sys.stderr
+    warm = profile.get("warmup_s", 0.0)
+    print(f"bulk-eval profile ({seconds:.2f} s of job time; warm-up {warm:.2f} s before it):", file=out)
+    print(
+        f"  readers: read {profile['read_s']:.2f} s + encode {profile['encode_s']:.2f} s "
+        "(summed over chunks)",
+        file=out,
+    )
+    print(
+        f"  job thread: waiting for input {profile['wait_input_s']:.2f} s, for devices "
+        f"{profile['wait_devices_s']:.2f} s, blocks {profile['finish_s']:.2f} s, for writers "
+        f"{profile['wait_writers_s']:.2f} s",
+        file=out,
+    )
+    print(f"  writers: {profile['write_s']:.2f} s (summed over parts)", file=out)
+    for d in profile.get("devices", []):
+        print(
+            f"  {d['device']}: {d['rows']} rows in {d['batches']} batches "
+            f"(<= {d['max_in_flight']} in flight); "
+            f"waiting on it {d['wait_s']:.2f} s, starved of input {d['starved_s']:.2f} s, submit "
+            f"{d['submit_s']:.2f} s, reduce {d['reduce_s']:.2f} s",
+            file=out,
+        )
 
 
 def _run(args: argparse.Namespace, common: dict[str, Any], show: bool | None) -> JobSummary:

@@ -7,10 +7,11 @@ The job (``lc0py bulk-eval``, or this module from Python):
    manifest and resumes; anything else in ``OUT`` is refused, never overwritten.
 2. **Evaluate** each chunk not done yet: its records are read and encoded by the compiled encoder
    (PGN movetext by python-chess first), in ``--workers`` processes (``load_chunk``) or on
-   prefetch threads in this one, while the backend works
-   on the previous chunk; batches go to ``backend.evaluate_async`` several at a time, so every
-   device behind a ``demux``/``roundrobin`` backend has work queued; each batch's outputs are
-   reduced at once (compiled) to the top-k legal-move policy, WDL, Q and moves-left.
+   read-ahead threads in this one, while the devices work on earlier chunks; the encoded rows
+   go to the device threads (``feeder``: one thread per device, each child of a
+   ``demux``/``roundrobin``/``multiplexing`` backend fed directly, ``--in-flight`` batches deep,
+   batches cut across chunk boundaries), which reduce each batch's outputs at once (compiled) to
+   the top-k legal-move policy, WDL, Q and moves-left.
 3. **Write** the chunk as ``part-NNNNNN.jsonl`` (or ``.parquet``), atomically, then its record
    ``part-NNNNNN.done.json`` (positions, skipped lines, bad records with their location),
    atomically: a chunk is done when its record exists, so a job killed at any point loses
@@ -26,7 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -37,12 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.backends.base import Backend, NetworkOutput, PlanesBatch
 from lc0py.chess.core import records as compiled
 from lc0py.chess.core.record_batch import EncodedChunk, encode_records, error_text, line_spans
 from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
 from lc0py.tools.bulk import sources
+from lc0py.tools.bulk.feeder import DeviceFeeder, RunCounter, devices_of
 from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part_and_record
 
 MANIFEST = "manifest.json"
@@ -106,6 +110,7 @@ class JobSummary:
     seconds: float
     positions_per_second: float
     complete: bool
+    profile: dict[str, Any] | None = None  # StageTimes of this run (local runs)
 
 
 def _input_identity(path: Path) -> dict[str, Any]:
@@ -228,15 +233,17 @@ def _encode_lines(
 
 def default_workers(kind: str, cpus: int | None = None) -> int:
     """Worker processes reading chunks when ``--workers`` is not given: PGN, whose movetext
-    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most 15:
-    the read-ahead keeps that many busy); Parquet none (pyarrow reads it, mostly without the GIL;
+    python-chess reads at ~50,000 positions a second a core, one per CPU but one (at most
+    ``DEFAULT_MAX_WORKERS``, ~45 MB each); Parquet none (pyarrow reads it, mostly without the GIL;
     ``--workers N`` gives it N); FEN/EPD never (nothing is read in Python)."""
     cpus = cpus or os.cpu_count() or 2
     return max(1, min(cpus - 1, DEFAULT_MAX_WORKERS)) if kind == "pgn" else 0
 
 
-DEFAULT_MAX_WORKERS = 15
-MAX_READ_AHEAD = 32  # chunks loaded ahead at most (PGN: ~30 MB of planes each): memory bounded
+DEFAULT_MAX_WORKERS = 24
+MAX_READ_AHEAD = 48  # chunks read ahead as text at most (a few bytes a position)
+#: chunks encoded ahead of the devices (PGN: ~30 MB of planes each): memory bounded
+ENCODE_AHEAD = 3
 
 
 class ChunkLoader:
@@ -259,6 +266,9 @@ class ChunkLoader:
         self._pool: ProcessPoolExecutor | None = None
         wanted = 0 if inline or self.kind == "fen" else workers or default_workers(self.kind)
         self.workers = wanted
+        self.read_s = 0.0  # PGN/Parquet records read (worker processes), summed over chunks
+        self.encode_s = 0.0  # text to planes (FEN/EPD: with the read), summed over chunks
+        self._times = threading.Lock()
         if self.workers:
             self._pool = _spawn_pool(self.workers)
             for _ in range(self.workers):  # one task each: every process starts now
@@ -266,21 +276,41 @@ class ChunkLoader:
 
     @property
     def read_ahead(self) -> int:
-        """Chunks loaded at once: every worker busy plus one, at most ``MAX_READ_AHEAD``; 3 on
-        threads (one being evaluated, two read)."""
-        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 3
+        """Chunks read at once (as text, in the workers): every worker busy plus one, at most
+        ``MAX_READ_AHEAD``; none without workers (``encode`` reads)."""
+        return min(self.workers + 1, MAX_READ_AHEAD) if self.workers else 0
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def load(self, chunk: sources.Chunk) -> LoadedChunk:
-        path = str(self.plan.input)
+    def read(self, chunk: sources.Chunk) -> Future[tuple[sources.ChunkText, float]] | None:
+        """Start reading ``chunk``'s records in a worker process (``None``: no workers, ``encode``
+        reads it). Text is small (a few bytes a position): many chunks may be read ahead."""
+        if self._pool is None:
+            return None
+        return self._pool.submit(sources.timed_read_records, str(self.plan.input), self.kind, chunk)
+
+    def encode(
+        self, chunk: sources.Chunk, reading: Future[tuple[sources.ChunkText, float]] | None
+    ) -> LoadedChunk:
+        """``chunk`` encoded (its records from ``reading``, else read here)."""
         records = None
-        if self._pool is not None:
-            records = self._pool.submit(sources.read_records, path, self.kind, chunk).result()
-        return load_chunk(path, self.kind, chunk, self.input_format, self.plan.settings.history_fill, records)
+        if reading is not None:
+            records, seconds = reading.result()
+            with self._times:
+                self.read_s += seconds
+        t0 = time.perf_counter()
+        fill = self.plan.settings.history_fill
+        loaded = load_chunk(str(self.plan.input), self.kind, chunk, self.input_format, fill, records)
+        with self._times:
+            self.encode_s += time.perf_counter() - t0
+        return loaded
+
+    def load(self, chunk: sources.Chunk) -> LoadedChunk:
+        """Read and encode ``chunk`` (waits for its worker)."""
+        return self.encode(chunk, self.read(chunk))
 
 
 @dataclass
@@ -294,7 +324,8 @@ class ChunkRecord:
 
 @dataclass
 class ChunkRun:
-    """A chunk on its way through the backend: its output arrays, filled batch by batch."""
+    """A chunk on its way through the devices: its output arrays, filled batch by batch by the
+    device threads; ``event`` is set when every row is reduced."""
 
     loaded: LoadedChunk
     moves: np.ndarray
@@ -302,59 +333,121 @@ class ChunkRun:
     legal: np.ndarray
     wdl: np.ndarray
     mlh: np.ndarray | None
-    outstanding: int = 0  # batches sent, not yet collected
-    reducing: list[Future[None]] = field(default_factory=list)
+    counter: RunCounter
+    event: threading.Event = field(default_factory=threading.Event)
 
 
 class ChunkEvaluator:
-    """Runs encoded chunks through a backend and reduces the outputs (one per process/actor)."""
+    """Runs encoded chunks through a backend and reduces the outputs (one per process/actor):
+    a :class:`~lc0py.tools.bulk.feeder.DeviceFeeder` feeds each device (each child of a
+    multi-device backend) from its own thread, ``in_flight`` batches deep (default 2: the GPU
+    runner's pinned slots), batches cut across chunk boundaries; ``start`` queues a chunk and
+    returns, ``finish`` waits for it. With ``queue_completed`` every finished run also goes to
+    ``next_completed`` (the local job takes them in the order they finish); ``linger``: see
+    ``feeder.RowStream``."""
 
     def __init__(
-        self, backend: Backend, settings: Settings, batch: int = 0, in_flight: int = 0, probe_net: Any = None
+        self,
+        backend: Backend,
+        settings: Settings,
+        batch: int = 0,
+        in_flight: int = 0,
+        probe_net: Any = None,
+        queue_completed: bool = False,
+        linger: float | None = None,
     ) -> None:
         self.backend = backend
         self.settings = settings
         self.batch = int(batch or backend.info.recommended_batch or 256)
-        children = len(getattr(backend, "children", ())) or 1
-        self.in_flight = int(in_flight or max(2, children + 1))
+        self.in_flight = int(in_flight or 2)
         self.top = settings.top if settings.top > 0 else compiled.B.MAX_MOVES
         self.probe_net = probe_net
-        self._reducers = ThreadPoolExecutor(
-            max(1, min(8, os.cpu_count() or 2)), thread_name_prefix="lc0py-reduce"
+        self._queue: queue.Queue[ChunkRun] | None = queue.Queue() if queue_completed else None
+        self._error: BaseException | None = None
+        self._runs: list[ChunkRun] = []  # started, not finished (woken on a failure)
+        self._lock = threading.Lock()
+        self.feeder = DeviceFeeder(
+            backend, self.batch, self.in_flight, self._reduce, self._done, self._failed, linger
         )
-        self._pending: deque[tuple[ChunkRun, int, int, PendingOutput]] = deque()
+
+    @property
+    def devices(self) -> int:
+        return self.feeder.devices
 
     def close(self) -> None:
-        self._reducers.shutdown(wait=True)
+        self.feeder.close()
+
+    def end_input(self) -> None:
+        """No more chunks: the last rows go as a partial batch."""
+        self.feeder.stream.close()
+
+    def flush(self, on: bool) -> None:
+        self.feeder.stream.flush(on)
+
+    def warm_up(self) -> float:
+        """One batch of the device batch size on every device at once, before the job's clock
+        starts (a GPU captures that size's graph: once, not inside the timed run); seconds."""
+        from lc0py.backends.registry import is_cpu_backend
+
+        if getattr(self.backend, "is_cpu", False) or is_cpu_backend(self.backend):
+            return 0.0
+        t0 = time.perf_counter()
+        n = self.feeder.batch
+        from lc0py.chess.planes import NUM_PLANES as P
+
+        zeros = PlanesBatch(np.zeros((n, P), np.uint64), np.zeros((n, P), np.float32))
+        handles = [submit(zeros) for _, submit in devices_of(self.backend)]
+        for h in handles:
+            h.result()
+        return time.perf_counter() - t0
+
+    def _done(self, run: ChunkRun) -> None:
+        run.event.set()
+        if self._queue is not None:
+            self._queue.put(run)
+
+    def _failed(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._error is None:
+                self._error = exc
+            runs = list(self._runs)
+        for run in runs:
+            run.event.set()
+        if self._queue is not None:
+            self._queue.put(None)  # type: ignore[arg-type]  # wakes next_completed
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
 
     def evaluate(self, loaded: LoadedChunk) -> tuple[ResultBlock, ChunkRecord]:
-        """One chunk, start to finish."""
-        return self.finish(self.start(loaded))
+        """One chunk, start to finish (its last rows go as a partial batch if need be)."""
+        run = self.start(loaded)
+        self.flush(True)
+        return self.finish(run)
 
     def start(self, loaded: LoadedChunk) -> ChunkRun:
-        """Send the chunk's batches to the backend (at most ``in_flight`` batches of this and
-        earlier chunks outstanding: the oldest are collected first). The job starts chunk k + 1
-        before it finishes chunk k, so the devices never drain between chunks."""
+        """Queue the chunk's rows for the devices and return; the devices never drain between
+        chunks (the next chunk's rows join the same batches)."""
+        self._raise()
         enc = loaded.encoded
         n = len(enc)
         k = self.top
         mlh = np.empty(n, np.float32) if self.backend.info.has_moves_left else None
         run = ChunkRun(loaded, np.empty((n, k), np.int32), np.empty((n, k), np.float32),
-                       np.empty(n, np.int32), np.empty((n, 3), np.float32), mlh)
-        for first in range(0, n, self.batch):
-            stop = min(n, first + self.batch)
-            planes = PlanesBatch(enc.planes.masks[first:stop], enc.planes.values[first:stop])
-            while len(self._pending) >= self.in_flight:
-                self._collect_one()
-            self._pending.append((run, first, stop, self.backend.evaluate_async(planes)))
-            run.outstanding += 1
+                       np.empty(n, np.int32), np.empty((n, 3), np.float32), mlh, RunCounter(n))
+        with self._lock:
+            self._runs.append(run)
+        self.feeder.put(run)
         return run
 
-    def _collect_one(self) -> None:
-        run, first, stop, handle = self._pending.popleft()
-        run.outstanding -= 1
-        # compiled and GIL-free: several batches are reduced at once while the devices work
-        run.reducing.append(self._reducers.submit(self._reduce, run, first, stop, handle.result()))
+    def next_completed(self) -> ChunkRun:
+        """The next run whose rows are all reduced (``queue_completed``)."""
+        assert self._queue is not None
+        self._raise()
+        run = self._queue.get()
+        self._raise()
+        return run
 
     def _reduce(self, run: ChunkRun, first: int, stop: int, out: NetworkOutput) -> None:
         enc = run.loaded.encoded
@@ -372,12 +465,12 @@ class ChunkEvaluator:
             run.mlh[first:stop] = out.moves_left
 
     def finish(self, run: ChunkRun) -> tuple[ResultBlock, ChunkRecord]:
-        """Wait for ``run``'s batches (and those started before them) and reductions; its block
-        and record."""
-        while run.outstanding:
-            self._collect_one()
-        for f in run.reducing:
-            f.result()
+        """Wait for ``run``'s rows to be reduced; its block and record."""
+        run.event.wait()
+        self._raise()
+        with self._lock:
+            if run in self._runs:
+                self._runs.remove(run)
         loaded, enc, n = run.loaded, run.loaded.encoded, len(run.loaded.encoded)
         moves, probs, legal, wdl, mlh = run.moves, run.probs, run.legal, run.wdl, run.mlh
         chunk = loaded.chunk
@@ -448,7 +541,9 @@ def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord, pool: An
     return None
 
 
-def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: int) -> JobSummary:
+def check_output(
+    plan: JobPlan, chunks_run: int, seconds: float, positions_run: int, profile: dict[str, Any] | None = None
+) -> JobSummary:
     """Every chunk done? Rows of every part equal to its record, records to the input's."""
     done = {c.index for c in plan.chunks if plan.record_path(c.index).is_file()}
     plan.done = done
@@ -482,6 +577,7 @@ def check_output(plan: JobPlan, chunks_run: int, seconds: float, positions_run: 
         round(seconds, 3),
         round(positions_run / seconds, 1) if seconds > 0 else 0.0,
         complete,
+        profile,
     )
     if complete:
         write_atomically(plan.output / SUMMARY, json.dumps(asdict(summary)), what=f"--output {SUMMARY}")
@@ -524,73 +620,156 @@ def run_local(
 ) -> JobSummary:
     """Evaluate every chunk of ``plan`` not done yet on ``backend`` in this process (``workers``
     processes reading PGN/Parquet, ``writers`` JSON/Parquet writing processes; -1/0:
-    automatic/none; ``loader``: one already started, its ``workers`` then)."""
+    automatic/none; ``loader``: one already started, its ``workers`` then; ``in_flight``: batches
+    in flight per device, default 2).
+
+    The job's thread only hands chunks on: loaded chunks (read and encoded on the read-ahead
+    threads, PGN movetext in the worker processes) go to the device threads (``ChunkEvaluator``),
+    finished ones to the writers; at most about ``devices x (in_flight + 2)`` batches of rows
+    wait for the devices (bounded memory)."""
     from lc0py.tools.progress import progress
 
-    evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net)
     if loader is None:
         loader = ChunkLoader(plan, backend.info.input_format, workers)
     loader.input_format = backend.info.input_format
     todo = [c for c in plan.chunks if c.index not in plan.done]
     printer = BadRecordPrinter()
-    started = time.perf_counter()
     positions_run = 0
     total = sum(c.count for c in todo)
     unit = "game" if plan.settings.input_kind == "pgn" else "pos"
     cpus = os.cpu_count() or 2
-    depth = loader.read_ahead  # bounded memory
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
-        writers = 0 if cpus <= 2 else max(1, min(4, cpus // 4))
+        writers = default_writers(cpus)
     writer_pool = _spawn_pool(writers) if writers else None
+    evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net, queue_completed=True)
+    prof = StageTimes()
+    switch = sys.getswitchinterval()
+    # the device threads take the GIL back after every wait; at the default 5 ms a busy Python
+    # thread (JSON formatting, a reader's unpickling) would hold each of them that long
+    sys.setswitchinterval(min(switch, SWITCH_INTERVAL))
     try:
+        prof.warmup_s = evaluator.warm_up()
+        started = time.perf_counter()
+        limit_rows = evaluator.devices * (evaluator.in_flight + 2) * evaluator.feeder.batch
         with (
-            ThreadPoolExecutor(depth + 1, thread_name_prefix="lc0py-bulk") as pool,
+            ThreadPoolExecutor(ENCODE_AHEAD + 1, thread_name_prefix="lc0py-bulk") as pool,
             progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
         ):
+            # chunks being read as text (many: small), then encoded (few: planes are large)
+            reading: deque[tuple[sources.Chunk, Future[tuple[sources.ChunkText, float]] | None]] = deque()
             ahead: deque[Future[LoadedChunk]] = deque()
-            writing: deque[Future[None]] = deque()
-            queue = iter(todo)
-            for c in queue:
-                ahead.append(pool.submit(loader.load, c))
-                if len(ahead) >= depth:
+            writing: deque[Future[float | None]] = deque()
+            queue_ = iter(todo)
+            for c in queue_:
+                reading.append((c, loader.read(c)))
+                if len(reading) >= max(1, loader.read_ahead):
                     break
 
-            def done(run: ChunkRun) -> None:
-                nonlocal positions_run
+            def read_and_encode_ahead() -> None:
+                while reading and len(ahead) < ENCODE_AHEAD:
+                    c, text = reading.popleft()
+                    ahead.append(pool.submit(loader.encode, c, text))
+                    nxt = next(queue_, None)
+                    if nxt is not None:
+                        reading.append((nxt, loader.read(nxt)))
+
+            read_and_encode_ahead()
+            out_runs = 0
+            out_rows = 0
+
+            def collect() -> None:
+                """Wait for a finished chunk and hand it to the writers."""
+                nonlocal positions_run, out_runs, out_rows
+                t0 = time.perf_counter()
+                evaluator.flush(True)  # nothing more comes until a chunk is done: partial batches go
+                run = evaluator.next_completed()
+                evaluator.flush(False)
+                t1 = time.perf_counter()
+                prof.wait_devices_s += t1 - t0
+                out_runs -= 1
+                out_rows -= len(run.loaded.encoded)
                 block, record = evaluator.finish(run)
+                t2 = time.perf_counter()
+                prof.finish_s += t2 - t1
                 while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
-                    writing.popleft().result()
+                    prof.write_s += writing.popleft().result() or 0.0
+                prof.wait_writers_s += time.perf_counter() - t2
                 if writer_pool is not None:
                     writing.append(write_chunk(plan, block, record, writer_pool))
                 else:
-                    writing.append(pool.submit(write_chunk, plan, block, record))
+                    writing.append(pool.submit(write_chunk_timed, plan, block, record))
                 printer(record)
                 if on_chunk is not None:
                     on_chunk(record)
                 positions_run += record.positions
                 bar.update(run.loaded.chunk.count)
 
-            previous: ChunkRun | None = None
             while ahead:
+                t0 = time.perf_counter()
                 loaded = ahead.popleft().result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    ahead.append(pool.submit(loader.load, nxt))
-                run = evaluator.start(loaded)  # before the previous chunk is finished: no drain
-                if previous is not None:
-                    done(previous)
-                previous = run
-            if previous is not None:
-                done(previous)
+                prof.wait_input_s += time.perf_counter() - t0
+                read_and_encode_ahead()
+                while out_runs and out_rows >= limit_rows:
+                    collect()
+                evaluator.start(loaded)
+                out_runs += 1
+                out_rows += len(loaded.encoded)
+            evaluator.end_input()
+            while out_runs:
+                collect()
+            t0 = time.perf_counter()
             while writing:
-                writing.popleft().result()
+                prof.write_s += writing.popleft().result() or 0.0
+            prof.wait_writers_s += time.perf_counter() - t0
+        seconds = time.perf_counter() - started
     finally:
+        sys.setswitchinterval(switch)
         loader.close()
         evaluator.close()
         printer.close()
         if writer_pool is not None:
             writer_pool.shutdown(wait=True, cancel_futures=True)
-    return check_output(plan, len(todo), time.perf_counter() - started, positions_run)
+    prof.read_s, prof.encode_s = loader.read_s, loader.encode_s
+    prof.devices = [d.as_dict() for d in evaluator.feeder.stats]
+    summary = check_output(plan, len(todo), seconds, positions_run, prof.as_dict())
+    return summary
+
+
+def default_writers(cpus: int) -> int:
+    """Writer processes when ``--writers`` is not given: none on 2 CPUs, else one per 6 CPUs, at
+    most 8 (JSON formatting, ~40,000 positions a second each, must keep up with 4 GPUs)."""
+    return 0 if cpus <= 2 else max(1, min(8, cpus // 6))
+
+
+#: the interpreter's switch interval while a job runs (seconds; Python's default is 0.005)
+SWITCH_INTERVAL = 0.0005
+
+
+@dataclass
+class StageTimes:
+    """Where a run's time went (seconds; ``bulk-eval --profile`` prints them): summed over the
+    chunks for the stages that run in parallel (read, encode, write), wall time of the job's
+    thread for its waits."""
+
+    warmup_s: float = 0.0  # one batch on every device before the clock starts
+    read_s: float = 0.0  # PGN/Parquet records read in the worker processes (per chunk, summed)
+    encode_s: float = 0.0  # text to planes on the read-ahead threads (summed)
+    wait_input_s: float = 0.0  # the job's thread waiting for the next encoded chunk
+    wait_devices_s: float = 0.0  # ... waiting for a chunk to finish on the devices
+    finish_s: float = 0.0  # ... building a finished chunk's block and record
+    wait_writers_s: float = 0.0  # ... waiting for a writer to be free
+    write_s: float = 0.0  # formatting and writing the parts (writers, summed)
+    devices: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return out
+
+
+def write_chunk_timed(plan: JobPlan, block: ResultBlock, record: ChunkRecord) -> float:
+    t0 = time.perf_counter()
+    write_chunk(plan, block, record)
+    return time.perf_counter() - t0
 
 
 def evaluate_file(
@@ -616,9 +795,9 @@ def evaluate_file(
     a job found there. ``backend``/``options`` as ``lc0py.load`` (``"demux"`` with
     ``"(backend=cuda-fp16,gpu=0),(backend=cuda-fp16,gpu=1)"`` uses two GPUs); ``top`` 0 keeps
     every legal move; ``output_format`` ``"jsonl"`` or ``"parquet"``; ``workers``: processes
-    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 15);
-    ``writers``: processes formatting and writing the parts (-1: none on 2 CPUs, else a quarter
-    of them, at most 4).
+    reading PGN movetext or Parquet rows (0: ``default_workers``: PGN CPUs - 1, at most 24);
+    ``writers``: processes formatting and writing the parts (-1: ``default_writers``: none on 2
+    CPUs, else a sixth of them, at most 8).
 
     >>> summary = evaluate_file("games.pgn", "out/", "net.pb.gz", "cuda-fp16")  # doctest: +SKIP
     >>> summary.positions, summary.complete  # doctest: +SKIP

@@ -9,8 +9,9 @@ locally can be finished on Ray and the other way round), then:
   (the output folder must then be on storage every node sees);
 * starts the actors: one per GPU of the cluster (``num_gpus=1``: Ray gives each its own device,
   so ``backend="cuda-fp16"`` runs on that one), or ``actors`` CPU actors where there is no GPU;
-* keeps every actor two chunks deep (the next chunk is queued while one runs); each actor reads,
-  encodes, evaluates and writes its chunk's part and record atomically, exactly as the local run;
+* keeps every actor ``TASKS_PER_ACTOR`` chunks deep (read, on the device, written at once); each
+  actor reads, encodes, evaluates (its device fed from its own thread, batches in flight, as the
+  local run feeds each device) and writes its chunk's part and record atomically;
 * redoes the chunk of an actor that dies (killed, out of memory, node lost) on a fresh actor, at
   most ``attempts`` times per chunk; a half-written part is never seen (atomic rename), and a
   part written twice is the same bytes written over itself;
@@ -42,10 +43,20 @@ def _ray() -> Any:
     return ray
 
 
+#: chunks each actor holds at once (tasks running in its threads): read and encoded, on the
+#: device, being written, so its device is never idle between chunks
+TASKS_PER_ACTOR = 6
+#: seconds an actor's device thread waits for a full batch before it sends the rows it has (the
+#: actor cannot know whether another chunk is coming: its last rows must go)
+LINGER = 0.02
+
+
 class ChunkWorker:
-    """The actor's body (plain class; ``ray.remote`` wraps it): one backend. Two chunks run at
-    once (a threaded actor): one is read and encoded (PGN: in ``parse_workers`` processes) while
-    the other is on the device; the backend itself is entered by one of them at a time."""
+    """The actor's body (plain class; ``ray.remote`` wraps it): one backend, fed as the local job
+    feeds each device (``job.ChunkEvaluator``: its own thread, batches in flight, cut across
+    chunk boundaries). Up to ``TASKS_PER_ACTOR`` chunks at once (a threaded actor): read and
+    encoded (PGN: in ``parse_workers`` processes), on the device, written (``writers``
+    processes format the parts, off the device thread's GIL)."""
 
     def __init__(
         self,
@@ -57,29 +68,35 @@ class ChunkWorker:
         in_flight: int,
         hook: Callable[[int, int], None] | None,
         parse_workers: int = 0,
+        writers: int = 0,
     ) -> None:
-        import threading
+        import sys
 
         from lc0py.api.net import open_net as load  # errors in the command line's terms
 
-        self._device = threading.Lock()
+        sys.setswitchinterval(min(sys.getswitchinterval(), J.SWITCH_INTERVAL))
         self.plan = plan
         self.net = load(weights, backend, options)
         probe = self.net if plan.settings.probe_layers else None
-        self.evaluator = J.ChunkEvaluator(self.net.backend, plan.settings, batch, in_flight, probe)
+        self.evaluator = J.ChunkEvaluator(
+            self.net.backend, plan.settings, batch, in_flight, probe, linger=LINGER
+        )
+        self.evaluator.warm_up()
         self.loader = J.ChunkLoader(
             plan, self.net.backend.info.input_format, workers=parse_workers, inline=parse_workers == 0
         )
+        self.writers = J._spawn_pool(writers) if writers else None
         self.hook = hook
 
     def run(self, row: list[int], attempt: int) -> dict[str, Any]:
         chunk = Chunk.from_list(row)
         loaded = self.loader.load(chunk)
-        with self._device:
-            block, record = self.evaluator.evaluate(loaded)
+        block, record = self.evaluator.evaluate(loaded)
         if self.hook is not None:  # fault injection (tests): between evaluating and writing
             self.hook(chunk.index, attempt)
-        J.write_chunk(self.plan, block, record)
+        written = J.write_chunk(self.plan, block, record, self.writers)
+        if written is not None:
+            written.result()
         return {"chunk": record.chunk, "positions": record.positions, "bad": record.bad}
 
     def ping(self) -> int:
@@ -137,16 +154,16 @@ def evaluate_file_on_ray(
             num_gpus=per_actor,
             max_restarts=0,
             max_task_retries=0,
-            max_concurrency=2,
+            max_concurrency=TASKS_PER_ACTOR,
         )(ChunkWorker)
         # PGN movetext: each GPU actor gets its share of the node's CPUs as parsing processes
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        parse_workers = max(1, cpus // count - 1) if per_actor and settings.input_kind == "pgn" else 0
+        share = cpus // count
+        parse_workers = max(1, share - 2) if per_actor and settings.input_kind == "pgn" else 0
+        writers = 1 if per_actor and share >= 4 else 0  # JSON formatting off the device thread
         weights_arg = None if weights is None else str(Path(weights).resolve())
-        args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers)
-        started = time.perf_counter()
-        positions = _dispatch(ray, remote, args, count, plan, attempts)
-        seconds = time.perf_counter() - started
+        args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers, writers)
+        positions, seconds = _dispatch(ray, remote, args, count, plan, attempts)
         todo = len([c for c in plan.chunks if c.index not in plan.done])
         return J.check_output(plan, todo, seconds, positions)
     finally:
@@ -166,11 +183,25 @@ def _init_error(exc: Exception) -> str:
 
 def _dispatch(
     ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int
-) -> int:
-    """Every chunk not done, two per actor at a time; a dead actor's chunks go to a new one."""
+) -> tuple[int, float]:
+    """Every chunk not done, ``TASKS_PER_ACTOR`` per actor at a time; a dead actor's chunks go
+    to a new one. Returns the positions and the seconds from the actors' being ready (each has
+    loaded the net and warmed its device, as the local run has before its clock starts)."""
     pending = [c for c in plan.chunks if c.index not in plan.done]
     tries: dict[int, int] = {}
     workers = [remote.remote(*args) for _ in range(min(count, max(1, len(pending))))]
+    try:
+        ray.get([w.ping.remote() for w in workers])
+    except ray.exceptions.RayActorError as exc:
+        for w in workers:
+            try:
+                ray.kill(w)
+            except Exception:  # already gone
+                pass
+        if getattr(exc, "actor_init_failed", False):
+            raise Lc0pyError(_init_error(exc)) from None
+        raise
+    started = time.perf_counter()
     running: dict[Any, tuple[Any, Chunk]] = {}  # task -> (actor, chunk)
     load: dict[Any, int] = {w: 0 for w in workers}
     printer = J.BadRecordPrinter()
@@ -178,7 +209,7 @@ def _dispatch(
     try:
         while pending or running:
             for w in list(load):
-                while pending and load[w] < 2:
+                while pending and load[w] < TASKS_PER_ACTOR:
                     chunk = pending.pop(0)
                     attempt = tries.get(chunk.index, 0)
                     task = w.run.remote(chunk.to_list(), attempt)
@@ -221,4 +252,4 @@ def _dispatch(
                 ray.kill(w)
             except Exception:  # already gone
                 pass
-    return positions
+    return positions, time.perf_counter() - started

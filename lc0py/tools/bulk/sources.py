@@ -308,3 +308,12 @@ def iter_chunks(chunks: list[Chunk], done: set[int]) -> Iterator[Chunk]:
     for chunk in chunks:
         if chunk.index not in done:
             yield chunk
+
+
+def timed_read_records(path: str, kind: str, chunk: Chunk) -> tuple[ChunkText, float]:
+    """``read_records`` and the seconds it took (in a worker process: the job's profile)."""
+    import time
+
+    t0 = time.perf_counter()
+    text = read_records(path, kind, chunk)
+    return text, time.perf_counter() - t0

@@ -16,6 +16,7 @@ Columns (JSONL keys), one row per position:
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,12 +118,14 @@ def write_part(path: Path, block: ResultBlock, fmt: str) -> None:
 
 def write_part_and_record(
     part: Path, record_path: Path, block: ResultBlock, record_json: str, fmt: str
-) -> None:
+) -> float:
     """The part, then its record (both atomic): the record says the part is complete. Runs in
     the job's writer processes (formatting JSON is the job's one pure-Python step per position),
-    so this module imports nothing heavy."""
+    so this module imports nothing heavy. Returns the seconds it took (the job's profile)."""
+    t0 = time.perf_counter()
     write_part(part, block, fmt)
     write_atomically(record_path, record_json, what=f"output record {record_path}")
+    return time.perf_counter() - t0
 
 
 def count_rows(path: Path, fmt: str) -> int:

@@ -1,7 +1,7 @@
 """``bulk-eval --workers N``: PGN chunks read in worker processes (python-chess) give the same
 parts as in the job's own process (FEN: no process, the same parts), a job killed with SIGKILL
 (workers and all) resumes without loss or duplicates, bad FENs and games are reported and skipped
-as without workers, and the next chunk goes to the backend before the last is collected."""
+as without workers. The device feeding itself: tests/tools/bulk/test_feeder.py."""
 
 from __future__ import annotations
 
@@ -126,40 +126,3 @@ def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
     rows = [line for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
     keys = [(json.loads(line)["game"], json.loads(line)["ply"]) for line in rows]
     assert len(keys) == len(set(keys)) and {g for g, _ in keys} == set(range(1, 61)) - {6}
-
-
-def test_next_chunk_is_sent_before_the_previous_is_collected(tmp_path: Path) -> None:
-    """The devices never drain between chunks: with two batches in flight and one batch a chunk,
-    chunk 2's batch goes to the backend before chunk 1's result is collected."""
-    from lc0py.api import load
-
-    src = tmp_path / "p.fen"
-    src.write_text("startpos\n" * 12)
-    events: list[str] = []
-    with load(None, "random") as net:
-        inner = net.backend
-
-        class Handle:
-            def __init__(self, batch):  # type: ignore[no-untyped-def]
-                events.append(f"send {len(batch)}")
-                self.out = inner.evaluate(batch)
-
-            def result(self):  # type: ignore[no-untyped-def]
-                events.append("collect")
-                return self.out
-
-            def done(self) -> bool:
-                return True
-
-        class Recording:
-            info = inner.info
-            name = "recording"
-
-            def evaluate_async(self, batch):  # type: ignore[no-untyped-def]
-                return Handle(batch)
-
-        settings = J.make_settings(src, None, "jsonl", 10, 4, "fen_only", (), None, "random")
-        plan = J.prepare_job(src, tmp_path / "out", settings)
-        summary = J.run_local(plan, Recording(), batch=4, in_flight=2)  # type: ignore[arg-type]
-    assert summary.complete and summary.positions == 12
-    assert events == ["send 4", "send 4", "collect", "send 4", "collect", "collect"]
