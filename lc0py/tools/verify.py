@@ -172,16 +172,21 @@ def run(args: argparse.Namespace) -> int:
         ref = forward(cast_network(network, np.float64), batch.dense(np.float64), np.float64, trace=trace)
         gpu = getattr(backend, "gpu", None)
         fp16 = bool(getattr(gpu, "fp16", backend.name in FP16_BACKENDS))
-        fp8 = bool(getattr(gpu, "fp8", False)) and network.body == "attention"
+        fp8 = bool(getattr(gpu, "fp8", False))
         limit = tolerance(fp16, fp8)
         rows: list[ErrorRow] = []
         if fp8:
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
+            from lc0py.backends.gpu.fp8_residual_emulation import fp8_residual_forward
 
             assert gpu is not None
             o = gpu.options
-            emulated = fp8_forward(network, batch.dense(np.float32), per_channel=o.fp8_scales != "tensor",
-                                   per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
+            if isinstance(network, ResidualNetwork):
+                emulated = fp8_residual_forward(network, batch.dense(np.float32), o.fp8_scales != "tensor",
+                                                bool(gpu.shape.winograd))
+            else:
+                emulated = fp8_forward(network, batch.dense(np.float32), per_channel=o.fp8_scales != "tensor",
+                                       per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
             rows += _output_rows("fp8-emu", emulated, ref, network.has_moves_left)
         if gpu is not None:
             rows += _GPU_ROWS[network.body](gpu, network, batch, ref, trace)

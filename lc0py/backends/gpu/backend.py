@@ -103,10 +103,11 @@ class GpuBackend(BackendBase):
         if opts.precision is not None:
             fp16 = opts.precision != "fp32"
         if opts.fp8 and network.body != "attention":
-            raise UnsupportedNetError(
-                f"--backend '{name}': FP8 runs attention-body nets only; this net has a "
-                f"{network.body} body (use cuda-fp16)"
-            )
+            from lc0py.backends.gpu.fp8_residual import residual_fp8_refusal
+
+            problem = residual_fp8_refusal(opts.fp8_scales)
+            if problem:
+                raise UnsupportedNetError(f"--backend '{name}': {problem}")
         self.network = network
         self.platform = factory.create_platform(vendor, opts.gpu)
         if opts.fp8:

@@ -98,7 +98,15 @@ class GpuNetwork:
         if isinstance(network, ResidualNetwork):
             # a classical residual (SE-ResNet) body: convolutions as im2col or Winograd + GEMMs
             wino = choose_winograd(options, network.filters, platform.info)
+            if self.fp8:
+                from lc0py.backends.gpu.fp8_residual import fp8_winograd_choice
+
+                wino = fp8_winograd_choice(options, network.filters, platform.info)
             rshape = residual_shape(network, wino.winograd)
+            if self.fp8:
+                if not fp16:
+                    raise UnsupportedNetError("FP8 keeps its activations in fp16 (fp16=True)")
+                rshape = replace(rshape, fp8=True)  # its buffers in the plan
             self.shape: NetShape | ResidualShape = rshape
             self.ops = GpuOps(platform, self.cache, fp16, GpuResidualModel.SIDE_BRANCHES)
             kernels = ResidualKernels(options, platform.info, fp16, wino, platform.can_fork)
@@ -110,6 +118,8 @@ class GpuNetwork:
             rweights = self._upload(packed)
             self.model_weights: ModelWeights[int] | ResidualModelWeights[int] = rweights
             self.model = GpuResidualModel(self.ops, network, rweights, rshape, kernels)
+            if self.fp8:
+                self._fp8 = self._build_residual_fp8(packed, rshape, fp8_gemms)
             ml_relu = network.moves_left is not None  # the reference's final ReLU (model/residual.py)
         else:
             shape = net_shape(network)
@@ -158,6 +168,19 @@ class GpuNetwork:
         return build_fp8_model(
             self.model, self.ops, self.cache, network, packed, gemms, scales != "tensor", scales == "outer",
             self.options.fp8_gemms, self.options.fp8_fuse,
+        )
+
+    def _build_residual_fp8(self, packed: Any, shape: ResidualShape, gemms: Any) -> Any:
+        """The tower's convolutions in FP8 (fp8_residual.py); batched cuBLASLt unless a provider is given."""
+        from lc0py.backends.gpu.fp8_residual import build_residual_fp8
+
+        if gemms is None:
+            from lc0py.gpu.cublaslt_batched import CublasLtFp8Batched
+
+            gemms = CublasLtFp8Batched(self.p, fast_accum=self.options.fp8_fast_accum)
+        assert isinstance(self.model, GpuResidualModel)
+        return build_residual_fp8(
+            self.model, self.ops, self.cache, packed, shape, gemms, self.options.fp8_scales != "tensor"
         )
 
     def _upload(self, host: Any) -> Any:

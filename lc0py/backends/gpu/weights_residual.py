@@ -29,6 +29,7 @@ from typing import Generic
 
 import numpy as np
 
+from lc0py.backends.gpu.fp8_quant import FP8_PARTIALS
 from lc0py.backends.gpu.se_fold import STATS, fold_se_fc1
 from lc0py.backends.gpu.weights import (
     PLANES,
@@ -72,6 +73,7 @@ class ResidualShape:
     Mc: int
     Mh: int
     winograd: bool = False  # 3x3 convolutions as Winograd F(4x4,3x3) instead of im2col
+    fp8: bool = False  # the tower's convolutions in FP8 (fp8_residual.py): its buffers are planned too
 
     @property
     def E(self) -> int:
@@ -308,4 +310,9 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
     if s.mlh:
         sizes["mlh_m1"] = m * s.Mc * elem
         sizes["mlh_m2"] = batch * s.Mh * elem
+    if s.fp8:  # the quantized convolution input (e4m3), its per-block maxima and scale
+        c = max(s.C, PLANES)
+        sizes["fp8_x"] = 36 * 4 * batch * c if s.winograd else m * 9 * c
+        sizes["fp8_partial"] = FP8_PARTIALS * 4
+        sizes["fp8_scale"] = 4
     return sizes

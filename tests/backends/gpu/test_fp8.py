@@ -128,20 +128,6 @@ def test_backend_refuses_fp8_in_one_line(monkeypatch: pytest.MonkeyPatch, vendor
         assert made[-1].closed
 
 
-def test_backend_refuses_fp8_on_a_residual_net_before_device_work(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from lc0py.backends.gpu import backend as gb
-    from lc0py.backends.options import BackendOptions
-
-    def create(v: str, gpu: int) -> Any:
-        raise AssertionError("no device work for a refused net")
-
-    monkeypatch.setattr(gb.factory, "create_platform", create)
-    with pytest.raises(UnsupportedNetError, match="FP8 runs attention-body nets only; this net has a resid"):
-        gb.create_cuda_fp8(random_network("res-tiny", 0), BackendOptions.parse("", "cuda-fp8"))
-
-
 class RecordingGemms:
     """The FP8 GEMM provider's interface, recording each call's pointers and shape."""
 
