@@ -34,8 +34,6 @@ from lc0py.gpu.cublaslt import (
     DESC_TRANSB,
     WORKSPACE_BYTES,
     CublasLtFp8,
-    _check,
-    _HeuristicResult,
     fp8_shape_problem,
 )
 from lc0py.gpu.platform import GpuError
@@ -45,6 +43,24 @@ log = logging.getLogger("lc0py.backends.gpu")
 # cublasLtMatrixLayoutAttribute_t (cublasLt.h)
 LAYOUT_BATCH_COUNT = 5  # int32_t
 LAYOUT_STRIDED_BATCH_OFFSET = 6  # int64_t, in elements
+
+
+class HeuristicResult(ctypes.Structure):
+    """``cublasLtMatmulHeuristicResult_t`` (as cublaslt.py declares it: 8 opaque uint64 of algorithm)."""
+
+    _fields_ = [
+        ("algo", ctypes.c_uint64 * 8),
+        ("workspace_size", ctypes.c_size_t),
+        ("state", ctypes.c_int),
+        ("waves_count", ctypes.c_float),
+        ("reserved", ctypes.c_int * 4),
+    ]
+
+
+def check(status: int, what: str) -> None:
+    """Raise ``GpuError`` for a cuBLASLt status other than success."""
+    if status != 0:
+        raise GpuError(f"{what} failed (CUBLAS_STATUS {status})")
 
 
 @dataclass(frozen=True)
@@ -77,7 +93,7 @@ def batched_problem(s: BatchedShape) -> str:
 class _BatchedPlan:
     desc: ctypes.c_void_p
     layouts: tuple[ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    algo: _HeuristicResult
+    algo: HeuristicResult
 
 
 class CublasLtFp8Batched(CublasLtFp8):
@@ -91,12 +107,14 @@ class CublasLtFp8Batched(CublasLtFp8):
         lib.cublasLtMatrixLayoutSetAttribute.restype = ctypes.c_int
         self._batched: dict[BatchedShape, _BatchedPlan | None] = {}
 
-    def _batch_layout(self, dtype: int, rows: int, cols: int, ld: int, batch: int, stride: int) -> ctypes.c_void_p:
+    def _batch_layout(
+        self, dtype: int, rows: int, cols: int, ld: int, batch: int, stride: int
+    ) -> ctypes.c_void_p:
         lay = self._layout(dtype, rows, cols, ld)
         if batch > 1:
             count, offset = ctypes.c_int32(batch), ctypes.c_int64(stride)
             for attr, value in ((LAYOUT_BATCH_COUNT, count), (LAYOUT_STRIDED_BATCH_OFFSET, offset)):
-                _check(self.lib.cublasLtMatrixLayoutSetAttribute(lay, attr, ctypes.byref(value),
+                check(self.lib.cublasLtMatrixLayoutSetAttribute(lay, attr, ctypes.byref(value),
                                                                  ctypes.sizeof(value)),
                        "cublasLtMatrixLayoutSetAttribute")
         return lay
@@ -110,7 +128,7 @@ class CublasLtFp8Batched(CublasLtFp8):
             raise GpuError(problem)
         lib = self.lib
         desc = ctypes.c_void_p()
-        _check(lib.cublasLtMatmulDescCreate(ctypes.byref(desc), CUBLAS_COMPUTE_32F, CUDA_R_32F),
+        check(lib.cublasLtMatmulDescCreate(ctypes.byref(desc), CUBLAS_COMPUTE_32F, CUDA_R_32F),
                "cublasLtMatmulDescCreate")
         self._set(desc, DESC_TRANSA, ctypes.c_int(CUBLAS_OP_T), "TRANSA")
         self._set(desc, DESC_TRANSB, ctypes.c_int(CUBLAS_OP_N), "TRANSB")
@@ -120,7 +138,7 @@ class CublasLtFp8Batched(CublasLtFp8):
         a = self._batch_layout(CUDA_R_8F_E4M3, s.k, s.n, s.k, s.batch, s.stride_w)
         b = self._batch_layout(CUDA_R_8F_E4M3, s.k, s.m, s.ldx, s.batch, s.stride_x)
         d = self._batch_layout(CUDA_R_16F, s.n, s.m, s.n, s.batch, s.stride_d)
-        result = _HeuristicResult()
+        result = HeuristicResult()
         count = ctypes.c_int(0)
         status = lib.cublasLtMatmulAlgoGetHeuristic(
             self._handle, desc, a, b, d, d, self._pref, 1, ctypes.byref(result), ctypes.byref(count)
@@ -156,7 +174,7 @@ class CublasLtFp8Batched(CublasLtFp8):
         self._set(plan.desc, DESC_B_SCALE_POINTER, ctypes.c_void_p(x_scale), "B_SCALE_POINTER")
         al, be = ctypes.c_float(alpha), ctypes.c_float(0.0)
         a, b, dl = plan.layouts
-        _check(
+        check(
             self.lib.cublasLtMatmul(
                 self._handle, plan.desc, ctypes.byref(al), ctypes.c_void_p(w_q), a, ctypes.c_void_p(x_q), b,
                 ctypes.byref(be), ctypes.c_void_p(d), dl, ctypes.c_void_p(d), dl,

@@ -4,7 +4,8 @@ a subset) over many varied legal positions, in issue 28's decision terms.
 Positions come from random legal playouts of the search's compiled board (``lc0py.search.core``:
 no python-chess, which the device image lacks), each game stopped at a random ply (0-160), the
 whole game given as history; planes and the legal moves' policy indices by the core's encoder.
-Per net (a generated preset, or ``--weights`` files of attention-body nets):
+Per net (a generated preset, or ``--weights`` files: attention-body nets, or residual ones such as
+the Maia / Mean Girl nets, whose emulation is ``fp8_residual_emulation.py``):
 
 * top-1 move (argmax of the legal moves' logits) equal to cuda-fp16's, fraction of positions
   (target >= 0.98);
@@ -141,11 +142,15 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
     n = min(args.ref, len(legal))
     sub = PlanesBatch(batch.masks[:n], batch.values[:n])
 
+    winograd = {}  # the backend under test's Winograd choice (residual nets), for the emulation
+
     def run(name: str, opts: str) -> tuple[tuple[np.ndarray, np.ndarray], Any]:
         """The backend's (policy, Q) over every position, and its raw outputs of the subset as one batch."""
         text = ",".join(x for x in ("max_batch=256" if name.startswith("cuda") else "", opts) if x)
         backend = create_backend(name, net, text or None)
         try:
+            shape = getattr(getattr(backend, "gpu", None), "shape", None)
+            winograd[opts] = bool(getattr(shape, "winograd", False))
             return evaluate(backend, batch), (backend.evaluate(sub) if n > 0 else None)
         finally:
             backend.close()
@@ -177,8 +182,14 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
             from lc0py.backends.gpu.options import GpuOptions
 
             o = GpuOptions.from_text(opts or None)
-            emu = fp8_forward(net, sub.dense(np.float32), per_channel=o.fp8_scales != "tensor",
-                              per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
+            if net.body == "residual":
+                from lc0py.backends.gpu.fp8_residual_emulation import fp8_residual_forward
+
+                emu = fp8_residual_forward(net, sub.dense(np.float32), o.fp8_scales != "tensor",
+                                           winograd.get(opts, False))
+            else:
+                emu = fp8_forward(net, sub.dense(np.float32), per_channel=o.fp8_scales != "tensor",
+                                  per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
             ref_policy = ref_out[0] if ref_out else None
             row["vs_emulation"] = {
                 "positions": n,
@@ -237,7 +248,9 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", action="append", default=None, help="generated net(s) (default: t82)")
-    ap.add_argument("--weights", action="append", default=[], help="attention-body .pb.gz file(s)")
+    ap.add_argument("--weights", action="append", default=[],
+                    help=".pb.gz file(s): attention-body or residual (Maia, Mean Girl) nets")
+    ap.add_argument("--out", default=None, help="folder: writes accuracy.json and accuracy.md there")
     ap.add_argument("--net-seed", type=int, default=1)
     ap.add_argument("--positions", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=7, help="positions' seed")
@@ -271,6 +284,12 @@ def main() -> int:
         rows += got
         for row in got:
             print(json.dumps(row, default=str), flush=True)
+    if args.out:
+        import os
+
+        os.makedirs(args.out, exist_ok=True)
+        args.json = args.json or os.path.join(args.out, "accuracy.json")
+        args.md = args.md or os.path.join(args.out, "accuracy.md")
     md = table(rows)
     print(md)
     if args.json:

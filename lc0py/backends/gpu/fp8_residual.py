@@ -54,7 +54,7 @@ from lc0py.backends.gpu.layers_residual import Conv3x3, GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.residual_kernels import WinogradChoice, choose_winograd
-from lc0py.backends.gpu.weights import PLANES, SEQ, Buffers
+from lc0py.backends.gpu.weights import PLANES, SEQ, Buffers, upload_record
 from lc0py.backends.gpu.weights_residual import ResidualModelWeights, ResidualShape
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.cublaslt import FP8_ALIGN
@@ -191,13 +191,16 @@ def pack_residual_fp8(
 class Fp8Conv3x3(Conv3x3):
     """``Conv3x3`` with its GEMM in FP8 (module docstring); the transforms and steps unchanged."""
 
-    def __init__(self, base: Conv3x3, f8: Fp8Ops, w8: Fp8ConvWeights[int], ref: float, per_channel: bool) -> None:
+    def __init__(
+        self, base: Conv3x3, f8: Fp8Ops, w8: Fp8ConvWeights[int], ref: float, per_channel: bool
+    ) -> None:
         self.__dict__.update(base.__dict__)
         self.f8, self.w8, self.ref, self.per_channel = f8, w8, ref, per_channel
 
     def multiply(self, ops: GpuOps, buf: Buffers, bsz: int, sms: int = 0) -> None:
-        """The 36 Winograd GEMMs in FP8 (fp16 where ``winograd_batch_fp8`` says no): quantize V, one batched GEMM into ``wino_m``, and the
-        per-channel factors over all of ``M`` (per-channel scales only). ``sms`` is not used:
+        """The 36 Winograd GEMMs in FP8 (fp16 where ``winograd_batch_fp8`` says no): quantize V,
+        one batched GEMM into ``wino_m``, and the per-channel factors over all of ``M`` (per-channel
+        scales only). ``sms`` is not used:
         cuBLASLt takes no multiprocessor target."""
         cin, cout, tiles = self.c_in, self.c_out, bsz * 4
         if not winograd_batch_fp8(bsz):
@@ -249,8 +252,9 @@ def build_residual_fp8(
         for i, problem in enumerate(why):
             if problem:
                 log.info("FP8: tower convolution %d in fp16 (%s)", i, problem)
-        dev = res.upload(host, ops.main)
-        res.weights = dev  # type: ignore[assignment]
+        record, res.base, res.nbytes = upload_record(ops.p, host, ops.main)
+        dev: Fp8ResidualWeights[int] = record
+        res.weights = record  # closed with the network like the attention path's record
         f8 = Fp8Ops(ops, cache, gemms)
         layers = tower_layers(model)
         swapped = [

@@ -92,7 +92,8 @@ def test_im2col_emulation_equals_a_direct_fp8_model() -> None:
     q, scale = quantize_activation(x16.reshape(-1))
     xd = e4m3_decode(q).reshape(x.shape).astype(np.float64) * scale
     fw = quantize_per_channel(conv_matrix(conv).astype(np.float16).astype(np.float64))
-    wd = (e4m3_decode(fw.q).astype(np.float64) * fw.scale[:, None]).reshape(16, 3, 3, 16).transpose(0, 3, 1, 2)
+    wd = e4m3_decode(fw.q).astype(np.float64) * fw.scale[:, None]
+    wd = wd.reshape(16, 3, 3, 16).transpose(0, 3, 1, 2)
     direct = conv2d(xd, Conv(wd, np.asarray(conv.b, np.float64)))
     got = fp8_conv(x, conv, per_channel=True, winograd=False)
     np.testing.assert_allclose(got, direct, rtol=1e-5, atol=1e-5)
@@ -156,8 +157,9 @@ def test_backend_refuses_outer_scales_on_a_residual_net_before_device_work(
         raise AssertionError("no device work for a refused net")
 
     monkeypatch.setattr(gb.factory, "create_platform", create)
+    net, opts = random_network("res-tiny", 0), BackendOptions.parse("fp8_scales=outer", "cuda-fp8")
     with pytest.raises(UnsupportedNetError, match=r"^--backend 'cuda-fp8': fp8_scales=outer runs attention"):
-        gb.create_cuda_fp8(random_network("res-tiny", 0), BackendOptions.parse("fp8_scales=outer", "cuda-fp8"))
+        gb.create_cuda_fp8(net, opts)
 
 
 # ---- wiring on a recording platform ---------------------------------------------------------------
@@ -195,7 +197,8 @@ def test_residual_fp8_forward_wiring(scales: str, winograd: str) -> None:
             want = [BatchedShape(tiles, c, 112, 36 * 112, 36, 112, c * 112, tiles * c)]
             want += [BatchedShape(tiles, c, c, 36 * c, 36, c, c * c, tiles * c)] * (2 * blocks)
             assert shapes == want
-            assert {b[1] for b in gemms.batched} == {buf.fp8_x} and {b[3] for b in gemms.batched} == {buf.wino_m}
+            assert {b[1] for b in gemms.batched} == {buf.fp8_x}
+            assert {b[3] for b in gemms.batched} == {buf.wino_m}
             assert {b[4] for b in gemms.batched} == {buf.fp8_scale}
             weights = [b[2] for b in gemms.batched]
             alphas = [b[5] for b in gemms.batched]
