@@ -74,12 +74,13 @@ def winograd_conv(x: np.ndarray, u: np.ndarray, quantize: bool) -> np.ndarray:
     return winograd_output_transform(m)
 
 
-def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool) -> np.ndarray:
-    """One tower convolution as the FP8 path computes it (+ bias), float32 ``[B, Cout, 8, 8]``."""
+def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool, fp8: bool = True) -> np.ndarray:
+    """One tower convolution as the FP8 path computes it (+ bias), float32 ``[B, Cout, 8, 8]``;
+    ``fp8`` False: as the fp16 path does (fp16 operands)."""
     x16 = _fp16(x)
     c_in, c_out = int(conv.w.shape[1]), int(conv.w.shape[0])
     b = np.asarray(conv.b, np.float64)[None, :, None, None]
-    fp8 = not conv_fp8_problem(c_in, c_out, winograd)
+    fp8 = fp8 and not conv_fp8_problem(c_in, c_out, winograd)
     if winograd:
         fp8 = fp8 and winograd_batch_fp8(x.shape[0])
         u = winograd_filter(conv).astype(np.float16).astype(np.float64)
@@ -99,21 +100,26 @@ def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool) -> np
 
 
 def fp8_residual_forward(
-    network: ResidualNetwork, planes: np.ndarray, per_channel: bool = True, winograd: bool = False
+    network: ResidualNetwork, planes: np.ndarray, per_channel: bool = True, winograd: bool = False,
+    convs: frozenset[int] | None = None,
 ) -> ForwardOutput:
     """The residual FP8 path's outputs for ``planes [B, 112, 8, 8]`` (one batch: activation scales
     per batch, as on the device); ``per_channel``: ``fp8_scales=channel`` or ``tensor``;
-    ``winograd``: the device runs its 3x3 convolutions as Winograd (its ``ResidualShape``)."""
+    ``winograd``: the device runs its 3x3 convolutions as Winograd (its ``ResidualShape``);
+    ``convs``: the tower convolutions in FP8 by index (0 the input one, then 2i+1 and 2i+2 block
+    i's; None: all), the others fp16 -- an ablation."""
     act = network.default_act
+    count = iter(range(1 + 2 * network.num_blocks))
 
     def conv_act(x: np.ndarray, conv: Conv, a: Activation) -> np.ndarray:
-        y = fp8_conv(x, conv, per_channel, winograd)
+        i = next(count)
+        y = fp8_conv(x, conv, per_channel, winograd, convs is None or i in convs)
         return activation(a, y) if a != Activation.NONE else y
 
     h = conv_act(np.asarray(planes, np.float32), network.input, act)
     for block in network.blocks:
         h1 = conv_act(h, block.conv1, act)
-        y = fp8_conv(h1, block.conv2, per_channel, winograd)
+        y = conv_act(h1, block.conv2, Activation.NONE)
         if block.se is not None:
             scale, bias = squeeze_excite(y, block.se, act)
             y = scale * y + bias

@@ -250,3 +250,17 @@ def test_unaligned_convolutions_stay_fp16() -> None:
         assert (128, 24, 9 * 112) in plat.fp16_gemms
     finally:
         gpu.close()
+
+
+def test_emulation_with_no_fp8_convolution_is_the_fp16_path() -> None:
+    """``convs=frozenset()``: every convolution on fp16 operands, within fp16's error of float64;
+    one convolution in FP8 already moves it by FP8's."""
+    net = random_network("res-tiny", 1)
+    planes = (np.random.default_rng(6).random((4, 112, 8, 8)) < 0.2).astype(np.float32)
+    ref = forward_residual(cast_network(net, np.float64), planes.astype(np.float64), np.float64)
+
+    def rel(convs: frozenset[int] | None) -> float:
+        out = fp8_residual_forward(net, planes, convs=convs)
+        return float(np.abs(out.policy - ref.policy).max() / np.abs(ref.policy).max())
+
+    assert rel(frozenset()) < 1e-2 < rel(frozenset({2}))
