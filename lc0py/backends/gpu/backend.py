@@ -105,7 +105,7 @@ class GpuBackend(BackendBase):
         if opts.fp8 and network.body != "attention":
             from lc0py.backends.gpu.fp8_residual import residual_fp8_refusal
 
-            problem = residual_fp8_refusal(opts.fp8_scales)
+            problem = residual_fp8_refusal(opts.fp8_scales, opts.fp8_gemms)
             if problem:
                 raise UnsupportedNetError(f"--backend '{name}': {problem}")
         self.network = network

@@ -52,7 +52,7 @@ from lc0py.backends.gpu.fp8_quant import Fp8Weight, quantize_per_channel, quanti
 from lc0py.backends.gpu.layers import ACT_NONE
 from lc0py.backends.gpu.layers_residual import Conv3x3, GpuResidualModel
 from lc0py.backends.gpu.ops import GpuOps
-from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.options import FP8_GEMM_NAMES, GpuOptions
 from lc0py.backends.gpu.residual_kernels import WinogradChoice, choose_winograd
 from lc0py.backends.gpu.weights import PLANES, SEQ, Buffers, upload_record
 from lc0py.backends.gpu.weights_residual import ResidualModelWeights, ResidualShape
@@ -88,11 +88,16 @@ def fp8_winograd_choice(options: GpuOptions, filters: int, device: DeviceInfo) -
     return choose_winograd(options, filters, device)
 
 
-def residual_fp8_refusal(fp8_scales: str) -> str:
-    """Why FP8 cannot run a residual body with these options ('' when it can): one line."""
+def residual_fp8_refusal(fp8_scales: str, fp8_gemms: tuple[str, ...] = FP8_GEMM_NAMES) -> str:
+    """Why FP8 cannot run a residual body with these options ('' when it can): one line.
+    ``fp8_gemms`` names attention-body GEMMs: on a residual body only its default (all) is
+    accepted, so a subset is not silently ignored."""
     if fp8_scales not in RESIDUAL_FP8_SCALES:
         return (f"fp8_scales={fp8_scales} runs attention-body nets only; a residual body takes "
                 f"{' or '.join(RESIDUAL_FP8_SCALES)}")
+    if set(fp8_gemms) != set(FP8_GEMM_NAMES):
+        return (f"fp8_gemms={'+'.join(fp8_gemms)} picks attention-body GEMMs; a residual body runs its "
+                f"tower convolutions in FP8 (leave fp8_gemms out)")
     return ""
 
 

@@ -130,6 +130,8 @@ def test_residual_emulation_runs_a_net_within_fp8_error(winograd: bool) -> None:
 def test_refusals_and_alignment() -> None:
     assert residual_fp8_refusal("channel") == residual_fp8_refusal("tensor") == ""
     assert "attention-body nets only" in residual_fp8_refusal("outer")
+    assert "fp8_gemms=qkv+out picks attention-body GEMMs" in residual_fp8_refusal("channel", ("qkv", "out"))
+    assert residual_fp8_refusal("tensor", GpuOptions.from_text("fp8_gemms=all").fp8_gemms) == ""
     assert conv_fp8_problem(112, 64, False) == ""  # K = 1008
     assert conv_fp8_problem(112, 64, True) == ""
     assert conv_fp8_problem(64, 64, False) == "" and conv_fp8_problem(32, 32, True) == ""
