@@ -15,6 +15,9 @@ Uses: the CPU estimate of FP8's accuracy on a net (``scripts/compare/fp8_cpu_est
 tests), and on a device the oracle that ``cuda-fp8`` is checked against (``fp8_accuracy.py``): a
 wrong scale or layout shows as a large error against this, where against float64 it would hide
 in FP8's own few percent.
+
+Residual (SE-ResNet) bodies: ``fp8_residual_emulation.fp8_residual_forward`` (the tower's
+convolutions in FP8, im2col or Winograd), which ``verify`` and ``fp8_accuracy.py`` call for them.
 """
 
 from __future__ import annotations
