@@ -16,8 +16,8 @@ Per convolution, on the device::
 
     im2col (maia-sized bodies, < 128 filters)      Winograd F(4x4,3x3)
     ----------------------------------------      ---------------------------------------------
-    cols = im2col3x3(x)                           V = input transform (a fused step wrote it)
-    fp8_amax + fp8_quantize(cols)                 fp8_amax + fp8_quantize(V)   (per tensor)
+    fp8_amax + fp8_quantize(x)  (per tensor)      V = input transform (a fused step wrote it)
+    colsq = im2col3x3 of the e4m3 bytes           fp8_amax + fp8_quantize(V)   (per tensor)
     D = ref · a · colsq · Wqᵀ (one GEMM)          M[t] = ref · a · Vq[t] · Uq[t]ᵀ, t < 36 (one
                                                   strided-batched cuBLASLt GEMM, cublaslt_batched)
     fp8_epilogue: act(D · cs[n] + b)              fp8_epilogue: M *= cs[n] over all 36 t (per
@@ -35,8 +35,10 @@ that. ``fp8_scales=outer`` (per-row activations) is for attention bodies only: r
 
 Activations: per tensor, from the running batch, on the device (kernels/fp8.hip ``fp8_amax`` +
 ``fp8_quantize``, as the attention path). For im2col the columns are copies of ``x`` and zeros,
-so their scale and codes are ``x``'s own: the emulation (fp8_residual_emulation.py) quantizes
-``x``.
+so their scale and codes are ``x``'s own: ``x`` is quantized (into ``fp8_x``) and the existing
+``im2col3x3`` kernel copies its e4m3 bytes into ``cols`` (16-byte copies, two codes per fp16
+slot): the amax and quantize passes read ``x`` instead of columns nine times its size, and the
+columns are half the fp16 ones' bytes.
 """
 
 from __future__ import annotations
@@ -226,9 +228,13 @@ class Fp8Conv3x3(Conv3x3):
             super().forward(ops, buf, x, out, bsz, transformed)  # through multiply above
             return
         cin, cout, m = self.c_in, self.c_out, bsz * SEQ
-        ops.im2col3x3(x, buf.cols, m, cin)
-        self.f8.quantize(buf, buf.cols, m * 9 * cin)
-        self.f8.gemm(buf, m, cout, 9 * cin, self.w8.q, out, self.ref)
+        # quantize x (not its 9x larger columns: the same scale and codes), then im2col on the
+        # e4m3 bytes: the fp16 kernel's 16-byte copies move two codes per "half", zeros off the
+        # board are e4m3 zeros; cin % 16 == 0 keeps it on its vector path (bit copies)
+        assert ops.elem == 2 and cin % FP8_ALIGN == 0 and (cin // 2) % ops.vec == 0, (cin, ops.vec)
+        self.f8.quantize(buf, x, m * cin)
+        ops.im2col3x3(buf.fp8_x, buf.cols, m, cin // 2)
+        self.f8.gemms.gemm(ops.stream, m, cout, 9 * cin, buf.cols, self.w8.q, out, buf.fp8_scale, self.ref)
         bias, act = (self.w.b, self.act) if self.act is not None else (0, ACT_NONE)
         if self.w8.cs is not None:  # per-channel scales
             self.f8.epilogue(buf, out, m, cout, self.w8.cs, out, bias=bias, act=act)

@@ -310,9 +310,9 @@ def plan_residual_buffers(s: ResidualShape, batch: int, elem: int) -> dict[str, 
     if s.mlh:
         sizes["mlh_m1"] = m * s.Mc * elem
         sizes["mlh_m2"] = batch * s.Mh * elem
-    if s.fp8:  # the quantized convolution input (e4m3), its per-block maxima and scale
+    if s.fp8:  # the quantized convolution input (e4m3: V, or x whose im2col goes to cols), maxima, scale
         c = max(s.C, PLANES)
-        sizes["fp8_x"] = 36 * 4 * batch * c if s.winograd else m * 9 * c
+        sizes["fp8_x"] = 36 * 4 * batch * c if s.winograd else m * c
         sizes["fp8_partial"] = FP8_PARTIALS * 4
         sizes["fp8_scale"] = 4
     return sizes

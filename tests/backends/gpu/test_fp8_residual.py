@@ -210,7 +210,7 @@ def test_residual_fp8_forward_wiring(scales: str, winograd: str) -> None:
             assert not gemms.batched
             want3 = [(m, c, 9 * 112)] + [(m, c, 9 * c)] * (2 * blocks)
             assert [call[:3] for call in gemms.calls] == want3
-            assert {call[3] for call in gemms.calls} == {buf.fp8_x}
+            assert {call[3] for call in gemms.calls} == {buf.cols}  # the e4m3 im2col of fp8_x
             assert {call[6] for call in gemms.calls} == {buf.fp8_scale}
             weights = [call[4] for call in gemms.calls]
             alphas = [call[7] for call in gemms.calls]
