@@ -14,7 +14,7 @@ from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.fp8 import FP8_MIN_CC, fp8_refusal, fp8_shape_refusal
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.weights import leaves, net_shape
-from lc0py.errors import BackendOptionError, BackendUnavailable, UnsupportedNetError
+from lc0py.errors import BackendOptionError, BackendUnavailable
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
 from tests.backends.gpu.test_layers import PointerPlatform
