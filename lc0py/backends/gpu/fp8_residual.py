@@ -29,9 +29,10 @@ channel, shared by the 36 Winograd elements (cuBLASLt takes one alpha for a batc
 output transform is linear per channel, so ``cs[n]`` may scale ``M`` before it);
 ``fp8_scales=tensor`` one for the whole weight, and then no pass over ``M``: the GEMM's output goes
 straight to the output step, unchanged. e4m3 is a floating-point format, so a per-tensor scale
-costs precision only on weights more than 2^15 below the tensor's largest (they fall into
-subnormals): the Winograd elements' spread (G's rows scale them by 1/24 .. 1) stays well inside
-that. ``fp8_scales=outer`` (per-row activations) is for attention bodies only: refused here.
+costs precision mainly on weights far below the tensor's largest (into subnormals below 2^-15 of
+it); on the real nets it keeps top-1 but doubles mean |dQ| on maia-1500/1900 (docs/fp8.md), so
+per channel is the default. ``fp8_scales=outer`` (per-row activations) is for attention bodies
+only: refused here.
 
 Activations: per tensor, from the running batch, on the device (kernels/fp8.hip ``fp8_amax`` +
 ``fp8_quantize``, as the attention path). For im2col the columns are copies of ``x`` and zeros,
