@@ -34,6 +34,12 @@ it); on the real nets it keeps top-1 but doubles mean |dQ| on maia-1500/1900 (do
 per channel is the default. ``fp8_scales=outer`` (per-row activations) is for attention bodies
 only: refused here.
 
+Weight codes: with a calibration of the net in the lc0py cache (``lc0py calibrate``,
+fp8_calibration.py) the im2col per-channel path uploads its GPTQ codes (same scales and format,
+rounding chosen against the convolutions' real inputs: about half the error of the
+uncalibrated codes on the real nets); without one, or with ``fp8_scales=tensor`` / Winograd,
+round-to-nearest codes (``quantize_conv``).
+
 Activations: per tensor, from the running batch, on the device (kernels/fp8.hip ``fp8_amax`` +
 ``fp8_quantize``, as the attention path). For im2col the columns are copies of ``x`` and zeros,
 so their scale and codes are ``x``'s own: ``x`` is quantized (into ``fp8_x``) and the existing
