@@ -10,13 +10,14 @@ weights, less accurate: docs/fp8.md). CPU only, no device needed; about a minute
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 
 import numpy as np
 
 from lc0py.errors import UsageError
-from lc0py.tools.arguments import add_weights_argument, int_value
+from lc0py.tools.arguments import add_json_arguments, add_weights_argument, int_value, json_target
 from lc0py.tools.weights_choice import resolve_weights
 
 DEFAULT_POSITIONS = 256
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_weights_argument(parser)
     parser.add_argument("--positions", default=DEFAULT_POSITIONS,
                         help=f"random legal positions to calibrate on (default {DEFAULT_POSITIONS})")
+    add_json_arguments(parser, "the net, the cache entry written, positions, convolutions, seconds")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(network, ResidualNetwork):
         raise UsageError(f"calibrate: {path} has an {network.body} body; FP8 calibration is for "
                          "residual nets")
+    target = json_target(args, "calibrate")
     positions = int_value("--positions", args.positions, 16, 100_000)
     assert positions is not None
     t0 = time.perf_counter()
@@ -56,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
     if where is None:
         raise UsageError("calibrate: the lc0py cache is off or not writable (LC0PY_CACHE_DIR); "
                          "nothing written")
-    print(f"calibrate: {path}: {len(cal.weights)} tower convolutions, {cal.positions} positions, "
-          f"{time.perf_counter() - t0:.0f} s -> {where}", file=sys.stdout)
+    seconds = time.perf_counter() - t0
+    if not target.stdout:
+        print(f"calibrate: {path}: {len(cal.weights)} tower convolutions, {cal.positions} positions, "
+              f"{seconds:.0f} s -> {where}", file=sys.stdout)
+    if target.stdout or target.file is not None:
+        target.write(json.dumps({"file": str(path), "entry": str(where), "digest": cal.digest,
+                                 "positions": cal.positions, "convolutions": len(cal.weights),
+                                 "seconds": round(seconds, 1)}, indent=1))
     return 0

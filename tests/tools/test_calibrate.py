@@ -3,6 +3,7 @@ cannot calibrate in one line (exit 2), writing nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,11 @@ def test_calibrate_writes_what_cuda_fp8_finds(
     assert out.startswith(f"calibrate: {path}: 5 tower convolutions, 32 positions")
     cal = find_calibration(net)  # type: ignore[arg-type]
     assert cal is not None and cal.positions == 32 and str(cache) in out
+    assert main(["calibrate", str(path), "--positions", "16", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["positions"] == 16 and doc["convolutions"] == 5 and doc["digest"] == cal.digest
+    again = find_calibration(net)  # type: ignore[arg-type]
+    assert again is not None and again.positions == 16  # rewritten in place
 
 
 @pytest.mark.parametrize("case", ["attention", "positions", "missing"])
