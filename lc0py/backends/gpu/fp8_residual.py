@@ -31,8 +31,8 @@ output transform is linear per channel, so ``cs[n]`` may scale ``M`` before it);
 straight to the output step, unchanged. e4m3 is a floating-point format, so a per-tensor scale
 costs precision mainly on weights far below the tensor's largest (into subnormals below 2^-15 of
 it); on the real nets it keeps top-1 but doubles mean |dQ| on maia-1500/1900 (docs/fp8.md), so
-per channel is the default. ``fp8_scales=outer`` (per-row activations) is for attention bodies
-only: refused here.
+per channel is the default (``fp8_scales=outer``, the attention bodies' default, runs as
+``channel``: an im2col row mixes nine pixels, so per-row activation scales do not apply).
 
 Weight codes: with a calibration of the net in the lc0py cache (``lc0py calibrate``,
 fp8_calibration.py) the im2col per-channel path uploads its GPTQ codes (same scales and format,
@@ -73,8 +73,16 @@ from lc0py.gpu.platform import DeviceInfo
 log = logging.getLogger("lc0py.backends.gpu")
 A = TypeVar("A", np.ndarray, int)
 
-#: fp8_scales values a residual body takes (``outer`` quantizes per row: attention bodies only)
-RESIDUAL_FP8_SCALES = ("channel", "tensor")
+#: fp8_scales values a residual body takes; ``outer`` (the attention bodies' default: per-row
+#: activation scales applied by cuBLASLt) runs as ``channel`` here: an im2col row mixes nine
+#: pixels, whose per-row scales would differ (``residual_per_channel``)
+RESIDUAL_FP8_SCALES = ("outer", "channel", "tensor")
+
+
+def residual_per_channel(fp8_scales: str) -> bool:
+    """Per-channel weight scales on a residual body: ``channel`` and ``outer`` (the default, which
+    runs as ``channel``), not ``tensor``."""
+    return fp8_scales != "tensor"
 WINOGRAD_ELEMENTS = 36
 
 
@@ -102,8 +110,7 @@ def residual_fp8_refusal(fp8_scales: str, fp8_gemms: tuple[str, ...] = FP8_GEMM_
     ``fp8_gemms`` names attention-body GEMMs: on a residual body only its default (all) is
     accepted, so a subset is not silently ignored."""
     if fp8_scales not in RESIDUAL_FP8_SCALES:
-        return (f"fp8_scales={fp8_scales} runs attention-body nets only; a residual body takes "
-                f"{' or '.join(RESIDUAL_FP8_SCALES)}")
+        return f"fp8_scales={fp8_scales}: a residual body takes {' or '.join(RESIDUAL_FP8_SCALES)}"
     if set(fp8_gemms) != set(FP8_GEMM_NAMES):
         return (f"fp8_gemms={'+'.join(fp8_gemms)} picks attention-body GEMMs; a residual body runs its "
                 f"tower convolutions in FP8 (leave fp8_gemms out)")
@@ -307,5 +314,5 @@ def build_residual_fp8(
 __all__ = [
     "Fp8Conv3x3", "Fp8ResidualWeights", "build_residual_fp8", "calibration_applies", "conv_fp8_problem",
     "dequantized_conv",
-    "pack_residual_fp8", "quantize_conv", "residual_fp8_refusal",
+    "pack_residual_fp8", "quantize_conv", "residual_fp8_refusal", "residual_per_channel",
 ]

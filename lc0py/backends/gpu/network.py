@@ -174,14 +174,18 @@ class GpuNetwork:
     def _build_residual_fp8(self, packed: Any, shape: ResidualShape, gemms: Any) -> Any:
         """The tower's convolutions in FP8 (fp8_residual.py); batched cuBLASLt unless a provider is given."""
         from lc0py.backends.gpu.fp8_calibration import find_calibration
-        from lc0py.backends.gpu.fp8_residual import build_residual_fp8, calibration_applies
+        from lc0py.backends.gpu.fp8_residual import (
+            build_residual_fp8,
+            calibration_applies,
+            residual_per_channel,
+        )
 
         if gemms is None:
             from lc0py.gpu.cublaslt_batched import CublasLtFp8Batched
 
             gemms = CublasLtFp8Batched(self.p, fast_accum=self.options.fp8_fast_accum)
         assert isinstance(self.model, GpuResidualModel)
-        per_channel = self.options.fp8_scales != "tensor"
+        per_channel = residual_per_channel(self.options.fp8_scales)
         if calibration_applies(per_channel, shape.winograd):
             assert isinstance(self.net, ResidualNetwork)
             self.fp8_calibration = find_calibration(self.net)

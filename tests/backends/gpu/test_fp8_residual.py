@@ -129,7 +129,8 @@ def test_residual_emulation_runs_a_net_within_fp8_error(winograd: bool) -> None:
 # ---- options and refusals -----------------------------------------------------------------------
 def test_refusals_and_alignment() -> None:
     assert residual_fp8_refusal("channel") == residual_fp8_refusal("tensor") == ""
-    assert "attention-body nets only" in residual_fp8_refusal("outer")
+    assert residual_fp8_refusal("outer") == ""
+    assert residual_fp8_refusal("rows") == "fp8_scales=rows: a residual body takes outer or channel or tensor"
     assert "fp8_gemms=qkv+out picks attention-body GEMMs" in residual_fp8_refusal("channel", ("qkv", "out"))
     assert residual_fp8_refusal("tensor", GpuOptions.from_text("fp8_gemms=all").fp8_gemms) == ""
     assert conv_fp8_problem(112, 64, False) == ""  # K = 1008
@@ -149,7 +150,7 @@ def test_winograd_choice_under_fp8() -> None:
     assert forced.winograd
 
 
-def test_backend_refuses_outer_scales_on_a_residual_net_before_device_work(
+def test_backend_refuses_fp8_gemms_on_a_residual_net_before_device_work(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from lc0py.backends.gpu import backend as gb
@@ -159,9 +160,17 @@ def test_backend_refuses_outer_scales_on_a_residual_net_before_device_work(
         raise AssertionError("no device work for a refused net")
 
     monkeypatch.setattr(gb.factory, "create_platform", create)
-    net, opts = random_network("res-tiny", 0), BackendOptions.parse("fp8_scales=outer", "cuda-fp8")
-    with pytest.raises(UnsupportedNetError, match=r"^--backend 'cuda-fp8': fp8_scales=outer runs attention"):
+    net, opts = random_network("res-tiny", 0), BackendOptions.parse("fp8_gemms=qkv", "cuda-fp8")
+    with pytest.raises(UnsupportedNetError, match=r"^--backend 'cuda-fp8': fp8_gemms=qkv picks attention"):
         gb.create_cuda_fp8(net, opts)
+
+
+def test_default_fp8_scales_run_as_channel_on_a_residual_net() -> None:
+    from lc0py.backends.gpu.fp8_residual import residual_per_channel
+
+    default = GpuOptions.from_text("precision=fp8").fp8_scales  # outer, the attention default
+    assert residual_fp8_refusal(default) == "" and residual_per_channel(default)
+    assert residual_per_channel("channel") and not residual_per_channel("tensor")
 
 
 # ---- wiring on a recording platform ---------------------------------------------------------------
