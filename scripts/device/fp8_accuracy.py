@@ -178,6 +178,8 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
             row["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
             continue
+        if calibration.get(opts) is not None:  # a residual net's cached FP8 calibration was used
+            row["net"] += " [calibrated]"
         if sub_out is not None and args.emulate:
             from lc0py.backends.accuracy import relative_error
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
@@ -189,7 +191,6 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
 
                 emu = fp8_residual_forward(net, sub.dense(np.float32), o.fp8_scales != "tensor",
                                            winograd.get(opts, False), calibration=calibration.get(opts))
-                row["calibrated"] = calibration.get(opts) is not None
             else:
                 emu = fp8_forward(net, sub.dense(np.float32), per_channel=o.fp8_scales != "tensor",
                                   per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))
