@@ -36,9 +36,9 @@ per channel is the default (``fp8_scales=outer``, the attention bodies' default,
 
 Weight codes: with a calibration of the net in the lc0py cache (``lc0py calibrate``,
 fp8_calibration.py) the im2col per-channel path uploads its GPTQ codes (same scales and format,
-rounding chosen against the convolutions' real inputs: about half the error of the
-uncalibrated codes on the real nets); without one, or with ``fp8_scales=tensor`` / Winograd,
-round-to-nearest codes (``quantize_conv``).
+rounding chosen against the convolutions' real inputs: the weights' own error 2-4x smaller,
+top-1 against float32 up 1-3.5 points on the real nets, docs/fp8.md); without one, or with
+``fp8_scales=tensor`` / Winograd, round-to-nearest codes (``quantize_conv``).
 
 Activations: per tensor, from the running batch, on the device (kernels/fp8.hip ``fp8_amax`` +
 ``fp8_quantize``, as the attention path). For im2col the columns are copies of ``x`` and zeros,
