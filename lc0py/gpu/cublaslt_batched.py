@@ -34,6 +34,7 @@ from lc0py.gpu.cublaslt import (
     DESC_TRANSB,
     WORKSPACE_BYTES,
     CublasLtFp8,
+    _HeuristicResult,
     fp8_shape_problem,
 )
 from lc0py.gpu.platform import GpuError
@@ -45,16 +46,9 @@ LAYOUT_BATCH_COUNT = 5  # int32_t
 LAYOUT_STRIDED_BATCH_OFFSET = 6  # int64_t, in elements
 
 
-class HeuristicResult(ctypes.Structure):
-    """``cublasLtMatmulHeuristicResult_t`` (as cublaslt.py declares it: 8 opaque uint64 of algorithm)."""
-
-    _fields_ = [
-        ("algo", ctypes.c_uint64 * 8),
-        ("workspace_size", ctypes.c_size_t),
-        ("state", ctypes.c_int),
-        ("waves_count", ctypes.c_float),
-        ("reserved", ctypes.c_int * 4),
-    ]
+# The library's argtypes (``cublaslt._load``) name cublaslt's own structure: a look-alike class
+# here is refused by ctypes ("expected LP__HeuristicResult instance"), so the same one is used.
+HeuristicResult = _HeuristicResult
 
 
 def check(status: int, what: str) -> None:
