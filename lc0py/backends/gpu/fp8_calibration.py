@@ -159,7 +159,8 @@ def from_bytes(data: bytes, network: ResidualNetwork, where: str) -> Fp8Calibrat
         digest = str(z["digest"]) if "digest" in files else ""
         positions = int(z["positions"]) if "positions" in files else 0
     except Exception as exc:  # noqa: BLE001 -- whatever numpy raises on a damaged file
-        raise bad(f"not a calibration file ({type(exc).__name__})") from None
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise bad(f"not a calibration file ({type(exc).__name__}{': ' + detail if detail else ''})") from None
     if version != CALIBRATION_VERSION:
         raise bad(f"version {version}, this lc0py reads {CALIBRATION_VERSION}")
     if digest != tower_digest(network):
