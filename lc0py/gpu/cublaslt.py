@@ -72,6 +72,10 @@ class _HeuristicResult(ctypes.Structure):
     ]
 
 
+# the public name (cublaslt_batched.py): ctypes accepts only this class where the argtypes name it
+HeuristicResult = _HeuristicResult
+
+
 def fp8_shape_problem(m: int, n: int, k: int) -> str:
     """Why cuBLASLt cannot run an FP8 GEMM of this shape ('' when it can)."""
     if min(m, n, k) <= 0:

@@ -34,7 +34,7 @@ from lc0py.gpu.cublaslt import (
     DESC_TRANSB,
     WORKSPACE_BYTES,
     CublasLtFp8,
-    _HeuristicResult,
+    HeuristicResult,
     fp8_shape_problem,
 )
 from lc0py.gpu.platform import GpuError
@@ -44,11 +44,6 @@ log = logging.getLogger("lc0py.backends.gpu")
 # cublasLtMatrixLayoutAttribute_t (cublasLt.h)
 LAYOUT_BATCH_COUNT = 5  # int32_t
 LAYOUT_STRIDED_BATCH_OFFSET = 6  # int64_t, in elements
-
-
-# The library's argtypes (``cublaslt._load``) name cublaslt's own structure: a look-alike class
-# here is refused by ctypes ("expected LP__HeuristicResult instance"), so the same one is used.
-HeuristicResult = _HeuristicResult
 
 
 def check(status: int, what: str) -> None:

@@ -25,6 +25,7 @@ MAY_IMPORT = {
     "factory": {"platform", "cuda_platform", "hip_platform"},
     "compile_cache": {"platform"},
     "cublaslt": {"platform"},  # cuBLASLt through ctypes (the FP8 GEMMs)
+    "cublaslt_batched": {"platform", "cublaslt"},  # strided-batched FP8 GEMMs (residual FP8)
     "__init__": set(),
 }
 
