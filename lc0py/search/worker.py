@@ -219,11 +219,20 @@ def largest_batch(params: SearchParams, info: BackendInfo) -> int:
 
 
 def task_workers(params: SearchParams, info: BackendInfo) -> int:
-    """lc0 0.32.1's task workers of a search thread: ``TaskWorkers`` when set (>= 0), else none
-    on a CPU backend and ``min(cores / max(Threads - 1, 1) - 1, 4)`` elsewhere (``Threads`` 0:
-    lc0's 2 for a GPU backend)."""
+    """Task workers of the search thread: ``TaskWorkers`` when set (>= 0); -1 (lc0's default,
+    "automatic") gives none. lc0 0.32.1's automatic rule is ``min(cores / max(Threads - 1, 1) - 1,
+    4)`` on a GPU backend (``lc0_rule_task_workers``), but lc0py's hand-off costs more than a
+    parallel scan saves: on the H100 host every net searched slower with it (TaskWorkers 0 vs 4,
+    bench/results/2026-11-28_h100_9c6d7dd: maia-1900 64.1k vs 62.1k nps, res-20x256 81.1k vs
+    65.0k), so automatic means serial until that changes."""
     if params.task_workers >= 0:
         return params.task_workers
+    return 0
+
+
+def lc0_rule_task_workers(params: SearchParams, info: BackendInfo) -> int:
+    """lc0 0.32.1's automatic ``TaskWorkers``: none on a CPU backend, else
+    ``min(cores / max(Threads - 1, 1) - 1, 4)`` (``Threads`` 0: lc0's 2 for a GPU backend)."""
     if getattr(info, "runs_on_cpu", False):
         return 0
     working = max((params.threads or 2) - 1, 1)

@@ -17,7 +17,7 @@ from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchLimits
-from lc0py.search.worker import split_round, task_workers
+from lc0py.search.worker import lc0_rule_task_workers, split_round, task_workers
 from lc0py.tools.benchmark import POSITIONS, split_position
 
 
@@ -28,13 +28,21 @@ def _info(runs_on_cpu: bool) -> BackendInfo:
 def test_task_workers_follow_lc0s_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module.os, "cpu_count", lambda: 16)
     auto = SearchParams()
-    assert task_workers(auto, _info(True)) == 0  # a CPU backend: none
-    assert task_workers(auto, _info(False)) == 4  # min(16 / max(2 - 1, 1) - 1, 4)
-    assert task_workers(replace(auto, threads=5), _info(False)) == 3  # 16 / 4 - 1
-    assert task_workers(replace(auto, task_workers=0), _info(False)) == 0
-    assert task_workers(replace(auto, task_workers=7), _info(True)) == 7
+    assert lc0_rule_task_workers(auto, _info(True)) == 0  # a CPU backend: none
+    assert lc0_rule_task_workers(auto, _info(False)) == 4  # min(16 / max(2 - 1, 1) - 1, 4)
+    assert lc0_rule_task_workers(replace(auto, threads=5), _info(False)) == 3  # 16 / 4 - 1
     monkeypatch.setattr(worker_module.os, "cpu_count", lambda: 2)
-    assert task_workers(auto, _info(False)) == 1
+    assert lc0_rule_task_workers(auto, _info(False)) == 1
+
+
+def test_automatic_task_workers_are_none_and_a_set_count_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module.os, "cpu_count", lambda: 16)
+    auto = SearchParams()
+    assert auto.task_workers == -1  # lc0's default value
+    assert task_workers(auto, _info(False)) == 0  # measured slower on the H100 host: serial
+    assert task_workers(replace(auto, task_workers=0), _info(False)) == 0
+    assert task_workers(replace(auto, task_workers=3), _info(False)) == 3
+    assert task_workers(replace(auto, task_workers=7), _info(True)) == 7
 
 
 def test_split_round_gives_lc0s_ranges() -> None:
