@@ -24,8 +24,10 @@ def test_compiled_rescale_matches_the_reference_formula() -> None:
         _, v_ref, d_ref = reference(float(v), float(d), float(ratio), float(diff), float(sign))
         got = wdl_rescale(np.float32(v), np.float32(d), ratio, diff, sign, 1.4)
         # the reference forms W and L in double before its float32 steps, lc0 (and the core) in
-        # float32: a few ulps of the logistic's input apart
-        assert got == pytest.approx((v_ref, d_ref), abs=1e-4)
+        # float32: a few ulps of the logistic's input apart, amplified where D is near 0.001
+        # (worst 3.0e-4 over 200,000 draws; 1e-4 failed about one run in fifty); a wrong formula
+        # is off by far more than 1e-3
+        assert got == pytest.approx((v_ref, d_ref), abs=1e-3)
     assert wdl_rescale(0.9999, 0.0, 2.0, 0.3, 1.0, 1.4) == pytest.approx((0.9999, 0.0))  # extreme: as is
 
 
