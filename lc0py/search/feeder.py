@@ -3,19 +3,21 @@
 On a GPU backend the search thread used to call ``evaluate_async`` itself (host copies into pinned
 memory, H2D, graph launch, D2H, event record: ~0.1 ms a batch on the H100 host) and then
 ``result()`` (the event wait and ``read_outputs``: ~0.08 ms). With small nets the one search
-thread is the ceiling (docs/performance.md §4), so a ``Feeder`` does both on threads of its own
-while the search thread gathers (the compiled gather releases the GIL):
+thread is the ceiling (docs/performance.md §4), so a ``Feeder`` thread (``lc0py-feed``) does both
+while the search thread gathers (the compiled gather releases the GIL): it launches every batch
+handed over as soon as it sees it, then waits for the oldest launched one and reads its outputs
+into a ``FedOutput`` that the search thread only picks up.
 
-* ``lc0py-feed`` takes each handed-over batch from a queue and calls ``evaluate_async`` at once,
-  so a batch joins the device's queue as soon as it is gathered, never behind a wait;
-* ``lc0py-fetch`` waits for each launched batch in turn and reads its outputs into a
-  ``FedOutput`` that the search thread only picks up.
+One thread, FIFO: results come back in submission order. A batch handed over while the thread
+waits for the device is launched when that wait ends (the device runs the batch in flight
+meanwhile); a second thread for the waits saved the search thread less CPU on this machine's
+sim-gpu runs (scripts/bench/search_timeline.py, maia-1900, 0.25 ms: median 5.55 -> 5.30 us a node
+with two threads, 5.20 -> 4.71 with one, each against its own alternating baseline).
 
-One thread each, fed by FIFO queues: results come back in submission order. An exception in
-either (``evaluate_async`` or ``result``) is stored in that batch's ``FedOutput`` and raised by
-its ``result()`` on the search thread, as the backend's own would have been; the batches behind
-it are still launched and resolved, so waiting for them (``Search._drain_evaluations``) never
-hangs.
+An exception in ``evaluate_async`` or ``result`` is stored in that batch's ``FedOutput`` and
+raised by its ``result()`` on the search thread, as the backend's own would have been; the
+batches behind it are still launched and resolved, so waiting for them
+(``Search._drain_evaluations``) never hangs.
 """
 
 from __future__ import annotations
@@ -25,9 +27,6 @@ import queue
 import threading
 
 from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
-
-
-_NOTHING = object()  # nothing queued
 
 
 class FedOutput:
@@ -58,6 +57,10 @@ class FedOutput:
         return self._out
 
 
+#: A launched batch: its handle, the backend's pending result, or the error that took its place.
+_Launched = tuple[FedOutput, PendingOutput | None, BaseException | None]
+
+
 class Feeder:
     """One thread that launches (``evaluate_async``) and resolves (``result``) one search's
     network batches on ``backend`` in submission order. Only it calls the backend from
@@ -80,29 +83,22 @@ class Feeder:
     def _run(self) -> None:
         """Launch every batch queued, then resolve the oldest launched one; repeat. A batch
         handed over while the thread waits for the device is launched when that wait ends."""
-        launched: collections.deque[tuple[FedOutput, PendingOutput | None, BaseException | None]]
-        launched = collections.deque()
+        launched: collections.deque[_Launched] = collections.deque()
         closing = False
         while True:
-            if closing or launched:
+            if not closing:
                 try:
-                    item = self._queue.get_nowait() if not closing else _NOTHING
-                except queue.Empty:
-                    item = _NOTHING
-            else:
-                item = self._queue.get()
-            if item is None:
-                closing = True
-                continue
-            if item is not _NOTHING:
-                planes, handle = item  # type: ignore[misc]
-                try:
-                    launched.append((handle, self._backend.evaluate_async(planes), None))
-                except BaseException as exc:  # raised by the handle's result() on the search thread
-                    launched.append((handle, None, exc))
-                continue
+                    item = self._queue.get(block=not launched)
+                except queue.Empty:  # nothing queued: resolve the oldest launched batch
+                    pass
+                else:
+                    if item is None:  # closed: resolve what was launched, then end
+                        closing = True
+                    else:
+                        launched.append(self._launch(*item))
+                    continue
             if not launched:
-                return  # closing, and every batch is resolved
+                return
             handle, pending, error = launched.popleft()
             out = None
             if pending is not None:
@@ -111,6 +107,12 @@ class Feeder:
                 except BaseException as exc:
                     error = exc
             handle.settle(out, error)
+
+    def _launch(self, planes: PlanesBatch, handle: FedOutput) -> _Launched:
+        try:
+            return handle, self._backend.evaluate_async(planes), None
+        except BaseException as exc:  # raised by the handle's result() on the search thread
+            return handle, None, exc
 
     def close(self) -> None:
         """End the thread once every batch handed over is resolved (it is waited for)."""

@@ -64,7 +64,8 @@ class _Device:
             done.set_exception(RuntimeError(f"device error in batch {k}"))
         else:
             policy = np.full((n, 1858), float(batch.masks[0, 0] % 1_000_003), np.float32)
-            done.set_result(NetworkOutput(policy, np.full((n, 3), 1 / 3, np.float32), np.zeros(n, np.float32)))
+            wdl = np.full((n, 3), 1 / 3, np.float32)
+            done.set_result(NetworkOutput(policy, wdl, np.zeros(n, np.float32)))
         return _Handle(self, k, done)
 
 
