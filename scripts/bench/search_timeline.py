@@ -253,15 +253,18 @@ class SimulatedGpu:
         runner = self
 
         class Pending:
-            _out = None
+            def __init__(self) -> None:
+                self._out: Any = None
+                self._lock = threading.Lock()  # result() may be called from two threads, as GpuRunner's
 
             def result(self) -> Any:
-                if self._out is None:
-                    t0 = time.perf_counter()
-                    done.result()
-                    _record("device.wait", t0, time.perf_counter())
-                    self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
-                return self._out
+                with self._lock:
+                    if self._out is None:
+                        t0 = time.perf_counter()
+                        done.result()
+                        _record("device.wait", t0, time.perf_counter())
+                        self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
+                    return self._out
 
             def done(self) -> bool:
                 return done.done()
