@@ -1,6 +1,7 @@
 """The feeder of asynchronous backends (lc0py/search/feeder.py): results in submission order,
 errors raised on the caller's thread, no hang after one, and a search fed by it takes exactly the
-decisions of one whose search thread calls the backend itself."""
+decisions of one whose search thread calls the backend itself. (Not ``test_feeder.py``:
+tests/tools/bulk has one, and pytest needs unique test file names.)"""
 
 from __future__ import annotations
 
