@@ -1,7 +1,8 @@
 """The search worker (lc0's ``SearchWorker``): gather a minibatch, hand it to the backend, fetch
 the results and back them up. The per-node work is compiled (``core/gather.py``, ``core/leaves.py``);
-this class owns the batch buffers, the shared collisions, the counters and the evaluation thread,
-and grows the tree's arrays when the compiled gather asks for room."""
+this class owns the batch buffers, the shared collisions, the counters, the evaluation thread
+(host backends) and the feeder (asynchronous backends, ``feeder.py``), and grows the tree's arrays
+when the compiled gather asks for room."""
 
 from __future__ import annotations
 
