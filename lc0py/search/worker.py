@@ -1,7 +1,8 @@
 """The search worker (lc0's ``SearchWorker``): gather a minibatch, hand it to the backend, fetch
 the results and back them up. The per-node work is compiled (``core/gather.py``, ``core/leaves.py``);
-this class owns the batch buffers, the shared collisions, the counters and the evaluation thread,
-and grows the tree's arrays when the compiled gather asks for room."""
+this class owns the batch buffers, the shared collisions, the counters, the evaluation thread
+(host backends) and the feeder (asynchronous backends, ``feeder.py``), and grows the tree's arrays
+when the compiled gather asks for room."""
 
 from __future__ import annotations
 
@@ -59,9 +60,15 @@ from lc0py.search.core.rescale import (
 )
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.fastcall import Resolved
+from lc0py.search.feeder import FedOutput, Feeder
 from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.taskpool import TaskPool
+
+#: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own threads
+#: launch and resolve the batches) rather than by the search thread itself (False: the old path,
+#: kept for A/B measurements, ``scripts/bench/search_timeline.py --no-feeder``).
+FEED_ASYNC_BACKENDS = True
 
 
 class Deferred:
@@ -98,7 +105,7 @@ class Batch:
         self.requests = L.make_requests(capacity)
         # The backend's handle (None: gathered, not yet handed over), shared by the minibatches
         # joined into one network batch; ``offset`` is this one's first row in its outputs.
-        self.pending: Future[NetworkOutput] | Deferred | PendingOutput | None = None
+        self.pending: Future[NetworkOutput] | Deferred | PendingOutput | FedOutput | None = None
         self.offset = 0
 
     def reserve(self, rows: int) -> None:
@@ -303,6 +310,7 @@ class SearchWorker:
         self._free: list[Batch] = []
         self._vtp = np.zeros((L.MAX_PATH - 76, 256), np.int32)
         self._executor: ThreadPoolExecutor | None = None
+        self._feeder: Feeder | None = None
         self._fill = fill_code(params.history_fill)
         self._use_cache = cache.enabled
         board = tree.history.board
@@ -345,6 +353,9 @@ class SearchWorker:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+        if self._feeder is not None:
+            self._feeder.close()
+            self._feeder = None
         if self._task_pool is not None:
             self._task_pool.close()
             self._task_pool = None
@@ -401,9 +412,14 @@ class SearchWorker:
         else:
             planes = PlanesBatch.concat([b.planes() for b in batches])
         backend = self.backend
-        pending: Future[NetworkOutput] | Deferred | PendingOutput
+        pending: Future[NetworkOutput] | Deferred | PendingOutput | FedOutput
         if self.params.overlap and backend.info.asynchronous:
-            pending = backend.evaluate_async(planes)
+            if FEED_ASYNC_BACKENDS:
+                if self._feeder is None:
+                    self._feeder = Feeder(backend)
+                pending = self._feeder.submit(planes)
+            else:
+                pending = backend.evaluate_async(planes)
         else:
 
             def evaluate() -> NetworkOutput:

@@ -51,6 +51,7 @@ EVENTS: dict[str, list[tuple[float, float]]] = defaultdict(list)
 SIZES: list[int] = []
 PICKS: dict[str, int] = defaultdict(int)  # the gathers' picks by what extending them gave
 CPU: list[float] = []  # search threads' CPU seconds
+FEED_CPU: list[float] = []  # the feeders' threads' CPU seconds (lc0py/search/feeder.py)
 _LOCK = threading.Lock()
 
 
@@ -127,6 +128,21 @@ def _instrument(backend: Any) -> None:
                 CPU.append(time.thread_time() - c0)
 
     search_module.Search._worker = counted_worker  # type: ignore[method-assign]
+    from lc0py.search import feeder as feeder_module
+
+    def counted(run: Any) -> Any:
+        def thread(self: Any) -> None:
+            c0 = time.thread_time()
+            try:
+                run(self)
+            finally:
+                with _LOCK:
+                    FEED_CPU.append(time.thread_time() - c0)
+
+        return thread
+
+    for name in ("_run",):
+        setattr(feeder_module.Feeder, name, counted(getattr(feeder_module.Feeder, name)))
     original = backend.evaluate_async
 
     def evaluate_async(batch: Any) -> Any:
@@ -237,15 +253,18 @@ class SimulatedGpu:
         runner = self
 
         class Pending:
-            _out = None
+            def __init__(self) -> None:
+                self._out: Any = None
+                self._lock = threading.Lock()  # result() may be called from two threads, as GpuRunner's
 
             def result(self) -> Any:
-                if self._out is None:
-                    t0 = time.perf_counter()
-                    done.result()
-                    _record("device.wait", t0, time.perf_counter())
-                    self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
-                return self._out
+                with self._lock:
+                    if self._out is None:
+                        t0 = time.perf_counter()
+                        done.result()
+                        _record("device.wait", t0, time.perf_counter())
+                        self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
+                    return self._out
 
             def done(self) -> bool:
                 return done.done()
@@ -291,9 +310,12 @@ def main() -> None:
     ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
     ap.add_argument("--no-overlap", action="store_true")
     ap.add_argument("--threads", type=int, default=0, help="lc0's Threads: minibatches in flight (0: auto)")
+    ap.add_argument("--no-feeder", action="store_true",
+                    help="the search thread calls evaluate_async/result itself (no Feeder threads)")
     ap.add_argument("--skip", type=int, default=1, help="positions run first and not counted (warm-up)")
     args = ap.parse_args()
 
+    worker_module.FEED_ASYNC_BACKENDS = not args.no_feeder
     opts = args.backend_opts
     if args.backend == "random" and (args.delay_ms or args.delay_per_position_us):
         delay = f"delay_ms={args.delay_ms},delay_per_position_us={args.delay_per_position_us}"
@@ -324,6 +346,7 @@ def main() -> None:
             SIZES.clear()
             PICKS.clear()
             CPU.clear()
+            FEED_CPU.clear()
         fen, moves = split_position(text)
         tree = NodeTree()
         tree.reset_to_position(fen, moves)
@@ -359,6 +382,9 @@ def main() -> None:
     batches = len(EVENTS.get("complete (apply+backup)", [])) or 1
     print(f"search thread CPU time: {host:.2f} s = {1e6 * host / batches:.0f} us per minibatch "
           f"({batches}), {1e6 * host / max(1, playouts):.2f} us per node")
+    feed = sum(FEED_CPU)
+    print(f"feeder threads CPU time: {feed:.2f} s = {1e6 * feed / max(1, playouts):.2f} us per node "
+          f"(search + feeder: {1e6 * (host + feed) / max(1, playouts):.2f} us per node)")
     flight = _union(EVENTS.get("device.in_flight", []))
     busy = sum(b - a for a, b in flight)
     gathers = EVENTS.get("gather", [])

@@ -1,6 +1,7 @@
 """How the worker hands batches to a backend (docs/search.md, "feeding the GPU"): an asynchronous
-backend (a device queue) is called from the search thread so that the next batch queues behind the
-one in flight; a host backend computes on the evaluation thread while the search gathers."""
+backend (a device queue) is called from the search's feeder thread (lc0py/search/feeder.py) so that
+the next batch queues behind the one in flight; a host backend computes on the evaluation thread
+while the search gathers."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class _Recording(RandomBackend):
 
 
 @pytest.mark.parametrize("delay_ms, asynchronous", [(0.0, False), (0.5, True)])
-def test_asynchronous_backends_are_fed_from_the_search_thread(
+def test_asynchronous_backends_are_fed_from_the_feeder_thread(
     make_search, delay_ms: float, asynchronous: bool
 ) -> None:
     backend = _Recording(delay_ms)
@@ -46,8 +47,8 @@ def test_asynchronous_backends_are_fed_from_the_search_thread(
     backend.close()
     assert s.playouts >= 300 and s.best_move()[0] is not None
     assert backend.callers, "the backend was never called"
-    if asynchronous:  # queued by the search thread itself, never by the evaluation thread
-        assert not any(name.startswith("lc0py-eval") for name in backend.callers), backend.callers
+    if asynchronous:  # queued by the feeder, never by the evaluation thread
+        assert backend.callers == {"lc0py-feed"}, backend.callers
     else:  # computed on the evaluation thread while the search thread gathers
         assert all(name.startswith("lc0py-eval") for name in backend.callers), backend.callers
     assert max(backend.sizes) <= largest_batch(params, backend.info)

@@ -227,8 +227,9 @@ class GpuRunner:
         cap = max(batch, self.max_batch)
         cap = 1 << (cap - 1).bit_length() if cap > self.max_batch else cap
         for slot in self._slots:
-            if slot.pending is not None:
-                slot.pending.result()
+            pending = slot.pending  # read once (``_take_slot``)
+            if pending is not None:
+                pending.result()
         self.p.synchronize(self.ops.main)
         self.drop_graphs()
         if self._buf_base:
@@ -296,8 +297,9 @@ class GpuRunner:
     def _take_slot(self) -> _Slot:
         slot = self._slots[self._next_slot]
         self._next_slot = (self._next_slot + 1) % len(self._slots)
-        if slot.pending is not None:
-            slot.pending.result()  # its outputs are still in this slot's pinned buffers
+        pending = slot.pending  # read once: a search's feeder may clear it on another thread
+        if pending is not None:
+            pending.result()  # its outputs are still in this slot's pinned buffers
         return slot
 
     def _upload(self, slot: _Slot, batch: PlanesBatch, rows: int) -> None:

@@ -1,0 +1,121 @@
+"""The feeder of an asynchronous (device) backend: the per-batch backend work off the search thread.
+
+On a GPU backend the search thread used to call ``evaluate_async`` itself (host copies into pinned
+memory, H2D, graph launch, D2H, event record: ~0.1 ms a batch on the H100 host) and then
+``result()`` (the event wait and ``read_outputs``: ~0.08 ms). With small nets the one search
+thread is the ceiling (docs/performance.md §4), so a ``Feeder`` thread (``lc0py-feed``) does both
+while the search thread gathers (the compiled gather releases the GIL): it launches every batch
+handed over as soon as it sees it, then waits for the oldest launched one and reads its outputs
+into a ``FedOutput`` that the search thread only picks up.
+
+One thread, FIFO: results come back in submission order. A batch handed over while the thread
+waits for the device is launched when that wait ends (the device runs the batch in flight
+meanwhile); a second thread for the waits saved the search thread less CPU on this machine's
+sim-gpu runs (scripts/bench/search_timeline.py, maia-1900, 0.25 ms: median 5.55 -> 5.30 us a node
+with two threads, 5.20 -> 4.71 with one, each against its own alternating baseline).
+
+An exception in ``evaluate_async`` or ``result`` is stored in that batch's ``FedOutput`` and
+raised by its ``result()`` on the search thread, as the backend's own would have been; the
+batches behind it are still launched and resolved, so waiting for them
+(``Search._drain_evaluations``) never hangs.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+
+from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+
+
+class FedOutput:
+    """A batch handed to a ``Feeder``: ``result()`` waits until the feeder has read its outputs
+    (or failed) and returns them (or raises that error); ``done()`` says whether it would
+    return at once. Safe to call from any thread, any number of times."""
+
+    __slots__ = ("_error", "_out", "_ready")
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._out: NetworkOutput | None = None
+        self._error: BaseException | None = None
+
+    def settle(self, out: NetworkOutput | None, error: BaseException | None) -> None:
+        """(feeder) The batch's outputs, or the error that took their place."""
+        self._out, self._error = out, error
+        self._ready.set()
+
+    def done(self) -> bool:
+        return self._ready.is_set()
+
+    def result(self) -> NetworkOutput:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
+
+
+#: A launched batch: its handle, the backend's pending result, or the error that took its place.
+_Launched = tuple[FedOutput, PendingOutput | None, BaseException | None]
+
+
+class Feeder:
+    """One thread that launches (``evaluate_async``) and resolves (``result``) one search's
+    network batches on ``backend`` in submission order. Only it calls the backend from
+    ``submit`` on until ``close``."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._queue: queue.SimpleQueue[tuple[PlanesBatch, FedOutput] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="lc0py-feed", daemon=True)
+        self._thread.start()
+
+    def submit(self, planes: PlanesBatch) -> FedOutput:
+        """Queue ``planes`` for the backend; returns at once. ``planes`` must stay unchanged until
+        the handle is done (the worker's batch buffers do: a batch is reused only after its
+        backup)."""
+        handle = FedOutput()
+        self._queue.put((planes, handle))
+        return handle
+
+    def _run(self) -> None:
+        """Launch every batch queued, then resolve the oldest launched one; repeat. A batch
+        handed over while the thread waits for the device is launched when that wait ends."""
+        launched: collections.deque[_Launched] = collections.deque()
+        closing = False
+        while True:
+            if not closing:
+                try:
+                    item = self._queue.get(block=not launched)
+                except queue.Empty:  # nothing queued: resolve the oldest launched batch
+                    pass
+                else:
+                    if item is None:  # closed: resolve what was launched, then end
+                        closing = True
+                    else:
+                        launched.append(self._launch(*item))
+                    continue
+            if not launched:
+                return
+            handle, pending, error = launched.popleft()
+            out = None
+            if pending is not None:
+                try:
+                    out = pending.result()
+                except BaseException as exc:
+                    error = exc
+            handle.settle(out, error)
+
+    def _launch(self, planes: PlanesBatch, handle: FedOutput) -> _Launched:
+        try:
+            return handle, self._backend.evaluate_async(planes), None
+        except BaseException as exc:  # raised by the handle's result() on the search thread
+            return handle, None, exc
+
+    def close(self) -> None:
+        """End the thread once every batch handed over is resolved (it is waited for)."""
+        self._queue.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
