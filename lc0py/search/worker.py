@@ -65,10 +65,13 @@ from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.taskpool import TaskPool
 
-#: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own threads
-#: launch and resolve the batches) rather than by the search thread itself (False: the old path,
-#: kept for A/B measurements, ``scripts/bench/search_timeline.py --no-feeder``).
-FEED_ASYNC_BACKENDS = True
+#: With ``overlap``, an asynchronous backend (a GPU) can be fed by a ``Feeder`` (its own thread
+#: launches and resolves the batches) rather than by the search thread itself. Off by default:
+#: on the 2-core machine's simulated GPU it took 10-12 % off the search thread's CPU per node but
+#: cost 6-11 % of the nodes per second (one more thread hop per result), and it has not been
+#: measured on a GPU host yet; ``scripts/bench/feeder_ab.py`` (or ``search_timeline.py``, which
+#: sets this from ``--no-feeder``) is the A/B that decides.
+FEED_ASYNC_BACKENDS = False
 
 
 class Deferred:

@@ -1,7 +1,7 @@
 """How the worker hands batches to a backend (docs/search.md, "feeding the GPU"): an asynchronous
-backend (a device queue) is called from the search's feeder thread (lc0py/search/feeder.py) so that
-the next batch queues behind the one in flight; a host backend computes on the evaluation thread
-while the search gathers."""
+backend (a device queue) is called from the search thread, or from the search's feeder thread
+(lc0py/search/feeder.py, off by default) so that the next batch queues behind the one in flight;
+a host backend computes on the evaluation thread while the search gathers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from lc0py.backends.base import PendingOutput, PlanesBatch
 from lc0py.backends.random_backend import RandomBackend
+from lc0py.search import worker as worker_module
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchLimits
 from lc0py.search.worker import largest_batch, prepare_for_search
@@ -34,10 +35,14 @@ class _Recording(RandomBackend):
         self.prepared.append(max_batch)
 
 
+@pytest.mark.parametrize("feed", [True, False])
 @pytest.mark.parametrize("delay_ms, asynchronous", [(0.0, False), (0.5, True)])
 def test_asynchronous_backends_are_fed_from_the_feeder_thread(
-    make_search, delay_ms: float, asynchronous: bool
+    make_search, monkeypatch: pytest.MonkeyPatch, delay_ms: float, asynchronous: bool, feed: bool
 ) -> None:
+    """With the feeder on (``worker.FEED_ASYNC_BACKENDS``) an asynchronous backend is called
+    from it; off (the default), from the search thread itself."""
+    monkeypatch.setattr(worker_module, "FEED_ASYNC_BACKENDS", feed)
     backend = _Recording(delay_ms)
     assert backend.info.asynchronous is asynchronous
     params = SearchParams(overlap=True, minibatch_size=16)
@@ -47,8 +52,8 @@ def test_asynchronous_backends_are_fed_from_the_feeder_thread(
     backend.close()
     assert s.playouts >= 300 and s.best_move()[0] is not None
     assert backend.callers, "the backend was never called"
-    if asynchronous:  # queued by the feeder, never by the evaluation thread
-        assert backend.callers == {"lc0py-feed"}, backend.callers
+    if asynchronous:  # queued by the feeder or the search thread, never by the evaluation thread
+        assert backend.callers == ({"lc0py-feed"} if feed else {"lc0py-search"}), backend.callers
     else:  # computed on the evaluation thread while the search thread gathers
         assert all(name.startswith("lc0py-eval") for name in backend.callers), backend.callers
     assert max(backend.sizes) <= largest_batch(params, backend.info)
