@@ -20,6 +20,7 @@ from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
 from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
 from lc0py.search.core.tasks import Staged, commit_picks
 
+KIND_REMOVED = -100  # resolve_out_of_order: a row taken out of the round (kept rows: NN, TB probe)
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
 
 
@@ -60,14 +61,13 @@ def resolve_out_of_order(
             break
     if not some:
         return end
-    remove = np.zeros(end - start, np.bool_)
-    rows = np.empty(end - start, np.int64)
+    rows = np.empty(end - start, np.int64)  # (the removed rows are marked KIND_REMOVED in kinds)
     count = 0
     for i in range(end - 1, start - 1, -1):
         node = picks[i, 0]
         if picks[i, 4] != 0:
             cancel_collision(t, node, root, picks[i, 2])
-            remove[i - start] = True
+            kinds[i] = KIND_REMOVED
         elif kinds[i] == KIND_CACHE_HIT or t.term[node] != 0:
             # backed up below, in this order (a terminal's own value replaces vals[i]; the
             # collisions cancelled meanwhile touch only visits in flight, which backups
@@ -76,11 +76,11 @@ def resolve_out_of_order(
             count += 1
             _count_visit(picks, i, stats)
             stats[S_OOO] += 1
-            remove[i - start] = True
+            kinds[i] = KIND_REMOVED
     backup_rows(t, root, picks, vals, rows, count, sticky)
     k = start
     for i in range(start, end):
-        if not remove[i - start]:
+        if kinds[i] != KIND_REMOVED:
             if k != i:
                 for c in range(5):
                     picks[k, c] = picks[i, c]

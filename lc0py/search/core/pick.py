@@ -113,13 +113,18 @@ def pick_nodes(
     workspace ``[max depth, 256]`` of visits to perform per level.
     """
     max_depth = vtp.shape[0]
-    vtp_last = np.full(max_depth, -1, np.int32)
-    path = np.full(max_depth + 1, -1, np.int32)
-    pol = np.empty(256, np.float32)
-    util = np.empty(256, np.float32)
-    score = np.empty(256, np.float32)
-    nstarted = np.empty(256, np.int32)
-    kid = np.empty(256, np.int32)
+    # two scratch allocations per call instead of seven (each costs an NRT allocation); every
+    # slot is written before it is read (path[plen] and vtp_last[lvl] when a level is entered)
+    fbuf = np.empty(3 * 256, np.float32)
+    ibuf = np.empty(2 * 256 + 3 * max_depth + 1, np.int32)
+    pol = fbuf[0:256]
+    util = fbuf[256:512]
+    score = fbuf[512:768]
+    nstarted = ibuf[0:256]
+    kid = ibuf[256:512]
+    vtp_last = ibuf[512 : 512 + max_depth]
+    path = ibuf[512 + max_depth : 512 + 2 * max_depth + 1]
+    path_child = ibuf[512 + 2 * max_depth + 1 :]  # the child node at path[lvl] (path[lvl] >= 0)
     has_filter = len(root_allowed) > 0
     best_node_n = t.n[best_root_child] if best_root_child >= 0 else 0
     max_limit = 2147483647
@@ -162,21 +167,18 @@ def pick_nodes(
                 pol[i] = prior_value(t.ep[e0 + i])
                 util[i] = LOWEST
                 kid[i] = -1
-            # children of the first max_needed edges (the list is ordered by edge index)
+            draw_score = F32(prm[P_DRAW_ODD]) if plen % 2 == 0 else F32(prm[P_DRAW_EVEN])
+            parent_m = t.m[node]
+            within = mlh and abs(node_q(t, node, 0.0)) > F32(prm[P_ML_THR])
+            visited_pol = F32(0.0)
+            # one walk of the child list (ordered by edge index): the children of the first
+            # max_needed edges, the visited ones' utilities and the visited priors' sum
             c = t.child[node]
             while c >= 0:
                 k = np.int32(t.index[c])
                 if k < max_needed:
                     kid[k] = c
-                c = t.sibling[c]
-            draw_score = F32(prm[P_DRAW_ODD]) if plen % 2 == 0 else F32(prm[P_DRAW_EVEN])
-            parent_m = t.m[node]
-            within = mlh and abs(node_q(t, node, 0.0)) > F32(prm[P_ML_THR])
-            visited_pol = F32(0.0)
-            c = t.child[node]
-            while c >= 0:
                 if t.n[c] > 0:
-                    k = np.int32(t.index[c])
                     # lc0 sums the visited children's priors over all children (not only max_needed)
                     visited_pol += prior_value(t.ep[e0 + k])
                     if k < max_needed:
@@ -204,9 +206,6 @@ def pick_nodes(
             else:
                 fpu = fpu_value(prm[P_FPU_ABS] != 0.0, prm[P_FPU], node_q(t, node, -draw_score), visited_pol)
                 cp = cpuct(prm[P_CPUCT], prm[P_FACTOR], prm[P_BASE], t.n[node])
-            for i in range(max_needed):
-                if util[i] == LOWEST:
-                    util[i] = fpu
             mult = puct_mult(cp, t.n[node])
             filled = -1
             while cur_limit > 0:
@@ -217,10 +216,14 @@ def pick_nodes(
                 has_second = False
                 can_exit = False
                 for idx in range(max_needed):
-                    if idx > filled:
+                    if idx > filled:  # (idx == filled + 1: the scans go in order)
                         x = kid[idx]
                         nstarted[idx] = (t.n[x] + t.nif[x]) if x >= 0 else 0
-                        score[idx] = pol[idx] * mult / F32(1 + nstarted[idx]) + util[idx]
+                        u = util[idx]
+                        if u == LOWEST:  # not visited: the FPU (filled here, not for every edge)
+                            u = F32(fpu)
+                            util[idx] = u
+                        score[idx] = pol[idx] * mult / F32(1 + nstarted[idx]) + u
                         filled += 1
                     ns = nstarted[idx]
                     if is_root:
@@ -311,13 +314,16 @@ def pick_nodes(
         min_idx = path[lvl]
         found = False
         if vtp_last[lvl] > min_idx:
-            c = t.child[node]
+            # resume after the child last gone down into (this node's child list does not change
+            # below it: spawning adds children to the nodes of the subtree only)
+            c = t.child[node] if min_idx < 0 else t.sibling[path_child[lvl]]
             while c >= 0:
                 k = np.int32(t.index[c])
                 if k > vtp_last[lvl]:
                     break
                 if k > min_idx and vtp[lvl, k] > 0:
                     path[lvl] = k
+                    path_child[lvl] = c
                     path[plen] = -1
                     plen += 1
                     node = c
