@@ -90,6 +90,28 @@ def revert_two_fold(t: TreeArrays, child: int, depth: int) -> int:
     return visits
 
 
+@njit(inline="always")
+def _root_skip(
+    n: np.ndarray,
+    x: int,
+    idx: int,
+    best_root_child: int,
+    best_node_n: int,
+    remaining_playouts: float,
+    has_filter: bool,
+    root_allowed: np.ndarray,
+) -> int:
+    """1 if the scans pass over root edge ``idx`` (child ``x``, -1: none): it cannot catch up
+    with the best child in the remaining playouts, or searchmoves exclude it."""
+    xn = n[x] if x >= 0 else 0
+    is_best = best_root_child >= 0 and x == best_root_child
+    if not is_best and remaining_playouts < best_node_n - xn:
+        return 1
+    if has_filter and root_allowed[idx] == 0:
+        return 1
+    return 0
+
+
 @njit
 def pick_nodes(
     t: TreeArrays,
@@ -116,7 +138,7 @@ def pick_nodes(
     # two scratch allocations per call instead of seven (each costs an NRT allocation); every
     # slot is written before it is read (path[plen] and vtp_last[lvl] when a level is entered)
     fbuf = np.empty(3 * 256, np.float32)
-    ibuf = np.empty(2 * 256 + 3 * max_depth + 1, np.int32)
+    ibuf = np.empty(3 * 256 + 3 * max_depth + 1, np.int32)
     pol = fbuf[0:256]
     util = fbuf[256:512]
     score = fbuf[512:768]
@@ -124,7 +146,8 @@ def pick_nodes(
     kid = ibuf[256:512]
     vtp_last = ibuf[512 : 512 + max_depth]
     path = ibuf[512 + max_depth : 512 + 2 * max_depth + 1]
-    path_child = ibuf[512 + 2 * max_depth + 1 :]  # the child node at path[lvl] (path[lvl] >= 0)
+    path_child = ibuf[512 + 2 * max_depth + 1 : 512 + 3 * max_depth + 1]  # the node at path[lvl]
+    skip = ibuf[512 + 3 * max_depth + 1 :]  # root edges the scans pass over (smart pruning, searchmoves)
     has_filter = len(root_allowed) > 0
     best_node_n = t.n[best_root_child] if best_root_child >= 0 else 0
     max_limit = 2147483647
@@ -207,6 +230,10 @@ def pick_nodes(
                 fpu = fpu_value(prm[P_FPU_ABS] != 0.0, prm[P_FPU], node_q(t, node, -draw_score), visited_pol)
                 cp = cpuct(prm[P_CPUCT], prm[P_FACTOR], prm[P_BASE], t.n[node])
             mult = puct_mult(cp, t.n[node])
+            if is_root:  # read once, not in every scan (a child's N changes only by a revert below)
+                for i in range(max_needed):
+                    skip[i] = _root_skip(t.n, kid[i], i, best_root_child, best_node_n, remaining_playouts,
+                                         has_filter, root_allowed)
             filled = -1
             while cur_limit > 0:
                 best = LOWEST
@@ -226,14 +253,8 @@ def pick_nodes(
                         score[idx] = pol[idx] * mult / F32(1 + nstarted[idx]) + u
                         filled += 1
                     ns = nstarted[idx]
-                    if is_root:
-                        x = kid[idx]
-                        xn = t.n[x] if x >= 0 else 0
-                        is_best = best_root_child >= 0 and x == best_root_child
-                        if not is_best and remaining_playouts < best_node_n - xn:
-                            continue
-                        if has_filter and root_allowed[idx] == 0:
-                            continue
+                    if is_root and skip[idx] != 0:
+                        continue
                     sc = score[idx]
                     if sc > best:
                         if best_idx >= 0:
@@ -293,6 +314,9 @@ def pick_nodes(
                     kid[best_idx] = child
                 if t.term[child] == TWO_FOLD:  # (test here: a call passing the tree costs ~0.15 µs)
                     reverted[0] += revert_two_fold(t, child, plen)
+                    if is_root:  # the child's N changed
+                        skip[best_idx] = _root_skip(t.n, child, best_idx, best_root_child, best_node_n,
+                                                    remaining_playouts, has_filter, root_allowed)
                 decremented = False
                 if not (t.n[child] == 0 and t.nif[child] > 0):
                     t.nif[child] += 1
