@@ -65,13 +65,14 @@ from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.taskpool import TaskPool
 
-#: With ``overlap``, an asynchronous backend (a GPU) can be fed by a ``Feeder`` (its own thread
-#: launches and resolves the batches) rather than by the search thread itself. Off by default:
-#: on the 2-core machine's simulated GPU it took 10-12 % off the search thread's CPU per node but
-#: cost 6-11 % of the nodes per second (one more thread hop per result), and it has not been
-#: measured on a GPU host yet; ``scripts/bench/feeder_ab.py`` (or ``search_timeline.py``, which
-#: sets this from ``--no-feeder``) is the A/B that decides.
-FEED_ASYNC_BACKENDS = False
+#: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own thread
+#: launches and resolves the batches) rather than by the search thread itself. On the H100 host
+#: (maia-1900, cuda-fp16, 2 alternating rounds, bench/results/2026-11-28_h100_3070c3c) it took the
+#: search from 57.4k to 63.5k nodes/s (search thread 17.3 -> 14.6 us of CPU a node); on the 2-core
+#: machine's simulated GPU it cost 6-11 % (one more thread hop per result on two busy cores).
+#: False: the old path, for A/B runs (``scripts/bench/feeder_ab.py``, ``search_timeline.py
+#: --no-feeder``).
+FEED_ASYNC_BACKENDS = True
 
 
 class Deferred:

@@ -1,6 +1,6 @@
 """How the worker hands batches to a backend (docs/search.md, "feeding the GPU"): an asynchronous
 backend (a device queue) is called from the search thread, or from the search's feeder thread
-(lc0py/search/feeder.py, off by default) so that the next batch queues behind the one in flight;
+(lc0py/search/feeder.py, the default) so that the next batch queues behind the one in flight;
 a host backend computes on the evaluation thread while the search gathers."""
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ class _Recording(RandomBackend):
 def test_asynchronous_backends_are_fed_from_the_feeder_thread(
     make_search, monkeypatch: pytest.MonkeyPatch, delay_ms: float, asynchronous: bool, feed: bool
 ) -> None:
-    """With the feeder on (``worker.FEED_ASYNC_BACKENDS``) an asynchronous backend is called
-    from it; off (the default), from the search thread itself."""
+    """With the feeder on (``worker.FEED_ASYNC_BACKENDS``, the default) an asynchronous backend
+    is called from it; off, from the search thread itself."""
     monkeypatch.setattr(worker_module, "FEED_ASYNC_BACKENDS", feed)
     backend = _Recording(delay_ms)
     assert backend.info.asynchronous is asynchronous
