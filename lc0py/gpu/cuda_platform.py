@@ -335,14 +335,14 @@ class CudaPlatform(VendorPlatform):
     def copy_h2d(self, dst: int, src: np.ndarray | HostBuffer, nbytes: int, stream: int) -> None:
         if nbytes:
             _check(
-                self._drv.cuMemcpyHtoDAsync(dst, self._host_ptr(src), nbytes, self._stream(stream)),
+                self._drv.cuMemcpyHtoDAsync(dst, self._host_ptr(src, nbytes), nbytes, self._stream(stream)),
                 "cuMemcpyHtoDAsync",
             )
 
     def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
             _check(
-                self._drv.cuMemcpyDtoHAsync(self._host_ptr(dst), src, nbytes, self._stream(stream)),
+                self._drv.cuMemcpyDtoHAsync(self._host_ptr(dst, nbytes), src, nbytes, self._stream(stream)),
                 "cuMemcpyDtoHAsync",
             )
 

@@ -360,7 +360,7 @@ class HipPlatform(VendorPlatform):
     def copy_h2d(self, dst: int, src: np.ndarray | HostBuffer, nbytes: int, stream: int) -> None:
         if nbytes:
             _check(
-                self._hip.hipMemcpyHtoDAsync(dst, self._host_ptr(src), nbytes, self._stream(stream)),
+                self._hip.hipMemcpyHtoDAsync(dst, self._host_ptr(src, nbytes), nbytes, self._stream(stream)),
                 "hipMemcpyHtoDAsync",
                 self._hip,
             )
@@ -368,7 +368,7 @@ class HipPlatform(VendorPlatform):
     def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
             _check(
-                self._hip.hipMemcpyDtoHAsync(self._host_ptr(dst), src, nbytes, self._stream(stream)),
+                self._hip.hipMemcpyDtoHAsync(self._host_ptr(dst, nbytes), src, nbytes, self._stream(stream)),
                 "hipMemcpyDtoHAsync",
                 self._hip,
             )

@@ -99,12 +99,21 @@ class VendorPlatform(Platform):
         return self._objs.get(stream, 0) if stream else 0
 
     @staticmethod
-    def _host_ptr(x: np.ndarray | HostBuffer) -> int:
+    def _host_ptr(x: np.ndarray | HostBuffer, nbytes: int) -> int:
+        """The address of a copy's host side, checked: ``nbytes`` must fit ``x`` and a freed
+        pinned buffer is refused. A copy past the end would let the device write host memory
+        that Python may have given to any other object, silently."""
         if isinstance(x, HostBuffer):
-            return x.ptr
-        if not x.flags["C_CONTIGUOUS"]:
-            raise ValueError("host array must be C-contiguous")
-        return int(x.ctypes.data)
+            if not x.ptr and nbytes:
+                raise ValueError("host buffer already freed")
+            ptr, size = x.ptr, x.nbytes
+        else:
+            if not x.flags["C_CONTIGUOUS"]:
+                raise ValueError("host array must be C-contiguous")
+            ptr, size = int(x.ctypes.data), x.nbytes
+        if nbytes > size:
+            raise ValueError(f"a copy of {nbytes} bytes does not fit its host buffer of {size} bytes")
+        return ptr
 
     # ---- BLAS ------------------------------------------------------------------------------
     def _blas_handle(self, stream: int) -> Any:

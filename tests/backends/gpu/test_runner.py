@@ -220,12 +220,12 @@ def _copying_platform():  # type: ignore[no-untyped-def]
             self.d2h: list[tuple[int, int]] = []
 
         def copy_h2d(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
-            data = ctypes.string_at(VendorPlatform._host_ptr(src), nbytes)
+            data = ctypes.string_at(VendorPlatform._host_ptr(src, nbytes), nbytes)
             self.write(dst, data)
             self.h2d.append((dst, nbytes))
 
         def copy_d2h(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
-            ctypes.memmove(VendorPlatform._host_ptr(dst), self.read(src, nbytes), nbytes)
+            ctypes.memmove(VendorPlatform._host_ptr(dst, nbytes), self.read(src, nbytes), nbytes)
             self.d2h.append((src, nbytes))
 
         def write(self, ptr: int, data: bytes) -> None:
