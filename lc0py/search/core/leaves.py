@@ -290,6 +290,35 @@ def position_row(
     return g - 1 + depth
 
 
+@njit(inline="always")
+def leaf_rule(
+    p: np.ndarray, n: int, node: int, root: int, depth: int, pos: Positions, row: int, two_fold: bool,
+    tb_pieces: int,
+) -> tuple[int, int, float, int]:
+    """``ExtendNode``'s rules for a leaf with ``n`` legal moves, in lc0's order: no move (mate or
+    stalemate); then, below the root, insufficient material, the 50-move rule, a threefold; a
+    two-fold in the tree (``two_fold``); a tablebase position to probe (``tb_pieces`` > 0).
+    Returns (kind, result, plies, terminal kind): KIND_NONE when the leaf is to be extended,
+    KIND_TERMINAL with the terminal's facts, or KIND_TB_PROBE. (``extend_picks`` and the task
+    workers' ``tasks.scan_picks`` share it.)"""
+    if n == 0:
+        return KIND_TERMINAL, 1 if B.in_check(p) else 0, 0.0, END_OF_GAME
+    if node != root:
+        reps = pos.reps[row]
+        if B.insufficient_material(p) or pos.r50[row] >= 100 or reps >= 2:
+            return KIND_TERMINAL, 0, 0.0, END_OF_GAME
+        if reps == 1 and depth - 1 >= 4 and two_fold and depth - 1 >= pos.cycle[row]:
+            return KIND_TERMINAL, 0, float(np.float32(pos.cycle[row])), TWO_FOLD
+        if (
+            tb_pieces > 0
+            and pos.r50[row] == 0
+            and p[B.W_CASTLING] == 0
+            and popcount(p[B.W_COLOUR] | p[B.W_COLOUR + 1]) <= tb_pieces
+        ):
+            return KIND_TB_PROBE, 0, 0.0, END_OF_GAME
+    return KIND_NONE, 0, 0.0, END_OF_GAME
+
+
 @njit
 def extend_picks(
     t: TreeArrays,
@@ -335,28 +364,12 @@ def extend_picks(
         row = position_row(t.parent, t.emove, t.edge0, t.index, root, node, pos, chain)
         p = pos.hist[row]
         n = B.gen_legal(p, moves)
-        if n == 0:
-            make_terminal(t, node, 1 if B.in_check(p) else 0, 0.0, END_OF_GAME)
-            kinds[i] = KIND_TERMINAL
+        kind, result, plies, tkind = leaf_rule(p, n, node, root, depth, pos, row, two_fold, tb_pieces)
+        if kind == KIND_TERMINAL:
+            make_terminal(t, node, result, np.float32(plies), tkind)
+        if kind != KIND_NONE:
+            kinds[i] = kind
             continue
-        if node != root:
-            reps = pos.reps[row]
-            if B.insufficient_material(p) or pos.r50[row] >= 100 or reps >= 2:
-                make_terminal(t, node, 0, 0.0, END_OF_GAME)
-                kinds[i] = KIND_TERMINAL
-                continue
-            if reps == 1 and depth - 1 >= 4 and two_fold and depth - 1 >= pos.cycle[row]:
-                make_terminal(t, node, 0, np.float32(pos.cycle[row]), TWO_FOLD)
-                kinds[i] = KIND_TERMINAL
-                continue
-            if (
-                tb_pieces > 0
-                and pos.r50[row] == 0
-                and p[B.W_CASTLING] == 0
-                and popcount(p[B.W_COLOUR] | p[B.W_COLOUR + 1]) <= tb_pieces
-            ):
-                kinds[i] = KIND_TB_PROBE
-                continue
         e0 = reserve_edges(t, n)
         t.edge0[node] = e0
         t.nedges[node] = n

@@ -23,10 +23,9 @@ from typing import NamedTuple
 import numpy as np
 
 from lc0py.chess.core import board as B
-from lc0py.chess.core.bits import popcount
 from lc0py.chess.core.encode import encode, policy_indices
 from lc0py.search.core import nncache as C
-from lc0py.search.core.arrays import END_OF_GAME, TWO_FOLD, TreeArrays, reserve_edges
+from lc0py.search.core.arrays import TreeArrays, reserve_edges
 from lc0py.search.core.backup import make_terminal
 from lc0py.search.core.jit import njit
 from lc0py.search.core.leaves import (
@@ -39,6 +38,7 @@ from lc0py.search.core.leaves import (
     SORT_STACK,
     Positions,
     Requests,
+    leaf_rule,
     position_row,
     sort_edges,
 )
@@ -116,34 +116,14 @@ def scan_picks(
         p = pos.hist[row]
         moves = st.moves[k]
         n = B.gen_legal(p, moves)
-        if n == 0:
-            st.kind[k] = KIND_TERMINAL
-            st.result[k] = 1 if B.in_check(p) else 0
-            st.plies[k] = 0.0
-            st.tkind[k] = END_OF_GAME
+        kind, result, plies, tkind = leaf_rule(p, n, node, root, depth, pos, row, two_fold, tb_pieces)
+        if kind == KIND_TERMINAL:
+            st.result[k] = result
+            st.plies[k] = plies
+            st.tkind[k] = tkind
+        if kind != KIND_NONE:
+            st.kind[k] = kind
             continue
-        if node != root:
-            reps = pos.reps[row]
-            if B.insufficient_material(p) or pos.r50[row] >= 100 or reps >= 2:
-                st.kind[k] = KIND_TERMINAL
-                st.result[k] = 0
-                st.plies[k] = 0.0
-                st.tkind[k] = END_OF_GAME
-                continue
-            if reps == 1 and depth - 1 >= 4 and two_fold and depth - 1 >= pos.cycle[row]:
-                st.kind[k] = KIND_TERMINAL
-                st.result[k] = 0
-                st.plies[k] = np.float32(pos.cycle[row])
-                st.tkind[k] = TWO_FOLD
-                continue
-            if (
-                tb_pieces > 0
-                and pos.r50[row] == 0
-                and p[B.W_CASTLING] == 0
-                and popcount(p[B.W_COLOUR] | p[B.W_COLOUR + 1]) <= tb_pieces
-            ):
-                st.kind[k] = KIND_TB_PROBE
-                continue
         st.nmoves[k] = n
         h = C.position_hash(pos.keys[row], pos.reps[row])
         st.key[k] = h
