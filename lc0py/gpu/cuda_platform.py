@@ -25,12 +25,13 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from lc0py.errors import BackendUnavailable, KernelCompileError
+from lc0py.errors import BackendOptionError, BackendUnavailable, KernelCompileError
 from lc0py.gpu.platform import DeviceInfo, Dim3, Event, GpuError, HostBuffer, KernelArg, ordinal_error
 from lc0py.gpu.vendor_platform import BLAS_WORKSPACE, GemmCall, VendorPlatform
 
@@ -257,6 +258,30 @@ class _Cublas:
 
 
 # ------------------------------------------------------------------------------- platform -------
+#: How a thread waiting on the device (``cuEventSynchronize``) waits: the driver's default
+#: (``auto``: spin while there are fewer active contexts than cores) or ``spin`` / ``yield`` /
+#: ``blocking``. A spinning waiter holds a core; on a host whose cores are hyperthreads that can
+#: slow the search thread beside it (docs/performance.md §4).
+SCHED_ENV = "LC0PY_CUDA_SCHED"
+_SCHEDULES = {
+    "auto": "CU_CTX_SCHED_AUTO",
+    "spin": "CU_CTX_SCHED_SPIN",
+    "yield": "CU_CTX_SCHED_YIELD",
+    "blocking": "CU_CTX_SCHED_BLOCKING_SYNC",
+}
+
+
+def context_schedule(value: str) -> str | None:
+    """The primary context's scheduling flag named by ``LC0PY_CUDA_SCHED`` (``None``: unset,
+    the driver's default); a bad value is one ``BackendOptionError`` line."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value not in _SCHEDULES:
+        raise BackendOptionError(f"{SCHED_ENV}='{value}': expected one of {', '.join(_SCHEDULES)}")
+    return _SCHEDULES[value]
+
+
 class CudaPlatform(VendorPlatform):
     """One NVIDIA GPU through the CUDA driver API (primary context), NVRTC and cuBLAS.
 
@@ -284,6 +309,10 @@ class CudaPlatform(VendorPlatform):
         if not 0 <= device < count:
             raise ordinal_error(device, count, "CUDA")
         self._dev = _check(drv.cuDeviceGet(device), "cuDeviceGet")
+        sched = context_schedule(os.environ.get(SCHED_ENV, ""))
+        if sched is not None:
+            flag = getattr(drv.CUctx_flags, sched)
+            _check(drv.cuDevicePrimaryCtxSetFlags(self._dev, flag), "cuDevicePrimaryCtxSetFlags")
         self._ctx = _check(drv.cuDevicePrimaryCtxRetain(self._dev), "cuDevicePrimaryCtxRetain")
         self.bind_thread()
         A = drv.CUdevice_attribute
