@@ -33,6 +33,7 @@ def main() -> int:
     sums = [zlib.crc32(s) for s in sentinels]
     reference = archive()
     bad = 0
+    shown: list[str] = []
 
     def check(step: str) -> None:
         nonlocal bad
@@ -41,7 +42,15 @@ def main() -> int:
         ok = not changed and now == reference
         if not ok:
             bad += 1
-        detail = "" if ok else f" DAMAGED: {len(changed)} sentinels, archive {'same' if now == reference else 'differs'}"
+        same = "same" if now == reference else "differs"
+        detail = "" if ok else f" DAMAGED: {len(changed)} sentinels, archive {same}"
+        if now != reference and not shown:
+            shown.append(step)
+            at = [i for i in range(min(len(now), len(reference))) if now[i] != reference[i]]
+            first = at[0] if at else min(len(now), len(reference))
+            lo, hi = max(0, first - 24), first + 40
+            detail += (f" (lengths {len(reference)}/{len(now)}, {len(at)} bytes differ from offset {first}:"
+                       f" before {reference[lo:hi]!r} after {now[lo:hi]!r})")
         print(f"{step}: {'ok' if ok else ''}{detail}", flush=True)
 
     from lc0py.backends.gpu.network import GpuNetwork
@@ -82,7 +91,8 @@ def main() -> int:
                 gpu.close()
             check(f"{name}: closed")
         except Exception as exc:  # noqa: BLE001 -- report and go on to the next configuration
-            print(f"{name}: ERROR {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+            line = str(exc).splitlines()[0] if str(exc) else ""
+            print(f"{name}: ERROR {type(exc).__name__}: {line}", flush=True)
     print(f"host memory check: {'PASS' if bad == 0 else f'FAIL ({bad} damaged steps)'}", flush=True)
     return 0 if bad == 0 else 1
 
