@@ -14,6 +14,12 @@ meanwhile); a second thread for the waits saved the search thread less CPU on th
 sim-gpu runs (scripts/bench/search_timeline.py, maia-1900, 0.25 ms: median 5.55 -> 5.30 us a node
 with two threads, 5.20 -> 4.71 with one, each against its own alternating baseline).
 
+Over several devices (``demux``/``roundrobin``/``multiplexing`` children: ``wait_apart``) a batch
+must not wait for the previous one's result before it is launched: the one thread above would keep
+a second GPU idle while the first computes (``roundrobin`` over 2 GPUs ran at 1.00x one GPU on
+4 x H200, bench/results/2026-11-28_h200x4_8cb9719). There a second thread (``lc0py-feed-wait``)
+resolves the launched batches in order while the first only launches.
+
 An exception in ``evaluate_async`` or ``result`` is stored in that batch's ``FedOutput`` and
 raised by its ``result()`` on the search thread, as the backend's own would have been; the
 batches behind it are still launched and resolved, so waiting for them
@@ -63,14 +69,22 @@ _Launched = tuple[FedOutput, PendingOutput | None, BaseException | None]
 
 class Feeder:
     """One thread that launches (``evaluate_async``) and resolves (``result``) one search's
-    network batches on ``backend`` in submission order. Only it calls the backend from
-    ``submit`` on until ``close``."""
+    network batches on ``backend`` in submission order. Only it calls ``evaluate_async`` from
+    ``submit`` on until ``close``. ``wait_apart``: a second thread resolves (several devices)."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, wait_apart: bool = False) -> None:
         self._backend = backend
         self._queue: queue.SimpleQueue[tuple[PlanesBatch, FedOutput] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="lc0py-feed", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, name="lc0py-feed", daemon=True)]
+        self._launched: queue.SimpleQueue[_Launched | None] | None = None
+        if wait_apart:
+            self._launched = queue.SimpleQueue()
+            self._threads = [
+                threading.Thread(target=self._launch_all, name="lc0py-feed", daemon=True),
+                threading.Thread(target=self._resolve_all, name="lc0py-feed-wait", daemon=True),
+            ]
+        for thread in self._threads:
+            thread.start()
 
     def submit(self, planes: PlanesBatch) -> FedOutput:
         """Queue ``planes`` for the backend; returns at once. ``planes`` must stay unchanged until
@@ -99,14 +113,26 @@ class Feeder:
                     continue
             if not launched:
                 return
-            handle, pending, error = launched.popleft()
-            out = None
-            if pending is not None:
-                try:
-                    out = pending.result()
-                except BaseException as exc:
-                    error = exc
-            handle.settle(out, error)
+            _resolve(*launched.popleft())
+
+    def _launch_all(self) -> None:
+        """(``wait_apart``) Launch every batch as it is queued; the resolver waits for them."""
+        assert self._launched is not None
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._launched.put(None)
+                return
+            self._launched.put(self._launch(*item))
+
+    def _resolve_all(self) -> None:
+        """(``wait_apart``) Resolve the launched batches in order until the launcher ends."""
+        assert self._launched is not None
+        while True:
+            item = self._launched.get()
+            if item is None:
+                return
+            _resolve(*item)
 
     def _launch(self, planes: PlanesBatch, handle: FedOutput) -> _Launched:
         try:
@@ -115,7 +141,19 @@ class Feeder:
             return handle, None, exc
 
     def close(self) -> None:
-        """End the thread once every batch handed over is resolved (it is waited for)."""
+        """End the thread(s) once every batch handed over is resolved (they are waited for)."""
         self._queue.put(None)
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+
+
+def _resolve(handle: FedOutput, pending: PendingOutput | None, error: BaseException | None) -> None:
+    """Wait for a launched batch and settle its handle with the outputs or the error."""
+    out = None
+    if pending is not None:
+        try:
+            out = pending.result()
+        except BaseException as exc:
+            error = exc
+    handle.settle(out, error)

@@ -420,7 +420,8 @@ class SearchWorker:
         if self.params.overlap and backend.info.asynchronous:
             if FEED_ASYNC_BACKENDS:
                 if self._feeder is None:
-                    self._feeder = Feeder(backend)
+                    # several devices: a batch is launched while the previous one is awaited
+                    self._feeder = Feeder(backend, wait_apart=len(getattr(backend, "children", ())) > 1)
                 pending = self._feeder.submit(planes)
             else:
                 pending = backend.evaluate_async(planes)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,11 +71,12 @@ class _Device:
         return _Handle(self, k, done)
 
 
-def test_results_come_back_in_submission_order_from_the_feeder_thread() -> None:
+@pytest.mark.parametrize("wait_apart", [False, True])
+def test_results_come_back_in_submission_order_from_the_feeder_thread(wait_apart: bool) -> None:
     rng = np.random.default_rng(1)
     device = _Device()
     device.gate.clear()  # the first batch is resolved only once all 50 are handed over
-    feeder = Feeder(device)  # type: ignore[arg-type]
+    feeder = Feeder(device, wait_apart=wait_apart)  # type: ignore[arg-type]
     batches = [_planes(int(rng.integers(1, 40)), rng) for _ in range(50)]
     handles = [feeder.submit(b) for b in batches]
     device.gate.set()
@@ -88,11 +90,12 @@ def test_results_come_back_in_submission_order_from_the_feeder_thread() -> None:
     assert device.resolved == list(range(50))
 
 
+@pytest.mark.parametrize("wait_apart", [False, True])
 @pytest.mark.parametrize("where", ["launch", "result"])
-def test_an_error_reaches_its_batch_and_the_later_ones_still_resolve(where: str) -> None:
+def test_an_error_reaches_its_batch_and_the_later_ones_still_resolve(where: str, wait_apart: bool) -> None:
     rng = np.random.default_rng(2)
     device = _Device(fail_launch=3 if where == "launch" else -1, fail_result=3 if where == "result" else -1)
-    feeder = Feeder(device)  # type: ignore[arg-type]
+    feeder = Feeder(device, wait_apart=wait_apart)  # type: ignore[arg-type]
     handles = [feeder.submit(_planes(4, rng)) for _ in range(6)]
     for k, h in enumerate(handles):
         if k == 3:
@@ -103,6 +106,56 @@ def test_an_error_reaches_its_batch_and_the_later_ones_still_resolve(where: str)
         else:
             assert h.result().policy.shape == (4, 1858)
     feeder.close()  # returns: the thread ended
+
+
+def test_apart_a_batch_is_launched_while_the_previous_one_is_awaited() -> None:
+    """Several devices: batch 1 must reach its device while batch 0's result is still awaited
+    (one thread would launch it only after that wait, keeping the second GPU idle)."""
+    rng = np.random.default_rng(3)
+    device = _Device()
+    device.gate.clear()
+    feeder = Feeder(device, wait_apart=True)  # type: ignore[arg-type]
+    first = feeder.submit(_planes(4, rng))
+    while not device.resolved:  # the resolver now waits on batch 0 (gate closed)
+        threading.Event().wait(0.001)
+    second = feeder.submit(_planes(5, rng))
+    launched = threading.Event()
+    for _ in range(60_000):  # hang guard only: a launch is microseconds
+        if device.calls == 2:
+            launched.set()
+            break
+        threading.Event().wait(0.001)
+    assert launched.is_set() and not first.done()
+    device.gate.set()
+    assert first.result().policy.shape == (4, 1858)
+    assert second.result().policy.shape == (5, 1858)
+    feeder.close()
+    assert device.threads == {"lc0py-feed"}
+
+
+@pytest.mark.parametrize(("kind", "apart"), [("roundrobin", True), ("demux", True), ("random", False)])
+def test_a_search_over_several_devices_waits_apart(
+    make_search, monkeypatch: pytest.MonkeyPatch, kind: str, apart: bool
+) -> None:
+    from lc0py.backends.registry import create_backend
+
+    made: list[bool] = []
+
+    class Recording(Feeder):
+        def __init__(self, backend: object, wait_apart: bool = False) -> None:
+            made.append(wait_apart)
+            super().__init__(backend, wait_apart)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worker_module, "Feeder", Recording)
+    tiny = str(Path(__file__).resolve().parents[2] / "weights" / "tiny-seed1.pb.gz")
+    opts = "delay_ms=0.05" if kind == "random" else "backend=random,delay_ms=0.05,(),()"
+    with create_backend(kind, tiny, opts) as backend:
+        s = make_search(backend=backend, params=SearchParams(overlap=True, minibatch_size=16),
+                        limits=SearchLimits(nodes=400, smart_pruning=False))
+        s.run()
+        s.join()
+        assert made == [apart]
+        assert s.playouts >= 400
 
 
 def _search_tree(make_search, feed: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:
