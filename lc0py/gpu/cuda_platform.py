@@ -133,24 +133,33 @@ def nvrtc_compile(
         bopts = [o.encode() for o in opts]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(bopts), bopts)
         err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        buf = b" " * size
+        buf = _out_buffer(size)
         nvrtc.nvrtcGetProgramLog(prog, buf)
-        log_text = buf.decode(errors="replace").rstrip("\x00 \n")
+        log_text = bytes(buf).decode(errors="replace").rstrip("\x00 \n")
         if int(status) != 0:
             raise KernelCompileError(
                 f"NVRTC failed to compile {name} ({' '.join(opts)}):\n{log_text}", log_text
             )
         if binary_kind == "cubin":
             size = _check_nvrtc(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-            out = b" " * size
+            out = _out_buffer(size)
             _check_nvrtc(nvrtc.nvrtcGetCUBIN(prog, out), "nvrtcGetCUBIN")
         else:
             size = _check_nvrtc(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-            out = b" " * size
+            out = _out_buffer(size)
             _check_nvrtc(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
         return bytes(out)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _out_buffer(size: int) -> bytearray:
+    """A fresh writable buffer for NVRTC to fill (log, CUBIN, PTX). Never ``b" " * size``: for a
+    one-byte result (an empty log is just its NUL) CPython returns its shared ``b" "`` object,
+    and NVRTC's NUL then turned every one-byte space of the process into ``b"\x00"`` (an
+    ``.npy`` header padded with one space became unreadable: "source code cannot contain null
+    bytes", 2026-11-28)."""
+    return bytearray(max(int(size), 1))
 
 
 def _check_nvrtc(result: Any, what: str) -> Any:

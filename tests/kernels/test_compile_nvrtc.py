@@ -127,3 +127,24 @@ def test_host_layout_drift_fails_the_compile(what: str, change: dict[str, int]) 
     with pytest.raises(KernelCompileError) as info:
         _compile("flash_attention.hip", defines, "sm_90")
     assert "differs" in str(info.value.log), what
+
+
+def test_a_compile_leaves_the_processs_one_byte_strings_alone() -> None:
+    """NVRTC writes each result with its NUL; handed ``b" " * 1`` (an empty log is one byte),
+    it wrote into CPython's shared ``b" "`` and every one-byte space of the process became NUL
+    (an ``.npy`` header padded with one space could no longer be read). A subprocess, so a
+    regression cannot disturb the other tests."""
+    import subprocess
+    import sys
+
+    code = (
+        "from lc0py.gpu.compile_cache import kernel_dir, read_headers\n"
+        "from lc0py.gpu.cuda_platform import nvrtc_compile\n"
+        "src = 'extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 2.0f; }'\n"
+        "out = nvrtc_compile(src, 'k.hip', [], read_headers(kernel_dir()), '-arch=sm_80')\n"
+        "print(len(out) > 0, repr(b' '), repr(' '.encode()), repr(b'a b'[1:2]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
+    assert result.stdout.strip() == "True b' ' b' ' b' '"
