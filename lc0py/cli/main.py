@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "describenet": ("lc0py.tools.describenet", "describe a network file as lc0's describenet does"),
     "make-net": ("lc0py.tools.make_net", "write a random-weight network lc0 can load (deterministic)"),
     "export-onnx": ("lc0py.backends.onnx.export_cli", "export a network to an ONNX model"),
+    "calibrate": ("lc0py.tools.calibrate", "FP8 calibration of a residual net for cuda-fp8 (GPTQ, cached)"),
     "tune": ("lc0py.tools.tune", "tune the flash-attention kernel's run-time parameters"),
     "attnbench": ("lc0py.tools.attnbench", "benchmark the general attention operator"),
 }

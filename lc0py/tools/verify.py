@@ -183,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
             o = gpu.options
             if isinstance(network, ResidualNetwork):
                 emulated = fp8_residual_forward(network, batch.dense(np.float32), o.fp8_scales != "tensor",
-                                                bool(gpu.shape.winograd))
+                                                bool(gpu.shape.winograd),
+                                                calibration=getattr(gpu, "fp8_calibration", None))
             else:
                 emulated = fp8_forward(network, batch.dense(np.float32), per_channel=o.fp8_scales != "tensor",
                                        per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))

@@ -143,6 +143,7 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
     sub = PlanesBatch(batch.masks[:n], batch.values[:n])
 
     winograd = {}  # the backend under test's Winograd choice (residual nets), for the emulation
+    calibration = {}  # the backend under test's FP8 calibration (residual nets), for the emulation
 
     def run(name: str, opts: str) -> tuple[tuple[np.ndarray, np.ndarray], Any]:
         """The backend's (policy, Q) over every position, and its raw outputs of the subset as one batch."""
@@ -151,6 +152,7 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
         try:
             shape = getattr(getattr(backend, "gpu", None), "shape", None)
             winograd[opts] = bool(getattr(shape, "winograd", False))
+            calibration[opts] = getattr(getattr(backend, "gpu", None), "fp8_calibration", None)
             return evaluate(backend, batch), (backend.evaluate(sub) if n > 0 else None)
         finally:
             backend.close()
@@ -176,6 +178,8 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
             row["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
             continue
+        if calibration.get(opts) is not None:  # a residual net's cached FP8 calibration was used
+            row["net"] += " [calibrated]"
         if sub_out is not None and args.emulate:
             from lc0py.backends.accuracy import relative_error
             from lc0py.backends.gpu.fp8_emulation import fp8_forward
@@ -186,7 +190,7 @@ def one_net(label: str, net: Any, args: argparse.Namespace) -> list[dict[str, An
                 from lc0py.backends.gpu.fp8_residual_emulation import fp8_residual_forward
 
                 emu = fp8_residual_forward(net, sub.dense(np.float32), o.fp8_scales != "tensor",
-                                           winograd.get(opts, False))
+                                           winograd.get(opts, False), calibration=calibration.get(opts))
             else:
                 emu = fp8_forward(net, sub.dense(np.float32), per_channel=o.fp8_scales != "tensor",
                                   per_row=o.fp8_scales == "outer", gemms=frozenset(o.fp8_gemms))

@@ -128,3 +128,39 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float]:
     a32 = np.float32(amax)  # float32 division, as the kernel does it
     inv = np.float32(E4M3_MAX) / a32
     return e4m3_encode(x * inv), float(a32 / np.float32(E4M3_MAX))
+
+
+def quantize_per_channel_gptq(w: np.ndarray, h: np.ndarray, damp: float = 0.01,
+                              what: str = "weight") -> Fp8Weight:
+    """``w [N, K]`` with ``quantize_per_channel``'s scales but codes chosen by GPTQ (Frantar et
+    al. 2022) against the inputs' second moments ``h = Σ xᵀx [K, K]``: column by column, each
+    column's rounding error is spread over the columns not yet quantized so that the layer's
+    output ``x·Wᵀ`` (not the weight itself) stays close. Same format, same GEMM, same cost as
+    round-to-nearest; on the real residual nets it cuts the weights' own error (weights alone in
+    FP8) 2-4x (docs/fp8.md). ``damp``: the fraction of ``h``'s mean diagonal added to it (stability);
+    inputs that are always zero (``h[k, k] == 0``) get their weights zeroed, as they never count."""
+    w = _checked(w, what).copy()
+    n, k = w.shape
+    h = np.array(h, np.float64)
+    if h.shape != (k, k) or not np.all(np.isfinite(h)):
+        raise ValueError(f"{what}: GPTQ needs a finite [{k}, {k}] input moment matrix, got {h.shape}")
+    amax_n = np.abs(w).max(axis=1, initial=0.0)
+    amax = float(amax_n.max(initial=0.0))
+    if amax == 0.0:
+        return Fp8Weight(np.zeros(w.shape, np.uint8), np.ones(n, np.float32), 1.0)
+    scale = np.maximum(amax_n, amax / CHANNEL_RANGE) / E4M3_MAX
+    ref = float(scale.min())
+    col_scale = (scale / ref).astype(np.float32)
+    s = col_scale.astype(np.float64) * ref  # the scale the device multiplies by (Fp8Weight.scale)
+    dead = np.diag(h) <= 0.0
+    h[dead, dead] = 1.0
+    w[:, dead] = 0.0
+    h += damp * float(np.mean(np.diag(h))) * np.eye(k)
+    u = np.linalg.cholesky(np.linalg.inv(h)).T  # upper Cholesky factor of h⁻¹
+    q = np.zeros((n, k), np.uint8)
+    for i in range(k):
+        qi = e4m3_encode((w[:, i] / s).astype(np.float32))
+        q[:, i] = qi
+        err = (w[:, i] - e4m3_decode(qi).astype(np.float64) * s) / u[i, i]
+        w[:, i + 1 :] -= np.outer(err, u[i, i + 1 :])
+    return Fp8Weight(q, col_scale, ref)

@@ -34,6 +34,12 @@ it); on the real nets it keeps top-1 but doubles mean |dQ| on maia-1500/1900 (do
 per channel is the default (``fp8_scales=outer``, the attention bodies' default, runs as
 ``channel``: an im2col row mixes nine pixels, so per-row activation scales do not apply).
 
+Weight codes: with a calibration of the net in the lc0py cache (``lc0py calibrate``,
+fp8_calibration.py) the im2col per-channel path uploads its GPTQ codes (same scales and format,
+rounding chosen against the convolutions' real inputs: the weights' own error 2-4x smaller,
+top-1 against float32 up 1-3.5 points on the real nets, docs/fp8.md); without one, or with
+``fp8_scales=tensor`` / Winograd, round-to-nearest codes (``quantize_conv``).
+
 Activations: per tensor, from the running batch, on the device (kernels/fp8.hip ``fp8_amax`` +
 ``fp8_quantize``, as the attention path). For im2col the columns are copies of ``x`` and zeros,
 so their scale and codes are ``x``'s own: ``x`` is quantized (into ``fp8_x``) and the existing
@@ -141,9 +147,12 @@ def quantize_conv(w: np.ndarray, per_channel: bool, what: str = "convolution") -
     return quantize_per_channel(w, what) if per_channel else quantize_per_tensor(w, what)
 
 
-def dequantized_conv(w: np.ndarray, per_channel: bool) -> np.ndarray:
-    """The weight an FP8 convolution multiplies by (float64, ``w``'s layout)."""
-    fw = quantize_conv(w, per_channel)
+def dequantized_conv(
+    w: np.ndarray, per_channel: bool, calibrated: Fp8Weight | None = None
+) -> np.ndarray:
+    """The weight an FP8 convolution multiplies by (float64, ``w``'s layout); ``calibrated``: its
+    calibrated codes instead of round-to-nearest ones."""
+    fw = calibrated if calibrated is not None else quantize_conv(w, per_channel)
     from lc0py.backends.gpu.fp8_quant import e4m3_decode
 
     codes = e4m3_decode(fw.q).astype(np.float64)
@@ -180,12 +189,22 @@ def tower_channels(s: ResidualShape) -> list[tuple[int, int]]:
     return [(PLANES, s.C)] + [(s.C, s.C)] * (2 * s.blocks)
 
 
+def calibration_applies(per_channel: bool, winograd: bool) -> bool:
+    """Whether calibrated codes (fp8_calibration.py) are used: im2col with per-channel scales (the
+    layout and scales they were computed for); else round-to-nearest codes."""
+    return per_channel and not winograd
+
+
 def pack_residual_fp8(
-    packed: ResidualModelWeights[np.ndarray], s: ResidualShape, per_channel: bool = True
+    packed: ResidualModelWeights[np.ndarray], s: ResidualShape, per_channel: bool = True,
+    calibrated: tuple[Fp8Weight, ...] | None = None,
 ) -> tuple[Fp8ResidualWeights[np.ndarray], tuple[float, ...], list[str]]:
     """Quantize the tower's convolutions of a host record (``pack_residual_model``'s, fp16): the
     FP8 record, each convolution's cuBLASLt alpha (``ref``; 1.0 for one left in fp16) and why each
-    left in fp16 is ('' for those in FP8)."""
+    left in fp16 is ('' for those in FP8). ``calibrated``: the calibration's codes (GPTQ, per
+    channel, im2col), used as they are instead of round-to-nearest ones."""
+    if calibrated is not None and not calibration_applies(per_channel, s.winograd):
+        calibrated = None
     convs: list[Fp8ConvWeights[np.ndarray] | None] = []
     refs: list[float] = []
     why: list[str] = []
@@ -196,7 +215,8 @@ def pack_residual_fp8(
             convs.append(None)
             refs.append(1.0)
             continue
-        fw = quantize_conv(w.w, per_channel, f"tower convolution {i}")
+        what = f"tower convolution {i}"
+        fw = calibrated[i] if calibrated is not None else quantize_conv(w.w, per_channel, what)
         convs.append(Fp8ConvWeights(fw.q, fw.col_scale.astype(np.float32) if per_channel else None))
         refs.append(fw.ref)
     return Fp8ResidualWeights(convs), tuple(refs), why
@@ -261,13 +281,15 @@ def tower_layers(model: GpuResidualModel) -> list[Conv3x3]:
 def build_residual_fp8(
     model: GpuResidualModel, ops: GpuOps, cache: KernelCache, packed: ResidualModelWeights[np.ndarray],
     s: ResidualShape, gemms: Any, per_channel: bool = True,
+    calibrated: tuple[Fp8Weight, ...] | None = None,
 ) -> Fp8Resources:
     """Turn the fp16 residual ``model`` into the FP8 one in place: quantize and upload the tower's
     FP8 weights, swap its convolutions for ``Fp8Conv3x3``. ``gemms``: the FP8 GEMM provider with
-    ``gemm`` and ``gemm_batched`` (``CublasLtFp8Batched`` on a device; tests pass a fake)."""
+    ``gemm`` and ``gemm_batched`` (``CublasLtFp8Batched`` on a device; tests pass a fake);
+    ``calibrated``: calibrated codes (``pack_residual_fp8``)."""
     res = Fp8Resources(ops.p, gemms)
     try:
-        host, refs, why = pack_residual_fp8(packed, s, per_channel)
+        host, refs, why = pack_residual_fp8(packed, s, per_channel, calibrated)
         for i, problem in enumerate(why):
             if problem:
                 log.info("FP8: tower convolution %d in fp16 (%s)", i, problem)
@@ -290,6 +312,7 @@ def build_residual_fp8(
 
 
 __all__ = [
-    "Fp8Conv3x3", "Fp8ResidualWeights", "build_residual_fp8", "conv_fp8_problem", "dequantized_conv",
+    "Fp8Conv3x3", "Fp8ResidualWeights", "build_residual_fp8", "calibration_applies", "conv_fp8_problem",
+    "dequantized_conv",
     "pack_residual_fp8", "quantize_conv", "residual_fp8_refusal", "residual_per_channel",
 ]

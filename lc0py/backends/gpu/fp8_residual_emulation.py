@@ -22,8 +22,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from lc0py.backends.gpu.fp8_calibration import Fp8Calibration
 from lc0py.backends.gpu.fp8_emulation import fake_quantize
-from lc0py.backends.gpu.fp8_residual import conv_fp8_problem, dequantized_conv, winograd_batch_fp8
+from lc0py.backends.gpu.fp8_quant import Fp8Weight
+from lc0py.backends.gpu.fp8_residual import (
+    calibration_applies,
+    conv_fp8_problem,
+    dequantized_conv,
+    winograd_batch_fp8,
+)
 from lc0py.backends.gpu.weights_residual import WINOGRAD_G, conv_matrix, winograd_filter
 from lc0py.model.activations import activation
 from lc0py.model.heads import ForwardOutput
@@ -74,9 +81,11 @@ def winograd_conv(x: np.ndarray, u: np.ndarray, quantize: bool) -> np.ndarray:
     return winograd_output_transform(m)
 
 
-def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool, fp8: bool = True) -> np.ndarray:
+def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool, fp8: bool = True,
+             calibrated: Fp8Weight | None = None) -> np.ndarray:
     """One tower convolution as the FP8 path computes it (+ bias), float32 ``[B, Cout, 8, 8]``;
-    ``fp8`` False: as the fp16 path does (fp16 operands)."""
+    ``fp8`` False: as the fp16 path does (fp16 operands); ``calibrated``: its calibrated codes
+    (im2col, per channel: ``calibration_applies``) instead of round-to-nearest ones."""
     x16 = _fp16(x)
     c_in, c_out = int(conv.w.shape[1]), int(conv.w.shape[0])
     b = np.asarray(conv.b, np.float64)[None, :, None, None]
@@ -90,7 +99,7 @@ def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool, fp8: 
     w = conv_matrix(conv).astype(np.float16).astype(np.float64)  # [Cout, 9Cin], tap-major
     xin = x16
     if fp8:
-        w = dequantized_conv(w, per_channel)
+        w = dequantized_conv(w, per_channel, calibrated if calibration_applies(per_channel, False) else None)
         xin = fake_quantize(x16)
     w4 = w.reshape(c_out, 3, 3, c_in).transpose(0, 3, 1, 2)
     xp = np.pad(np.asarray(xin, np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
@@ -101,19 +110,21 @@ def fp8_conv(x: np.ndarray, conv: Conv, per_channel: bool, winograd: bool, fp8: 
 
 def fp8_residual_forward(
     network: ResidualNetwork, planes: np.ndarray, per_channel: bool = True, winograd: bool = False,
-    convs: frozenset[int] | None = None,
+    convs: frozenset[int] | None = None, calibration: Fp8Calibration | None = None,
 ) -> ForwardOutput:
     """The residual FP8 path's outputs for ``planes [B, 112, 8, 8]`` (one batch: activation scales
     per batch, as on the device); ``per_channel``: ``fp8_scales=channel`` or ``tensor``;
     ``winograd``: the device runs its 3x3 convolutions as Winograd (its ``ResidualShape``);
     ``convs``: the tower convolutions in FP8 by index (0 the input one, then 2i+1 and 2i+2 block
-    i's; None: all), the others fp16 -- an ablation."""
+    i's; None: all), the others fp16 -- an ablation; ``calibration``: the calibrated codes the
+    device uploads (``fp8_calibration.find_calibration``; used where ``calibration_applies``)."""
     act = network.default_act
     count = iter(range(1 + 2 * network.num_blocks))
 
     def conv_act(x: np.ndarray, conv: Conv, a: Activation) -> np.ndarray:
         i = next(count)
-        y = fp8_conv(x, conv, per_channel, winograd, convs is None or i in convs)
+        cal = calibration.weights[i] if calibration is not None else None
+        y = fp8_conv(x, conv, per_channel, winograd, convs is None or i in convs, cal)
         return activation(a, y) if a != Activation.NONE else y
 
     h = conv_act(np.asarray(planes, np.float32), network.input, act)

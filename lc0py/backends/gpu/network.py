@@ -84,6 +84,7 @@ class GpuNetwork:
         self.np_dtype = np.float16 if fp16 else np.float32
         self.fp8 = options.fp8
         self._fp8: Any = None  # fp8.Fp8Resources (cuBLASLt, FP8 weights), closed with the network
+        self.fp8_calibration: Any = None  # a residual net's fp8_calibration.Fp8Calibration, if used
         self._closed = False
         self._w_base = 0
         # One thread at a time enqueues on the streams: a graph capture is per stream, and a launch
@@ -172,7 +173,12 @@ class GpuNetwork:
 
     def _build_residual_fp8(self, packed: Any, shape: ResidualShape, gemms: Any) -> Any:
         """The tower's convolutions in FP8 (fp8_residual.py); batched cuBLASLt unless a provider is given."""
-        from lc0py.backends.gpu.fp8_residual import build_residual_fp8, residual_per_channel
+        from lc0py.backends.gpu.fp8_calibration import find_calibration
+        from lc0py.backends.gpu.fp8_residual import (
+            build_residual_fp8,
+            calibration_applies,
+            residual_per_channel,
+        )
 
         if gemms is None:
             from lc0py.gpu.cublaslt_batched import CublasLtFp8Batched
@@ -180,7 +186,13 @@ class GpuNetwork:
             gemms = CublasLtFp8Batched(self.p, fast_accum=self.options.fp8_fast_accum)
         assert isinstance(self.model, GpuResidualModel)
         per_channel = residual_per_channel(self.options.fp8_scales)
-        return build_residual_fp8(self.model, self.ops, self.cache, packed, shape, gemms, per_channel)
+        if calibration_applies(per_channel, shape.winograd):
+            assert isinstance(self.net, ResidualNetwork)
+            self.fp8_calibration = find_calibration(self.net)
+        codes = self.fp8_calibration.weights if self.fp8_calibration is not None else None
+        return build_residual_fp8(
+            self.model, self.ops, self.cache, packed, shape, gemms, per_channel, codes
+        )
 
     def _upload(self, host: Any) -> Any:
         """Copy every array of the host record into one device allocation; the same record with
