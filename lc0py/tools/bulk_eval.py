@@ -206,6 +206,15 @@ def print_profile(profile: dict[str, Any], seconds: float, stream: Any = None) -
             f"{d['submit_s']:.2f} s, reduce {d['reduce_s']:.2f} s",
             file=out,
         )
+        if d.get("first_batch_at_s", -1) >= 0:  # where the starvation is: start, middle, end
+            first, last = d["first_batch_at_s"], d["last_result_at_s"]
+            print(
+                f"    first batch at {first:.2f} s, last result at {last:.2f} s of {seconds:.2f}; "
+                f"starved {first:.2f} s before the first batch, "
+                f"{max(0.0, d['starved_s'] - first):.2f} s between batches; "
+                f"{d.get('partial_batches', 0)} partial batches",
+                file=out,
+            )
 
 
 def _run(args: argparse.Namespace, common: dict[str, Any], show: bool | None) -> JobSummary:
