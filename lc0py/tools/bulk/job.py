@@ -242,6 +242,13 @@ def default_workers(kind: str, cpus: int | None = None) -> int:
 
 DEFAULT_MAX_WORKERS = 24
 MAX_READ_AHEAD = 48  # chunks read ahead as text at most (a few bytes a position)
+#: PGN games a worker reads at least as one part of a chunk (~2,800 positions, ~0.06-0.09 s of
+#: python-chess): a chunk is read by up to chunk / PART_GAMES workers at once, so it is ready in
+#: a fraction of one worker's ~0.7 s for 256 games (4 x H200's host)
+PART_GAMES = 32
+#: ... and of the run's first chunk, which every device waits for: cut finer, one part per
+#: worker at most
+FIRST_PART_GAMES = 8
 #: chunks encoded ahead of the devices (PGN: ~30 MB of planes each): memory bounded
 ENCODE_AHEAD = 3
 
@@ -269,6 +276,7 @@ class ChunkLoader:
         self.read_s = 0.0  # PGN/Parquet records read (worker processes), summed over chunks
         self.encode_s = 0.0  # text to planes (FEN/EPD: with the read), summed over chunks
         self._times = threading.Lock()
+        self._reads = 0  # chunks whose reading has started
         if self.workers:
             self._pool = _spawn_pool(self.workers)
             for _ in range(self.workers):  # one task each: every process starts now
@@ -285,16 +293,31 @@ class ChunkLoader:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def read(self, chunk: sources.Chunk) -> Future[tuple[sources.ChunkText, float]] | None:
-        """Start reading ``chunk``'s records in a worker process (``None``: no workers, ``encode``
-        reads it). Text is small (a few bytes a position): many chunks may be read ahead."""
+    def parts(self, chunk: sources.Chunk) -> int:
+        """Worker processes reading ``chunk`` at once, each a sub-range of its games (PGN; one
+        ``PART_GAMES`` or more each, ``FIRST_PART_GAMES`` for the first chunk read, at most one
+        per worker); Parquet is read whole (each part would read the row group again)."""
+        if self._pool is None or self.kind != "pgn":
+            return 1
+        size = FIRST_PART_GAMES if not self._reads else PART_GAMES
+        return max(1, min(self.workers, chunk.count // size))
+
+    def read(self, chunk: sources.Chunk) -> ChunkReading | None:
+        """Start reading ``chunk``'s records in the worker processes, as ``parts`` consecutive
+        sub-ranges joined in order (``None``: no workers, ``encode`` reads it). Text is small (a
+        few bytes a position): many chunks may be read ahead."""
         if self._pool is None:
             return None
-        return self._pool.submit(sources.timed_read_records, str(self.plan.input), self.kind, chunk)
+        path = str(self.plan.input)
+        ranges = sources.split_parts(chunk.count, self.parts(chunk))
+        self._reads += 1
+        if len(ranges) == 1:
+            return ChunkReading([self._pool.submit(sources.timed_read_records, path, self.kind, chunk)])
+        return ChunkReading(
+            [self._pool.submit(sources.timed_read_records, path, self.kind, chunk, r) for r in ranges]
+        )
 
-    def encode(
-        self, chunk: sources.Chunk, reading: Future[tuple[sources.ChunkText, float]] | None
-    ) -> LoadedChunk:
+    def encode(self, chunk: sources.Chunk, reading: ChunkReading | None) -> LoadedChunk:
         """``chunk`` encoded (its records from ``reading``, else read here)."""
         records = None
         if reading is not None:
@@ -311,6 +334,28 @@ class ChunkLoader:
     def load(self, chunk: sources.Chunk) -> LoadedChunk:
         """Read and encode ``chunk`` (waits for its worker)."""
         return self.encode(chunk, self.read(chunk))
+
+
+class ChunkReading:
+    """A chunk being read in the worker processes: whole, or as consecutive sub-ranges of its
+    records by several workers, joined in order (``sources.ChunkText.join``: the same text as
+    one read of the chunk)."""
+
+    def __init__(self, parts: list[Future[tuple[sources.ChunkText, float]]]) -> None:
+        self.parts = parts
+
+    def done(self) -> bool:
+        return all(p.done() for p in self.parts)
+
+    def result(self) -> tuple[sources.ChunkText, float]:
+        """The chunk's text and the workers' seconds, summed over the parts."""
+        texts: list[sources.ChunkText] = []
+        seconds = 0.0
+        for p in self.parts:
+            text, s = p.result()
+            texts.append(text)
+            seconds += s
+        return sources.ChunkText.join(texts), seconds
 
 
 @dataclass
@@ -667,7 +712,7 @@ def run_local(
             progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
         ):
             # chunks being read as text (many: small), then encoded (few: planes are large)
-            reading: deque[tuple[sources.Chunk, Future[tuple[sources.ChunkText, float]] | None]] = deque()
+            reading: deque[tuple[sources.Chunk, ChunkReading | None]] = deque()
             ahead: deque[Future[LoadedChunk]] = deque()
             writing: deque[Future[float | None]] = deque()
             queue_ = iter(todo)
