@@ -191,13 +191,14 @@ def print_profile(profile: dict[str, Any], seconds: float, stream: Any = None) -
         "(summed over chunks)",
         file=out,
     )
-    print(
-        f"  job thread: waiting for input {profile['wait_input_s']:.2f} s, for devices "
-        f"{profile['wait_devices_s']:.2f} s, blocks {profile['finish_s']:.2f} s, for writers "
-        f"{profile['wait_writers_s']:.2f} s",
-        file=out,
-    )
-    print(f"  writers: {profile['write_s']:.2f} s (summed over parts)", file=out)
+    if "wait_input_s" in profile:  # the local job's thread (a Ray job has one per actor)
+        print(
+            f"  job thread: waiting for input {profile['wait_input_s']:.2f} s, for devices "
+            f"{profile['wait_devices_s']:.2f} s, blocks {profile['finish_s']:.2f} s, for writers "
+            f"{profile['wait_writers_s']:.2f} s",
+            file=out,
+        )
+        print(f"  writers: {profile['write_s']:.2f} s (summed over parts)", file=out)
     for d in profile.get("devices", []):
         print(
             f"  {d['device']}: {d['rows']} rows in {d['batches']} batches "

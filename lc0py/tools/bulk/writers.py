@@ -128,6 +128,11 @@ def write_part_and_record(
     return time.perf_counter() - t0
 
 
+def warm_writer() -> None:
+    """A writer process's first task: nothing (unpickling it imports this module, numpy and the
+    move names, before the first part comes)."""
+
+
 def count_rows(path: Path, fmt: str) -> int:
     """Rows in a written part (the final check reads them back, not the records of them)."""
     if fmt == "parquet":

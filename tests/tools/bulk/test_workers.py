@@ -163,3 +163,25 @@ def test_sigkill_with_workers_then_resume(tmp_path: Path, split: bool) -> None:
     rows = [line for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
     keys = [(json.loads(line)["game"], json.loads(line)["ply"]) for line in rows]
     assert len(keys) == len(set(keys)) and {g for g, _ in keys} == set(range(1, 61)) - {6}
+
+
+def test_workers_do_not_import_the_parents_main_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spawned child imports its parent's ``__main__`` file first: in a Ray actor, Ray's worker
+    script (all of Ray in every reader and writer). The job's pools start theirs without it."""
+    import types
+
+    script = tmp_path / "heavy_main.py"
+    marker = tmp_path / "imported"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    fake = types.ModuleType("__main__")
+    fake.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    pool = J._spawn_pool(1, J.warm_writer)
+    try:
+        assert pool.submit(eval, "'lc0py.tools.bulk.writers' in __import__('sys').modules").result()
+    finally:
+        pool.shutdown()
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake  # put back
