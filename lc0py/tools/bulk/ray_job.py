@@ -230,13 +230,15 @@ def _dispatch(
     positions = 0
     try:
         while pending or running:
-            for w in list(load):
-                while pending and load[w] < TASKS_PER_ACTOR:
-                    chunk = pending.pop(0)
-                    attempt = tries.get(chunk.index, 0)
-                    task = w.run.remote(chunk.to_list(), attempt)
-                    running[task] = (w, chunk)
-                    load[w] += 1
+            # dealt one at a time round the actors: a job of few chunks still uses them all
+            while pending and any(n < TASKS_PER_ACTOR for n in load.values()):
+                for w in list(load):
+                    if pending and load[w] < TASKS_PER_ACTOR:
+                        chunk = pending.pop(0)
+                        attempt = tries.get(chunk.index, 0)
+                        task = w.run.remote(chunk.to_list(), attempt)
+                        running[task] = (w, chunk)
+                        load[w] += 1
             ready, _ = ray.wait(list(running), num_returns=1)
             for task in ready:
                 w, chunk = running.pop(task)
