@@ -47,7 +47,13 @@ from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
 from lc0py.tools.bulk import sources
 from lc0py.tools.bulk.feeder import DeviceFeeder, RunCounter, devices_of
-from lc0py.tools.bulk.writers import ResultBlock, count_rows, warm_writer, write_part_and_record
+from lc0py.tools.bulk.writers import (
+    ResultBlock,
+    count_rows,
+    warm_writer,
+    write_jsonl_pieces,
+    write_part_and_record,
+)
 
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
@@ -749,6 +755,7 @@ def run_local(
 
             read_and_encode_ahead()
             out_runs = 0
+            ending = False  # every chunk is on the devices
 
             def collect(wait: float | None) -> bool:
                 """Hand a finished chunk to the writers (waiting up to ``wait`` s for one, ``None``:
@@ -767,7 +774,12 @@ def run_local(
                 while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
                     prof.write_s += writing.popleft().result() or 0.0
                 prof.wait_writers_s += time.perf_counter() - t2
-                if writer_pool is not None:
+                if writer_pool is not None and ending and writers > 1 and plan.settings.suffix == ".jsonl":
+                    # the job's last parts: each formatted by all the writers at once (the tail)
+                    args = (plan.part_path(record.chunk), plan.record_path(record.chunk), writer_pool)
+                    pieces = (block, json.dumps(asdict(record)), writers)
+                    writing.append(pool.submit(write_jsonl_pieces, *args, *pieces))
+                elif writer_pool is not None:
                     writing.append(write_chunk(plan, block, record, writer_pool))
                 else:
                     writing.append(pool.submit(write_chunk_timed, plan, block, record))
@@ -801,6 +813,7 @@ def run_local(
                 evaluator.start(loaded)
                 out_runs += 1
             evaluator.end_input()
+            ending = True
             while out_runs:
                 collect(None)
             t0 = time.perf_counter()
