@@ -757,12 +757,12 @@ def run_local(
             out_runs = 0
             ending = False  # every chunk is on the devices
 
-            def collect(wait: float | None) -> bool:
-                """Hand a finished chunk to the writers (waiting up to ``wait`` s for one, ``None``:
-                until one is); whether there was one."""
+            def collect(timeout: float | None) -> bool:
+                """Hand a finished chunk to the writers (waiting up to ``timeout`` s for one,
+                ``None``: until one is); whether there was one."""
                 nonlocal positions_run, out_runs
                 t0 = time.perf_counter()
-                run = evaluator.next_completed(wait)
+                run = evaluator.next_completed(timeout)
                 t1 = time.perf_counter()
                 prof.wait_devices_s += t1 - t0
                 if run is None:
@@ -797,13 +797,13 @@ def run_local(
             # the last chunk to finish, as before, drained every device at every chunk end: on
             # 4 x H200 ~30 ms a chunk and a partial batch each time, ~1.3 s of an 8.3 s run.)
             while ahead:
-                t0 = time.perf_counter()
                 while not ahead[0].done():  # finished chunks go on to the writers meanwhile
                     if out_runs and collect(0):
                         continue
+                    t0 = time.perf_counter()
                     wait([ahead[0]], timeout=POLL_S)
+                    prof.wait_input_s += time.perf_counter() - t0
                 loaded = ahead.popleft().result()
-                prof.wait_input_s += time.perf_counter() - t0
                 read_and_encode_ahead()
                 while out_runs and not evaluator.wait_room(limit_rows, 0):
                     if not collect(0):
