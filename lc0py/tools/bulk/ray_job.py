@@ -80,7 +80,11 @@ class ChunkWorker:
         # the reader processes start (and import python-chess) while the net loads, as in the
         # local job: started after it, they were still starting when the job's clock began
         self.loader = J.ChunkLoader(plan, 0, workers=parse_workers, inline=parse_workers == 0)
-        self.net = load(weights, backend, options)
+        try:
+            self.net = load(weights, backend, options)
+        except BaseException:  # a bad net or option: the readers go with the actor
+            self.loader.close()
+            raise
         self.loader.input_format = self.net.backend.info.input_format
         probe = self.net if plan.settings.probe_layers else None
         self.evaluator = J.ChunkEvaluator(
