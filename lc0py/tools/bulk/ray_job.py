@@ -23,17 +23,19 @@ Ray is an optional extra: ``pip install "lc0py[ray]"``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from lc0py.errors import Lc0pyError, UsageError
 from lc0py.tools.bulk import job as J
 from lc0py.tools.bulk.sources import Chunk
-from lc0py.tools.bulk.writers import warm_writer
+from lc0py.tools.bulk.writers import warm_writer, write_jsonl_pieces
 
 
 def _ray() -> Any:
@@ -92,6 +94,7 @@ class ChunkWorker:
         )
         self.evaluator.warm_up()
         self.writers = J._spawn_pool(writers, warm_writer) if writers else None
+        self.writer_count = writers
         self.hook = hook
 
     def start_clock(self, wall: float) -> None:
@@ -108,9 +111,18 @@ class ChunkWorker:
         block, record = self.evaluator.finish(run)
         if self.hook is not None:  # fault injection (tests): between evaluating and writing
             self.hook(chunk.index, attempt)
-        written = J.write_chunk(self.plan, block, record, self.writers)
-        if written is not None:
-            written.result()
+        if self.writers is not None and self.writer_count > 1 and self.plan.settings.suffix == ".jsonl":
+            # the part's rows formatted by all the actor's writers at once: its last part,
+            # which nothing overlaps, does not end the job on one writer
+            plan = self.plan
+            write_jsonl_pieces(
+                plan.part_path(record.chunk), plan.record_path(record.chunk), self.writers, block,
+                json.dumps(asdict(record)), self.writer_count,
+            )
+        else:
+            written = J.write_chunk(self.plan, block, record, self.writers)
+            if written is not None:
+                written.result()
         return {"chunk": record.chunk, "positions": record.positions, "bad": record.bad}
 
     def ping(self) -> int:
@@ -181,8 +193,12 @@ def evaluate_file_on_ray(
         # PGN movetext: each GPU actor gets its share of the node's CPUs as parsing processes
         cpus = int(ray.cluster_resources().get("CPU", 1))
         share = cpus // count
-        parse_workers = max(1, share - 2) if per_actor and settings.input_kind == "pgn" else 0
-        writers = 1 if per_actor and share >= 4 else 0  # JSON formatting off the device thread
+        # JSON formatting off the device thread: a writer per 4 CPUs of the share, at most 4 (a
+        # part formatted by all of them at once); the rest read PGN (python-chess, ~30,000
+        # positions a second a process: a few keep one GPU fed now that a chunk is read by
+        # several at once)
+        writers = min(4, share // 4) if per_actor else 0
+        parse_workers = max(1, share - 1 - writers) if per_actor and settings.input_kind == "pgn" else 0
         weights_arg = None if weights is None else str(Path(weights).resolve())
         args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers, writers)
         positions, seconds, profile = _dispatch(ray, remote, args, count, plan, attempts)

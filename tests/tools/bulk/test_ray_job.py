@@ -158,7 +158,8 @@ def test_the_command_runs_on_ray(
 
 def test_the_actor_reads_pgn_chunks_in_sub_ranges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The actor's body alone (no Ray): PGN chunks read by its 2 reader processes as one-game
-    sub-ranges give the same parts and records as the local run; the illegal game is reported."""
+    sub-ranges, parts formatted in pieces by its 2 writers, give the same parts and records as
+    the local run; the illegal game is reported."""
     from lc0py.tools.bulk import job as J
     from lc0py.tools.bulk.ray_job import ChunkWorker
     from tests.tools.bulk.test_workers import pgn_file
@@ -169,12 +170,14 @@ def test_the_actor_reads_pgn_chunks_in_sub_ranges(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(J, "FIRST_PART_GAMES", 1)
     settings = J.make_settings(src, None, "jsonl", 10, 5, "fen_only", (), None, "random")
     plan = J.prepare_job(src, tmp_path / "actor", settings)
-    worker = ChunkWorker(plan, None, "random", None, 0, 0, None, parse_workers=2)
+    worker = ChunkWorker(plan, None, "random", None, 0, 0, None, parse_workers=2, writers=2)
     try:
         assert worker.loader.parts(plan.chunks[1]) == 2
         results = [worker.run(c.to_list(), 0) for c in plan.chunks]
     finally:
         worker.loader.close()
+        if worker.writers is not None:
+            worker.writers.shutdown()
         worker.evaluator.close()
         worker.net.close()
     assert [r["chunk"] for r in results] == [0, 1, 2]
