@@ -191,13 +191,14 @@ def print_profile(profile: dict[str, Any], seconds: float, stream: Any = None) -
         "(summed over chunks)",
         file=out,
     )
-    print(
-        f"  job thread: waiting for input {profile['wait_input_s']:.2f} s, for devices "
-        f"{profile['wait_devices_s']:.2f} s, blocks {profile['finish_s']:.2f} s, for writers "
-        f"{profile['wait_writers_s']:.2f} s",
-        file=out,
-    )
-    print(f"  writers: {profile['write_s']:.2f} s (summed over parts)", file=out)
+    if "wait_input_s" in profile:  # the local job's thread (a Ray job has one per actor)
+        print(
+            f"  job thread: waiting for input {profile['wait_input_s']:.2f} s, for devices "
+            f"{profile['wait_devices_s']:.2f} s, blocks {profile['finish_s']:.2f} s, for writers "
+            f"{profile['wait_writers_s']:.2f} s",
+            file=out,
+        )
+        print(f"  writers: {profile['write_s']:.2f} s (summed over parts)", file=out)
     for d in profile.get("devices", []):
         print(
             f"  {d['device']}: {d['rows']} rows in {d['batches']} batches "
@@ -206,6 +207,15 @@ def print_profile(profile: dict[str, Any], seconds: float, stream: Any = None) -
             f"{d['submit_s']:.2f} s, reduce {d['reduce_s']:.2f} s",
             file=out,
         )
+        if d.get("first_batch_at_s", -1) >= 0:  # where the starvation is: start, middle, end
+            first, last = d["first_batch_at_s"], d["last_result_at_s"]
+            print(
+                f"    first batch at {first:.2f} s, last result at {last:.2f} s of {seconds:.2f}; "
+                f"starved {first:.2f} s before the first batch, "
+                f"{max(0.0, d['starved_s'] - first):.2f} s between batches; "
+                f"{d.get('partial_batches', 0)} partial batches",
+                file=out,
+            )
 
 
 def _run(args: argparse.Namespace, common: dict[str, Any], show: bool | None) -> JobSummary:

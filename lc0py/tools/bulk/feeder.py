@@ -15,7 +15,9 @@ in the chunk's own output arrays. When a chunk's last row is reduced, the chunk 
 (``complete``) to be written by the job, off the devices' threads.
 
 Every stage is timed (:class:`DeviceStats`): time waiting on the device, time starved of input
-(the device idle because no batch was ready), time submitting (the upload), time reducing.
+(the device idle because no batch was ready), time submitting (the upload), time reducing; and
+when, on the job's clock (``DeviceFeeder.origin``), each device got its first batch and returned
+its last, and how many of its batches were short of full: the starvation's start, middle and end.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ class RowStream:
 
     def __init__(self, linger: float | None = None) -> None:
         self.linger = linger
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # rows came (or the stream closed)
+        self._room = threading.Condition(self._lock)  # rows were taken
         self._runs: deque[Any] = deque()
         self._offset = 0  # rows of _runs[0] already taken
         self._available = 0
@@ -63,6 +67,7 @@ class RowStream:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+            self._room.notify_all()
 
     def flush(self, on: bool = True) -> None:
         """The producer is waiting (``on``): partial batches may go."""
@@ -74,6 +79,14 @@ class RowStream:
     @property
     def available(self) -> int:
         return self._available
+
+    def wait_room(self, limit: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the rows not taken yet to fall below ``limit`` (the
+        producer's memory bound); whether they have."""
+        with self._room:
+            if self._available >= limit and not self._closed:
+                self._room.wait(timeout)
+            return self._available < limit or self._closed
 
     def take(self, size: int, wait: bool) -> list[Segment] | None:
         """Up to ``size`` rows as segments; ``None`` when none may go now (``wait`` False) or
@@ -102,6 +115,7 @@ class RowStream:
                 if self._offset == n:
                     self._runs.popleft()
                     self._offset = 0
+            self._room.notify_all()
             return segments
 
 
@@ -117,6 +131,11 @@ class DeviceStats:
     starved_s: float = 0.0  # nothing in flight and no batch ready: the device idle for input
     reduce_s: float = 0.0  # top-k / WDL / Q reduction of the outputs (compiled)
     max_in_flight: int = 0
+    partial_batches: int = 0  # batches short of the device batch (a chunk's or the job's end)
+    # on the job's clock (``DeviceFeeder.origin``): the first batch sent, the last result reduced;
+    # ``starved_s`` = the wait before the first batch + the waits between batches
+    first_batch_at_s: float = -1.0
+    last_result_at_s: float = -1.0
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -165,6 +184,9 @@ class DeviceFeeder:
         self._fail = fail
         self._devices = devices_of(backend)
         self.stats = [DeviceStats(name) for name, _ in self._devices]
+        #: the job's clock (``time.perf_counter``) the stats' ``*_at_s`` are measured from; the
+        #: job sets it when its clock starts
+        self.origin = time.perf_counter()
         self._failed = False
         self._threads = [
             threading.Thread(target=self._feed, args=(i,), daemon=True, name=f"lc0py-feed-{i}")
@@ -213,6 +235,10 @@ class DeviceFeeder:
                     st.starved_s += t1 - t0
                 if segments is None:
                     return
+                rows = sum(b - a for _, a, b in segments)
+                if st.first_batch_at_s < 0:
+                    st.first_batch_at_s = t1 - self.origin
+                st.partial_batches += rows < self.batch
                 handle = submit(self._planes(segments))
                 st.submit_s += clock() - t1
                 pending.append((segments, handle))
@@ -234,7 +260,9 @@ class DeviceFeeder:
                     part = out if len(segments) == 1 else _slice(out, start, start + b - a)
                     self._reduce(run, a, b, part)
                     start += b - a
-                st.reduce_s += clock() - t0
+                t1 = clock()
+                st.reduce_s += t1 - t0
+                st.last_result_at_s = t1 - self.origin
                 st.batches += 1
                 st.rows += start
                 for run, a, b in segments:

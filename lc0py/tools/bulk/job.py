@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,13 @@ from lc0py.errors import UsageError
 from lc0py.storage.atomic import write_atomically
 from lc0py.tools.bulk import sources
 from lc0py.tools.bulk.feeder import DeviceFeeder, RunCounter, devices_of
-from lc0py.tools.bulk.writers import ResultBlock, count_rows, write_part_and_record
+from lc0py.tools.bulk.writers import (
+    ResultBlock,
+    count_rows,
+    warm_writer,
+    write_jsonl_pieces,
+    write_part_and_record,
+)
 
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
@@ -242,6 +248,13 @@ def default_workers(kind: str, cpus: int | None = None) -> int:
 
 DEFAULT_MAX_WORKERS = 24
 MAX_READ_AHEAD = 48  # chunks read ahead as text at most (a few bytes a position)
+#: PGN games a worker reads at least as one part of a chunk (~2,800 positions, ~0.06-0.09 s of
+#: python-chess): a chunk is read by up to chunk / PART_GAMES workers at once, so it is ready in
+#: a fraction of one worker's ~0.7 s for 256 games (4 x H200's host)
+PART_GAMES = 32
+#: ... and of the run's first chunk, which every device waits for: cut finer, one part per
+#: worker at most
+FIRST_PART_GAMES = 8
 #: chunks encoded ahead of the devices (PGN: ~30 MB of planes each): memory bounded
 ENCODE_AHEAD = 3
 
@@ -269,10 +282,9 @@ class ChunkLoader:
         self.read_s = 0.0  # PGN/Parquet records read (worker processes), summed over chunks
         self.encode_s = 0.0  # text to planes (FEN/EPD: with the read), summed over chunks
         self._times = threading.Lock()
-        if self.workers:
-            self._pool = _spawn_pool(self.workers)
-            for _ in range(self.workers):  # one task each: every process starts now
-                self._pool.submit(sources.warm_reader, self.kind)
+        self._reads = 0  # chunks whose reading has started
+        if self.workers:  # every process starts now, importing python-chess (or pyarrow)
+            self._pool = _spawn_pool(self.workers, sources.warm_reader, self.kind)
 
     @property
     def read_ahead(self) -> int:
@@ -285,16 +297,31 @@ class ChunkLoader:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def read(self, chunk: sources.Chunk) -> Future[tuple[sources.ChunkText, float]] | None:
-        """Start reading ``chunk``'s records in a worker process (``None``: no workers, ``encode``
-        reads it). Text is small (a few bytes a position): many chunks may be read ahead."""
+    def parts(self, chunk: sources.Chunk) -> int:
+        """Worker processes reading ``chunk`` at once, each a sub-range of its games (PGN; one
+        ``PART_GAMES`` or more each, ``FIRST_PART_GAMES`` for the first chunk read, at most one
+        per worker); Parquet is read whole (each part would read the row group again)."""
+        if self._pool is None or self.kind != "pgn":
+            return 1
+        size = FIRST_PART_GAMES if not self._reads else PART_GAMES
+        return max(1, min(self.workers, chunk.count // size))
+
+    def read(self, chunk: sources.Chunk) -> ChunkReading | None:
+        """Start reading ``chunk``'s records in the worker processes, as ``parts`` consecutive
+        sub-ranges joined in order (``None``: no workers, ``encode`` reads it). Text is small (a
+        few bytes a position): many chunks may be read ahead."""
         if self._pool is None:
             return None
-        return self._pool.submit(sources.timed_read_records, str(self.plan.input), self.kind, chunk)
+        path = str(self.plan.input)
+        ranges = sources.split_parts(chunk.count, self.parts(chunk))
+        self._reads += 1
+        if len(ranges) == 1:
+            return ChunkReading([self._pool.submit(sources.timed_read_records, path, self.kind, chunk)])
+        return ChunkReading(
+            [self._pool.submit(sources.timed_read_records, path, self.kind, chunk, r) for r in ranges]
+        )
 
-    def encode(
-        self, chunk: sources.Chunk, reading: Future[tuple[sources.ChunkText, float]] | None
-    ) -> LoadedChunk:
+    def encode(self, chunk: sources.Chunk, reading: ChunkReading | None) -> LoadedChunk:
         """``chunk`` encoded (its records from ``reading``, else read here)."""
         records = None
         if reading is not None:
@@ -311,6 +338,28 @@ class ChunkLoader:
     def load(self, chunk: sources.Chunk) -> LoadedChunk:
         """Read and encode ``chunk`` (waits for its worker)."""
         return self.encode(chunk, self.read(chunk))
+
+
+class ChunkReading:
+    """A chunk being read in the worker processes: whole, or as consecutive sub-ranges of its
+    records by several workers, joined in order (``sources.ChunkText.join``: the same text as
+    one read of the chunk)."""
+
+    def __init__(self, parts: list[Future[tuple[sources.ChunkText, float]]]) -> None:
+        self.parts = parts
+
+    def done(self) -> bool:
+        return all(p.done() for p in self.parts)
+
+    def result(self) -> tuple[sources.ChunkText, float]:
+        """The chunk's text and the workers' seconds, summed over the parts."""
+        texts: list[sources.ChunkText] = []
+        seconds = 0.0
+        for p in self.parts:
+            text, s = p.result()
+            texts.append(text)
+            seconds += s
+        return sources.ChunkText.join(texts), seconds
 
 
 @dataclass
@@ -441,13 +490,23 @@ class ChunkEvaluator:
         self.feeder.put(run)
         return run
 
-    def next_completed(self) -> ChunkRun:
-        """The next run whose rows are all reduced (``queue_completed``)."""
+    def next_completed(self, timeout: float | None = None) -> ChunkRun | None:
+        """The next run whose rows are all reduced (``queue_completed``); ``None`` when none is
+        within ``timeout`` seconds (``None``: wait for one)."""
         assert self._queue is not None
         self._raise()
-        run = self._queue.get()
+        try:
+            run = self._queue.get(timeout=timeout) if timeout != 0 else self._queue.get_nowait()
+        except queue.Empty:
+            return None
         self._raise()
         return run
+
+    def wait_room(self, limit: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the rows the devices have not taken yet to fall below
+        ``limit``; whether they have (a device's failure is raised)."""
+        self._raise()
+        return self.feeder.stream.wait_room(limit, timeout)
 
     def _reduce(self, run: ChunkRun, first: int, stop: int, out: NetworkOutput) -> None:
         enc = run.loaded.encoded
@@ -519,10 +578,30 @@ class ChunkEvaluator:
         return out
 
 
-def _spawn_pool(count: int) -> ProcessPoolExecutor:
-    import multiprocessing
+_MAIN_SWAP = threading.Lock()
 
-    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+
+def _spawn_pool(count: int, warm: Callable[..., None], *args: Any) -> ProcessPoolExecutor:
+    """``count`` worker processes, started now, each running ``warm(*args)`` first (its
+    imports). Spawned, not forked: the job's threads and a device's state must not be copied.
+
+    A spawned child imports its parent's ``__main__`` file first; in a Ray actor that is Ray's
+    worker script, i.e. all of Ray (~870 modules, 0.67 s a process here, and its memory in each
+    of the 15 readers and writers of each of 4 actors). Nothing the workers run lives in
+    ``__main__``, so they are started with a bare one (the processes start in ``submit``)."""
+    import multiprocessing
+    import types
+
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+    with _MAIN_SWAP:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            for _ in range(count):  # one task each, none idle yet: a process each
+                pool.submit(warm, *args)
+        finally:
+            sys.modules["__main__"] = main
+    return pool
 
 
 def write_chunk(plan: JobPlan, block: ResultBlock, record: ChunkRecord, pool: Any = None) -> Any:
@@ -640,7 +719,7 @@ def run_local(
     cpus = os.cpu_count() or 2
     if writers < 0:  # auto: JSON formatting in processes of its own where there are cores for it
         writers = default_writers(cpus)
-    writer_pool = _spawn_pool(writers) if writers else None
+    writer_pool = _spawn_pool(writers, warm_writer) if writers else None
     evaluator = ChunkEvaluator(backend, plan.settings, batch, in_flight, probe_net, queue_completed=True)
     prof = StageTimes()
     switch = sys.getswitchinterval()
@@ -650,13 +729,14 @@ def run_local(
     try:
         prof.warmup_s = evaluator.warm_up()
         started = time.perf_counter()
+        evaluator.feeder.origin = started
         limit_rows = evaluator.devices * (evaluator.in_flight + 2) * evaluator.feeder.batch
         with (
             ThreadPoolExecutor(ENCODE_AHEAD + 1, thread_name_prefix="lc0py-bulk") as pool,
             progress(total, "bulk-eval", unit=unit, enabled=show_progress) as bar,
         ):
             # chunks being read as text (many: small), then encoded (few: planes are large)
-            reading: deque[tuple[sources.Chunk, Future[tuple[sources.ChunkText, float]] | None]] = deque()
+            reading: deque[tuple[sources.Chunk, ChunkReading | None]] = deque()
             ahead: deque[Future[LoadedChunk]] = deque()
             writing: deque[Future[float | None]] = deque()
             queue_ = iter(todo)
@@ -675,26 +755,31 @@ def run_local(
 
             read_and_encode_ahead()
             out_runs = 0
-            out_rows = 0
+            ending = False  # every chunk is on the devices
 
-            def collect() -> None:
-                """Wait for a finished chunk and hand it to the writers."""
-                nonlocal positions_run, out_runs, out_rows
+            def collect(timeout: float | None) -> bool:
+                """Hand a finished chunk to the writers (waiting up to ``timeout`` s for one,
+                ``None``: until one is); whether there was one."""
+                nonlocal positions_run, out_runs
                 t0 = time.perf_counter()
-                evaluator.flush(True)  # nothing more comes until a chunk is done: partial batches go
-                run = evaluator.next_completed()
-                evaluator.flush(False)
+                run = evaluator.next_completed(timeout)
                 t1 = time.perf_counter()
                 prof.wait_devices_s += t1 - t0
+                if run is None:
+                    return False
                 out_runs -= 1
-                out_rows -= len(run.loaded.encoded)
                 block, record = evaluator.finish(run)
                 t2 = time.perf_counter()
                 prof.finish_s += t2 - t1
                 while len(writing) > writers:  # bounded: at most writers + 1 parts waiting
                     prof.write_s += writing.popleft().result() or 0.0
                 prof.wait_writers_s += time.perf_counter() - t2
-                if writer_pool is not None:
+                if writer_pool is not None and ending and writers > 1 and plan.settings.suffix == ".jsonl":
+                    # the job's last parts: each formatted by all the writers at once (the tail)
+                    args = (plan.part_path(record.chunk), plan.record_path(record.chunk), writer_pool)
+                    pieces = (block, json.dumps(asdict(record)), writers)
+                    writing.append(pool.submit(write_jsonl_pieces, *args, *pieces))
+                elif writer_pool is not None:
                     writing.append(write_chunk(plan, block, record, writer_pool))
                 else:
                     writing.append(pool.submit(write_chunk_timed, plan, block, record))
@@ -703,20 +788,34 @@ def run_local(
                     on_chunk(record)
                 positions_run += record.positions
                 bar.update(run.loaded.chunk.count)
+                return True
 
+            # The next chunk joins the stream while the devices still have rows of the last one:
+            # they never drain between chunks. It waits only while the rows not yet taken are
+            # ``limit_rows`` or more (the memory bound: those rows' planes, plus the batches in
+            # flight), handing finished chunks to the writers meanwhile. (Waiting instead for
+            # the last chunk to finish, as before, drained every device at every chunk end: on
+            # 4 x H200 ~30 ms a chunk and a partial batch each time, ~1.3 s of an 8.3 s run.)
             while ahead:
-                t0 = time.perf_counter()
+                while not ahead[0].done():  # finished chunks go on to the writers meanwhile
+                    if out_runs and collect(0):
+                        continue
+                    t0 = time.perf_counter()
+                    wait([ahead[0]], timeout=POLL_S)
+                    prof.wait_input_s += time.perf_counter() - t0
                 loaded = ahead.popleft().result()
-                prof.wait_input_s += time.perf_counter() - t0
                 read_and_encode_ahead()
-                while out_runs and out_rows >= limit_rows:
-                    collect()
+                while out_runs and not evaluator.wait_room(limit_rows, 0):
+                    if not collect(0):
+                        t0 = time.perf_counter()
+                        evaluator.wait_room(limit_rows, POLL_S)
+                        prof.wait_devices_s += time.perf_counter() - t0
                 evaluator.start(loaded)
                 out_runs += 1
-                out_rows += len(loaded.encoded)
             evaluator.end_input()
+            ending = True
             while out_runs:
-                collect()
+                collect(None)
             t0 = time.perf_counter()
             while writing:
                 prof.write_s += writing.popleft().result() or 0.0
@@ -741,6 +840,8 @@ def default_writers(cpus: int) -> int:
     return 0 if cpus <= 2 else max(1, min(8, cpus // 6))
 
 
+#: seconds the job's thread waits for input or room before it looks for finished chunks again
+POLL_S = 0.01
 #: the interpreter's switch interval while a job runs (seconds; Python's default is 0.005)
 SWITCH_INTERVAL = 0.0005
 

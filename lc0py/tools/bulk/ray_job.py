@@ -23,16 +23,19 @@ Ray is an optional extra: ``pip install "lc0py[ray]"``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from lc0py.errors import Lc0pyError, UsageError
 from lc0py.tools.bulk import job as J
 from lc0py.tools.bulk.sources import Chunk
+from lc0py.tools.bulk.writers import warm_writer, write_jsonl_pieces
 
 
 def _ray() -> Any:
@@ -76,31 +79,62 @@ class ChunkWorker:
 
         sys.setswitchinterval(min(sys.getswitchinterval(), J.SWITCH_INTERVAL))
         self.plan = plan
-        self.net = load(weights, backend, options)
+        # the reader processes start (and import python-chess) while the net loads, as in the
+        # local job: started after it, they were still starting when the job's clock began
+        self.loader = J.ChunkLoader(plan, 0, workers=parse_workers, inline=parse_workers == 0)
+        try:
+            self.net = load(weights, backend, options)
+        except BaseException:  # a bad net or option: the readers go with the actor
+            self.loader.close()
+            raise
+        self.loader.input_format = self.net.backend.info.input_format
         probe = self.net if plan.settings.probe_layers else None
         self.evaluator = J.ChunkEvaluator(
             self.net.backend, plan.settings, batch, in_flight, probe, linger=LINGER
         )
         self.evaluator.warm_up()
-        self.loader = J.ChunkLoader(
-            plan, self.net.backend.info.input_format, workers=parse_workers, inline=parse_workers == 0
-        )
-        self.writers = J._spawn_pool(writers) if writers else None
+        self.writers = J._spawn_pool(writers, warm_writer) if writers else None
+        self.writer_count = writers
         self.hook = hook
+
+    def start_clock(self, wall: float) -> None:
+        """The job's clock started at ``wall`` (``time.time()`` on the driver): this actor's
+        profile times (first batch, last result) are counted from it."""
+        self.evaluator.feeder.origin = time.perf_counter() - (time.time() - wall)
 
     def run(self, row: list[int], attempt: int) -> dict[str, Any]:
         chunk = Chunk.from_list(row)
         loaded = self.loader.load(chunk)
-        block, record = self.evaluator.evaluate(loaded)
+        # no flush: the other tasks' chunks follow in the same batches; the device thread sends
+        # a short batch only after LINGER without a full one (the actor's last rows)
+        run = self.evaluator.start(loaded)
+        block, record = self.evaluator.finish(run)
         if self.hook is not None:  # fault injection (tests): between evaluating and writing
             self.hook(chunk.index, attempt)
-        written = J.write_chunk(self.plan, block, record, self.writers)
-        if written is not None:
-            written.result()
+        if self.writers is not None and self.writer_count > 1 and self.plan.settings.suffix == ".jsonl":
+            # the part's rows formatted by all the actor's writers at once: its last part,
+            # which nothing overlaps, does not end the job on one writer
+            plan = self.plan
+            write_jsonl_pieces(
+                plan.part_path(record.chunk), plan.record_path(record.chunk), self.writers, block,
+                json.dumps(asdict(record)), self.writer_count,
+            )
+        else:
+            written = J.write_chunk(self.plan, block, record, self.writers)
+            if written is not None:
+                written.result()
         return {"chunk": record.chunk, "positions": record.positions, "bad": record.bad}
 
     def ping(self) -> int:
         return os.getpid()
+
+    def profile(self) -> dict[str, Any]:
+        """This actor's stage times (``job.StageTimes`` fields it has: read, encode, per device)."""
+        return {
+            "read_s": self.loader.read_s,
+            "encode_s": self.loader.encode_s,
+            "devices": [d.as_dict() for d in self.evaluator.feeder.stats],
+        }
 
 
 def evaluate_file_on_ray(
@@ -159,13 +193,17 @@ def evaluate_file_on_ray(
         # PGN movetext: each GPU actor gets its share of the node's CPUs as parsing processes
         cpus = int(ray.cluster_resources().get("CPU", 1))
         share = cpus // count
-        parse_workers = max(1, share - 2) if per_actor and settings.input_kind == "pgn" else 0
-        writers = 1 if per_actor and share >= 4 else 0  # JSON formatting off the device thread
+        # JSON formatting off the device thread: a writer per 4 CPUs of the share, at most 4 (a
+        # part formatted by all of them at once); the rest read PGN (python-chess, ~30,000
+        # positions a second a process: a few keep one GPU fed now that a chunk is read by
+        # several at once)
+        writers = min(4, share // 4) if per_actor else 0
+        parse_workers = max(1, share - 1 - writers) if per_actor and settings.input_kind == "pgn" else 0
         weights_arg = None if weights is None else str(Path(weights).resolve())
         args = (plan, weights_arg, backend, options, batch, in_flight, hook, parse_workers, writers)
-        positions, seconds = _dispatch(ray, remote, args, count, plan, attempts)
+        positions, seconds, profile = _dispatch(ray, remote, args, count, plan, attempts)
         todo = len([c for c in plan.chunks if c.index not in plan.done])
-        return J.check_output(plan, todo, seconds, positions)
+        return J.check_output(plan, todo, seconds, positions, profile)
     finally:
         if started_here:
             ray.shutdown()
@@ -183,10 +221,11 @@ def _init_error(exc: Exception) -> str:
 
 def _dispatch(
     ray: Any, remote: Any, args: tuple[Any, ...], count: int, plan: J.JobPlan, attempts: int
-) -> tuple[int, float]:
+) -> tuple[int, float, dict[str, Any]]:
     """Every chunk not done, ``TASKS_PER_ACTOR`` per actor at a time; a dead actor's chunks go
-    to a new one. Returns the positions and the seconds from the actors' being ready (each has
-    loaded the net and warmed its device, as the local run has before its clock starts)."""
+    to a new one. Returns the positions, the seconds from the actors' being ready (each has
+    loaded the net and warmed its device, as the local run has before its clock starts) and the
+    profile of the actors alive at the end (``_gather_profile``)."""
     pending = [c for c in plan.chunks if c.index not in plan.done]
     tries: dict[int, int] = {}
     workers = [remote.remote(*args) for _ in range(min(count, max(1, len(pending))))]
@@ -202,19 +241,24 @@ def _dispatch(
             raise Lc0pyError(_init_error(exc)) from None
         raise
     started = time.perf_counter()
+    wall = time.time()
+    for w in workers:
+        w.start_clock.remote(wall)
     running: dict[Any, tuple[Any, Chunk]] = {}  # task -> (actor, chunk)
     load: dict[Any, int] = {w: 0 for w in workers}
     printer = J.BadRecordPrinter()
     positions = 0
     try:
         while pending or running:
-            for w in list(load):
-                while pending and load[w] < TASKS_PER_ACTOR:
-                    chunk = pending.pop(0)
-                    attempt = tries.get(chunk.index, 0)
-                    task = w.run.remote(chunk.to_list(), attempt)
-                    running[task] = (w, chunk)
-                    load[w] += 1
+            # dealt one at a time round the actors: a job of few chunks still uses them all
+            while pending and any(n < TASKS_PER_ACTOR for n in load.values()):
+                for w in list(load):
+                    if pending and load[w] < TASKS_PER_ACTOR:
+                        chunk = pending.pop(0)
+                        attempt = tries.get(chunk.index, 0)
+                        task = w.run.remote(chunk.to_list(), attempt)
+                        running[task] = (w, chunk)
+                        load[w] += 1
             ready, _ = ray.wait(list(running), num_returns=1)
             for task in ready:
                 w, chunk = running.pop(task)
@@ -234,6 +278,7 @@ def _dispatch(
                     # the dead actor's other tasks fail too and come back through here
                     if w not in load and len(load) < count:
                         fresh = remote.remote(*args)
+                        fresh.start_clock.remote(wall)
                         load[fresh] = 0
                     continue
                 except ray.exceptions.RayTaskError as exc:
@@ -245,6 +290,8 @@ def _dispatch(
                     load[w] -= 1
                 positions += int(result["positions"])
                 printer(J.ChunkRecord(result["chunk"], 0, result["positions"], 0, result["bad"]))
+        seconds = time.perf_counter() - started
+        profile = _gather_profile(ray, list(load))
     finally:
         printer.close()
         for w in list(load):
@@ -252,4 +299,22 @@ def _dispatch(
                 ray.kill(w)
             except Exception:  # already gone
                 pass
-    return positions, time.perf_counter() - started
+    return positions, seconds, profile
+
+
+def _gather_profile(ray: Any, actors: list[Any]) -> dict[str, Any]:
+    """The actors' profiles as one (``job.StageTimes``' fields the actors have): read and
+    encode summed, every actor's devices, named ``actor K: DEVICE``, times on the job's clock."""
+    profile: dict[str, Any] = {"read_s": 0.0, "encode_s": 0.0, "devices": []}
+    try:
+        parts = ray.get([a.profile.remote() for a in actors], timeout=30)
+    except Exception:  # an actor gone at the very end: the run's result stands without it
+        return profile
+    for k, part in enumerate(parts):
+        profile["read_s"] += part["read_s"]
+        profile["encode_s"] += part["encode_s"]
+        for d in part["devices"]:
+            profile["devices"].append({**d, "device": f"actor {k}: {d['device']}"})
+    profile["read_s"] = round(profile["read_s"], 4)
+    profile["encode_s"] = round(profile["encode_s"], 4)
+    return profile

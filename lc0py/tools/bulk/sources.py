@@ -204,9 +204,13 @@ def read_bytes(path: str | Path, chunk: Chunk) -> bytes:
         return f.read(chunk.stop - chunk.start)
 
 
-def pgn_games_as_lines(data: bytes, first_line: int) -> tuple[list[str], list[str | None], list[int]]:
+def pgn_games_as_lines(
+    data: bytes, first_line: int, part: tuple[int, int] | None = None
+) -> tuple[list[str], list[str | None], list[int]]:
     """Every game of ``data`` as ``FEN | uci ...`` (python-chess reads the movetext), its error
-    (``None`` if it is fine) and the line it starts on (``first_line`` = the chunk's first)."""
+    (``None`` if it is fine) and the line it starts on (``first_line`` = the chunk's first).
+    ``part`` ``(a, b)``: games ``a`` .. ``b - 1`` of ``data`` only (the game boundaries of the
+    whole of ``data`` are found first: a tiny cost next to python-chess's reading)."""
     import logging
 
     import chess.pgn
@@ -220,7 +224,9 @@ def pgn_games_as_lines(data: bytes, first_line: int) -> tuple[list[str], list[st
     where: list[int] = []
     text_line = first_line
     previous = 0
-    for k, start in enumerate(starts):
+    first, last = part if part is not None else (0, len(starts))
+    for k in range(first, min(last, len(starts))):
+        start = starts[k]
         stop = starts[k + 1] if k + 1 < len(starts) else len(data)
         text_line += data.count(b"\n", previous, start)
         previous = start
@@ -282,17 +288,44 @@ class ChunkText:
     where: list[str]
     errors: list[tuple[int, str]]
 
+    @classmethod
+    def join(cls, parts: list[ChunkText]) -> ChunkText:
+        """Consecutive sub-ranges of one chunk (``read_records(..., part=)``) as the whole chunk's
+        text: the same lines, locations and errors (indices counted from the chunk's first
+        record) as one ``read_records`` of the chunk gives."""
+        if len(parts) == 1:
+            return parts[0]
+        lines: list[str] = []
+        where: list[str] = []
+        errors: list[tuple[int, str]] = []
+        for p in parts:
+            errors.extend((len(lines) + r, err) for r, err in p.errors)
+            lines.extend(p.lines)
+            where.extend(p.where)
+        return cls(lines, where, errors)
 
-def read_records(path: str, kind: str, chunk: Chunk) -> ChunkText:
+
+def read_records(path: str, kind: str, chunk: Chunk, part: tuple[int, int] | None = None) -> ChunkText:
     """The records of a PGN or Parquet chunk as text: what ``bulk-eval --workers`` processes do
     (python-chess reads PGN movetext at ~50,000 positions a second a core; this module imports
-    neither numba nor the encoder, so the workers start light)."""
+    neither numba nor the encoder, so the workers start light). ``part`` ``(a, b)``: the
+    chunk's records ``a`` .. ``b - 1`` only (``ChunkText.join`` of a chunk's consecutive parts is
+    the whole chunk's text), so several workers can read one chunk."""
+    a, b = part if part is not None else (0, chunk.count)
+    if b >= chunk.count:  # the last part: every record to the chunk's end, as a whole read
+        b = chunk.count if kind == "parquet" else 1 << 62
     if kind == "parquet":
-        lines = parquet_rows_as_lines(path, chunk)
-        return ChunkText(lines, [f"{path}: row {chunk.first + r}" for r in range(len(lines))], [])
-    games, errors, lines_at = pgn_games_as_lines(read_bytes(path, chunk), chunk.line or 1)
-    where = [f"{path}: game {chunk.first + g + 1} (line {lines_at[g]})" for g in range(len(games))]
+        lines = parquet_rows_as_lines(path, chunk)[a:b]
+        return ChunkText(lines, [f"{path}: row {chunk.first + a + r}" for r in range(len(lines))], [])
+    games, errors, lines_at = pgn_games_as_lines(read_bytes(path, chunk), chunk.line or 1, (a, b))
+    where = [f"{path}: game {chunk.first + a + g + 1} (line {lines_at[g]})" for g in range(len(games))]
     return ChunkText(games, where, [(g, err) for g, err in enumerate(errors) if err is not None])
+
+
+def split_parts(count: int, parts: int) -> list[tuple[int, int]]:
+    """``count`` records as ``parts`` consecutive near-equal ``(a, b)`` ranges (none empty)."""
+    parts = max(1, min(parts, count))
+    return [(count * k // parts, count * (k + 1) // parts) for k in range(parts)]
 
 
 def warm_reader(kind: str) -> None:
@@ -310,10 +343,12 @@ def iter_chunks(chunks: list[Chunk], done: set[int]) -> Iterator[Chunk]:
             yield chunk
 
 
-def timed_read_records(path: str, kind: str, chunk: Chunk) -> tuple[ChunkText, float]:
+def timed_read_records(
+    path: str, kind: str, chunk: Chunk, part: tuple[int, int] | None = None
+) -> tuple[ChunkText, float]:
     """``read_records`` and the seconds it took (in a worker process: the job's profile)."""
     import time
 
     t0 = time.perf_counter()
-    text = read_records(path, kind, chunk)
+    text = read_records(path, kind, chunk, part)
     return text, time.perf_counter() - t0

@@ -98,6 +98,29 @@ def test_batches_cross_chunk_boundaries(tmp_path: Path) -> None:
         assert (tmp_path / "out" / part.name).read_bytes() == part.read_bytes()
 
 
+def test_devices_never_drain_between_chunks_larger_than_the_memory_bound(tmp_path: Path) -> None:
+    """Chunks of 50 rows, far above the rows allowed to wait for the device (batch 4 x (2 in
+    flight + 2) = 16): the next chunk still joins the stream before the last one's rows run out,
+    so every batch is full (the job used to wait for each chunk to finish, sending its last 2
+    rows as a partial batch and draining the device every chunk). The parts equal a plain run's;
+    the profile says when the device got its first batch and returned its last."""
+    src = _fens(tmp_path / "p.fen", 200)
+    settings = J.make_settings(src, None, "jsonl", 0, 50, "fen_only", (), None, "random")
+    plan = J.prepare_job(src, tmp_path / "out", settings)
+    with load(None, "random") as net:
+        backend = Recording(net.backend)
+        summary = J.run_local(plan, backend, batch=4, in_flight=2)  # type: ignore[arg-type]
+    assert summary.complete and summary.positions == 200 and summary.chunks == 4
+    assert [e for e in backend.events if e.startswith("send")] == ["send 4"] * 50
+    assert summary.profile is not None
+    (device,) = summary.profile["devices"]
+    assert device["partial_batches"] == 0 and device["batches"] == 50
+    assert 0 <= device["first_batch_at_s"] <= device["last_result_at_s"] <= summary.seconds + 1e-3
+    assert evaluate_file(src, tmp_path / "plain", None, "random", chunk_records=50, batch=50, top=0).complete
+    for part in sorted((tmp_path / "plain").glob("part-*.jsonl")):
+        assert (tmp_path / "out" / part.name).read_bytes() == part.read_bytes()
+
+
 def test_every_child_has_its_own_thread_and_the_same_results(tmp_path: Path) -> None:
     lines = [
         "startpos",

@@ -197,12 +197,25 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert summary["positions"] == 1 and summary["complete"]
 
 
-def test_writer_processes_write_the_same_parts(tmp_path: Path) -> None:
+def test_writer_processes_write_the_same_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parts and records written by 2 writer processes equal those written in the job's own
+    process, byte for byte, including the last parts, whose rows the writers format in pieces
+    at once (``writers.write_jsonl_pieces``)."""
+    from lc0py.tools.bulk import writers
+
+    pieces: list[int] = []
+
+    def counted(*args: object) -> float:
+        pieces.append(len(args[3]))  # type: ignore[arg-type]
+        return writers.write_jsonl_pieces(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(J, "write_jsonl_pieces", counted)
     src = tmp_path / "p.fen"
     src.write_text("\n".join(_lines(30, 7)) + "\n")
     a = evaluate_file(src, tmp_path / "a", None, "random", chunk_records=8, writers=0)
     b = evaluate_file(src, tmp_path / "b", None, "random", chunk_records=8, writers=2)
     assert a.complete and b.complete and a.chunks == b.chunks == 4
+    assert pieces and pieces[-1] == 6  # at least the last part (6 rows) formatted in pieces
     for part in sorted((tmp_path / "a").glob("part-*")):
         assert (tmp_path / "b" / part.name).read_bytes() == part.read_bytes()
 

@@ -140,8 +140,48 @@ def test_the_command_runs_on_ray(
         "--ray",
         "--ray-actors",
         "2",
+        "--profile",
         "--json",
     ]
     assert main(argv) == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1])
     assert summary["complete"] and summary["chunks"] == 4 and summary["bad"] == 1
+    # the actors' profiles: every device's rows, on the job's clock
+    devices = summary["profile"]["devices"]
+    assert [d["device"].split(":")[0] for d in devices] == ["actor 0", "actor 1"]
+    assert sum(d["rows"] for d in devices) == summary["positions"]
+    # 4 chunks dealt round the 2 actors (not all 4 to the first): both evaluated rows
+    assert all(d["rows"] > 0 and 0 <= d["first_batch_at_s"] <= d["last_result_at_s"] for d in devices)
+    assert "bulk-eval profile" in captured.err and "actor 1: random" in captured.err
+
+
+def test_the_actor_reads_pgn_chunks_in_sub_ranges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The actor's body alone (no Ray): PGN chunks read by its 2 reader processes as one-game
+    sub-ranges, parts formatted in pieces by its 2 writers, give the same parts and records as
+    the local run; the illegal game is reported."""
+    from lc0py.tools.bulk import job as J
+    from lc0py.tools.bulk.ray_job import ChunkWorker
+    from tests.tools.bulk.test_workers import pgn_file
+
+    src = pgn_file(tmp_path / "g.pgn", 12)
+    clean = evaluate_file(src, tmp_path / "clean", None, "random", chunk_records=5, workers=1)
+    monkeypatch.setattr(J, "PART_GAMES", 1)
+    monkeypatch.setattr(J, "FIRST_PART_GAMES", 1)
+    settings = J.make_settings(src, None, "jsonl", 10, 5, "fen_only", (), None, "random")
+    plan = J.prepare_job(src, tmp_path / "actor", settings)
+    worker = ChunkWorker(plan, None, "random", None, 0, 0, None, parse_workers=2, writers=2)
+    try:
+        assert worker.loader.parts(plan.chunks[1]) == 2
+        results = [worker.run(c.to_list(), 0) for c in plan.chunks]
+    finally:
+        worker.loader.close()
+        if worker.writers is not None:
+            worker.writers.shutdown()
+        worker.evaluator.close()
+        worker.net.close()
+    assert [r["chunk"] for r in results] == [0, 1, 2]
+    assert sum(r["positions"] for r in results) == clean.positions
+    assert [b["where"].split(" (")[0] for r in results for b in r["bad"]] == [f"{src}: game 6"]
+    clean_files = {p.name: p.read_bytes() for p in sorted((tmp_path / "clean").glob("part-*"))}
+    assert {p.name: p.read_bytes() for p in sorted((tmp_path / "actor").glob("part-*"))} == clean_files

@@ -69,3 +69,46 @@ def test_pgn_games_with_and_without_tags(tmp_path: Path, monkeypatch: pytest.Mon
     lines, errors, where = sources.pgn_games_as_lines(data, 1)
     assert errors == [None] * 4 and where == [1, 7, 9, 14]
     assert lines[1].endswith("| d2d4 d7d5") and lines[3] == "8/8/8/8/8/8/8/K6k w - - 0 1 | a1b1"
+
+
+def _pgn_with_bad_games(path: Path) -> Path:
+    """12 games: with and without tags, a comment, movetext over several lines, an illegal move
+    (game 5) and an unreadable one (game 9: a FEN that is none)."""
+    games = []
+    for k in range(12):
+        if k == 4:
+            games.append('[Event "bad"]\n\n1. e4 e5 2. Ke3 Qxe3 *\n')
+        elif k == 8:
+            games.append('[Event "bad fen"]\n[FEN "not a fen"]\n\n1. e4 *\n')
+        elif k % 3 == 0:
+            games.append("1. d4 d5 2. c4 {a comment} e6\n3. Nc3 *\n")
+        else:
+            more = "3. Bb5" if k % 2 else ""
+            games.append(f'[Event "g{k + 1}"]\n[Site "?"]\n\n1. e4 e5\n2. Nf3 Nc6 {more} *\n')
+    path.write_text("\n".join(games))
+    return path
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 5, 7, 12])
+def test_sub_ranges_joined_are_the_whole_chunks_text(tmp_path: Path, parts: int) -> None:
+    """A chunk read as ``parts`` consecutive sub-ranges (several workers) and joined is the text
+    one read of the chunk gives: the same lines, locations (game and line) and errors, with the
+    bad games' indices counted from the chunk's first game."""
+    path = _pgn_with_bad_games(tmp_path / "g.pgn")
+    chunks = sources.plan_pgn(path, 6)
+    assert [c.count for c in chunks] == [6, 6]
+    for chunk in chunks:
+        whole = sources.read_records(str(path), "pgn", chunk)
+        ranges = sources.split_parts(chunk.count, parts)
+        assert ranges[0][0] == 0 and ranges[-1][1] == chunk.count
+        assert all(a < b for a, b in ranges)
+        assert all(r[1] == s[0] for r, s in zip(ranges, ranges[1:], strict=False))
+        pieces = [sources.read_records(str(path), "pgn", chunk, r) for r in ranges]
+        assert sources.ChunkText.join(pieces) == whole
+        assert sum(len(p.lines) for p in pieces) == chunk.count
+    second = sources.read_records(str(path), "pgn", chunks[1], (2, 4))  # games 9 and 10
+    assert [r for r, _ in second.errors] == [0] and second.where[0].startswith(f"{path}: game 9 (line ")
+    halves = [sources.read_records(str(path), "pgn", chunks[0], r) for r in ((0, 3), (3, 6))]
+    bad = sources.ChunkText.join(halves)
+    assert [r for r, _ in bad.errors] == [4] and bad.where[4].startswith(f"{path}: game 5 (line ")
+    assert "illegal" in bad.errors[0][1]

@@ -97,14 +97,51 @@ def test_bad_records_reported_and_skipped_in_workers(
     assert games == {1, 2, 3, 4, 5, 7, 8}
 
 
-def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [2, 3])
+def test_chunks_read_in_sub_ranges_give_the_same_parts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: int
+) -> None:
+    """Every PGN chunk read as sub-ranges of its games by several workers at once (parts of one
+    game: the most splitting there can be) writes the same parts and records, byte for byte, as
+    each chunk read whole by one worker; the illegal game 6, inside a sub-range, is reported with
+    its game and line and skipped."""
+    src = pgn_file(tmp_path / "g.pgn", 24)
+    out: dict[str, Path] = {}
+    for mode, part_games in (("whole", 1 << 30), ("split", 1)):
+        monkeypatch.setattr(J, "PART_GAMES", part_games)
+        monkeypatch.setattr(J, "FIRST_PART_GAMES", part_games)
+        out[mode] = tmp_path / mode
+        summary = evaluate_file(src, out[mode], None, "random", chunk_records=7, workers=workers, top=0)
+        err = capsys.readouterr().err
+        assert summary.complete and summary.chunks == 4 and summary.bad == 1
+        assert f"{src}: game 6 (line 21): illegal san" in err, err
+    assert parts(out["split"]) == parts(out["whole"])
+    assert sorted(p.name for p in out["split"].glob("part-*.done.json")) == [
+        f"part-{k:06d}.done.json" for k in range(4)
+    ]
+    for k in range(4):
+        name = f"part-{k:06d}.done.json"
+        assert (out["split"] / name).read_bytes() == (out["whole"] / name).read_bytes()
+
+
+#: ``python -m lc0py`` with every PGN chunk read as one-game sub-ranges (job.PART_GAMES = 1)
+SPLIT_MAIN = (
+    "import sys; from lc0py.tools.bulk import job; job.PART_GAMES = job.FIRST_PART_GAMES = 1; "
+    "from lc0py.cli.main import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["whole", "sub-ranges"])
+def test_sigkill_with_workers_then_resume(tmp_path: Path, split: bool) -> None:
     """The job and its PGN worker processes killed at once (SIGKILL to the process group, as a
-    lost machine) after two chunks; the same command again finishes it: parts equal a clean run's."""
+    lost machine) after two chunks; the same command again finishes it: parts equal a clean run's.
+    With ``sub-ranges`` every chunk is read by several workers at once (killed mid-read too)."""
     src = pgn_file(tmp_path / "g.pgn", 60)
     clean = evaluate_file(src, tmp_path / "clean", None, "random", chunk_records=3, workers=2)
     assert clean.complete and clean.chunks == 20 and clean.bad == 1
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "lc0py", "bulk-eval", str(src), "-O", str(out), "-b", "random",
+    start = [sys.executable, "-c", SPLIT_MAIN] if split else [sys.executable, "-m", "lc0py"]
+    cmd = [*start, "bulk-eval", str(src), "-O", str(out), "-b", "random",
            "--chunk", "3", "--workers", "2", "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(cmd, env=env, start_new_session=True,
@@ -126,3 +163,25 @@ def test_sigkill_with_workers_then_resume(tmp_path: Path) -> None:
     rows = [line for p in sorted(out.glob("part-*.jsonl")) for line in p.read_text().splitlines()]
     keys = [(json.loads(line)["game"], json.loads(line)["ply"]) for line in rows]
     assert len(keys) == len(set(keys)) and {g for g, _ in keys} == set(range(1, 61)) - {6}
+
+
+def test_workers_do_not_import_the_parents_main_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spawned child imports its parent's ``__main__`` file first: in a Ray actor, Ray's worker
+    script (all of Ray in every reader and writer). The job's pools start theirs without it."""
+    import types
+
+    script = tmp_path / "heavy_main.py"
+    marker = tmp_path / "imported"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    fake = types.ModuleType("__main__")
+    fake.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    pool = J._spawn_pool(1, J.warm_writer)
+    try:
+        assert pool.submit(eval, "'lc0py.tools.bulk.writers' in __import__('sys').modules").result()
+    finally:
+        pool.shutdown()
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake  # put back
