@@ -213,6 +213,8 @@ def main() -> None:
     ap.add_argument("--sim-children", type=int, default=0,
                     help="sim-gpu: this many simulated devices under --sim-kind (0: one, no multi backend)")
     ap.add_argument("--sim-kind", default="demux", choices=("demux", "roundrobin"))
+    ap.add_argument("--child-feeding", default=None, choices=("resolve", "threads", "caller"),
+                    help="multi backends: where each child's host work runs (backends.CHILD_FEEDING)")
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
@@ -224,6 +226,10 @@ def main() -> None:
     args = ap.parse_args()
 
     worker_module.FEED_ASYNC_BACKENDS = not args.no_feeder
+    if args.child_feeding is not None:
+        from lc0py.backends.multi import backends as multi_backends
+
+        multi_backends.CHILD_FEEDING = args.child_feeding
     opts = args.backend_opts
     if args.backend == "random" and (args.delay_ms or args.delay_per_position_us):
         delay = f"delay_ms={args.delay_ms},delay_per_position_us={args.delay_per_position_us}"
