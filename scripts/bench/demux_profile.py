@@ -69,7 +69,7 @@ def random_batch(n: int) -> PlanesBatch:
 def drive(multi: MultiBackend, size: int, batches: int, in_flight: int) -> dict[str, Any]:
     """``batches`` batches of ``size`` with ``in_flight`` kept in flight; the caller's times."""
     batch = random_batch(size)
-    for _ in range(2):  # warm-up: every child's pools and slots, the threads started
+    for _ in range(2):  # warm-up: every child's pools and slots (graphs), the threads started
         multi.evaluate(batch)
     sims = [c.backend for c in multi.children if isinstance(c.backend, SimulatedGpu)]
     for s in sims:
@@ -136,29 +136,31 @@ def main() -> None:
           f"{'wait':>7s} {'callerCPU':>9s} {'procCPU':>8s}  device idle share per child")
     paths = args.paths.split(",")
     for count in map(int, args.children.split(",")):
-        for per in map(int, args.per_child.split(",")):
-            size = per * count if args.kind == "demux" else per
-            for fly in map(int, args.in_flight.split(",")):
-                for _ in range(args.rounds):
-                    for path in paths:
-                        rows.append(measure(args, path, count, size, fly))
+        if args.real:
+            multi = real_backend(args.kind, args.real, args.weights, count)
+        else:
+            children = sim_children(count, args.device_ms, args.per_position_us)
+            multi = DemuxBackend(children) if args.kind == "demux" else RoundRobinBackend(children)
+        try:  # one backend for every size, path and round (a real one takes seconds to load)
+            for per in map(int, args.per_child.split(",")):
+                size = per * count if args.kind == "demux" else per
+                for fly in map(int, args.in_flight.split(",")):
+                    for _ in range(args.rounds):
+                        for path in paths:
+                            rows.append(measure(args, multi, path, size, fly))
+        finally:
+            multi.close()
     if args.json:
         Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def measure(args: argparse.Namespace, path: str, count: int, size: int, fly: int) -> dict[str, Any]:
-    """One configuration on fresh children; its row printed."""
+def measure(args: argparse.Namespace, multi: MultiBackend, path: str, size: int, fly: int) -> dict[str, Any]:
+    """One configuration (every batch of the previous one is back: the path may change); its
+    row printed."""
     multi_backends.CHILD_FEEDING = {"child": "threads"}.get(path, path)
-    if args.real:
-        multi = real_backend(args.kind, args.real, args.weights, count)
-    else:
-        children = sim_children(count, args.device_ms, args.per_position_us)
-        multi = DemuxBackend(children) if args.kind == "demux" else RoundRobinBackend(children)
-    try:
-        inflight = fly if args.kind == "demux" else fly * count
-        row = drive(multi, size, args.batches, inflight)
-    finally:
-        multi.close()
+    count = len(multi.children)
+    inflight = fly if args.kind == "demux" else fly * count
+    row = drive(multi, size, args.batches, inflight)
     row["kind"], row["path"] = args.kind, path
     idle = " ".join(f"{x:.0%}" for x in row["device_idle"])
     print(f"{path:6s} {args.kind:10s} {count:2d} {size:6d} {inflight:3d} {row['nps']:8.0f} "

@@ -12,7 +12,7 @@ stays on the caller's thread by default (``backends.CHILD_FEEDING = "resolve"``)
 on a device (up to the GPU runner's two slots a child) and takes ~0.1 ms; a launcher thread per
 child as well (``"threads"``, ``ChildFeeder.put``) costs one more thread hand-off a part, which on
 the 2-core CI machine left the simulated devices idle far more (4 x 64 a batch: 25-35k nps
-against 101k; scripts/bench/demux_profile.py, docs/scaling-out.md).
+against 101k; scripts/bench/demux_profile.py --paths caller,resolve,threads).
 
 Order: each child's parts are launched and resolved in the order they were queued; each batch's
 handle (``OneOutput``, ``JoinedOutput``) settles when all its parts have, so a caller reading
@@ -201,7 +201,7 @@ class FeederProfile:
     launch_s: float = 0.0  # evaluate_async: host copy into pinned memory, upload, launch
     wait_s: float = 0.0  # result(): the device wait and the read-back
     deliver_s: float = 0.0  # copying the part into the joined output
-    starved_s: float = 0.0  # nothing launched and nothing queued: the child idle for the caller
+    starved_s: float = 0.0  # nothing launched or being launched: the child idle, waiting for the caller
     max_launched: int = 0
     cpu_s: float = 0.0  # the thread's CPU time
 
@@ -274,11 +274,6 @@ class ChildFeeder:
         try:
             while True:
                 with self._cond:
-                    if not self._queue and not self._outstanding:
-                        t0 = time.perf_counter()
-                        while not self._queue:
-                            self._cond.wait()
-                        self.stats.starved_s += time.perf_counter() - t0
                     while not self._may_launch():
                         self._cond.wait()
                     item = self._queue.popleft()
@@ -305,6 +300,11 @@ class ChildFeeder:
         try:
             while True:
                 with self._cond:
+                    if not self._launched and not self._outstanding:  # nothing on the device
+                        t0 = time.perf_counter()
+                        while not self._launched:
+                            self._cond.wait()
+                        self.stats.starved_s += time.perf_counter() - t0
                     while not self._launched:
                         self._cond.wait()
                     launched = self._launched.popleft()
