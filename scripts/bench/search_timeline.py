@@ -215,6 +215,9 @@ def main() -> None:
     ap.add_argument("--sim-kind", default="demux", choices=("demux", "roundrobin"))
     ap.add_argument("--child-feeding", default=None, choices=("resolve", "threads", "caller"),
                     help="multi backends: where each child's host work runs (backends.CHILD_FEEDING)")
+    ap.add_argument("--max-outstanding", type=int, default=0,
+                    help="network batches handed to the backend at once (0: the search's rule, "
+                         "worker.network_batches_outstanding; 2: the rule before multi backends had theirs)")
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
@@ -226,6 +229,8 @@ def main() -> None:
     args = ap.parse_args()
 
     worker_module.FEED_ASYNC_BACKENDS = not args.no_feeder
+    if args.max_outstanding:
+        search_module.network_batches_outstanding = lambda params, backend=None: args.max_outstanding
     if args.child_feeding is not None:
         from lc0py.backends.multi import backends as multi_backends
 
