@@ -348,3 +348,28 @@ def test_the_other_feeding_modes_give_the_same_outputs_and_errors(
             assert all(f is None for f in feeders)  # no child thread was started
         else:  # a launcher thread of the child's own
             assert all(f is not None and f._launcher is not None for f in feeders)
+
+
+class _BrokenSink:
+    """A sink whose delivery always fails: the resolver thread breaks on it."""
+
+    def deliver(self, out: NetworkOutput | None, error: Lc0pyError | None) -> None:
+        raise RuntimeError("sink broken")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_broken_child_thread_settles_every_part_and_refuses_new_ones() -> None:
+    from lc0py.backends.multi.feeding import ChildFeeder, OneOutput
+
+    device = GatedDevice()
+    feeder = ChildFeeder("child [0]", device, threading.Lock())  # type: ignore[arg-type]
+    feeder.launch_here(_batch(3, 0), _BrokenSink())
+    waiting = OneOutput()
+    feeder.launch_here(_batch(3, 1), waiting)
+    _open(device)
+    _wait_for(waiting.done, "the part behind the broken one settled")
+    with pytest.raises(Lc0pyError, match=r"^child \[0\]: sink broken$"):
+        waiting.result()
+    with pytest.raises(Lc0pyError, match="closed"):
+        feeder.launch_here(_batch(3, 2), OneOutput())
+    feeder.close()  # joins: no hang
