@@ -80,10 +80,10 @@ class MultiBackend(BackendBase):
             raise Lc0pyError(f"{self.name}: the backend is closed")
         return self.children[next(self._counter) % len(self.children)]
 
-    #: batches a caller should keep in flight so that every child has work queued while the
-    #: next batch is prepared (backendbench's default for this backend)
     @property
     def batches_in_flight(self) -> int:
+        """Batches a caller should keep in flight so that every child has work queued while the
+        next batch is prepared (backendbench's default): two a child, whole batches to one each."""
         return 2 * max(1, len(self.children))
 
     def profile(self) -> list[dict[str, float | int | str]]:
