@@ -67,7 +67,14 @@ from lc0py.search.params import SearchParams, effective_params
 from lc0py.search.stoppers import Hints, IterationStats, counter_limit, reads_root_stats, should_stop
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.temperature import effective_temperature, lc0_game_ply, pick_with_temperature
-from lc0py.search.worker import Batch, Deferred, SearchWorker, batches_in_flight, params_array
+from lc0py.search.worker import (
+    Batch,
+    Deferred,
+    SearchWorker,
+    batches_in_flight,
+    network_batches_outstanding,
+    params_array,
+)
 
 _EMPTY = np.zeros(0, np.uint8)
 
@@ -202,6 +209,9 @@ class Search:
             tree, backend, params, cache, self.input_format, self.prm, self._stop_flag, tablebase
         )
         self.target = self.worker.target
+        # network batches handed to the backend at once: 2, or one a minibatch in flight over a
+        # multi-device backend (``worker.network_batches_outstanding``)
+        self._max_outstanding = network_batches_outstanding(params, self.worker.backend)
         # lc0's Random: the temperature draw and the root's Dirichlet noise (seeded for tests)
         self._rng = np.random.default_rng(params.random_seed)
         self._final: tuple[chess.Move | None, chess.Move | None] | None = None
@@ -413,7 +423,7 @@ class Search:
                 if batch.nn_count:
                     inflight.append(batch)
                     held.append(batch)
-                    if self._groups_outstanding() < 2:
+                    if self._groups_outstanding() < self._max_outstanding:
                         self._launch_held()
                     full = bool(held) and sum(b.nn_count for b in held) >= self.target
                     if batch.ooo:  # the playouts grew before the batch's own visits
@@ -486,7 +496,7 @@ class Search:
                 self._inflight.remove(b)
                 self.worker.complete(b, out)
                 self._after_batch()
-            if self._held and self._groups_outstanding() < 2:
+            if self._held and self._groups_outstanding() < self._max_outstanding:
                 self._launch_held()
         return True
 

@@ -223,6 +223,20 @@ def batches_in_flight(params: SearchParams, backend: object = None) -> int:
     return max(2, params.threads)
 
 
+def network_batches_outstanding(params: SearchParams, backend: object = None) -> int:
+    """Network batches (each one or more minibatches joined) the search hands to the backend
+    before one is backed up: two on one device (one computing, the next queued behind it; the
+    minibatches gathered meanwhile wait and go together). A multi-device backend
+    (``children``) takes every minibatch in flight as a batch of its own, so that each device
+    has one queued: with two, roundrobin over 2 GPUs kept one batch on each, each GPU idle while
+    its result was backed up (simulated T82 on H100, scripts/bench/search_timeline.py
+    --sim-children 2 --max-outstanding 2 against 0, 4 rounds: roundrobin's devices busy 51-67 %
+    -> 59-74 % at Threads 0, 46-68 % -> 71-83 % at Threads 4; demux unchanged, ~85-93 %)."""
+    if getattr(backend, "children", None):
+        return max(2, batches_in_flight(params, backend))
+    return 2
+
+
 def largest_batch(params: SearchParams, info: BackendInfo) -> int:
     """The most positions one network batch of a search can hold: a gathered minibatch (its
     last pick may add two) or one topped up to ``MaxPrefetch`` (lc0's prefetch)."""

@@ -7,6 +7,14 @@ is evaluated ``size`` times per batch, ``--batches`` batches per size, sizes fro
 the backend call and reading the outputs back (host <-> device traffic), as lc0 does. Warm-up:
 2 batches of the largest size. Rows: see ``lc0py.tools.bench_stats``.
 
+Batches in flight (lc0py only, ``--in-flight N``): lc0's backendbench waits for each batch before
+sending the next, which is what a single backend gets here too (default 1). A multi-device backend
+(``demux``, ``roundrobin``, ``multiplexing``) gets its own ``batches_in_flight`` by default (demux
+2, the others 2 per child): with one batch at a time, N devices idle while the host reads one
+batch's outputs and prepares the next, and roundrobin would use one device at a time. The times
+are then those between consecutive completions. Compare a multi backend with one device measured
+at the same ``--in-flight``.
+
 CPU backends are slow on T82-sized nets (about 1-3 positions a second with numpy), so on a CPU
 backend the parts of the plan no flag sets come from a small CPU plan (sizes 1, 4, 16, 3 batches
 each, 1 warm-up batch of size 4: ~70 positions, well under a minute) instead of lc0's (sizes
@@ -21,6 +29,7 @@ import argparse
 import json
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +78,7 @@ INT_FLAGS = {
     "--start-batch-size": ("start_batch_size", 1, 1024),
     "--max-batch-size": ("max_batch_size", 1, 1024),
     "--batch-step": ("batch_step", 1, 256),
+    "--in-flight": ("in_flight", 1, 64),
 }
 
 
@@ -82,6 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-sizes", default=None, metavar="LIST",
                         help="explicit sizes, e.g. 1,8,64 (instead of start/max/step)")
     parser.add_argument("--fen", default=None, help="position to evaluate (default: start position)")
+    parser.add_argument("--in-flight", default=None, metavar="N",
+                        help="batches kept in flight (default 1; demux 2, roundrobin/multiplexing 2 a child)")
     parser.add_argument("--header-only-once", action="store_true", help="print the CSV header only once")
     parser.add_argument("--plot", metavar="FILE.png",
                         help="draw nps against batch size, one line per backend (needs matplotlib)")
@@ -126,7 +138,12 @@ def make_plan(args: argparse.Namespace, is_cpu: bool) -> tuple[Plan, bool]:
 
 
 def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
-    """Encode the position, build a batch of ``size`` copies, evaluate, touch every output.
+    """Encode the position, build a batch of ``size`` copies, evaluate, touch every output."""
+    touch(backend.evaluate(make_batch(history, input_format, size)))
+
+
+def make_batch(history: Any, input_format: int, size: int) -> Any:
+    """The position encoded and repeated ``size`` times (a ``PlanesBatch``).
 
     The position is encoded once per batch and repeated with numpy: encoding 1024 positions one
     by one in Python takes ~35 ms, longer than a GPU's whole forward pass of that batch, while
@@ -139,19 +156,40 @@ def run_batch(backend: Any, history: Any, input_format: int, size: int) -> None:
     from lc0py.chess import encode_batch
 
     one = encode_batch([history.encode(input_format)])
-    batch = PlanesBatch(np.repeat(one.masks, size, axis=0), np.repeat(one.values, size, axis=0))
-    out = backend.evaluate(batch)
-    # Reading the outputs completes any device -> host copy (lc0 fetches results the same way).
+    return PlanesBatch(np.repeat(one.masks, size, axis=0), np.repeat(one.values, size, axis=0))
+
+
+def touch(out: Any) -> None:
+    """Read every output: completes any device -> host copy (lc0 fetches results the same way)."""
     float(out.policy[-1, -1]) + float(out.wdl[-1, 0]) + float(out.moves_left[-1])
 
 
+def in_flight_for(backend: Any, asked: int | None) -> int:
+    """Batches to keep in flight: ``--in-flight``, else the backend's ``batches_in_flight`` (the
+    multi-device backends), else 1 (lc0's)."""
+    if asked:
+        return asked
+    return max(1, int(getattr(backend, "batches_in_flight", 1)))
+
+
 def bench_size(backend: Any, history: Any, input_format: int, size: int, batches: int,
-               progress: Reporter | None = None) -> BatchStats:
-    """Time ``batches`` batches of ``size`` positions (one thread) and return the statistics."""
+               progress: Reporter | None = None, in_flight: int = 1) -> BatchStats:
+    """Time ``batches`` batches of ``size`` positions from one thread, ``in_flight`` of them sent
+    before the oldest is waited for (1: each batch evaluated before the next is built), and
+    return the statistics of their completion times."""
     completions = []
+    pending: deque[Any] = deque()
+    sent = 0
     start = time.perf_counter()
-    for _ in range(batches):
-        run_batch(backend, history, input_format, size)
+    while sent < batches or pending:
+        if in_flight <= 1:  # lc0's way: build, evaluate, read, then the next
+            run_batch(backend, history, input_format, size)
+            sent += 1
+        else:
+            while sent < batches and len(pending) < in_flight:
+                pending.append(backend.evaluate_async(make_batch(history, input_format, size)))
+                sent += 1
+            touch(pending.popleft().result())
         completions.append(time.perf_counter())
         if progress is not None:
             progress.update(size)
@@ -235,6 +273,9 @@ def bench_backend(args: argparse.Namespace, name: str, weights: Path | None, his
                   f"(lc0's plan, sizes 1..256 x 100 batches, is for GPUs; --batches/--batch-sizes/... "
                   f"change it)", file=sys.stderr, flush=True)
         fmt = backend.info.input_format
+        in_flight = in_flight_for(backend, args.in_flight)
+        if in_flight > 1:
+            print(f"backendbench: {backend.name}: {in_flight} batches in flight", file=sys.stderr, flush=True)
         warm = plan.warmup_size or max(plan.sizes)
         total = plan.warmup * warm + plan.batches * sum(plan.sizes)
         with progress(total, f"backendbench {backend.name}", unit="pos") as bar:
@@ -244,7 +285,7 @@ def bench_backend(args: argparse.Namespace, name: str, weights: Path | None, his
                 bar.update(warm)
             for index, size in enumerate(plan.sizes):
                 bar.set_postfix(size=size)
-                stats = bench_size(backend, history, fmt, size, plan.batches, bar)
+                stats = bench_size(backend, history, fmt, size, plan.batches, bar, in_flight)
                 with bar.suspended():  # the row on stdout, the bar redrawn below it
                     rows.append(_emit(args, backend.name, stats, index, first, several, target))
     finally:

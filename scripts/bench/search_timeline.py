@@ -46,6 +46,7 @@ from lc0py.search.search import Search, SearchLimits  # noqa: E402
 from lc0py.search.warmup import warm_up  # noqa: E402
 from lc0py.search.worker import prepare_for_search  # noqa: E402
 from lc0py.tools.benchmark import POSITIONS, split_position  # noqa: E402
+from scripts.bench.sim_gpu import SimulatedGpu  # noqa: E402
 
 EVENTS: dict[str, list[tuple[float, float]]] = defaultdict(list)
 SIZES: list[int] = []
@@ -167,117 +168,6 @@ def _instrument(backend: Any) -> None:
         runner.wait_without_gil = timed_wait
 
 
-class _HostMemory:
-    """The platform calls ``_PinnedPool`` makes, on ordinary host memory."""
-
-    def __init__(self) -> None:
-        self._keep: dict[int, np.ndarray] = {}
-
-    def alloc_host(self, nbytes: int) -> Any:
-        from lc0py.gpu.platform import HostBuffer
-
-        mem = np.zeros(nbytes, np.uint8)
-        self._keep[mem.ctypes.data] = mem
-        return HostBuffer(mem.ctypes.data, nbytes)
-
-    def free_host(self, buf: Any) -> None:
-        self._keep.pop(buf.ptr, None)
-
-
-class SimulatedGpu:
-    """A GPU backend's host side around a simulated device (see the module docstring)."""
-
-    def __init__(self, inner: Any, delay_ms: float, per_position_us: float, fp16: bool = True) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        from lc0py.backends.gpu.runner import _PinnedPool, host_view
-
-        self.inner, self.name = inner, "sim-gpu"
-        self.info = inner.info
-        self.info.asynchronous = True
-        self.delay = (delay_ms + 0) / 1000.0
-        self.per_position = per_position_us / 1e6
-        self.np_dtype = np.float16 if fp16 else np.float32
-        self.moves_left_relu = True
-        self.host = _HostMemory()
-        cap = 4096
-        v_out = 3 if inner.info.has_wdl else 1
-        self.shape: Any = type("Shape", (), {"v_out": v_out, "mlh": inner.info.has_moves_left})
-        self.policy_pool = _PinnedPool(self.host, cap * 1858 * 4)  # type: ignore[arg-type]
-        elem = np.dtype(self.np_dtype).itemsize
-        self.heads_mlh = (cap * v_out * elem + 255) // 256 * 256  # GpuRunner's slot layout
-        self.slots = [
-            type("Slot", (), {
-                "planes": self.host.alloc_host(cap * 112 * 12),
-                "heads": self.host.alloc_host(self.heads_mlh + cap * elem),
-            })()
-            for _ in range(2)
-        ]
-        for slot in self.slots:  # the typed views GpuRunner.ensure makes
-            slot.value = slot.heads.view(self.np_dtype, (cap, v_out))
-            slot.mlh = host_view(slot.heads, self.heads_mlh, self.np_dtype, (cap,))
-        self.next = 0
-        self.device = ThreadPoolExecutor(1, thread_name_prefix="sim-device")
-
-    def prepare(self, max_batch: int) -> None:
-        return None
-
-    def _compute(self, slot: Any, n: int, policy_buf: Any) -> None:
-        from lc0py.backends.gpu.runner import host_view
-
-        time.sleep(self.delay + n * self.per_position)
-        from lc0py.backends.base import PlanesBatch
-
-        masks = slot.planes.view(np.uint64, (n, 112))
-        values = host_view(slot.planes, n * 112 * 8, np.float32, (n, 112))
-        out = self.inner.evaluate(PlanesBatch(masks, values))
-        policy_buf.view(np.float32, (n, 1858))[:] = out.policy
-        w, d, l = out.wdl[:, 0], out.wdl[:, 1], out.wdl[:, 2]
-        if self.shape.v_out == 3:  # logits whose softmax gives the random backend's WDL
-            logits = np.log(np.maximum(np.stack([w, d, l], axis=1), 1e-6))
-        else:
-            logits = np.arctanh(np.clip(w - l, -0.999, 0.999))[:, None]
-        slot.heads.view(self.np_dtype, (n, self.shape.v_out))[:] = logits
-        host_view(slot.heads, self.heads_mlh, self.np_dtype, (n,))[:] = out.moves_left
-
-    def evaluate_async(self, batch: Any) -> Any:
-        from lc0py.backends.gpu.runner import GpuRunner, host_view
-
-        n = len(batch)
-        slot = self.slots[self.next]
-        self.next ^= 1
-        slot.planes.view(np.uint64, (n, 112))[:] = batch.masks  # GpuRunner._upload's host copy
-        host_view(slot.planes, n * 112 * 8, np.float32, (n, 112))[:] = batch.values
-        policy_buf = self.policy_pool.take()
-        done = self.device.submit(self._compute, slot, n, policy_buf)
-        runner = self
-
-        class Pending:
-            def __init__(self) -> None:
-                self._out: Any = None
-                self._lock = threading.Lock()  # result() may be called from two threads, as GpuRunner's
-
-            def result(self) -> Any:
-                with self._lock:
-                    if self._out is None:
-                        t0 = time.perf_counter()
-                        done.result()
-                        _record("device.wait", t0, time.perf_counter())
-                        self._out = GpuRunner.read_outputs(runner, slot, n, policy_buf)  # type: ignore[arg-type]
-                    return self._out
-
-            def done(self) -> bool:
-                return done.done()
-
-        return Pending()
-
-    def evaluate(self, batch: Any) -> Any:
-        return self.evaluate_async(batch).result()
-
-    def close(self) -> None:
-        self.device.shutdown(wait=True)
-
-
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     merged: list[tuple[float, float]] = []
     for a, b in sorted(intervals):
@@ -298,6 +188,21 @@ def _overlap(xs: list[tuple[float, float]], cover: list[tuple[float, float]]) ->
     return total
 
 
+def sim_multi(kind: str, count: int, weights: str | None, opts: str | None, delay_ms: float,
+              per_position_us: float) -> Any:
+    """``demux`` / ``roundrobin`` over ``count`` simulated devices (the same random outputs)."""
+    from lc0py.backends.multi.backends import DemuxBackend, RoundRobinBackend
+    from lc0py.backends.multi.children import Child, ChildSpec
+    from lc0py.backends.options import BackendOptions
+
+    children = []
+    for k in range(count):
+        sim = SimulatedGpu(create_backend("random", weights, opts), delay_ms, per_position_us)
+        sim.on_wait = lambda t0, t1: _record("device.wait", t0, t1)
+        children.append(Child(ChildSpec(f"sim {k}", "sim-gpu", BackendOptions({}, "sim-gpu"), 1, 1024), sim))
+    return DemuxBackend(children) if kind == "demux" else RoundRobinBackend(children)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-w", "--weights", default=None)
@@ -305,6 +210,14 @@ def main() -> None:
     ap.add_argument("-o", "--backend-opts", default=None)
     ap.add_argument("--delay-ms", type=float, default=0.0, help="random / sim-gpu: device ms a batch")
     ap.add_argument("--delay-per-position-us", type=float, default=0.0, help="+ us a position")
+    ap.add_argument("--sim-children", type=int, default=0,
+                    help="sim-gpu: this many simulated devices under --sim-kind (0: one, no multi backend)")
+    ap.add_argument("--sim-kind", default="demux", choices=("demux", "roundrobin"))
+    ap.add_argument("--child-feeding", default=None, choices=("resolve", "threads", "caller"),
+                    help="multi backends: where each child's host work runs (backends.CHILD_FEEDING)")
+    ap.add_argument("--max-outstanding", type=int, default=0,
+                    help="network batches handed to the backend at once (0: the search's rule, "
+                         "worker.network_batches_outstanding; 2: the rule before multi backends had theirs)")
     ap.add_argument("--nodes", type=int, default=20000)
     ap.add_argument("--positions", type=int, default=3)
     ap.add_argument("--minibatch-size", type=int, default=256, help="0: the backend's choice")
@@ -316,14 +229,24 @@ def main() -> None:
     args = ap.parse_args()
 
     worker_module.FEED_ASYNC_BACKENDS = not args.no_feeder
+    if args.max_outstanding:
+        search_module.network_batches_outstanding = lambda params, backend=None: args.max_outstanding
+    if args.child_feeding is not None:
+        from lc0py.backends.multi import backends as multi_backends
+
+        multi_backends.CHILD_FEEDING = args.child_feeding
     opts = args.backend_opts
     if args.backend == "random" and (args.delay_ms or args.delay_per_position_us):
         delay = f"delay_ms={args.delay_ms},delay_per_position_us={args.delay_per_position_us}"
         opts = ",".join(x for x in (opts, delay) if x)
     backend: Any
-    if args.backend == "sim-gpu":
+    if args.backend == "sim-gpu" and args.sim_children:
+        backend = sim_multi(args.sim_kind, args.sim_children, args.weights, opts, args.delay_ms,
+                            args.delay_per_position_us)
+    elif args.backend == "sim-gpu":
         inner = create_backend("random", args.weights, opts)
         backend = SimulatedGpu(inner, args.delay_ms, args.delay_per_position_us)
+        backend.on_wait = lambda t0, t1: _record("device.wait", t0, t1)
     else:
         backend = create_backend(args.backend, args.weights, opts)
     params = SearchParams(
@@ -342,6 +265,11 @@ def main() -> None:
     start = None
     for i, text in enumerate(texts):
         if i == args.skip:
+            for sim in getattr(backend, "children", []):
+                if isinstance(sim.backend, SimulatedGpu):
+                    sim.backend.reset_clock()
+            if isinstance(backend, SimulatedGpu):
+                backend.reset_clock()
             EVENTS.clear()
             SIZES.clear()
             PICKS.clear()
@@ -390,6 +318,11 @@ def main() -> None:
     gathers = EVENTS.get("gather", [])
     g_total = sum(b - a for a, b in gathers)
     print(f"\nbackend has a batch in flight: {busy / span:.1%} of the wall time")
+    sims = [getattr(c, "backend", c) for c in getattr(backend, "children", [backend])]
+    busy_devices = [s.busy_s / span for s in sims if isinstance(s, SimulatedGpu)]
+    if busy_devices:
+        print("simulated devices busy (since the first counted position): "
+              + ", ".join(f"{b:.0%}" for b in busy_devices))
     if g_total:
         share = _overlap(gathers, flight) / g_total
         print(f"gathering while a batch is in flight: {share:.1%} of gather time")

@@ -16,7 +16,7 @@ from lc0py.search import search as search_module
 from lc0py.search import worker as worker_module
 from lc0py.search.params import SearchParams
 from lc0py.search.search import SearchCallbacks, SearchLimits
-from lc0py.search.worker import Batch, batches_in_flight, largest_batch
+from lc0py.search.worker import Batch, batches_in_flight, largest_batch, network_batches_outstanding
 from tests.search.conftest import check_tree
 
 
@@ -92,6 +92,41 @@ def test_auto_threads_keep_every_child_of_a_multi_backend_fed() -> None:
         assert batches_in_flight(SearchParams(), demux) == 4  # a batch queued on each, one gathering
         assert batches_in_flight(SearchParams(threads=2), demux) == 2  # lc0's Threads, as given
         assert batches_in_flight(SearchParams(overlap=False), demux) == 1
+
+
+def test_a_multi_backend_takes_every_minibatch_in_flight_as_its_own_batch() -> None:
+    from lc0py.backends.registry import create_backend
+
+    assert network_batches_outstanding(SearchParams(threads=6)) == 2  # one device: the rest join
+    tiny = str(Path(__file__).resolve().parents[2] / "weights" / "tiny-seed1.pb.gz")
+    with create_backend("roundrobin", tiny, "backend=random,(),()") as rr:
+        assert network_batches_outstanding(SearchParams(), rr) == 3  # auto: children + 1
+        assert network_batches_outstanding(SearchParams(threads=5), rr) == 5
+        assert network_batches_outstanding(SearchParams(overlap=False), rr) == 2
+
+
+def test_a_search_over_roundrobin_keeps_within_its_outstanding_limit(
+    make_search, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lc0py.backends.registry import create_backend
+
+    outstanding: list[int] = []
+    launch = search_module.Search._launch_held
+
+    def recording_launch(self) -> None:  # type: ignore[no-untyped-def]
+        if self._held:
+            outstanding.append(self._groups_outstanding())
+        launch(self)
+
+    monkeypatch.setattr(search_module.Search, "_launch_held", recording_launch)
+    tiny = str(Path(__file__).resolve().parents[2] / "weights" / "tiny-seed1.pb.gz")
+    with create_backend("roundrobin", tiny, "backend=random,delay_ms=2,(),()") as rr:
+        s = make_search(backend=rr, params=SearchParams(threads=4, minibatch_size=8),
+                        limits=SearchLimits(nodes=600, smart_pruning=False))
+        s.run()
+        s.join()
+    assert s.error is None and outstanding and max(outstanding) <= 3  # a 4th waits
+    check_tree(s.tree)
 
 
 @pytest.mark.parametrize("minibatch", [64, 256])

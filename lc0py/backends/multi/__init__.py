@@ -15,7 +15,8 @@ Each wraps child backends created through the registry from lc0's nested option 
 
 A group's ``backend`` (else the nearest parent's, else a named group's name) picks its child;
 ``threads`` (default 1) is read per group the same way; every other key of the group and its
-parents goes to the child (``gpu=N`` to a GPU backend). Children run concurrently on threads of
-their own (GPU backends release the GIL while they wait); an error in any child surfaces as one
+parents goes to the child (``gpu=N`` to a GPU backend). Children run concurrently, each with a
+thread of its own that waits for its results and joins them (``feeding``; GPU backends release
+the GIL while they wait); an error in any child surfaces as one
 ``Lc0pyError`` naming the child.
 """

@@ -4,6 +4,11 @@ All three are asynchronous (``BackendInfo.asynchronous``): ``evaluate_async`` ha
 the children's threads and returns, so the search and the bulk evaluator keep several batches in
 flight, and every child (every GPU) has work queued. Results always come back in the order the
 positions went in.
+
+``demux`` and ``roundrobin`` launch each part on the caller's thread and hand it to its child's
+resolver thread (``feeding.ChildFeeder``), which waits for it and, for a batch split into parts,
+copies it into its slice of the batch's output (``feeding.JoinedOutput``): the caller never waits
+on one device while another's result is ready, and never joins outputs itself.
 """
 
 from __future__ import annotations
@@ -13,42 +18,51 @@ import threading
 from collections import deque
 from concurrent.futures import Future
 
-import numpy as np
-
 from lc0py.backends.base import BackendBase, NetworkOutput, PendingOutput, PlanesBatch
-from lc0py.backends.multi.children import Child, ChildHandle, FailedHandle, child_error, merged_info
+from lc0py.backends.multi.children import Child, ChildHandle, child_error, merged_info
+from lc0py.backends.multi.feeding import JoinedOutput, OneOutput, OutputPool, PartSink
 from lc0py.errors import Lc0pyError
+
+#: Where each child's host work runs: ``"threads"``, on the child's own launcher and resolver
+#: threads (``feeding.ChildFeeder``); ``"resolve"``, the launch on the caller's thread and the
+#: wait, read-back and copy into the joined output on the child's resolver thread; ``"caller"``,
+#: all of it on the caller's thread, as before (each part launched in turn, then waited for and
+#: copied in order when ``result()`` is called). Module-level so scripts/bench/demux_profile.py
+#: can measure the three in one run (``--paths``).
+CHILD_FEEDING = "resolve"
 
 
 def slice_batch(batch: PlanesBatch, start: int, stop: int) -> PlanesBatch:
     return PlanesBatch(batch.masks[start:stop], batch.values[start:stop])
 
 
-def join_outputs(outputs: list[NetworkOutput]) -> NetworkOutput:
-    if len(outputs) == 1:
-        return outputs[0]
-    return NetworkOutput(
-        np.concatenate([o.policy for o in outputs]),
-        np.concatenate([o.wdl for o in outputs]),
-        np.concatenate([o.moves_left for o in outputs]),
-    )
-
-
 def slice_output(out: NetworkOutput, start: int, stop: int) -> NetworkOutput:
     return NetworkOutput(out.policy[start:stop], out.wdl[start:stop], out.moves_left[start:stop])
 
 
-class JoinedHandle:
-    """The parts of one batch, in order; ``result`` joins them (the first failure is raised)."""
+class CallerJoined:
+    """(``CHILD_FEEDING`` "caller") A batch's parts launched on the caller's thread; ``result()``
+    waits for each in order and copies it into the joined output there."""
 
-    def __init__(self, parts: list[ChildHandle | FailedHandle]) -> None:
-        self._parts = parts
+    def __init__(self, parts: list[tuple[Child, PendingOutput, PartSink]], joined: PendingOutput) -> None:
+        self._parts, self._joined = parts, joined
 
     def result(self) -> NetworkOutput:
-        return join_outputs([p.result() for p in self._parts])
+        parts, self._parts = self._parts, []
+        for child, handle, sink in parts:
+            try:
+                out = handle.result()
+            except Lc0pyError as exc:
+                sink.deliver(None, exc)
+                continue
+            try:
+                sink.deliver(out, None)
+            except Exception as exc:
+                sink.deliver(None, child_error(child.label, exc))
+        return self._joined.result()
 
     def done(self) -> bool:
-        return all(p.done() for p in self._parts)
+        return all(h.done() for _, h, _ in self._parts)
 
 
 class MultiBackend(BackendBase):
@@ -62,7 +76,23 @@ class MultiBackend(BackendBase):
         self._counter = itertools.count()
 
     def _next_child(self) -> Child:
+        if not self.children:
+            raise Lc0pyError(f"{self.name}: the backend is closed")
         return self.children[next(self._counter) % len(self.children)]
+
+    @property
+    def batches_in_flight(self) -> int:
+        """Batches a caller should keep in flight so that every child has work queued while the
+        next batch is prepared (backendbench's default): two a child, whole batches to one each."""
+        return 2 * max(1, len(self.children))
+
+    def profile(self) -> list[dict[str, float | int | str]]:
+        """Each child thread's host times since ``reset_profile`` (``feeding.FeederProfile``)."""
+        return [vars(c.profile()) for c in self.children]
+
+    def reset_profile(self) -> None:
+        for child in self.children:
+            child.reset_profile()
 
     def evaluate(self, batch: PlanesBatch) -> NetworkOutput:
         return self.evaluate_async(batch).result()
@@ -91,6 +121,7 @@ class DemuxBackend(MultiBackend):
     def __init__(self, children: list[Child], minimum_split_size: int = 0) -> None:
         super().__init__(children)
         self.minimum_split_size = minimum_split_size
+        self._outputs = OutputPool()
         self.parts = sum(c.spec.threads for c in children)
         smallest = min(c.info.recommended_batch for c in children)
         self.info = merged_info(self.name, children, smallest * self.parts)
@@ -102,15 +133,33 @@ class DemuxBackend(MultiBackend):
             size = min(positions, self.minimum_split_size)
         return max(1, size)
 
+    @property
+    def batches_in_flight(self) -> int:
+        """Two: each batch already gives every child a part, and two parts a child fill the GPU
+        runner's two pinned slots (one computing while the next goes up)."""
+        return 2
+
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         n = len(batch)
-        if n == 0:
-            return self.children[0].submit(batch)
-        size = self.part_size(n)
-        parts = [
-            self._next_child().submit(slice_batch(batch, s, min(n, s + size))) for s in range(0, n, size)
-        ]
-        return JoinedHandle(parts)
+        size = self.part_size(n) if n else 1
+        mode = CHILD_FEEDING
+        if n <= size:  # one part (or none): the child's output as it is, no copy
+            if mode == "caller":
+                return self._next_child().submit(batch)
+            handle = OneOutput()
+            self._next_child().feed(batch, handle, launch_here=mode == "resolve")
+            return handle
+        starts = range(0, n, size)
+        joined = JoinedOutput(n, len(starts), self._outputs)
+        on_caller: list[tuple[Child, PendingOutput, PartSink]] = []
+        for index, start in enumerate(starts):
+            stop = min(n, start + size)
+            child, part = self._next_child(), slice_batch(batch, start, stop)
+            if mode == "caller":
+                on_caller.append((child, child.submit(part), joined.part(index, start, stop)))
+            else:
+                child.feed(part, joined.part(index, start, stop), launch_here=mode == "resolve")
+        return CallerJoined(on_caller, joined) if on_caller else joined
 
     def prepare(self, max_batch: int) -> None:
         for child in self.children:
@@ -127,7 +176,11 @@ class RoundRobinBackend(MultiBackend):
         self.info = merged_info(self.name, children, min(c.info.recommended_batch for c in children))
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
-        return self._next_child().submit(batch)
+        if CHILD_FEEDING == "caller":
+            return self._next_child().submit(batch)
+        handle = OneOutput()
+        self._next_child().feed(batch, handle, launch_here=CHILD_FEEDING == "resolve")
+        return handle
 
 
 class _Request:

@@ -1,10 +1,15 @@
 """The children of a multi-device backend: created from option groups, run on their own threads.
 
-``Child.submit`` starts a batch on one child and returns a handle; host children (which compute
-inside ``evaluate``) run on a single worker thread of their own, device children (``asynchronous``:
-``evaluate_async`` only queues the batch) are called under a lock, so no backend is ever entered
-by two threads at once, as the ``Backend`` protocol requires. Any failure becomes one
-``Lc0pyError`` naming the child.
+``Child.feed`` hands a part to the child's ``feeding.ChildFeeder``: launched on the calling thread,
+then waited for, read back and copied into the joined output on the child's resolver thread, in
+order. That is how ``demux`` and ``roundrobin`` drive their children, so N children's waits,
+read-backs and copies overlap instead of taking turns on the caller's thread. ``Child.submit``
+starts a batch on the caller's thread and returns a handle whose ``result()`` waits there (the
+bulk evaluator's per-device threads, ``multiplexing``'s workers): host children (which compute
+inside ``evaluate``) run on a single worker thread of their own, device children
+(``asynchronous``: ``evaluate_async`` only queues the batch) are called under a lock, so no
+backend is ever entered by two threads at once, as the ``Backend`` protocol requires. Any failure
+becomes one ``Lc0pyError`` naming the child.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lc0py.backends.base import Backend, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.backends.multi.feeding import ChildFeeder, FeederProfile, PartSink, child_error
 from lc0py.backends.option_groups import OptionGroup
 from lc0py.backends.options import BackendOptions, to_int
 from lc0py.errors import BackendOptionError, Lc0pyError
@@ -36,12 +42,6 @@ def _takes(backend: str, key: str) -> bool:
     if key == "threads":
         return backend.startswith("onnx")
     return backend in ("gpu", "cuda", "cuda-fp16", "rocm", "rocm-fp16")
-
-
-def child_error(label: str, exc: BaseException) -> Lc0pyError:
-    """One ``Lc0pyError`` line for a failure inside child ``label``."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return Lc0pyError(f"{label}: {text}")
 
 
 class ChildHandle:
@@ -96,6 +96,8 @@ class Child:
         self.backend = backend
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._feeder: ChildFeeder | None = None  # started by the first ``feed``
+        self._closed = False
         if not backend.info.asynchronous:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"lc0py-{spec.backend}")
 
@@ -119,6 +121,31 @@ class Child:
         except Exception as exc:
             return FailedHandle(child_error(self.label, exc))
 
+    def feed(self, batch: PlanesBatch, sink: PartSink, launch_here: bool = False) -> None:
+        """Queue ``batch`` on this child's threads; ``sink`` receives its outputs or its error.
+        Returns at once (``batch`` must stay unchanged until the sink has them). With
+        ``launch_here`` the batch is launched on the calling thread first, and only its wait and
+        read-back go to the child's thread (``ChildFeeder.launch_here``); a host child, which computes
+        inside ``evaluate_async``, is launched by the child's own launcher thread all the same."""
+        feeder = self._feeder
+        if feeder is None:
+            with self._lock:
+                if self._closed:
+                    raise Lc0pyError(f"{self.label}: the backend is closed")
+                feeder = self._feeder = ChildFeeder(self.label, self.backend, self._lock)
+        if launch_here and self.backend.info.asynchronous:  # a host child computes when launched
+            feeder.launch_here(batch, sink)
+        else:
+            feeder.put(batch, sink)
+
+    def profile(self) -> FeederProfile:
+        """The child thread's host times (zeros before the first ``feed``)."""
+        return self._feeder.profile() if self._feeder is not None else FeederProfile(self.label)
+
+    def reset_profile(self) -> None:
+        if self._feeder is not None:
+            self._feeder.reset_profile()
+
     def run(self, batch: PlanesBatch) -> NetworkOutput:
         """Compute ``batch`` on the calling thread and wait for it (multiplexing's workers)."""
         if self._executor is None:
@@ -137,6 +164,10 @@ class Child:
                 prepare(max_batch)
 
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        if self._feeder is not None:  # every part handed over settles first
+            self._feeder.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
