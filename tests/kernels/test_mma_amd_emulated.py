@@ -11,7 +11,8 @@ The same emulator then runs the real ``kernels/flash_attention.hip`` (fp16, mma.
 on whole blocks -- several waves, ``__syncthreads``, dynamic shared memory -- with the parameter
 sets the backend picks for gfx1100/gfx90a, and compares it with float64 numpy attention
 (smolgen bias, Q/V biases, a partial last tile, two KV tiles for the online-softmax rescale, a
-block walking two heads with cross-head prefetch).
+block walking two heads with cross-head prefetch, and the persistent kernel of ``flash=v2``:
+blocks walking uneven ranges of (position, head) pairs across positions, some with none).
 
 What this cannot show: the hardware itself disagreeing with its documentation, compiler
 code generation for AMD (test_compile_amd.py covers compilation), timing.
@@ -64,10 +65,21 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
                 64, True, False, scratch
             ),
         }
+        # flash=v2: the persistent kernel as the backend picks it when forced, and a 3-stage ring
+        # over 2 KV tiles per pair (Q buffers rotate with the pairs in flight)
+        v2 = choose_attention(
+            depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536,
+            scratch_per_warp=scratch, overrides={"persistent": 1},
+        )
+        assert v2.params is not None and v2.params.persistent == 1, v2.reason
+        variants["d32-persist"] = v2.params.defines(32, True, False, scratch)
+        variants["d64-kv32-s3-persist"] = FlashParams(kv_tile=32, stages=3, persistent=1).defines(
+            64, True, False, scratch
+        )
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h
-            if emu != "wmma" and vid == "d64-kv16-s4-hpb2":
+            if emu != "wmma" and vid in ("d64-kv16-s4-hpb2", "d64-kv32-s3-persist"):
                 continue  # CI time: the stage rotation is the same code on every branch
             flags = [f"-DEMU_{emu.upper()}", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
             out.append((f"flash-{emu}-{vid}", flags))
@@ -150,8 +162,11 @@ def test_flash_attention_on_emulated_amd(
     for name, a in arrays.items():
         a.tofile(tmp_path / f"{name}.bin")
     scale = 1.0 / float(np.sqrt(depth))
+    # persistent kernel: 4 blocks over the 6 pairs (ranges of 1 and 2, crossing positions), or 7
+    # (one block without a pair)
+    blocks = ["4" if seq == 64 else "7"] if "persist" in cid else []
     run = subprocess.run(
-        [str(emulator_binaries[cid]), str(batch), str(seq), str(heads), str(scale), str(tmp_path)],
+        [str(emulator_binaries[cid]), str(batch), str(seq), str(heads), str(scale), str(tmp_path), *blocks],
         capture_output=True,
         text=True,
         timeout=120,
