@@ -44,14 +44,21 @@
 //   LC0_FA_CAUSAL      (general) key j is allowed for query row i iff j <= i (top-left, as
 //                      PyTorch's is_causal); tiles past the block's last row are not visited
 //   LC0_FA_PERSIST     1: the chess entry flash_attention_persistent_f16 ("flash=v2"): a grid of
-//                      about (SMs x LC0_FA_MIN_BLOCKS) blocks, block y walking the contiguous range
-//                      [y*B*H/Y, (y+1)*B*H/Y) of (position, head) pairs, head fastest, with the
-//                      stage ring running across pairs: the copies of pair n+1 (Q, K, V, bias)
-//                      are in flight while pair n is computed, and no block is launched or
-//                      retired per head. Why: at seq = 64 a pair is ~20-60 KB of loads and ~1 us
-//                      of math, so the one-shot blocks of LC0_FA_PERSIST=0 (load, wait, compute,
-//                      store, exit; 6144 of them at batch 256 x 24 heads) leave the memory pipe
-//                      idle while they compute, launch and drain, plus a partial last wave.
+//                      about (SMs x LC0_FA_MIN_BLOCKS) blocks, each walking its share of the
+//                      B*H (position, head) pairs, with the stage ring running across pairs: the
+//                      copies of pair n+1 (Q, K, V, bias) are in flight while pair n is computed,
+//                      and no block is launched or retired per head. Why: at seq = 64 a pair is
+//                      ~20-60 KB of loads and ~1 us of math, so the one-shot blocks of
+//                      LC0_FA_PERSIST=0 (load, wait, compute, store, exit; 6144 of them at batch
+//                      256 x 24 heads) leave the memory pipe idle while they compute, launch and
+//                      drain, plus a partial last wave.
+//   LC0_FA_INTERLEAVE  (persistent) 1: block y takes pairs y, y+Y, y+2Y, ... (head fastest), so the
+//                      blocks in step read the neighbouring heads of the same positions at once --
+//                      whole token rows of Q/K/V, whole rows of O, as the one-shot grid's
+//                      concurrent blocks do (DRAM pages and L2 lines shared by heads h and h+1
+//                      are fetched once, together); 0: the contiguous range [y*B*H/Y, (y+1)*B*H/Y)
+//                      (consecutive pairs of one block read the neighbouring 64-byte column
+//                      pieces of the same rows, but the blocks in step are on far-apart positions)
 // Both entries share one body (attention_body); the defines of the chess path compile to the
 // same code as before the general entry existed. Shared memory is Q rows + STAGES x (K, V, bias
 // tile): it does not grow with the sequence length (K/V are streamed tile by tile).
@@ -103,6 +110,9 @@
 #endif
 #ifndef LC0_FA_PERSIST
 #define LC0_FA_PERSIST 0
+#endif
+#ifndef LC0_FA_INTERLEAVE
+#define LC0_FA_INTERLEAVE 1
 #endif
 #if LC0_FA_PERSIST && LC0_FA_GENERAL
 #error "LC0_FA_PERSIST is the chess entry's variant; the general entry (LC0_FA_GENERAL) has its own grid"
@@ -254,13 +264,18 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const int q_len = a.q_len;
     const int q0 = blockIdx.x * ROWS;
 #if LC0_FA_PERSIST
-    // This block's (position, head) pairs: a contiguous, balanced share of B*H, head fastest, so
-    // consecutive pairs read neighbouring columns of the same token rows.
+    // This block's (position, head) pairs, a balanced share of B*H (LC0_FA_INTERLEAVE above):
+    // pair j of the block is bh0 + j*step, head fastest.
     const long long pairs = (long long)a.batch * a.heads;
-    const int bh0 = (int)(pairs * blockIdx.y / gridDim.y);
+#if LC0_FA_INTERLEAVE
+    const int bh0 = (int)blockIdx.y, step = (int)gridDim.y;
+    const int n_heads = bh0 < pairs ? (int)((pairs - 1 - bh0) / step) + 1 : 0;
+#else
+    const int bh0 = (int)(pairs * blockIdx.y / gridDim.y), step = 1;
     const int n_heads = (int)(pairs * (blockIdx.y + 1) / gridDim.y) - bh0;
-    auto pair_b = [&](int j) { return (bh0 + j) / a.heads; };
-    auto pair_h = [&](int j) { return (bh0 + j) % a.heads; };
+#endif
+    auto pair_b = [&](int j) { return (bh0 + j * step) / a.heads; };
+    auto pair_h = [&](int j) { return (bh0 + j * step) % a.heads; };
 #else
     const int h0 = blockIdx.y * HEADS;
     const int n_heads = min(HEADS, a.heads - h0);

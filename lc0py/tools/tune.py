@@ -15,9 +15,10 @@ owns 16 query rows, so this is also the rows per softmax step, 32/64/128), occup
 1/2/4/8 blocks/SM, K/V tiles 16/32/64 keys, pipeline stages 1/2/4, Q in registers on/off, and
 1 or 2 heads per block, and the kernel itself: one-shot blocks (``flash=v1``) or persistent blocks
 walking (position, head) pairs (``flash=v2``, ``persistent=1``; its own defaults, blocks per SM
-1..8, 2/3 stages, 32-key tiles). ``--quick`` tries the default, the other kernel's default and 3
-neighbours (~5), the full mode each axis around the default, the threads x occupancy grid, the
-tile x stage pairs and the persistent kernel's neighbourhood (>= 20).
+1..8, 2/3 stages, 32-key tiles, pairs interleaved over the blocks or in contiguous ranges).
+``--quick`` tries the default, the other kernel's default and 3 neighbours (~5), the full mode
+each axis around the default, the threads x occupancy grid, the tile x stage pairs and the
+persistent kernel's neighbourhood (>= 20).
 Configurations that are redundant or cannot work for the head depth are filtered before
 measuring (with the reason); ones that fail to compile or launch are skipped (counted, with the
 reason). The winner is the highest score (geometric mean over batch sizes of the mean nps)
@@ -69,9 +70,11 @@ AXES_F16: dict[str, tuple[int, ...]] = {
     "q_regs": (0, 1),
     "heads_per_block": (1, 2),
     "persistent": (0, 1),
+    "interleave": (0, 1),
 }
 #: the persistent kernel's own neighbourhood (full mode), around its default
 PERSISTENT_AXES: dict[str, tuple[int, ...]] = {
+    "interleave": (0, 1),
     "min_blocks": (1, 2, 3, 4, 8),
     "stages": (2, 3),
     "kv_tile": (32, 64),
@@ -103,6 +106,8 @@ def why_filtered(p: FlashParams, depth: int, fp16: bool, seq: int = SEQ) -> str 
         return f"Q in registers: {depth // 2} more registers per lane past depth 128 spill"
     if p.kv_tile * depth > 64 * 128:
         return f"kv_tile {p.kv_tile} x depth {depth}: S fragments + O accumulators exceed the registers"
+    if not p.persistent and p.interleave != FlashParams.interleave:
+        return "interleave orders the persistent kernel's pairs: no effect on the one-shot kernel"
     if p.persistent:  # a block walks many pairs: every stage count has work to prefetch
         if p.heads_per_block > 1:
             return "persistent blocks walk (position, head) pairs: heads_per_block has no effect"
@@ -136,7 +141,10 @@ def enumerate_configs(
     if quick:
         if fp16:
             wanted += [
-                replace(default, warps=2),
+                # the persistent kernel's pair order, or the one-shot kernel's 32-row blocks
+                replace(default, interleave=1 - default.interleave)
+                if default.persistent
+                else replace(default, warps=2),
                 replace(default, min_blocks=min(8, default.min_blocks * 2)),
                 replace(default, min_blocks=max(1, default.min_blocks // 2)),
                 replace(default, q_regs=1 - default.q_regs),

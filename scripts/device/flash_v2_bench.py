@@ -2,7 +2,8 @@
 NVIDIA GPU: the kernel timing step of ``scripts/device/flash_v2_check``.
 
 Two measurements per head configuration and batch size, each the median of ``--iters`` launches
-timed with CUDA events, the two kernels alternating in ``--rounds`` rounds (v1 v2 v2 v1 ...):
+timed with CUDA events, the kernels alternating in ``--rounds`` rounds (v1 v2 v2c, v2c v2 v1, ...;
+v2c: the persistent kernel with contiguous ranges of pairs, ``attn_interleave=0``):
 
 * ``probe``: ``lc0py.backends.gpu.flash_probe`` on fresh random inputs (the QKV rows with their
   compress columns, a smolgen-like bias, Q/V biases), the same arguments the backend passes;
@@ -29,7 +30,9 @@ from typing import Any
 import numpy as np
 
 PRESETS = {"t82": (24, 32), "t82-h12": (12, 64), "t82-h8": (8, 96), "t82-h6": (6, 128)}
-KERNELS = {"v1": {"persistent": 0}, "v2": {"persistent": 1}}
+#: v1: the one-shot kernel; v2: the persistent kernel as the backend picks it (pairs interleaved over
+#: the blocks); v2c: the persistent kernel with a contiguous range of pairs per block
+KERNELS = {"v1": {"persistent": 0}, "v2": {"persistent": 1}, "v2c": {"persistent": 1, "interleave": 0}}
 
 
 def launch_bytes(batch: int, heads: int, depth: int) -> int:
@@ -63,14 +66,15 @@ def row(kind: str, preset: str, batch: int, times: dict[str, list[float]]) -> di
         out[f"{name}_tflops"] = flops / ms / 1e9
     out["mbytes"] = nbytes / 1e6
     out["speedup"] = out["v1_ms"] / out["v2_ms"]
+    out["speedup_v2c"] = out["v1_ms"] / out["v2c_ms"]
     return out
 
 
 def order(rounds: int) -> list[str]:
-    """v1 v2 v2 v1 v1 v2 ...: alternating, so drift (clocks, temperature) hits both alike."""
+    """v1 v2 v2c, v2c v2 v1, ...: alternating, so drift (clocks, temperature) hits all alike."""
     seq: list[str] = []
     for r in range(rounds):
-        seq += ["v1", "v2"] if r % 2 == 0 else ["v2", "v1"]
+        seq += list(KERNELS) if r % 2 == 0 else list(reversed(KERNELS))
     return seq
 
 
@@ -80,7 +84,7 @@ def bench_probe(platform: Any, preset: str, batch: int, rounds: int, iters: int)
     heads, depth = PRESETS[preset]
     run = FlashRunner(platform, FlashInputs.random(batch, heads, depth, seed=batch + heads))
     try:
-        times: dict[str, list[float]] = {"v1": [], "v2": []}
+        times: dict[str, list[float]] = {name: [] for name in KERNELS}
         for name in order(rounds):
             times[name].append(run.time_ms(KERNELS[name], iters=iters))
         choices = {name: run.choose(over) for name, over in KERNELS.items()}
@@ -102,7 +106,7 @@ def bench_net(platform: Any, preset: str, sizes: list[int], rounds: int, iters: 
     try:
         for n in sizes:
             gpu.submit(planes_batch(n), flash=True).result()  # real activations in the buffers
-            times: dict[str, list[float]] = {"v1": [], "v2": []}
+            times: dict[str, list[float]] = {name: [] for name in KERNELS}
             for name in order(rounds):
                 choice = gpu.set_flash_overrides(KERNELS[name])
                 if not choice.is_flash:
@@ -161,13 +165,13 @@ def main() -> int:
         platform.close()
     print(f"\n{info.name}, medians of {args.iters} launches x {args.rounds} alternating rounds "
           f"({time.time() - t0:.0f} s)\n")
-    print("| what | preset | batch | MB/launch | v1 ms | v2 ms | v2/v1 speedup | v1 GB/s | v2 GB/s "
-          "| v2 TFLOP/s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| what | preset | batch | MB/launch | v1 ms | v2 ms | v2c ms | v1/v2 | v1/v2c | v1 GB/s "
+          "| v2 GB/s | v2 TFLOP/s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['what']} | {r['preset']} | {r['batch']} | {r['mbytes']:.1f} | {r['v1_ms']:.4f} | "
-              f"{r['v2_ms']:.4f} | {r['speedup']:.2f}x | {r['v1_gbs']:.0f} | {r['v2_gbs']:.0f} | "
-              f"{r['v2_tflops']:.1f} |")
+              f"{r['v2_ms']:.4f} | {r['v2c_ms']:.4f} | {r['speedup']:.2f}x | {r['speedup_v2c']:.2f}x | "
+              f"{r['v1_gbs']:.0f} | {r['v2_gbs']:.0f} | {r['v2_tflops']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "rows": rows}, f, indent=1)

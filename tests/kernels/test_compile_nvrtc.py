@@ -37,7 +37,7 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     # the persistent kernel's tuner neighbours: 3 stages, 2 tiles per pair, 32-row blocks, d > 128
     v2_s3 = FlashParams(stages=3, min_blocks=3, persistent=1)
     cases.append(("f16-d32-v2-s3", v2_s3.defines(32, True, False)))
-    v2_w2 = FlashParams(warps=2, kv_tile=32, stages=2, persistent=1)
+    v2_w2 = FlashParams(warps=2, kv_tile=32, stages=2, persistent=1, interleave=0)
     cases.append(("f16-d64-v2-kv32-w2", v2_w2.defines(64, True, False)))
     v2_256, _ = default_params(256, "sm_90")
     cases.append(("f16-d256-v2", v2_256.defines(256, fp16=True, bias_f32=False)))

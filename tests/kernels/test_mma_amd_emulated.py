@@ -65,17 +65,18 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
                 64, True, False, scratch
             ),
         }
-        # flash=v2: the persistent kernel as the backend picks it when forced, and a 3-stage ring
-        # over 2 KV tiles per pair (Q buffers rotate with the pairs in flight)
+        # flash=v2: the persistent kernel as the backend picks it when forced (pairs interleaved
+        # over the blocks), and a 3-stage ring over 2 KV tiles per pair (Q buffers rotate with the
+        # pairs in flight) with contiguous ranges of pairs
         v2 = choose_attention(
             depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536,
             scratch_per_warp=scratch, overrides={"persistent": 1},
         )
         assert v2.params is not None and v2.params.persistent == 1, v2.reason
         variants["d32-persist"] = v2.params.defines(32, True, False, scratch)
-        variants["d64-kv32-s3-persist"] = FlashParams(kv_tile=32, stages=3, persistent=1).defines(
-            64, True, False, scratch
-        )
+        assert v2.params.interleave == 1
+        contiguous = FlashParams(kv_tile=32, stages=3, persistent=1, interleave=0)
+        variants["d64-kv32-s3-persist"] = contiguous.defines(64, True, False, scratch)
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h

@@ -41,6 +41,9 @@ class FlashParams:
     #: SMs x min_blocks blocks, each walking a range of (position, head) pairs with the stage ring
     #: running across them; 0 = one block per (row block, head group, position) (``flash=v1``)
     persistent: int = 0
+    #: persistent kernel: 1 = block y takes pairs y, y+Y, ... (the blocks in step read neighbouring
+    #: heads of the same positions: whole token rows, as the one-shot grid); 0 = a contiguous range
+    interleave: int = 1
 
     @property
     def rows(self) -> int:
@@ -63,6 +66,7 @@ class FlashParams:
             "LC0_FA32_THREADS": self.f32_threads,
             "LC0_FA_HEADS": self.heads_per_block,
             "LC0_FA_PERSIST": self.persistent if fp16 else 0,
+            "LC0_FA_INTERLEAVE": self.interleave,
             "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
             "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
@@ -170,6 +174,7 @@ PARAM_LIMITS: dict[str, tuple[int, int, int]] = {
     "f32_threads": (32, 256, 32),
     "heads_per_block": (1, 64, 1),
     "persistent": (0, 1, 1),
+    "interleave": (0, 1, 1),
 }
 
 
