@@ -77,10 +77,14 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
         assert v2.params.interleave == 1
         contiguous = FlashParams(kv_tile=32, stages=3, persistent=1, interleave=0)
         variants["d64-kv32-s3-persist"] = contiguous.defines(64, True, False, scratch)
+        # the d=128 default's structure (tuning.PERSISTENT_SHAPES): 2 stages over 2 KV tiles per pair
+        variants["d64-kv32-s2-persist"] = FlashParams(kv_tile=32, stages=2, persistent=1).defines(
+            64, True, False, scratch
+        )
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h
-            if emu != "wmma" and vid in ("d64-kv16-s4-hpb2", "d64-kv32-s3-persist"):
+            if emu != "wmma" and vid in ("d64-kv16-s4-hpb2", "d64-kv32-s3-persist", "d64-kv32-s2-persist"):
                 continue  # CI time: the stage rotation is the same code on every branch
             flags = [f"-DEMU_{emu.upper()}", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
             out.append((f"flash-{emu}-{vid}", flags))
