@@ -2,8 +2,9 @@
 NVIDIA GPU: the kernel timing step of ``scripts/device/flash_v2_check``.
 
 Two measurements per head configuration and batch size, each the median of ``--iters`` launches
-timed with CUDA events, the kernels alternating in ``--rounds`` rounds (v1 v2 v2c, v2c v2 v1, ...;
-v2c: the persistent kernel with contiguous ranges of pairs, ``attn_interleave=0``):
+timed with CUDA events, the kernels alternating in ``--rounds`` rounds (v1 v2 v2c v2s3, then
+reversed, ...; v2c: the persistent kernel with contiguous ranges of pairs, ``attn_interleave=0``;
+v2s3: with 3 stages):
 
 * ``probe``: ``lc0py.backends.gpu.flash_probe`` on fresh random inputs (the QKV rows with their
   compress columns, a smolgen-like bias, Q/V biases), the same arguments the backend passes;
@@ -31,8 +32,14 @@ import numpy as np
 
 PRESETS = {"t82": (24, 32), "t82-h12": (12, 64), "t82-h8": (8, 96), "t82-h6": (6, 128)}
 #: v1: the one-shot kernel; v2: the persistent kernel as the backend picks it (pairs interleaved over
-#: the blocks); v2c: the persistent kernel with a contiguous range of pairs per block
-KERNELS = {"v1": {"persistent": 0}, "v2": {"persistent": 1}, "v2c": {"persistent": 1, "interleave": 0}}
+#: the blocks); v2c: with a contiguous range of pairs per block; v2s3: with 3 stages (two pairs in
+#: flight while one is computed; fewer blocks per SM fit)
+KERNELS = {
+    "v1": {"persistent": 0},
+    "v2": {"persistent": 1},
+    "v2c": {"persistent": 1, "interleave": 0},
+    "v2s3": {"persistent": 1, "stages": 3},
+}
 
 
 def launch_bytes(batch: int, heads: int, depth: int) -> int:
@@ -66,12 +73,14 @@ def row(kind: str, preset: str, batch: int, times: dict[str, list[float]]) -> di
         out[f"{name}_tflops"] = flops / ms / 1e9
     out["mbytes"] = nbytes / 1e6
     out["speedup"] = out["v1_ms"] / out["v2_ms"]
-    out["speedup_v2c"] = out["v1_ms"] / out["v2c_ms"]
+    for name in times:
+        out[f"speedup_{name}"] = out["v1_ms"] / out[f"{name}_ms"]
     return out
 
 
 def order(rounds: int) -> list[str]:
-    """v1 v2 v2c, v2c v2 v1, ...: alternating, so drift (clocks, temperature) hits all alike."""
+    """v1 v2 v2c v2s3, v2s3 v2c v2 v1, ...: alternating, so drift (clocks, temperature) hits all
+    alike."""
     seq: list[str] = []
     for r in range(rounds):
         seq += list(KERNELS) if r % 2 == 0 else list(reversed(KERNELS))
@@ -165,13 +174,15 @@ def main() -> int:
         platform.close()
     print(f"\n{info.name}, medians of {args.iters} launches x {args.rounds} alternating rounds "
           f"({time.time() - t0:.0f} s)\n")
-    print("| what | preset | batch | MB/launch | v1 ms | v2 ms | v2c ms | v1/v2 | v1/v2c | v1 GB/s "
-          "| v2 GB/s | v2 TFLOP/s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    others = [k for k in KERNELS if k != "v1"]
+    print("| what | preset | batch | MB/launch | v1 ms | " + " | ".join(f"{k} ms" for k in others)
+          + " | " + " | ".join(f"v1/{k}" for k in others) + " | v1 GB/s | v2 GB/s | v2 TFLOP/s |")
+    print("|---|---|" + "---:|" * (6 + 2 * len(others)))
     for r in rows:
         print(f"| {r['what']} | {r['preset']} | {r['batch']} | {r['mbytes']:.1f} | {r['v1_ms']:.4f} | "
-              f"{r['v2_ms']:.4f} | {r['v2c_ms']:.4f} | {r['speedup']:.2f}x | {r['speedup_v2c']:.2f}x | "
-              f"{r['v1_gbs']:.0f} | {r['v2_gbs']:.0f} | {r['v2_tflops']:.1f} |")
+              + " | ".join(f"{r[f'{k}_ms']:.4f}" for k in others) + " | "
+              + " | ".join(f"{r[f'speedup_{k}']:.2f}x" for k in others)
+              + f" | {r['v1_gbs']:.0f} | {r['v2_gbs']:.0f} | {r['v2_tflops']:.1f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": info.name, "arch": info.arch, "rows": rows}, f, indent=1)
