@@ -277,9 +277,9 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     auto pair_b = [&](int j) { return (bh0 + j * step) / a.heads; };
     auto pair_h = [&](int j) { return (bh0 + j * step) % a.heads; };
 #else
-    const int h0 = blockIdx.y * HEADS;
+    const int b0 = blockIdx.z, h0 = blockIdx.y * HEADS;
     const int n_heads = min(HEADS, a.heads - h0);
-    auto pair_b = [&](int) { return (int)blockIdx.z; };
+    auto pair_b = [&](int) { return b0; };
     auto pair_h = [&](int j) { return h0 + j; };
 #endif
     const int warp = threadIdx.x / WARP_SIZE;
@@ -290,7 +290,9 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const int n_tiles = (seq + KV - 1) / KV;
 #endif
     const int n_items = n_heads * n_tiles;
+#if LC0_FA_PERSIST
     if (n_items <= 0) return;  // a block with no pair (more blocks than pairs): uniform, before any barrier
+#endif
     const float scale_log2 = a.scale * LC0_LOG2E;
     // chess: G is uploaded pre-multiplied by log2(e); general: natural-log units, scaled here
     constexpr float G_SCALE = LC0_FA_GENERAL ? LC0_LOG2E : 1.f;
