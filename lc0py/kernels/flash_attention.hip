@@ -59,6 +59,10 @@
 //                      are fetched once, together); 0: the contiguous range [y*B*H/Y, (y+1)*B*H/Y)
 //                      (consecutive pairs of one block read the neighbouring 64-byte column
 //                      pieces of the same rows, but the blocks in step are on far-apart positions)
+//   LC0_FA_DESCEND     (persistent) 1: walk the pairs from the last position down. In the forward
+//                      pass the smolgen GEMM writes the bias just before this kernel; the part it
+//                      wrote last is the part most likely still in L2, so it is read first, before
+//                      the kernel's own misses evict it (0: from position 0 up)
 // Both entries share one body (attention_body); the defines of the chess path compile to the
 // same code as before the general entry existed. Shared memory is Q rows + STAGES x (K, V, bias
 // tile): it does not grow with the sequence length (K/V are streamed tile by tile).
@@ -113,6 +117,9 @@
 #endif
 #ifndef LC0_FA_INTERLEAVE
 #define LC0_FA_INTERLEAVE 1
+#endif
+#ifndef LC0_FA_DESCEND
+#define LC0_FA_DESCEND 0
 #endif
 #if LC0_FA_PERSIST && LC0_FA_GENERAL
 #error "LC0_FA_PERSIST is the chess entry's variant; the general entry (LC0_FA_GENERAL) has its own grid"
@@ -274,8 +281,12 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const int bh0 = (int)(pairs * blockIdx.y / gridDim.y), step = 1;
     const int n_heads = (int)(pairs * (blockIdx.y + 1) / gridDim.y) - bh0;
 #endif
-    auto pair_b = [&](int j) { return (bh0 + j * step) / a.heads; };
-    auto pair_h = [&](int j) { return (bh0 + j * step) % a.heads; };
+    auto pair = [&](int j) {
+        const int p = bh0 + j * step;
+        return LC0_FA_DESCEND ? (int)(pairs - 1 - p) : p;
+    };
+    auto pair_b = [&](int j) { return pair(j) / a.heads; };
+    auto pair_h = [&](int j) { return pair(j) % a.heads; };
 #else
     const int b0 = blockIdx.z, h0 = blockIdx.y * HEADS;
     const int n_heads = min(HEADS, a.heads - h0);

@@ -15,7 +15,8 @@ owns 16 query rows, so this is also the rows per softmax step, 32/64/128), occup
 1/2/4/8 blocks/SM, K/V tiles 16/32/64 keys, pipeline stages 1/2/4, Q in registers on/off, and
 1 or 2 heads per block, and the kernel itself: one-shot blocks (``flash=v1``) or persistent blocks
 walking (position, head) pairs (``flash=v2``, ``persistent=1``; its own defaults, blocks per SM
-1..8, 2/3 stages, 32-key tiles, pairs interleaved over the blocks or in contiguous ranges).
+1..8, 2/3 stages, 32-key tiles, pairs interleaved over the blocks or in contiguous ranges,
+walked up or down: only the end-to-end measurement sees the L2 effect of ``descend``).
 ``--quick`` tries the default, the other kernel's default and 3 neighbours (~5), the full mode
 each axis around the default, the threads x occupancy grid, the tile x stage pairs and the
 persistent kernel's neighbourhood (>= 20).
@@ -71,10 +72,12 @@ AXES_F16: dict[str, tuple[int, ...]] = {
     "heads_per_block": (1, 2),
     "persistent": (0, 1),
     "interleave": (0, 1),
+    "descend": (0, 1),
 }
 #: the persistent kernel's own neighbourhood (full mode), around its default
 PERSISTENT_AXES: dict[str, tuple[int, ...]] = {
     "interleave": (0, 1),
+    "descend": (0, 1),
     "min_blocks": (1, 2, 3, 4, 8),
     "stages": (2, 3),
     "kv_tile": (32, 64),
@@ -106,8 +109,8 @@ def why_filtered(p: FlashParams, depth: int, fp16: bool, seq: int = SEQ) -> str 
         return f"Q in registers: {depth // 2} more registers per lane past depth 128 spill"
     if p.kv_tile * depth > 64 * 128:
         return f"kv_tile {p.kv_tile} x depth {depth}: S fragments + O accumulators exceed the registers"
-    if not p.persistent and p.interleave != FlashParams.interleave:
-        return "interleave orders the persistent kernel's pairs: no effect on the one-shot kernel"
+    if not p.persistent and (p.interleave, p.descend) != (FlashParams.interleave, FlashParams.descend):
+        return "interleave / descend order the persistent kernel's pairs: no effect on the one-shot kernel"
     if p.persistent:  # a block walks many pairs: every stage count has work to prefetch
         if p.heads_per_block > 1:
             return "persistent blocks walk (position, head) pairs: heads_per_block has no effect"

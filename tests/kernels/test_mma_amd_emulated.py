@@ -67,7 +67,7 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
         }
         # flash=v2: the persistent kernel as the backend picks it when forced (pairs interleaved
         # over the blocks), and a 3-stage ring over 2 KV tiles per pair (Q buffers rotate with the
-        # pairs in flight) with contiguous ranges of pairs
+        # pairs in flight) with contiguous ranges of pairs walked from the last position down
         v2 = choose_attention(
             depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536,
             scratch_per_warp=scratch, overrides={"persistent": 1},
@@ -75,10 +75,10 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
         assert v2.params is not None and v2.params.persistent == 1, v2.reason
         variants["d32-persist"] = v2.params.defines(32, True, False, scratch)
         assert v2.params.interleave == 1
-        contiguous = FlashParams(kv_tile=32, stages=3, persistent=1, interleave=0)
+        contiguous = FlashParams(kv_tile=32, stages=3, persistent=1, interleave=0, descend=1)
         variants["d64-kv32-s3-persist"] = contiguous.defines(64, True, False, scratch)
         # the d=128 default's structure (tuning.PERSISTENT_SHAPES): 2 stages over 2 KV tiles per pair
-        variants["d64-kv32-s2-persist"] = FlashParams(kv_tile=32, stages=2, persistent=1).defines(
+        variants["d64-kv32-s2-persist"] = FlashParams(kv_tile=32, stages=2, persistent=1, descend=1).defines(
             64, True, False, scratch
         )
         for vid, defines in variants.items():

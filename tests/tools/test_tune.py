@@ -76,6 +76,9 @@ def test_both_kernels_are_candidates(depth: int, quick: bool) -> None:
         assert {p.stages for p in persistent} >= {2, 3}
     assert {p.interleave for p in cands if p.persistent} == {0, 1}  # both pair orders, in every mode
     assert "no effect" in (why_filtered(replace(v1, interleave=0), depth, True) or "")
+    assert "no effect" in (why_filtered(replace(v1, descend=1), depth, True) or "")
+    if not quick:
+        assert {p.descend for p in cands if p.persistent} == {0, 1}
     assert "heads_per_block" in (why_filtered(replace(v2, heads_per_block=2), depth, True) or "")
     assert why_filtered(replace(v2, stages=3), depth, True) is None  # many pairs per block: no item limit
 

@@ -34,7 +34,7 @@
 ``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
-                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``;
+                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``, ...;
                               see ``tuning.FlashParams``)
 
 The fusions' defaults follow one measurement (backendbench T82 cuda-fp16, nps ratio to every

@@ -58,7 +58,8 @@ nothing below the backend reads option text or sets option flags on other object
                               (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
-                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``;
+                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``,
+                              ``attn_interleave``, ``attn_descend``;
                               ``tuning.FlashParams``)
 =================== ========= ==============================================================
 

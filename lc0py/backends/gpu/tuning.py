@@ -44,6 +44,9 @@ class FlashParams:
     #: persistent kernel: 1 = block y takes pairs y, y+Y, ... (the blocks in step read neighbouring
     #: heads of the same positions: whole token rows, as the one-shot grid); 0 = a contiguous range
     interleave: int = 1
+    #: persistent kernel: 1 = walk the pairs from the last position down (the smolgen bias the
+    #: previous GEMM wrote last, likely still in L2, is read first); 0 = from position 0 up
+    descend: int = 0
 
     @property
     def rows(self) -> int:
@@ -67,6 +70,7 @@ class FlashParams:
             "LC0_FA_HEADS": self.heads_per_block,
             "LC0_FA_PERSIST": self.persistent if fp16 else 0,
             "LC0_FA_INTERLEAVE": self.interleave,
+            "LC0_FA_DESCEND": self.descend,
             "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
             "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
@@ -175,6 +179,7 @@ PARAM_LIMITS: dict[str, tuple[int, int, int]] = {
     "heads_per_block": (1, 64, 1),
     "persistent": (0, 1, 1),
     "interleave": (0, 1, 1),
+    "descend": (0, 1, 1),
 }
 
 

@@ -54,7 +54,9 @@ def test_v2_matches_reference_v1_and_scalar(cuda_platform, heads: int, depth: in
     {"persistent": 1, "warps": 2},
     {"persistent": 1, "min_blocks": 1},
     {"persistent": 1, "interleave": 0},
-], ids=["s3-mb3", "s1", "kv32-s2", "w2", "mb1", "contiguous"])
+    {"persistent": 1, "descend": 1},
+    {"persistent": 1, "interleave": 0, "descend": 1},
+], ids=["s3-mb3", "s1", "kv32-s2", "w2", "mb1", "contiguous", "descend", "contiguous-descend"])
 def test_v2_tuner_neighbours(cuda_platform, overrides: dict[str, int]) -> None:  # type: ignore[no-untyped-def]
     """The persistent kernel's tuner candidates compute the same attention (7 positions: uneven
     ranges of pairs; 2 KV tiles per pair; 2 row blocks per pair; a single block per SM)."""
