@@ -88,6 +88,12 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
                 continue  # CI time: the stage rotation is the same code on every branch
             flags = [f"-DEMU_{emu.upper()}", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
             out.append((f"flash-{emu}-{vid}", flags))
+    # mma.h's scalar branch (the oracle the hardware branches are held to) under both grids, on a
+    # 32-lane wave: plain fp32 FMAs through the same body, with its 256-element a_from_c scratch
+    for vid, params in (("d32-default", FlashParams()), ("d32-persist", FlashParams(stages=2, persistent=1))):
+        defines = params.defines(32, True, False, scratch_per_warp=256)
+        flags = ["-DEMU_WMMA", "-DLC0_MMA_SCALAR=1", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+        out.append((f"flash-scalar-{vid}", flags))
     return out
 
 
@@ -178,6 +184,7 @@ def test_flash_attention_on_emulated_amd(
     )
     print(run.stdout)
     assert run.returncode == 0, f"{cid}:\n{run.stdout}{run.stderr}"
+    assert ("branch scalar," in run.stdout) == ("scalar" in cid), run.stdout
     out = np.fromfile(tmp_path / "o.bin", np.float16).reshape(batch, seq, dm).astype(np.float64)
     g_natural = arrays["g"].astype(np.float64) / (LOG2E if _bias_prescaled() else 1.0)
     ref = _attention_reference(arrays["qkv"], g_natural, arrays["bq"], arrays["bv"], heads, scale)
