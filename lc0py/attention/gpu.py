@@ -74,7 +74,8 @@ def flash_params(depth: int, arch: str, q_len: int, kv_len: int) -> FlashParams:
     (128 query rows per block, K/V tiles shared by twice the rows) at 2 blocks/SM beat the
     4-warp default by 7-8 %; at d 128 the default (4 warps, 64-key tiles, 2 stages) was best.
     """
-    p, _ = default_params(depth, arch, seq=max(kv_len, 16))
+    # the one-shot grid: the persistent chess kernel (flash=v2) has no general entry
+    p, _ = default_params(depth, arch, seq=max(kv_len, 16), persistent=0)
     if depth <= 64 and q_len >= 128 and kv_len > p.kv_tile:
         return replace(p, warps=8, min_blocks=2)
     return replace(p, warps=max(1, min(4, -(-q_len // 16))))
@@ -261,7 +262,7 @@ class GpuAttention:
         p = flash_params(depth, self.platform.info.arch, q_len, kv_len)
         if self.flash_overrides:
             p = replace(p, **self.flash_overrides)
-            p = replace(p, warps=min(p.warps, max(1, -(-q_len // 16))))
+            p = replace(p, warps=min(p.warps, max(1, -(-q_len // 16))), persistent=0)
         memo = (depth, causal, p)
         if memo in self._flash_fns:  # no source read / hashing on the per-call path
             return self._flash_fns[memo]

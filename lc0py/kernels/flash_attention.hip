@@ -43,10 +43,31 @@
 //                      mask arrives as a 0 / -inf bias), rows with no allowed key give 0
 //   LC0_FA_CAUSAL      (general) key j is allowed for query row i iff j <= i (top-left, as
 //                      PyTorch's is_causal); tiles past the block's last row are not visited
+//   LC0_FA_PERSIST     1: the chess entry flash_attention_persistent_f16 ("flash=v2"): a grid of
+//                      about (SMs x LC0_FA_MIN_BLOCKS) blocks, each walking its share of the
+//                      B*H (position, head) pairs, with the stage ring running across pairs: the
+//                      copies of pair n+1 (Q, K, V, bias) are in flight while pair n is computed,
+//                      and no block is launched or retired per head. Why: at seq = 64 a pair is
+//                      ~20-60 KB of loads and ~1 us of math, so the one-shot blocks of
+//                      LC0_FA_PERSIST=0 (load, wait, compute, store, exit; 6144 of them at batch
+//                      256 x 24 heads) leave the memory pipe idle while they compute, launch and
+//                      drain, plus a partial last wave.
+//   LC0_FA_INTERLEAVE  (persistent) 1: block y takes pairs y, y+Y, y+2Y, ... (head fastest), so the
+//                      blocks in step read the neighbouring heads of the same positions at once --
+//                      whole token rows of Q/K/V, whole rows of O, as the one-shot grid's
+//                      concurrent blocks do (DRAM pages and L2 lines shared by heads h and h+1
+//                      are fetched once, together); 0: the contiguous range [y*B*H/Y, (y+1)*B*H/Y)
+//                      (consecutive pairs of one block read the neighbouring 64-byte column
+//                      pieces of the same rows, but the blocks in step are on far-apart positions)
+//   LC0_FA_DESCEND     (persistent) 1: walk the pairs from the last position down. In the forward
+//                      pass the smolgen GEMM writes the bias just before this kernel; the part it
+//                      wrote last is the part most likely still in L2, so it is read first, before
+//                      the kernel's own misses evict it (0: from position 0 up)
 // Both entries share one body (attention_body); the defines of the chess path compile to the
 // same code as before the general entry existed. Shared memory is Q rows + STAGES x (K, V, bias
 // tile): it does not grow with the sequence length (K/V are streamed tile by tile).
-// Grid: x = ceil(seq / rows per block), y = heads (f16: ceil(heads / LC0_FA_HEADS)), z = batch.
+// Grid: x = ceil(seq / rows per block), y = heads (f16: ceil(heads / LC0_FA_HEADS)), z = batch;
+// persistent: x the same, y = the persistent blocks, z = 1.
 #include "common.h"
 #include "mma.h"
 
@@ -91,6 +112,18 @@
 #ifndef LC0_FA_CAUSAL
 #define LC0_FA_CAUSAL 0
 #endif
+#ifndef LC0_FA_PERSIST
+#define LC0_FA_PERSIST 0
+#endif
+#ifndef LC0_FA_INTERLEAVE
+#define LC0_FA_INTERLEAVE 1
+#endif
+#ifndef LC0_FA_DESCEND
+#define LC0_FA_DESCEND 0
+#endif
+#if LC0_FA_PERSIST && LC0_FA_GENERAL
+#error "LC0_FA_PERSIST is the chess entry's variant; the general entry (LC0_FA_GENERAL) has its own grid"
+#endif
 
 #if LC0_FA_BIAS_F32
 typedef float GT;
@@ -120,9 +153,10 @@ constexpr int G_BYTES = ROWS * PG * (int)sizeof(GT);
 constexpr int STAGE_BYTES = 2 * K_BYTES + G_BYTES;
 constexpr int SCRATCH_BYTES = WARPS * lc0mma::SCRATCH_ELEMS * 2;
 constexpr int HEADS = LC0_FA_HEADS;               // heads one block walks through
+constexpr bool PERSIST = LC0_FA_PERSIST;          // block walks a range of (position, head) pairs
 // Q rows of the heads that are in flight: with S stages the copies run up to S-1 items (so up
 // to S-1 heads) ahead of the one being computed.
-constexpr int Q_BUFS = HEADS > 1 ? (STAGES > 2 ? STAGES : 2) : 1;
+constexpr int Q_BUFS = (HEADS > 1 || PERSIST) ? (STAGES > 2 ? STAGES : 2) : 1;
 static_assert(DEPTH % 16 == 0, "depth must be a multiple of 16");
 static_assert(KV % 16 == 0, "KV tile must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 8, "1 to 8 stages");
@@ -213,6 +247,7 @@ struct Args {
     const f16* bv;
     int q_len, kv_len, heads, group;
     float scale;
+    int batch;  // persistent entry: positions (the grid does not say)
 };
 }  // namespace fa
 
@@ -234,8 +269,30 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const f16* LC0_RESTRICT bv = a.bv;
     const int seq = a.kv_len;  // keys
     const int q_len = a.q_len;
-    const int b = blockIdx.z, h0 = blockIdx.y * HEADS, q0 = blockIdx.x * ROWS;
+    const int q0 = blockIdx.x * ROWS;
+#if LC0_FA_PERSIST
+    // This block's (position, head) pairs, a balanced share of B*H (LC0_FA_INTERLEAVE above):
+    // pair j of the block is bh0 + j*step, head fastest.
+    const long long pairs = (long long)a.batch * a.heads;
+#if LC0_FA_INTERLEAVE
+    const int bh0 = (int)blockIdx.y, step = (int)gridDim.y;
+    const int n_heads = bh0 < pairs ? (int)((pairs - 1 - bh0) / step) + 1 : 0;
+#else
+    const int bh0 = (int)(pairs * blockIdx.y / gridDim.y), step = 1;
+    const int n_heads = (int)(pairs * (blockIdx.y + 1) / gridDim.y) - bh0;
+#endif
+    auto pair = [&](int j) {
+        const int p = bh0 + j * step;
+        return LC0_FA_DESCEND ? (int)(pairs - 1 - p) : p;
+    };
+    auto pair_b = [&](int j) { return pair(j) / a.heads; };
+    auto pair_h = [&](int j) { return pair(j) % a.heads; };
+#else
+    const int b0 = blockIdx.z, h0 = blockIdx.y * HEADS;
     const int n_heads = min(HEADS, a.heads - h0);
+    auto pair_b = [&](int) { return b0; };
+    auto pair_h = [&](int j) { return h0 + j; };
+#endif
     const int warp = threadIdx.x / WARP_SIZE;
     const bool g_vec = (seq % (16 / (int)sizeof(GT))) == 0;
 #if LC0_FA_CAUSAL
@@ -244,13 +301,16 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const int n_tiles = (seq + KV - 1) / KV;
 #endif
     const int n_items = n_heads * n_tiles;
+#if LC0_FA_PERSIST
+    if (n_items <= 0) return;  // a block with no pair (more blocks than pairs): uniform, before any barrier
+#endif
     const float scale_log2 = a.scale * LC0_LOG2E;
     // chess: G is uploaded pre-multiplied by log2(e); general: natural-log units, scaled here
     constexpr float G_SCALE = LC0_FA_GENERAL ? LC0_LOG2E : 1.f;
 
     auto q_buf = [&](int j) { return reinterpret_cast<f16*>(smem + (j % Q_BUFS) * Q_BYTES); };
     auto issue = [&](int i) {  // start the copies of work item i into stage i % STAGES
-        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j, hk = h / a.group;
+        const int j = i / n_tiles, t = i % n_tiles, b = pair_b(j), h = pair_h(j), hk = h / a.group;
         unsigned char* base = stage0 + (i % STAGES) * STAGE_BYTES;
         const GT* gb = g ? g + (long long)b * a.g_b + (long long)h * a.g_h : nullptr;
         const long long kvo = (long long)b * a.k_b + (long long)hk * a.k_h;
@@ -271,7 +331,7 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
         else async_commit();
 
     for (int i = 0; i < n_items; ++i) {
-        const int j = i / n_tiles, t = i % n_tiles, h = h0 + j;
+        const int j = i / n_tiles, t = i % n_tiles, b = pair_b(j), h = pair_h(j);
         if (STAGES == 2 && i + 1 < n_items) {
             issue(i + 1);
             async_wait<1>();  // item i's group has landed (item i+1's may still be in flight)
@@ -459,7 +519,20 @@ attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* L
               int k_s, long long o_b, long long o_h, int o_s, const GT* LC0_RESTRICT g, long long g_b,
               long long g_h, int q_len, int kv_len, int heads, int group, float scale) {
     const fa::Args a{q, k, v, o, q_b, q_h, k_b, k_h, o_b, o_h, g_b, g_h, q_s, k_s, o_s,
-                     g, nullptr, nullptr, q_len, kv_len, heads, group, scale};
+                     g, nullptr, nullptr, q_len, kv_len, heads, group, scale, 0};
+    attention_body(a);
+}
+#elif LC0_FA_PERSIST
+// The chess net, persistent blocks (LC0_FA_PERSIST above): the arguments of flash_attention_f16
+// plus the batch, which the grid no longer carries. Grid: x = ceil(seq / rows), y = blocks, z = 1.
+extern "C" __global__ void __launch_bounds__(fa::THREADS, LC0_FA_MIN_BLOCKS)
+flash_attention_persistent_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* LC0_RESTRICT v,
+                               int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
+                               const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
+                               float scale, int batch) {
+    const long long ld = ld_qkv, ss = (long long)seq * seq;
+    const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
+                     heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, batch};
     attention_body(a);
 }
 #else
@@ -472,7 +545,7 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                     float scale) {
     const long long ld = ld_qkv, ss = (long long)seq * seq;
     const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
-                     heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale};
+                     heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, 0};
     attention_body(a);
 }
 #endif

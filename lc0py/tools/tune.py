@@ -13,8 +13,13 @@ NVRTC compile of that kernel (cached on disk) and nothing else: the network is u
 Candidates (``enumerate_configs``): threads per block 64/128/256 (= 16-row warps 2/4/8: each warp
 owns 16 query rows, so this is also the rows per softmax step, 32/64/128), occupancy target
 1/2/4/8 blocks/SM, K/V tiles 16/32/64 keys, pipeline stages 1/2/4, Q in registers on/off, and
-1 or 2 heads per block. ``--quick`` tries the default and 4 neighbours (~5), the full mode each
-axis around the default, the threads x occupancy grid and the tile x stage pairs (>= 15).
+1 or 2 heads per block, and the kernel itself: one-shot blocks (``flash=v1``) or persistent blocks
+walking (position, head) pairs (``flash=v2``, ``persistent=1``; its own defaults, blocks per SM
+1..8, 2/3 stages, 32-key tiles, pairs interleaved over the blocks or in contiguous ranges,
+walked up or down: only the end-to-end measurement sees the L2 effect of ``descend``).
+``--quick`` tries the default, the other kernel's default and 3 neighbours (~5), the full mode
+each axis around the default, the threads x occupancy grid, the tile x stage pairs and the
+persistent kernel's neighbourhood (>= 20).
 Configurations that are redundant or cannot work for the head depth are filtered before
 measuring (with the reason); ones that fail to compile or launch are skipped (counted, with the
 reason). The winner is the highest score (geometric mean over batch sizes of the mean nps)
@@ -41,7 +46,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
-from lc0py.backends.gpu.tuning import FlashParams, save_tuned
+from lc0py.backends.gpu.tuning import FlashParams, default_params, save_tuned
 from lc0py.errors import UsageError
 from lc0py.tools.arguments import (
     JsonTarget,
@@ -65,6 +70,17 @@ AXES_F16: dict[str, tuple[int, ...]] = {
     "stages": (1, 2, 4),
     "q_regs": (0, 1),
     "heads_per_block": (1, 2),
+    "persistent": (0, 1),
+    "interleave": (0, 1),
+    "descend": (0, 1),
+}
+#: the persistent kernel's own neighbourhood (full mode), around its default
+PERSISTENT_AXES: dict[str, tuple[int, ...]] = {
+    "interleave": (0, 1),
+    "descend": (0, 1),
+    "min_blocks": (1, 2, 3, 4, 8),
+    "stages": (2, 3),
+    "kv_tile": (32, 64),
 }
 AXES_F32: dict[str, tuple[int, ...]] = {
     "f32_threads": (32, 64, 128, 256),
@@ -76,7 +92,8 @@ AXES_F32: dict[str, tuple[int, ...]] = {
 def label(p: FlashParams, fp16: bool = True) -> str:
     """Short name of a candidate, e.g. ``t128 mb4 kv64 s1 q1 h1``."""
     if fp16:
-        return f"t{32 * p.warps} mb{p.min_blocks} kv{p.kv_tile} s{p.stages} q{p.q_regs} h{p.heads_per_block}"
+        name = f"t{32 * p.warps} mb{p.min_blocks} kv{p.kv_tile} s{p.stages} q{p.q_regs} h{p.heads_per_block}"
+        return name + (" v2" if p.persistent else "")
     return f"t{p.f32_threads} mb{p.min_blocks} kv{p.kv_tile}"
 
 
@@ -92,6 +109,12 @@ def why_filtered(p: FlashParams, depth: int, fp16: bool, seq: int = SEQ) -> str 
         return f"Q in registers: {depth // 2} more registers per lane past depth 128 spill"
     if p.kv_tile * depth > 64 * 128:
         return f"kv_tile {p.kv_tile} x depth {depth}: S fragments + O accumulators exceed the registers"
+    if not p.persistent and (p.interleave, p.descend) != (FlashParams.interleave, FlashParams.descend):
+        return "interleave / descend order the persistent kernel's pairs: no effect on the one-shot kernel"
+    if p.persistent:  # a block walks many pairs: every stage count has work to prefetch
+        if p.heads_per_block > 1:
+            return "persistent blocks walk (position, head) pairs: heads_per_block has no effect"
+        return None
     items = p.heads_per_block * -(-seq // p.kv_tile)
     if p.stages > 1 and items < 2:
         return "one work item per block: nothing for extra stages to prefetch"
@@ -103,16 +126,28 @@ def why_filtered(p: FlashParams, depth: int, fp16: bool, seq: int = SEQ) -> str 
 
 
 def enumerate_configs(
-    default: FlashParams, depth: int, fp16: bool, quick: bool, seq: int = SEQ
+    default: FlashParams,
+    depth: int,
+    fp16: bool,
+    quick: bool,
+    seq: int = SEQ,
+    other: FlashParams | None = None,
 ) -> tuple[list[FlashParams], list[tuple[FlashParams, str]]]:
     """``(candidates, filtered)``: the default first, then the sweep, without duplicates;
-    ``filtered`` lists the generated configurations ``why_filtered`` rejected, with the reason."""
+    ``filtered`` lists the generated configurations ``why_filtered`` rejected, with the reason.
+    ``other``: the other f16 kernel's default (``flash=v1`` / ``v2``: ``tuning.default_params``
+    with ``persistent`` flipped), measured second, with (full mode) its own neighbourhood."""
     axes = AXES_F16 if fp16 else AXES_F32
     wanted: list[FlashParams] = [default]
+    if fp16 and other is not None:
+        wanted.append(other)
     if quick:
         if fp16:
             wanted += [
-                replace(default, warps=2),
+                # the persistent kernel's pair order, or the one-shot kernel's 32-row blocks
+                replace(default, interleave=1 - default.interleave)
+                if default.persistent
+                else replace(default, warps=2),
                 replace(default, min_blocks=min(8, default.min_blocks * 2)),
                 replace(default, min_blocks=max(1, default.min_blocks // 2)),
                 replace(default, q_regs=1 - default.q_regs),
@@ -130,6 +165,10 @@ def enumerate_configs(
         if fp16:  # tiles smaller than the sequence, with prefetch; two heads per block
             wanted += [replace(default, kv_tile=kv, stages=s) for kv, s in ((16, 2), (16, 4), (32, 2))]
             wanted += [replace(default, heads_per_block=2, stages=2)]
+            persistent = default if default.persistent else other
+            if persistent is not None and persistent.persistent:
+                for axis, values in PERSISTENT_AXES.items():
+                    wanted += [replace(persistent, **{axis: v}) for v in values]
     out: list[FlashParams] = []
     filtered: list[tuple[FlashParams, str]] = []
     seen: set[FlashParams] = set()
@@ -331,15 +370,24 @@ def _run(args: argparse.Namespace, target: JsonTarget) -> int:
         if not gpu.flash_choice.is_flash or gpu.flash_choice.params is None:
             raise UsageError(f"flash attention is not available here: {gpu.flash_choice.reason}")
         default = gpu.flash_choice.params
-        candidates, filtered = enumerate_configs(default, network.depth, fp16, args.quick)
+        other = None
+        if fp16:  # the other kernel (flash=v1 / v2) with its own defaults
+            other, _ = default_params(
+                network.depth, backend.platform.info.arch, SEQ, persistent=1 - default.persistent
+            )
+        candidates, filtered = enumerate_configs(default, network.depth, fp16, args.quick, other=other)
         history = PositionHistory.from_fen(None)
         fmt = backend.info.input_format
         key = GpuBackend.tune_key(backend.platform.info.name, backend.platform.info.arch, network, fp16)
-        want = AttentionKernel.FLASH_MMA if fp16 else AttentionKernel.FLASH_SIMT
+        want = (
+            (AttentionKernel.FLASH_MMA, AttentionKernel.FLASH_MMA_PERSISTENT)
+            if fp16
+            else (AttentionKernel.FLASH_SIMT,)
+        )
 
         def measure(p: FlashParams) -> Measurement:
             choice = gpu.set_flash_overrides(overrides_of(p, fp16))
-            if choice.kernel is not want:
+            if choice.kernel not in want:
                 raise SkipConfig(choice.reason)
             runs: dict[int, list[float]] = {}
             try:

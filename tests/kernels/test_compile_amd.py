@@ -50,6 +50,18 @@ def _define(defines: list[str], name: str) -> int | None:
     return next((int(d.split("=")[1]) for d in defines if d.startswith(f"-D{name}=")), None)
 
 
+def _persistent_options(arch: str) -> list[str]:
+    from lc0py.backends.gpu.kernels import AttentionKernel, choose_attention
+    from lc0py.gpu.compile_cache import define_options
+    from lc0py.gpu.platform import mma_scratch_elems
+
+    scratch = mma_scratch_elems("amd", arch)
+    ch = choose_attention(depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=SHARED_OPTIN,
+                          overrides={"persistent": 1}, scratch_per_warp=scratch)
+    assert ch.kernel is AttentionKernel.FLASH_MMA_PERSISTENT and ch.params is not None, ch.reason
+    return list(define_options(ch.params.defines(32, fp16=True, bias_f32=False, scratch_per_warp=scratch)))
+
+
 def _jobs() -> list[Any]:
     jobs: list[Any] = [(f"tile_check-{a}", TILE_CHECK, a, []) for a in ARCHS]
     jobs.append(("tile_check-nodpp-gfx1100", TILE_CHECK, "gfx1100", ["-DLC0_AMD_NO_DPP"]))
@@ -70,6 +82,10 @@ def _jobs() -> list[Any]:
                 others if source == "flash_attention.hip" and "-DLC0_FP16=1" in options else []
             )
             jobs += [(f"{vid}-{a}", KERNELS / source, a, list(options)) for a in targets]
+    # The persistent flash kernel (flash=v2): opt-in on AMD, so the backend's default build above
+    # does not ask for it; compiled as choose_attention gives it when forced.
+    jobs += [(f"flash_attention-v2-d32-fp16-{a}", KERNELS / "flash_attention.hip", a, _persistent_options(a))
+             for a in ARCHS]
     # A kernel file the backend does not build (yet) must still compile with its defaults.
     for src in sorted(KERNELS.glob("*.hip")):
         if src.name not in covered:

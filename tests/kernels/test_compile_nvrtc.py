@@ -28,9 +28,19 @@ def _compile(source: str, defines: dict[str, int], arch: str) -> bytes:
 def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     cases = []
     for depth in (32, 64, 96, 128):
-        p, _ = default_params(depth, "sm_90")
+        p, _ = default_params(depth, "sm_90")  # the persistent kernel (flash=v2)
+        assert p.persistent
         cases.append((f"f16-d{depth}-default", p.defines(depth, fp16=True, bias_f32=False)))
         cases.append((f"f32-d{depth}-default", p.defines(depth, fp16=False, bias_f32=True)))
+        v1, _ = default_params(depth, "sm_90", persistent=0)  # the one-shot kernel (flash=v1)
+        cases.append((f"f16-d{depth}-v1-default", v1.defines(depth, fp16=True, bias_f32=False)))
+    # the persistent kernel's tuner neighbours: 3 stages, 2 tiles per pair, 32-row blocks, d > 128
+    v2_s3 = FlashParams(stages=3, min_blocks=3, persistent=1)
+    cases.append(("f16-d32-v2-s3", v2_s3.defines(32, True, False)))
+    v2_w2 = FlashParams(warps=2, kv_tile=32, stages=2, persistent=1, interleave=0)
+    cases.append(("f16-d64-v2-kv32-w2", v2_w2.defines(64, True, False)))
+    v2_256, _ = default_params(256, "sm_90")
+    cases.append(("f16-d256-v2", v2_256.defines(256, fp16=True, bias_f32=False)))
     odd = FlashParams(warps=2, kv_tile=32, stages=2, q_regs=0, min_blocks=2)
     cases.append(("f16-d64-w2-kv32-s2-noqregs", odd.defines(64, fp16=True, bias_f32=False)))
     cases.append(("f16-d48-biasf32", FlashParams().defines(48, fp16=True, bias_f32=True)))
@@ -44,12 +54,14 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     )
     # lc0py.attention's general entry (attention_f16): causal or not, depths up to 256
     for depth, causal in ((64, 0), (128, 1), (256, 1)):
-        gp, _ = default_params(depth, "sm_90", seq=1024)
+        gp, _ = default_params(depth, "sm_90", seq=1024, persistent=0)
         gen = {**gp.defines(depth, fp16=True, bias_f32=False), "LC0_FA_GENERAL": 1, "LC0_FA_CAUSAL": causal}
         cases.append((f"f16-general-d{depth}-causal{causal}", gen))
     # the scalar reference branch needs a_from_c scratch on NVIDIA too (256 fp16 per warp)
     scalar = FlashParams().defines(32, fp16=True, bias_f32=False, scratch_per_warp=256)
     cases.append(("f16-d32-scalar-mma", {**scalar, "LC0_MMA_SCALAR": 1}))
+    scalar_v2 = FlashParams(stages=2, persistent=1).defines(32, True, False, scratch_per_warp=256)
+    cases.append(("f16-d32-scalar-mma-v2", {**scalar_v2, "LC0_MMA_SCALAR": 1}))
     return cases
 
 
@@ -116,6 +128,8 @@ def test_compile_error_carries_log() -> None:
         ("shared-memory size (f16)", {"LC0_FA_SMEM_BYTES": 16}),
         ("mma scratch (f16)", {"LC0_FA_SCRATCH_ELEMS": 256}),
         ("shared-memory size (f32)", {"LC0_FP16": 0, "LC0_FA_SMEM_BYTES": 16}),
+        # the persistent kernel keeps a Q buffer per pair in flight: the one-shot size is wrong for it
+        ("shared-memory size (persistent)", {"LC0_FA_PERSIST": 1, "LC0_FA_STAGES": 2}),
     ],
 )
 def test_host_layout_drift_fails_the_compile(what: str, change: dict[str, int]) -> None:

@@ -11,7 +11,8 @@ The same emulator then runs the real ``kernels/flash_attention.hip`` (fp16, mma.
 on whole blocks -- several waves, ``__syncthreads``, dynamic shared memory -- with the parameter
 sets the backend picks for gfx1100/gfx90a, and compares it with float64 numpy attention
 (smolgen bias, Q/V biases, a partial last tile, two KV tiles for the online-softmax rescale, a
-block walking two heads with cross-head prefetch).
+block walking two heads with cross-head prefetch, and the persistent kernel of ``flash=v2``:
+blocks walking uneven ranges of (position, head) pairs across positions, some with none).
 
 What this cannot show: the hardware itself disagreeing with its documentation, compiler
 code generation for AMD (test_compile_amd.py covers compilation), timing.
@@ -64,13 +65,35 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
                 64, True, False, scratch
             ),
         }
+        # flash=v2: the persistent kernel as the backend picks it when forced (pairs interleaved
+        # over the blocks), and a 3-stage ring over 2 KV tiles per pair (Q buffers rotate with the
+        # pairs in flight) with contiguous ranges of pairs walked from the last position down
+        v2 = choose_attention(
+            depth=32, seq=64, fp16=True, vendor="amd", arch=arch, shared_optin=65536,
+            scratch_per_warp=scratch, overrides={"persistent": 1},
+        )
+        assert v2.params is not None and v2.params.persistent == 1, v2.reason
+        variants["d32-persist"] = v2.params.defines(32, True, False, scratch)
+        assert v2.params.interleave == 1
+        contiguous = FlashParams(kv_tile=32, stages=3, persistent=1, interleave=0, descend=1)
+        variants["d64-kv32-s3-persist"] = contiguous.defines(64, True, False, scratch)
+        # the d=128 default's structure (tuning.PERSISTENT_SHAPES): 2 stages over 2 KV tiles per pair
+        variants["d64-kv32-s2-persist"] = FlashParams(kv_tile=32, stages=2, persistent=1, descend=1).defines(
+            64, True, False, scratch
+        )
         for vid, defines in variants.items():
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h
-            if emu != "wmma" and vid == "d64-kv16-s4-hpb2":
+            if emu != "wmma" and vid in ("d64-kv16-s4-hpb2", "d64-kv32-s3-persist", "d64-kv32-s2-persist"):
                 continue  # CI time: the stage rotation is the same code on every branch
             flags = [f"-DEMU_{emu.upper()}", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
             out.append((f"flash-{emu}-{vid}", flags))
+    # mma.h's scalar branch (the oracle the hardware branches are held to) under both grids, on a
+    # 32-lane wave: plain fp32 FMAs through the same body, with its 256-element a_from_c scratch
+    for vid, params in (("d32-default", FlashParams()), ("d32-persist", FlashParams(stages=2, persistent=1))):
+        defines = params.defines(32, True, False, scratch_per_warp=256)
+        flags = ["-DEMU_WMMA", "-DLC0_MMA_SCALAR=1", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+        out.append((f"flash-scalar-{vid}", flags))
     return out
 
 
@@ -150,14 +173,18 @@ def test_flash_attention_on_emulated_amd(
     for name, a in arrays.items():
         a.tofile(tmp_path / f"{name}.bin")
     scale = 1.0 / float(np.sqrt(depth))
+    # persistent kernel: 4 blocks over the 6 pairs (ranges of 1 and 2, crossing positions), or 7
+    # (one block without a pair)
+    blocks = ["4" if seq == 64 else "7"] if "persist" in cid else []
     run = subprocess.run(
-        [str(emulator_binaries[cid]), str(batch), str(seq), str(heads), str(scale), str(tmp_path)],
+        [str(emulator_binaries[cid]), str(batch), str(seq), str(heads), str(scale), str(tmp_path), *blocks],
         capture_output=True,
         text=True,
         timeout=120,
     )
     print(run.stdout)
     assert run.returncode == 0, f"{cid}:\n{run.stdout}{run.stderr}"
+    assert ("branch scalar," in run.stdout) == ("scalar" in cid), run.stdout
     out = np.fromfile(tmp_path / "o.bin", np.float16).reshape(batch, seq, dm).astype(np.float64)
     g_natural = arrays["g"].astype(np.float64) / (LOG2E if _bias_prescaled() else 1.0)
     ref = _attention_reference(arrays["qkv"], g_natural, arrays["bq"], arrays["bv"], heads, scale)

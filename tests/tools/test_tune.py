@@ -42,17 +42,45 @@ def test_candidates_are_valid_distinct_and_sized(depth: int, quick: bool) -> Non
     cands, filtered = enumerate_configs(default, depth, fp16=True, quick=quick)
     assert cands[0] == default and len(set(cands)) == len(cands)
     assert (4 <= len(cands) <= 5) if quick else len(cands) >= 15
-    for p in cands:  # every candidate is a kernel the backend accepts on an H100
+    for p in cands:  # every candidate is a kernel the backend accepts on an H100 (v1 or v2, as asked)
         ch = choose_attention(depth=depth, seq=64, fp16=True, overrides=tune.overrides_of(p, True), **H100)
-        assert ch.kernel is AttentionKernel.FLASH_MMA, (p, ch.reason)
+        want = AttentionKernel.FLASH_MMA_PERSISTENT if p.persistent else AttentionKernel.FLASH_MMA
+        assert ch.kernel is want, (p, ch.reason)
         assert why_filtered(p, depth, True) is None or p == default
     if not quick:  # the sweep covers every value of every axis the depth allows
         assert {p.warps for p in cands} == {2, 4, 8}
-        assert {p.min_blocks for p in cands} == {1, 2, 4, 8}
+        assert {p.min_blocks for p in cands} >= {1, 2, 4, 8}
         assert {p.kv_tile for p in cands} == {16, 32, 64}
-        assert {p.stages for p in cands} == {1, 2, 4}
+        assert {p.stages for p in cands} >= {1, 2, 4}
         assert {p.q_regs for p in cands} == {0, 1}
         assert all(why for _, why in filtered)
+
+
+@pytest.mark.parametrize("depth", [32, 64, 96, 128])
+@pytest.mark.parametrize("quick", [True, False])
+def test_both_kernels_are_candidates(depth: int, quick: bool) -> None:
+    """The tuner measures flash=v1 against flash=v2 (each with its own defaults) in every mode, so
+    a saved winner can pick either kernel; the persistent kernel gets its own neighbourhood."""
+    v2, _ = default_params(depth, "sm_90")
+    v1, _ = default_params(depth, "sm_90", persistent=0)
+    assert v2.persistent == 1 and v1.persistent == 0
+    cands, _ = enumerate_configs(v2, depth, fp16=True, quick=quick, other=v1)
+    assert cands[:2] == [v2, v1]
+    assert tune.overrides_of(v1, True)["persistent"] == 0 and tune.overrides_of(v2, True)["persistent"] == 1
+    for p in cands:
+        ch = choose_attention(depth=depth, seq=64, fp16=True, overrides=tune.overrides_of(p, True), **H100)
+        assert ch.is_flash and (ch.kernel is AttentionKernel.FLASH_MMA_PERSISTENT) == bool(p.persistent), p
+    if not quick:
+        persistent = [p for p in cands if p.persistent]
+        assert {p.min_blocks for p in persistent} >= {1, 2, 3, 4, 8}
+        assert {p.stages for p in persistent} >= {2, 3}
+    assert {p.interleave for p in cands if p.persistent} == {0, 1}  # both pair orders, in every mode
+    assert "no effect" in (why_filtered(replace(v1, interleave=0), depth, True) or "")
+    assert "no effect" in (why_filtered(replace(v1, descend=1), depth, True) or "")
+    if not quick:
+        assert {p.descend for p in cands if p.persistent} == {0, 1}
+    assert "heads_per_block" in (why_filtered(replace(v2, heads_per_block=2), depth, True) or "")
+    assert why_filtered(replace(v2, stages=3), depth, True) is None  # many pairs per block: no item limit
 
 
 def test_filter_by_depth() -> None:
@@ -251,3 +279,23 @@ def test_tune_refuses_a_residual_net_before_any_device_work(
     assert main(["tune", "--weights", str(net), "--backend", "cuda", "--batches", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "residual" in err[0] and str(net) in err[0], err
+
+
+def test_tuned_winner_of_the_other_kernel_is_not_mixed_in(
+    tuned_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flash=v1 / v2 force a kernel: a saved winner measured on the other one is not merged (its
+    stages and blocks per SM were chosen for that kernel); with flash=on the tuner's choice stands."""
+    key = TuneKey("NVIDIA H100 80GB HBM3", "sm_90", 24, 32, "fp16")
+    save_tuned(key, FlashParams(stages=3, min_blocks=3, persistent=1))
+    b, kw = _fake_backend(monkeypatch, "")
+    assert kw["options"].flash_overrides["persistent"] == 1 and kw["options"].flash_overrides["stages"] == 3
+    b, kw = _fake_backend(monkeypatch, "flash=v2")
+    assert kw["options"].flash_overrides["stages"] == 3 and b.tuned_from
+    b, kw = _fake_backend(monkeypatch, "flash=v1")
+    assert kw["options"].flash_overrides == {"persistent": 0} and b.tuned_from is None
+    save_tuned(key, FlashParams(warps=2, persistent=0))  # the tuner picked the one-shot kernel
+    b, kw = _fake_backend(monkeypatch, "")
+    assert kw["options"].flash_overrides["persistent"] == 0 and kw["options"].flash_overrides["warps"] == 2
+    b, kw = _fake_backend(monkeypatch, "attn_persistent=1")
+    assert kw["options"].flash_overrides == {"persistent": 1} and b.tuned_from is None

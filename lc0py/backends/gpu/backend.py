@@ -1,7 +1,8 @@
 """The GPU backends (``cuda``, ``cuda-fp16``, ``cuda-fp8``, ``gpu``, ``rocm``, ``rocm-fp16``) on
 ``GpuNetwork``.
 
-``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
+``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback; ``v1`` /
+                              ``v2``: the one-shot / the persistent kernel (default: v2 on sm_90)
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device index
@@ -33,7 +34,8 @@
 ``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
-                              ``attn_f32_threads``; see ``tuning.FlashParams``)
+                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``, ...;
+                              see ``tuning.FlashParams``)
 
 The fusions' defaults follow one measurement (backendbench T82 cuda-fp16, nps ratio to every
 fusion off; one H100, 2026-11-28, tree 2663f8d; the lead commits the run's output under
@@ -123,10 +125,16 @@ class GpuBackend(BackendBase):
             info = self.platform.info
             key = self.tune_key(info.name, info.arch, cast(Network, network), fp16)
             found = load_tuned(key)
+            explicit = opts.flash_overrides
+            if found is not None and explicit.get("persistent", found[0].get("persistent")) != found[0].get(
+                "persistent"
+            ):
+                log.info("tuned parameters %s: the other flash kernel (flash=v1/v2), not used", found[1])
+                found = None
             if found is not None:
                 tuned, path = found
                 self.tuned_from = str(path)
-                opts = opts.with_flash_overrides({**tuned, **opts.flash_overrides})  # explicit attn_* win
+                opts = opts.with_flash_overrides({**tuned, **explicit})  # explicit attn_* win
         #: the options this backend runs with (a tuned winner's flash parameters merged in)
         self.options = opts
         try:

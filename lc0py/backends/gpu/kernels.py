@@ -19,7 +19,8 @@ MAX_F32_DEPTH = 128  # the SIMT kernel keeps a d-float accumulator row per threa
 
 
 class AttentionKernel(enum.Enum):
-    FLASH_MMA = "flash_attention_f16"  # tensor cores (mma.h), fp16 storage
+    FLASH_MMA = "flash_attention_f16"  # tensor cores (mma.h), fp16 storage (flash=v1)
+    FLASH_MMA_PERSISTENT = "flash_attention_persistent_f16"  # the same body, persistent blocks (flash=v2)
     FLASH_SIMT = "flash_attention_f32"  # fp32 FMAs, fp32 storage
     FALLBACK = "fallback"  # batched GEMMs + softmax_bias kernel
 
@@ -51,14 +52,16 @@ def choose_attention(
     """Pick the attention kernel for head ``depth``, sequence ``seq`` and storage precision.
 
     ``shared_optin`` is the device's largest dynamic shared memory per block; ``overrides`` are
-    ``FlashParams`` fields from ``--backend-opts`` (``attn_warps=...``).
+    ``FlashParams`` fields from ``--backend-opts`` (``attn_warps=...``). Which f16 kernel: the
+    persistent one (``flash=v2``) where ``overrides`` says ``persistent=1`` or, without a word
+    from them, on ``tuning.PERSISTENT_ARCHS`` (sm_90); else the one-shot blocks (``flash=v1``).
     """
     fallback = AttentionKernel.FALLBACK
     if not flash:
         return AttentionChoice(fallback, None, "flash attention disabled (flash=off)")
     if seq < 1:
         return AttentionChoice(fallback, None, f"sequence length {seq} < 1")
-    params, why = default_params(depth, arch, seq)
+    params, why = default_params(depth, arch, seq, persistent=(overrides or {}).get("persistent"))
     try:
         params = apply_overrides(params, overrides or {})
     except KeyError as exc:
@@ -77,7 +80,7 @@ def choose_attention(
             return AttentionChoice(fallback, None, f"kv_tile {params.kv_tile} is not a multiple of 16")
         if not 1 <= params.stages <= 8 or params.warps < 1 or params.warps > 16 or params.heads_per_block < 1:
             return AttentionChoice(fallback, None, f"bad flash parameters {params}")
-        kernel = AttentionKernel.FLASH_MMA
+        kernel = AttentionKernel.FLASH_MMA_PERSISTENT if params.persistent else AttentionKernel.FLASH_MMA
     else:
         if depth > MAX_F32_DEPTH or depth < 1:
             return AttentionChoice(
@@ -96,12 +99,36 @@ def choose_attention(
     return AttentionChoice(kernel, params, why)
 
 
+def blocks_per_sm(params: FlashParams, shared_bytes: int, shared_optin: int, vendor: str = "nvidia") -> int:
+    """How many persistent blocks one multiprocessor holds: the occupancy target
+    (``min_blocks``, which ``__launch_bounds__`` makes the register budget honour), capped by
+    shared memory. NVIDIA: an SM has the per-block opt-in limit + 1 KiB, and each block also
+    reserves 1 KiB (H100: 228 KiB; 4 blocks of 48 KiB); AMD: the LDS the opt-in limit names."""
+    reserve = 1024 if vendor == "nvidia" else 0
+    fit = (shared_optin + reserve) // max(1, shared_bytes + reserve)
+    return max(1, min(params.min_blocks, fit))
+
+
 def flash_grid(
-    seq: int, heads: int, batch: int, params: FlashParams, fp16: bool, warp_size: int = 32
+    seq: int,
+    heads: int,
+    batch: int,
+    params: FlashParams,
+    fp16: bool,
+    warp_size: int = 32,
+    *,
+    sm_count: int = 0,
+    resident: int = 1,
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """``(grid, block)`` of a flash launch: x = query-row blocks, y = head (groups of
-    ``heads_per_block`` for f16), z = batch."""
+    ``heads_per_block`` for f16), z = batch. The persistent f16 kernel: y = min(positions x heads,
+    ``sm_count`` x ``resident`` blocks per SM) blocks, each walking its share of the pairs, z = 1
+    (one wave: a block per resident slot, none waiting for another to retire)."""
     rows = params.rows if fp16 else params.f32_threads
     threads = params.warps * warp_size if fp16 else params.f32_threads
+    x = (seq + rows - 1) // rows
+    if fp16 and params.persistent:
+        slots = max(1, sm_count * resident // x)
+        return (x, max(1, min(batch * heads, slots)), 1), (threads, 1, 1)
     hpb = params.heads_per_block if fp16 else 1
-    return ((seq + rows - 1) // rows, (heads + hpb - 1) // hpb, batch), (threads, 1, 1)
+    return (x, (heads + hpb - 1) // hpb, batch), (threads, 1, 1)

@@ -30,7 +30,13 @@ import math
 from collections.abc import Callable
 
 from lc0py.backends.gpu.fusions import NO_FUSIONS, Fusions
-from lc0py.backends.gpu.kernels import AttentionChoice, AttentionKernel, choose_attention, flash_grid
+from lc0py.backends.gpu.kernels import (
+    AttentionChoice,
+    AttentionKernel,
+    blocks_per_sm,
+    choose_attention,
+    flash_grid,
+)
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
     LOG2E,
@@ -196,6 +202,7 @@ class Attention:
         ops, s, ch = self.ops, self.s, self.choice
         self.k_flash: int | None = None
         self.smem = 0
+        self.resident = 1  # persistent kernel: blocks per multiprocessor
         if ch.is_flash:
             assert ch.params is not None
             scratch = ops.p.info.mma_scratch_elems
@@ -205,6 +212,10 @@ class Attention:
                 )
                 self.k_flash = self.cache.function("flash_attention.hip", ch.kernel.value, defines)
                 self.smem = ch.params.shared_bytes(s.depth, ops.fp16, not ops.fp16, scratch)
+                info = ops.p.info
+                self.resident = blocks_per_sm(
+                    ch.params, self.smem, info.shared_mem_per_block_optin, info.vendor
+                )
                 ops.p.set_max_dynamic_shared(self.k_flash, self.smem)
             except Lc0pyError as exc:
                 self.choice = AttentionChoice(
@@ -235,7 +246,12 @@ class Attention:
         scale = 1.0 / math.sqrt(s.depth)
         if flash and self.k_flash is not None:
             assert self.choice.params is not None
-            grid, block = flash_grid(SEQ, s.H, bsz, self.choice.params, ops.fp16, ops.p.info.warp_size)
+            info = ops.p.info
+            grid, block = flash_grid(
+                SEQ, s.H, bsz, self.choice.params, ops.fp16, info.warp_size,
+                sm_count=info.sm_count, resident=self.resident,
+            )
+            persistent = self.choice.kernel is AttentionKernel.FLASH_MMA_PERSISTENT
             ops.p.launch(
                 self.k_flash,
                 grid,
@@ -255,6 +271,7 @@ class Attention:
                     I(SEQ),
                     I(s.H),
                     F(scale),
+                    *([I(bsz)] if persistent else []),
                 ],
             )
             return

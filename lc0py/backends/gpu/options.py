@@ -7,7 +7,10 @@ refused with the known ones). The record then travels, unchanged, from ``GpuBack
 nothing below the backend reads option text or sets option flags on other objects.
 
 =================== ========= ==============================================================
-``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback
+``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback; ``v1`` /
+                              ``v2`` force the one-shot / the persistent kernel (``on``, ``auto``:
+                              v2 on sm_90, v1 elsewhere, or what ``lc0py tune`` saved); the same as
+                              ``attn_persistent=0|1``
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device ordinal (lc0's name), checked against the devices present
@@ -55,7 +58,9 @@ nothing below the backend reads option text or sets option flags on other object
                               (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
-                              ``attn_f32_threads``, ``attn_heads_per_block``; ``tuning.FlashParams``)
+                              ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``,
+                              ``attn_interleave``, ``attn_descend``;
+                              ``tuning.FlashParams``)
 =================== ========= ==============================================================
 
 (The policy behind ``auto``: ``residual_kernels.py`` and ``fusions.py``; measurements:
@@ -147,6 +152,28 @@ def precision_value(key: str, value: str) -> str:
     return text
 
 
+#: ``flash=`` values: name -> (flash on, ``FlashParams.persistent`` forced or None = automatic)
+FLASH_VALUES: dict[str, tuple[bool, int | None]] = {
+    "auto": (True, None),
+    "v1": (True, 0),
+    "v2": (True, 1),
+}
+
+
+def flash_value(key: str, value: str) -> tuple[bool, int | None]:
+    """``flash=on|off|auto|v1|v2`` (and lc0's other on/off spellings) -> (on, persistent or None)."""
+    text = value.strip().lower()
+    if text in FLASH_VALUES:
+        return FLASH_VALUES[text]
+    try:
+        return to_bool(key, value), None
+    except BackendOptionError:
+        raise BackendOptionError(
+            f"--backend-opts: {key}='{value}' is not one of on, off, auto, v1 (one-shot kernel), "
+            "v2 (persistent kernel)"
+        ) from None
+
+
 def flash_param(key: str, value: str) -> int:
     """``attn_<field>=N``: an integer the flash kernel accepts (``tuning.PARAM_LIMITS``)."""
     try:
@@ -200,8 +227,21 @@ class GpuOptions:
     def parse(cls, options: BackendOptions) -> GpuOptions:
         """Take every GPU option from ``options`` and refuse what is left (an unknown name)."""
         take = options.take
+        flash, persistent = take("flash", (True, None), flash_value)
+        attn = {
+            field: value
+            for field in OVERRIDABLE
+            if (value := take(f"attn_{field}", None, flash_param)) is not None
+        }
+        if persistent is not None:
+            if attn.get("persistent", persistent) != persistent:
+                raise BackendOptionError(
+                    f"--backend-opts: flash=v{persistent + 1} and attn_persistent={attn['persistent']} "
+                    "ask for different kernels"
+                )
+            attn["persistent"] = persistent
         record = cls(
-            flash=take("flash", True),
+            flash=flash,
             graphs=take("graphs", True),
             max_batch=take("max_batch", 256, lo=1, hi=MAX_BATCH_LIMIT),
             gpu=take("gpu", 0, lo=0),
@@ -223,13 +263,7 @@ class GpuOptions:
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),
-            attn=tuple(
-                sorted(
-                    (field, value)
-                    for field in OVERRIDABLE
-                    if (value := take(f"attn_{field}", None, flash_param)) is not None
-                )
-            ),
+            attn=tuple(sorted(attn.items())),
         )
         options.finish(KNOWN_OPTIONS)
         return record

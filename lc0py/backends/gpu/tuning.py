@@ -37,6 +37,16 @@ class FlashParams:
     min_blocks: int = 1  # __launch_bounds__ occupancy target (blocks per SM)
     f32_threads: int = 64  # f32: query rows (= threads) per block
     heads_per_block: int = 1  # f16: heads one block walks through (needs stages=2 to overlap)
+    #: f16: 1 = the persistent kernel (``flash=v2``, ``flash_attention_persistent_f16``): about
+    #: SMs x min_blocks blocks, each walking a range of (position, head) pairs with the stage ring
+    #: running across them; 0 = one block per (row block, head group, position) (``flash=v1``)
+    persistent: int = 0
+    #: persistent kernel: 1 = block y takes pairs y, y+Y, ... (the blocks in step read neighbouring
+    #: heads of the same positions: whole token rows, as the one-shot grid); 0 = a contiguous range
+    interleave: int = 1
+    #: persistent kernel: 1 = walk the pairs from the last position down (the smolgen bias the
+    #: previous GEMM wrote last, likely still in L2, is read first); 0 = from position 0 up
+    descend: int = 0
 
     @property
     def rows(self) -> int:
@@ -58,6 +68,9 @@ class FlashParams:
             "LC0_FA_BIAS_F32": int(bias_f32),
             "LC0_FA32_THREADS": self.f32_threads,
             "LC0_FA_HEADS": self.heads_per_block,
+            "LC0_FA_PERSIST": self.persistent if fp16 else 0,
+            "LC0_FA_INTERLEAVE": self.interleave,
+            "LC0_FA_DESCEND": self.descend,
             "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
             "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
@@ -70,7 +83,8 @@ class FlashParams:
             pq = depth + 8
             pg = self.kv_tile + 16 // gsize
             # Q buffers: one per head in flight (kernel's Q_BUFS)
-            q_bufs = (self.stages if self.stages > 2 else 2) if self.heads_per_block > 1 else 1
+            walks = self.heads_per_block > 1 or self.persistent
+            q_bufs = (self.stages if self.stages > 2 else 2) if walks else 1
             q = self.rows * pq * 2 * q_bufs
             stage = 2 * self.kv_tile * pq * 2 + self.rows * pg * gsize
             return q + self.stages * stage + self.warps * scratch_per_warp * 2
@@ -93,8 +107,44 @@ Q_IN_REGISTERS: tuple[tuple[int, int, int, str], ...] = (
 )
 
 
-def default_params(depth: int, arch: str, seq: int = 64) -> tuple[FlashParams, str]:
-    """``(params, reason)`` for head depth ``depth`` on ``arch`` ("sm_90", "gfx1100", ...)."""
+#: Archs where the persistent kernel (``flash=v2``) is the default: where it was written for and
+#: is measured (H100/H200); elsewhere ``flash=v2`` or ``attn_persistent=1`` opt in.
+PERSISTENT_ARCHS = ("sm_90", "sm_90a")
+
+#: The persistent kernel's shape per head depth: ``(largest depth, kv_tile, stages, blocks/SM,
+#: reason)``; the first row whose depth is not exceeded wins. Shared memory per block is
+#: 2 Q buffers + 2 stages of (K, V, bias) tiles (``shared_bytes``): at d = 32 48 KiB, so 4 blocks
+#: (16 warps) share an H100 SM's 228 KiB, each with the next pair's ~20 KB of loads in flight
+#: while it computes one (~80 KB per SM: Little's law asks ~35-45 KB for 3 TB/s at 1.5-2 us).
+PERSISTENT_SHAPES: tuple[tuple[int, int, int, int, str], ...] = (
+    (32, 64, 2, 4, "d<=32: 48 KiB/block, 4 blocks/SM, next pair prefetched"),
+    (64, 64, 2, 3, "d<=64: 72 KiB/block, 3 blocks/SM, next pair prefetched"),
+    (96, 64, 2, 2, "d<=96: 96 KiB/block, 2 blocks/SM, next pair prefetched"),
+    (128, 32, 2, 2, "d<=128: 32-key tiles (two per pair) so 2 blocks/SM fit, next tile prefetched"),
+)
+
+
+def default_params(
+    depth: int, arch: str, seq: int = 64, persistent: int | None = None
+) -> tuple[FlashParams, str]:
+    """``(params, reason)`` for head depth ``depth`` on ``arch`` ("sm_90", "gfx1100", ...).
+
+    ``persistent``: 1 / 0 asks for the persistent (``flash=v2``) or the one-shot (``flash=v1``)
+    kernel's defaults; ``None`` takes the persistent one on ``PERSISTENT_ARCHS`` (f16 only: the
+    fp32 SIMT kernel ignores the field)."""
+    if persistent is None:
+        persistent = int(arch in PERSISTENT_ARCHS)
+    if persistent:
+        shape = next((r for r in PERSISTENT_SHAPES if depth <= r[0]), None)
+        if shape is not None:
+            v1, _ = default_params(depth, arch, seq, persistent=0)  # the f32 fields stay v1's
+            _, kv, stages, blocks, why = shape
+            kv = min(kv, max(16, ((seq + 15) // 16) * 16))
+            p = replace(v1, kv_tile=kv, stages=stages, min_blocks=blocks, heads_per_block=1, persistent=1)
+            return p, f"persistent (flash=v2) on {arch}: {why}"
+        if depth <= 256:  # past 128: v1's shape (Q re-read, 32-key tiles, 2 stages), walked persistently
+            v1, why = default_params(depth, arch, seq, persistent=0)
+            return replace(v1, persistent=1), f"persistent (flash=v2) on {arch}: {why}"
     # One block per (position, head) at seq 64: 4 warps x 16 rows = the whole query range, one
     # KV tile = all 64 keys, so K/V/G are read exactly once per head and nothing is re-staged.
     warps = max(1, min(4, (seq + 15) // 16))
@@ -127,6 +177,9 @@ PARAM_LIMITS: dict[str, tuple[int, int, int]] = {
     "min_blocks": (1, 32, 1),
     "f32_threads": (32, 256, 32),
     "heads_per_block": (1, 64, 1),
+    "persistent": (0, 1, 1),
+    "interleave": (0, 1, 1),
+    "descend": (0, 1, 1),
 }
 
 
@@ -160,7 +213,7 @@ def apply_overrides(params: FlashParams, overrides: dict[str, int]) -> FlashPara
 
 # ---- tuned winners (written by ``lc0py tune``, read by the GPU backend) ---------------------------
 ENV_TUNED = "LC0PY_TUNED_DIR"
-TUNED_VERSION = 1
+TUNED_VERSION = 2  # 2: the persistent field (flash=v2); version-1 winners were measured without it
 
 
 @dataclass(frozen=True)

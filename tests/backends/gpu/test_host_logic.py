@@ -18,11 +18,14 @@ from lc0py.gpu.platform import DeviceInfo
 from lc0py.storage.atomic import write_atomically
 
 H100 = dict(vendor="nvidia", arch="sm_90", shared_optin=227 * 1024)
+A100 = dict(vendor="nvidia", arch="sm_80", shared_optin=163 * 1024)
 
 
 @pytest.mark.parametrize("depth", [16, 32, 48, 64, 96, 128, 160, 256])
 def test_flash_supports_every_multiple_of_16(depth: int) -> None:
-    ch = choose_attention(depth=depth, seq=64, fp16=True, **H100)
+    ch = choose_attention(depth=depth, seq=64, fp16=True, **H100)  # sm_90: the persistent kernel
+    assert ch.kernel is AttentionKernel.FLASH_MMA_PERSISTENT, ch.reason
+    ch = choose_attention(depth=depth, seq=64, fp16=True, **A100)
     assert ch.kernel is AttentionKernel.FLASH_MMA, ch.reason
 
 
@@ -51,7 +54,7 @@ def test_fallback_reasons(kw: dict, why: str) -> None:
 def test_fp32_uses_simt_kernel_and_overrides_apply() -> None:
     ch = choose_attention(depth=96, seq=64, fp16=False, **H100)
     assert ch.kernel is AttentionKernel.FLASH_SIMT
-    ch = choose_attention(depth=32, seq=64, fp16=True, overrides={"warps": 2, "min_blocks": 8}, **H100)
+    ch = choose_attention(depth=32, seq=64, fp16=True, overrides={"warps": 2, "min_blocks": 8}, **A100)
     assert ch.params == FlashParams(warps=2, kv_tile=64, stages=1, q_regs=1, min_blocks=8, f32_threads=64)
     grid, block = flash_grid(64, 24, 100, ch.params, fp16=True)
     assert grid == (2, 24, 100) and block == (64, 1, 1)
@@ -59,9 +62,10 @@ def test_fp32_uses_simt_kernel_and_overrides_apply() -> None:
 
 def test_default_params_cover_seq_and_depth() -> None:
     for depth in (32, 64, 96, 128):
-        p, why = default_params(depth, "sm_90")
-        assert p.rows == 64 and p.kv_tile == 64 and p.stages == 1 and why
-    p, _ = default_params(32, "sm_90", seq=200)
+        p, why = default_params(depth, "sm_80")
+        assert p.rows == 64 and p.kv_tile == 64 and p.stages == 1 and not p.persistent and why
+        assert default_params(depth, "sm_90", persistent=0)[0] == p
+    p, _ = default_params(32, "sm_80", seq=200)
     assert p.stages == 2  # several KV tiles: prefetch
     d = p.defines(32, fp16=True, bias_f32=False)
     assert d["LC0_FA_DEPTH"] == 32 and d["LC0_FA_STAGES"] == 2 and d["LC0_FP16"] == 1

@@ -58,7 +58,7 @@ def test_every_option_parses_once_into_a_frozen_hashable_record() -> None:
         ("winograd=maybe", "--backend-opts: winograd='maybe' is not one of on, off, auto"),
         ("se_gates=2", "--backend-opts: se_gates='2' is not one of on, off, auto"),
         ("winograd_staged=yes please", "winograd_staged='yes please' is not one of on, off, auto"),
-        ("flash=fast", "--backend-opts: flash='fast' is not on/off"),
+        ("flash=fast", "--backend-opts: flash='fast' is not one of on, off, auto, v1"),
         ("gpu=-1", "--backend-opts: gpu=-1 is out of range [0, "),
         ("gpu=one", "--backend-opts: gpu='one' is not an integer"),
         ("max_batch=0", "--backend-opts: max_batch=0 is out of range [1, 65536]"),
