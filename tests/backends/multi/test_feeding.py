@@ -373,3 +373,51 @@ def test_a_broken_child_thread_settles_every_part_and_refuses_new_ones() -> None
     with pytest.raises(Lc0pyError, match="closed"):
         feeder.launch_here(_batch(3, 2), OneOutput())
     feeder.close()  # joins: no hang
+
+
+class _HeldLaunch(GatedDevice):
+    """A device whose next launch waits inside ``evaluate_async`` until the test lets it go."""
+
+    def __init__(self, gated: bool) -> None:
+        super().__init__(gated=gated)
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def evaluate_async(self, batch: PlanesBatch) -> _Pending:
+        self.entered.set()
+        assert self.go.wait(HANG_GUARD)  # hang guard only
+        return super().evaluate_async(batch)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("ending", ["close", "broken"])
+def test_a_part_launched_while_the_resolver_ends_still_settles(ending: str) -> None:
+    """A part whose launch is under way when the resolver is told to end (``close`` from
+    another thread, or the resolver broken by an earlier part) reaches the queue behind the end
+    marker: no thread would deliver it and its caller's ``result()`` would wait forever."""
+    from lc0py.backends.multi.feeding import ChildFeeder, OneOutput
+
+    device = _HeldLaunch(gated=ending == "broken")
+    feeder = ChildFeeder("child [0]", device, threading.Lock())  # type: ignore[arg-type]
+    if ending == "broken":  # its gate opens once the next part's launch is under way
+        device.go.set()
+        feeder.launch_here(_batch(3, 0), _BrokenSink())
+        device.go.clear()
+        device.entered.clear()
+    late, batch = OneOutput(), _batch(5, 1)
+    launcher = threading.Thread(target=feeder.launch_here, args=(batch, late))
+    launcher.start()
+    assert device.entered.wait(HANG_GUARD)
+    if ending == "close":
+        feeder.close()  # the resolver ends: the part is not on its queue yet
+    else:
+        _open(device)
+        _wait_for(lambda: not feeder._threads[0].is_alive(), "the resolver broke")
+    device.go.set()
+    _wait_for(lambda: len(device.gates) == (2 if ending == "broken" else 1), "the late launch")
+    _open(device)
+    launcher.join(HANG_GUARD)
+    assert not launcher.is_alive()
+    assert late.done()
+    _same(late.result(), batch)
+    feeder.close()
+
