@@ -18,8 +18,8 @@ Order: each child's parts are launched and resolved in the order they were queue
 handle (``OneOutput``, ``JoinedOutput``) settles when all its parts have, so a caller reading
 results in submission order gets them in that order whatever the children's speeds.
 
-Failures: an exception in a child's ``evaluate_async`` or ``result`` (or a part that does not
-fit its slice) settles that part with one
+Failures: an exception in a child's ``evaluate_async`` or ``result`` (or a part, whole batches
+too, that comes back with another number of rows than it went with) settles that part with one
 ``Lc0pyError`` naming the child; the batch's ``result()`` raises the first failing part's error
 once every part has settled (no part is left running on a buffer the caller might free), and the
 other children go on. ``close`` queues an end marker behind every part already handed over, so
@@ -366,6 +366,8 @@ class ChildFeeder:
                 out = pending.result()
             except BaseException as exc:
                 error = child_error(self.label, exc)
+        if out is not None and error is None and len(out) != rows:  # a whole batch is not copied
+            out, error = None, Lc0pyError(f"{self.label}: returned {len(out)} rows for a part of {rows}")
         t1 = time.perf_counter()
         try:
             sink.deliver(out, error)

@@ -421,3 +421,22 @@ def test_a_part_launched_while_the_resolver_ends_still_settles(ending: str) -> N
     _same(late.result(), batch)
     feeder.close()
 
+
+@pytest.mark.parametrize("mode", ["resolve", "threads"])
+@pytest.mark.parametrize("kind", ["demux", "roundrobin"])
+def test_a_whole_batch_with_the_wrong_rows_is_refused(
+    kind: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that goes whole to one child (roundrobin; demux below one part a child) is handed
+    through as the child gave it: one row short, the search would read past its end."""
+    from lc0py.backends.multi import backends
+
+    monkeypatch.setattr(backends, "CHILD_FEEDING", mode)
+    devices = [GatedDevice(gated=False) for _ in range(2)]
+    devices[0].rows_short = True
+    children = _children(devices)
+    whole = DemuxBackend(children, minimum_split_size=64) if kind == "demux" else RoundRobinBackend(children)
+    with whole as multi:
+        with pytest.raises(Lc0pyError, match=r"^child \[0\]: returned 6 rows for a part of 7$"):
+            multi.evaluate(_batch(7, 0))
+        _same(multi.evaluate(_batch(7, 1)), _batch(7, 1))  # child [1], whole
