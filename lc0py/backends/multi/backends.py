@@ -250,7 +250,7 @@ class MultiplexingBackend(MultiBackend):
         except Lc0pyError as exc:
             for r in taken:
                 r.future.set_exception(exc)
-        except Exception as exc:  # never let a worker die with requests waiting on it
+        except BaseException as exc:  # never let a worker die with requests waiting on it
             err = child_error(child.label, exc)
             for r in taken:
                 r.future.set_exception(err)

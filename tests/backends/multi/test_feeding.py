@@ -440,3 +440,33 @@ def test_a_whole_batch_with_the_wrong_rows_is_refused(
         with pytest.raises(Lc0pyError, match=r"^child \[0\]: returned 6 rows for a part of 7$"):
             multi.evaluate(_batch(7, 0))
         _same(multi.evaluate(_batch(7, 1)), _batch(7, 1))  # child [1], whole
+
+
+class _Exiting(GatedDevice):
+    """A device whose first launch raises ``SystemExit`` (not an ``Exception``)."""
+
+    def evaluate_async(self, batch: PlanesBatch) -> _Pending:
+        if not self.sizes:
+            self.sizes.append(len(batch))
+            raise SystemExit("device gone")
+        return super().evaluate_async(batch)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_multiplexing_worker_outlives_a_base_exception_and_settles_its_requests() -> None:
+    """A worker thread that died of it left its requests' futures unset (their ``result()``
+    waited forever) and nobody to serve the next ones."""
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    device = _Exiting(gated=False)
+    mux = MultiplexingBackend(_children([device]))
+    try:
+        first = mux.evaluate_async(_batch(3, 0))
+        _wait_for(lambda: first.done() or not any(t.is_alive() for t in mux._workers), "the worker")
+        assert first.done()
+        with pytest.raises(Lc0pyError, match=r"^multiplexing: child \[0\]: device gone$"):
+            first.result()
+        second = _batch(4, 1)
+        _same(mux.evaluate_async(second).result(), second)
+    finally:
+        mux.close()
