@@ -63,6 +63,15 @@ def child_error(label: str, exc: BaseException) -> Lc0pyError:
     return Lc0pyError(f"{label}: {text}")
 
 
+def check_rows(label: str, out: NetworkOutput, rows: int) -> NetworkOutput:
+    """``out`` when it has the ``rows`` it was asked for, else one ``Lc0pyError`` naming child
+    ``label``: a short output read as the whole would be read past its end (the search's and
+    bulk-eval's compiled readers do no bounds checks)."""
+    if len(out) != rows:
+        raise Lc0pyError(f"{label}: returned {len(out)} rows for a part of {rows}")
+    return out
+
+
 class PartSink(Protocol):
     """Where a child's thread delivers one part's outputs (or the error in their place)."""
 
@@ -366,8 +375,11 @@ class ChildFeeder:
                 out = pending.result()
             except BaseException as exc:
                 error = child_error(self.label, exc)
-        if out is not None and error is None and len(out) != rows:  # a whole batch is not copied
-            out, error = None, Lc0pyError(f"{self.label}: returned {len(out)} rows for a part of {rows}")
+        if out is not None and error is None:  # a whole batch is handed through, not copied
+            try:
+                check_rows(self.label, out, rows)
+            except Lc0pyError as exc:
+                out, error = None, exc
         t1 = time.perf_counter()
         try:
             sink.deliver(out, error)

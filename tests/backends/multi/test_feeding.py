@@ -470,3 +470,27 @@ def test_a_multiplexing_worker_outlives_a_base_exception_and_settles_its_request
         _same(mux.evaluate_async(second).result(), second)
     finally:
         mux.close()
+
+
+@pytest.mark.parametrize("path", ["submit", "multiplexing", "caller"])
+def test_a_childs_output_with_the_wrong_rows_is_refused_on_every_path(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Child.submit`` handles (bulk-eval feeds each child through them and reduces the rows in
+    place: one short, ``run.wdl[a:b] = out.wdl`` even broadcasts a single row), multiplexing's
+    workers (one short output sliced per request leaves the last request short) and the
+    ``caller`` feeding path: the same one-line error as a resolver thread's."""
+    from lc0py.backends.multi import backends
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    monkeypatch.setattr(backends, "CHILD_FEEDING", "caller")
+    device = GatedDevice(gated=False)
+    device.rows_short = True
+    children = _children([device])
+    multi = MultiplexingBackend(children) if path == "multiplexing" else RoundRobinBackend(children)
+    with multi:
+        with pytest.raises(Lc0pyError, match=r"child \[0\]: returned 1 rows for a part of 2$"):
+            if path == "submit":
+                children[0].submit(_batch(2, 0)).result()
+            else:
+                multi.evaluate(_batch(2, 0))
