@@ -219,6 +219,8 @@ class MultiplexingBackend(MultiBackend):
             raise Lc0pyError("multiplexing: the backend is closed")
         request = _Request(batch)
         with self._ready:
+            if self._closing:  # closed meanwhile: no worker would take it
+                raise Lc0pyError("multiplexing: the backend is closed")
             self._queue.append(request)
             self._ready.notify()
         return ChildHandle(self.name, request.future)

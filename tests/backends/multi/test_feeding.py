@@ -494,3 +494,26 @@ def test_a_childs_output_with_the_wrong_rows_is_refused_on_every_path(
                 children[0].submit(_batch(2, 0)).result()
             else:
                 multi.evaluate(_batch(2, 0))
+
+
+def test_a_multiplexing_request_made_as_the_backend_closes_is_refused_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``close`` from another thread between ``evaluate_async``'s check and its queueing: the
+    workers had ended, so the request queued behind them was never computed (``result()`` waited
+    forever)."""
+    from lc0py.backends.multi import backends
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    mux = MultiplexingBackend(_children([GatedDevice(gated=False)]))
+    real = backends._Request
+
+    def closed_meanwhile(batch: PlanesBatch) -> object:
+        closer = threading.Thread(target=mux.close)
+        closer.start()
+        closer.join(HANG_GUARD)
+        return real(batch)
+
+    monkeypatch.setattr(backends, "_Request", closed_meanwhile)
+    with pytest.raises(Lc0pyError, match="closed"):
+        mux.evaluate_async(_batch(2, 0))
