@@ -23,7 +23,8 @@ resolves the launched batches in order while the first only launches.
 An exception in ``evaluate_async`` or ``result`` is stored in that batch's ``FedOutput`` and
 raised by its ``result()`` on the search thread, as the backend's own would have been; the
 batches behind it are still launched and resolved, so waiting for them
-(``Search._drain_evaluations``) never hangs.
+(``Search._drain_evaluations``) never hangs. A batch handed over after ``close`` is refused
+(``Lc0pyError``) rather than queued behind the end marker, where no thread would ever settle it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import queue
 import threading
 
 from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.errors import Lc0pyError
 
 
 class FedOutput:
@@ -74,6 +76,8 @@ class Feeder:
 
     def __init__(self, backend: Backend, wait_apart: bool = False) -> None:
         self._backend = backend
+        self._closed = False
+        self._closing = threading.Lock()  # ``submit`` and ``close``: nothing queued behind the end
         self._queue: queue.SimpleQueue[tuple[PlanesBatch, FedOutput] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._run, name="lc0py-feed", daemon=True)]
         self._launched: queue.SimpleQueue[_Launched | None] | None = None
@@ -89,9 +93,12 @@ class Feeder:
     def submit(self, planes: PlanesBatch) -> FedOutput:
         """Queue ``planes`` for the backend; returns at once. ``planes`` must stay unchanged until
         the handle is done (the worker's batch buffers do: a batch is reused only after its
-        backup)."""
+        backup). Raises ``Lc0pyError`` after ``close``."""
         handle = FedOutput()
-        self._queue.put((planes, handle))
+        with self._closing:
+            if self._closed:
+                raise Lc0pyError("the feeder is closed: a batch handed over after close is never evaluated")
+            self._queue.put((planes, handle))
         return handle
 
     def _run(self) -> None:
@@ -142,7 +149,10 @@ class Feeder:
 
     def close(self) -> None:
         """End the thread(s) once every batch handed over is resolved (they are waited for)."""
-        self._queue.put(None)
+        with self._closing:
+            if not self._closed:
+                self._closed = True
+                self._queue.put(None)
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join()

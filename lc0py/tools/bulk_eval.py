@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from concurrent.futures import BrokenExecutor
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -166,6 +167,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
+    except BrokenExecutor as exc:  # a reader or writer process killed (the OOM killer): resumable
+        print(
+            f"bulk-eval: a worker process ended ({str(exc).strip() or type(exc).__name__}); every "
+            f"finished chunk is kept in {args.output}: run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     if args.profile and summary.profile:
         print_profile(summary.profile, summary.seconds)
     if args.json:

@@ -14,6 +14,7 @@ import pytest
 
 from lc0py.backends.base import NetworkOutput, PendingOutput, PlanesBatch
 from lc0py.backends.random_backend import RandomBackend
+from lc0py.errors import Lc0pyError
 from lc0py.search import worker as worker_module
 from lc0py.search.feeder import Feeder
 from lc0py.search.params import SearchParams
@@ -106,6 +107,49 @@ def test_an_error_reaches_its_batch_and_the_later_ones_still_resolve(where: str,
         else:
             assert h.result().policy.shape == (4, 1858)
     feeder.close()  # returns: the thread ended
+
+
+class _Raising:
+    """A device whose launch (or whose result) raises ``exc``: not an ``Exception`` either."""
+
+    def __init__(self, exc: type[BaseException], at_launch: bool) -> None:
+        self.exc, self.at_launch = exc, at_launch
+
+    def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
+        if self.at_launch:
+            raise self.exc("launch")
+        done: Future[NetworkOutput] = Future()
+        done.set_exception(self.exc("result"))
+        return done
+
+
+@pytest.mark.parametrize("wait_apart", [False, True])
+@pytest.mark.parametrize("at_launch", [True, False])
+@pytest.mark.parametrize("exc", [SystemExit, KeyboardInterrupt])
+def test_a_base_exception_on_a_feeder_thread_reaches_its_batch(
+    exc: type[BaseException], at_launch: bool, wait_apart: bool
+) -> None:
+    """``SystemExit``/``KeyboardInterrupt`` from the backend settle the batch (raised on the
+    caller's thread), and the threads go on to the next batch and end on close."""
+    rng = np.random.default_rng(4)
+    feeder = Feeder(_Raising(exc, at_launch), wait_apart=wait_apart)  # type: ignore[arg-type]
+    handles = [feeder.submit(_planes(2, rng)) for _ in range(3)]
+    for h in handles:
+        with pytest.raises(exc):
+            h.result()
+    feeder.close()
+    assert not any(t.is_alive() for t in feeder._threads)
+
+
+@pytest.mark.parametrize("wait_apart", [False, True])
+def test_a_batch_handed_over_after_close_is_refused_not_lost(wait_apart: bool) -> None:
+    """Queued behind the end marker it would never be settled, and its ``result()`` would wait
+    forever: it is refused at once instead."""
+    feeder = Feeder(_Device(), wait_apart=wait_apart)  # type: ignore[arg-type]
+    feeder.close()
+    with pytest.raises(Lc0pyError, match="closed"):
+        feeder.submit(_planes(3, np.random.default_rng(5)))
+    feeder.close()  # a second close returns too
 
 
 def test_apart_a_batch_is_launched_while_the_previous_one_is_awaited() -> None:

@@ -219,6 +219,8 @@ class MultiplexingBackend(MultiBackend):
             raise Lc0pyError("multiplexing: the backend is closed")
         request = _Request(batch)
         with self._ready:
+            if self._closing:  # closed meanwhile: no worker would take it
+                raise Lc0pyError("multiplexing: the backend is closed")
             self._queue.append(request)
             self._ready.notify()
         return ChildHandle(self.name, request.future)
@@ -250,7 +252,7 @@ class MultiplexingBackend(MultiBackend):
         except Lc0pyError as exc:
             for r in taken:
                 r.future.set_exception(exc)
-        except Exception as exc:  # never let a worker die with requests waiting on it
+        except BaseException as exc:  # never let a worker die with requests waiting on it
             err = child_error(child.label, exc)
             for r in taken:
                 r.future.set_exception(err)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lc0py.backends.base import Backend, BackendInfo, NetworkOutput, PendingOutput, PlanesBatch
-from lc0py.backends.multi.feeding import ChildFeeder, FeederProfile, PartSink, child_error
+from lc0py.backends.multi.feeding import ChildFeeder, FeederProfile, PartSink, check_rows, child_error
 from lc0py.backends.option_groups import OptionGroup
 from lc0py.backends.options import BackendOptions, to_int
 from lc0py.errors import BackendOptionError, Lc0pyError
@@ -45,19 +45,24 @@ def _takes(backend: str, key: str) -> bool:
 
 
 class ChildHandle:
-    """A batch in flight on one child; ``result()`` re-raises a failure as one ``Lc0pyError``."""
+    """A batch in flight on one child; ``result()`` re-raises a failure as one ``Lc0pyError``
+    (an output of other than ``rows`` rows too, when given)."""
 
-    def __init__(self, label: str, inner: PendingOutput | Future[NetworkOutput]) -> None:
+    def __init__(
+        self, label: str, inner: PendingOutput | Future[NetworkOutput], rows: int | None = None
+    ) -> None:
         self._label = label
         self._inner = inner
+        self._rows = rows
 
     def result(self) -> NetworkOutput:
         try:
-            return self._inner.result()
+            out = self._inner.result()
         except Lc0pyError as exc:
             raise Lc0pyError(f"{self._label}: {exc}") from None
         except Exception as exc:
             raise child_error(self._label, exc) from None
+        return out if self._rows is None else check_rows(self._label, out, self._rows)
 
     def done(self) -> bool:
         return bool(self._inner.done())
@@ -112,10 +117,10 @@ class Child:
     def submit(self, batch: PlanesBatch) -> ChildHandle | FailedHandle:
         """Start ``batch`` on this child; never blocks on a device."""
         if self._executor is not None:
-            return ChildHandle(self.label, self._executor.submit(self._compute, batch))
+            return ChildHandle(self.label, self._executor.submit(self._compute, batch), len(batch))
         try:
             with self._lock:
-                return ChildHandle(self.label, self.backend.evaluate_async(batch))
+                return ChildHandle(self.label, self.backend.evaluate_async(batch), len(batch))
         except Lc0pyError as exc:
             return FailedHandle(Lc0pyError(f"{self.label}: {exc}"))
         except Exception as exc:
@@ -151,11 +156,12 @@ class Child:
         if self._executor is None:
             return self.submit(batch).result()
         try:
-            return self._compute(batch)
+            out = self._compute(batch)
         except Lc0pyError as exc:
             raise Lc0pyError(f"{self.label}: {exc}") from None
         except Exception as exc:
             raise child_error(self.label, exc) from None
+        return check_rows(self.label, out, len(batch))
 
     def prepare(self, max_batch: int) -> None:
         prepare = getattr(self.backend, "prepare", None)

@@ -18,11 +18,13 @@ Order: each child's parts are launched and resolved in the order they were queue
 handle (``OneOutput``, ``JoinedOutput``) settles when all its parts have, so a caller reading
 results in submission order gets them in that order whatever the children's speeds.
 
-Failures: an exception in a child's ``evaluate_async`` or ``result`` (or a part that does not fit
-its slice) settles that part with one ``Lc0pyError`` naming the child; the batch's ``result()``
-raises the first failing part's error once every part has settled (no part is left running on a
-buffer the caller might free), and the other children go on. ``close`` queues an end marker behind
-every part already handed over, so each one still settles, and joins the thread.
+Failures: an exception in a child's ``evaluate_async`` or ``result`` (or a part, whole batches
+too, that comes back with another number of rows than it went with) settles that part with one
+``Lc0pyError`` naming the child; the batch's ``result()`` raises the first failing part's error
+once every part has settled (no part is left running on a buffer the caller might free), and the
+other children go on. ``close`` queues an end marker behind every part already handed over, so
+each one still settles, and joins the thread; a part whose launch was under way meanwhile is
+resolved by the thread that launched it.
 
 Ownership: a ``JoinedOutput``'s arrays come from an ``OutputPool`` that reuses their memory only
 after every array viewing it has been collected, so an output the caller keeps is never
@@ -59,6 +61,15 @@ def child_error(label: str, exc: BaseException) -> Lc0pyError:
         return Lc0pyError(f"{label}: {exc}")
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return Lc0pyError(f"{label}: {text}")
+
+
+def check_rows(label: str, out: NetworkOutput, rows: int) -> NetworkOutput:
+    """``out`` when it has the ``rows`` it was asked for, else one ``Lc0pyError`` naming child
+    ``label``: a short output read as the whole would be read past its end (the search's and
+    bulk-eval's compiled readers do no bounds checks)."""
+    if len(out) != rows:
+        raise Lc0pyError(f"{label}: returned {len(out)} rows for a part of {rows}")
+    return out
 
 
 class PartSink(Protocol):
@@ -233,6 +244,7 @@ class ChildFeeder:
         self._outstanding = 0  # launched (or being launched) and not yet delivered
         self._cond = threading.Condition()
         self._closed = False
+        self._ended = False  # the resolver's end marker is queued: a part launched now settles here
         self.stats = FeederProfile(label)
         self._cpu_base = 0.0
         resolver = threading.Thread(target=self._resolve_loop, name=f"lc0py-resolve-{label}", daemon=True)
@@ -264,10 +276,19 @@ class ChildFeeder:
                 raise Lc0pyError(f"{self.label}: the backend is closed")
             self._outstanding += 1
             self.stats.max_launched = max(self.stats.max_launched, self._outstanding)
-        launched = self._launch(batch, sink)
+        self._hand_over(self._launch(batch, sink))
+
+    def _hand_over(self, launched: _Launched) -> None:
+        """Queue a launched part for the resolver; once its end marker is queued (``close`` or a
+        broken thread while the part was being launched) the part is resolved on this thread, as
+        nothing would deliver it behind the marker."""
         with self._cond:
-            self._launched.append(launched)
-            self._cond.notify_all()
+            late = self._ended
+            if not late:
+                self._launched.append(launched)
+                self._cond.notify_all()
+        if late:
+            self._resolve(*launched)
 
     def _launch_loop(self) -> None:
         item: tuple[PlanesBatch, PartSink] | None = None
@@ -279,15 +300,14 @@ class ChildFeeder:
                     item = self._queue.popleft()
                     if item is None:  # closing: the resolver ends behind every launched part
                         self._launched.append(None)
+                        self._ended = True
                         self._cond.notify_all()
                         return
                     self._outstanding += 1
                     self.stats.max_launched = max(self.stats.max_launched, self._outstanding)
                 launched = self._launch(*item)
                 item = None
-                with self._cond:
-                    self._launched.append(launched)
-                    self._cond.notify_all()
+                self._hand_over(launched)
         except BaseException as exc:  # a bug here must not leave a caller waiting forever
             self._fail(child_error(self.label, exc), [item] if item is not None else [])
             raise
@@ -328,6 +348,7 @@ class ChildFeeder:
             self._queue.clear()
             self._launched.clear()
             self._launched.append(None)  # the resolver, if alive, ends
+            self._ended = True
             self._queue.append(None)  # and so does the launcher, if any
             self._cond.notify_all()
         for sink in sinks:
@@ -354,6 +375,11 @@ class ChildFeeder:
                 out = pending.result()
             except BaseException as exc:
                 error = child_error(self.label, exc)
+        if out is not None and error is None:  # a whole batch is handed through, not copied
+            try:
+                check_rows(self.label, out, rows)
+            except Lc0pyError as exc:
+                out, error = None, exc
         t1 = time.perf_counter()
         try:
             sink.deliver(out, error)
@@ -396,6 +422,7 @@ class ChildFeeder:
                     self._queue.append(None)  # the launcher passes the end on to the resolver
                 else:
                     self._launched.append(None)
+                    self._ended = True
                 self._cond.notify_all()
         for t in self._threads:
             if t is not threading.current_thread():

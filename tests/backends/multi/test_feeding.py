@@ -373,3 +373,147 @@ def test_a_broken_child_thread_settles_every_part_and_refuses_new_ones() -> None
     with pytest.raises(Lc0pyError, match="closed"):
         feeder.launch_here(_batch(3, 2), OneOutput())
     feeder.close()  # joins: no hang
+
+
+class _HeldLaunch(GatedDevice):
+    """A device whose next launch waits inside ``evaluate_async`` until the test lets it go."""
+
+    def __init__(self, gated: bool) -> None:
+        super().__init__(gated=gated)
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def evaluate_async(self, batch: PlanesBatch) -> _Pending:
+        self.entered.set()
+        assert self.go.wait(HANG_GUARD)  # hang guard only
+        return super().evaluate_async(batch)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.parametrize("ending", ["close", "broken"])
+def test_a_part_launched_while_the_resolver_ends_still_settles(ending: str) -> None:
+    """A part whose launch is under way when the resolver is told to end (``close`` from
+    another thread, or the resolver broken by an earlier part) reaches the queue behind the end
+    marker: no thread would deliver it and its caller's ``result()`` would wait forever."""
+    from lc0py.backends.multi.feeding import ChildFeeder, OneOutput
+
+    device = _HeldLaunch(gated=ending == "broken")
+    feeder = ChildFeeder("child [0]", device, threading.Lock())  # type: ignore[arg-type]
+    if ending == "broken":  # its gate opens once the next part's launch is under way
+        device.go.set()
+        feeder.launch_here(_batch(3, 0), _BrokenSink())
+        device.go.clear()
+        device.entered.clear()
+    late, batch = OneOutput(), _batch(5, 1)
+    launcher = threading.Thread(target=feeder.launch_here, args=(batch, late))
+    launcher.start()
+    assert device.entered.wait(HANG_GUARD)
+    if ending == "close":
+        feeder.close()  # the resolver ends: the part is not on its queue yet
+    else:
+        _open(device)
+        _wait_for(lambda: not feeder._threads[0].is_alive(), "the resolver broke")
+    device.go.set()
+    _wait_for(lambda: len(device.gates) == (2 if ending == "broken" else 1), "the late launch")
+    _open(device)
+    launcher.join(HANG_GUARD)
+    assert not launcher.is_alive()
+    assert late.done()
+    _same(late.result(), batch)
+    feeder.close()
+
+
+@pytest.mark.parametrize("mode", ["resolve", "threads"])
+@pytest.mark.parametrize("kind", ["demux", "roundrobin"])
+def test_a_whole_batch_with_the_wrong_rows_is_refused(
+    kind: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that goes whole to one child (roundrobin; demux below one part a child) is handed
+    through as the child gave it: one row short, the search would read past its end."""
+    from lc0py.backends.multi import backends
+
+    monkeypatch.setattr(backends, "CHILD_FEEDING", mode)
+    devices = [GatedDevice(gated=False) for _ in range(2)]
+    devices[0].rows_short = True
+    children = _children(devices)
+    whole = DemuxBackend(children, minimum_split_size=64) if kind == "demux" else RoundRobinBackend(children)
+    with whole as multi:
+        with pytest.raises(Lc0pyError, match=r"^child \[0\]: returned 6 rows for a part of 7$"):
+            multi.evaluate(_batch(7, 0))
+        _same(multi.evaluate(_batch(7, 1)), _batch(7, 1))  # child [1], whole
+
+
+class _Exiting(GatedDevice):
+    """A device whose first launch raises ``SystemExit`` (not an ``Exception``)."""
+
+    def evaluate_async(self, batch: PlanesBatch) -> _Pending:
+        if not self.sizes:
+            self.sizes.append(len(batch))
+            raise SystemExit("device gone")
+        return super().evaluate_async(batch)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_multiplexing_worker_outlives_a_base_exception_and_settles_its_requests() -> None:
+    """A worker thread that died of it left its requests' futures unset (their ``result()``
+    waited forever) and nobody to serve the next ones."""
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    device = _Exiting(gated=False)
+    mux = MultiplexingBackend(_children([device]))
+    try:
+        first = mux.evaluate_async(_batch(3, 0))
+        _wait_for(lambda: first.done() or not any(t.is_alive() for t in mux._workers), "the worker")
+        assert first.done()
+        with pytest.raises(Lc0pyError, match=r"^multiplexing: child \[0\]: device gone$"):
+            first.result()
+        second = _batch(4, 1)
+        _same(mux.evaluate_async(second).result(), second)
+    finally:
+        mux.close()
+
+
+@pytest.mark.parametrize("path", ["submit", "multiplexing", "caller"])
+def test_a_childs_output_with_the_wrong_rows_is_refused_on_every_path(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Child.submit`` handles (bulk-eval feeds each child through them and reduces the rows in
+    place: one short, ``run.wdl[a:b] = out.wdl`` even broadcasts a single row), multiplexing's
+    workers (one short output sliced per request leaves the last request short) and the
+    ``caller`` feeding path: the same one-line error as a resolver thread's."""
+    from lc0py.backends.multi import backends
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    monkeypatch.setattr(backends, "CHILD_FEEDING", "caller")
+    device = GatedDevice(gated=False)
+    device.rows_short = True
+    children = _children([device])
+    multi = MultiplexingBackend(children) if path == "multiplexing" else RoundRobinBackend(children)
+    with multi:
+        with pytest.raises(Lc0pyError, match=r"child \[0\]: returned 1 rows for a part of 2$"):
+            if path == "submit":
+                children[0].submit(_batch(2, 0)).result()
+            else:
+                multi.evaluate(_batch(2, 0))
+
+
+def test_a_multiplexing_request_made_as_the_backend_closes_is_refused_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``close`` from another thread between ``evaluate_async``'s check and its queueing: the
+    workers had ended, so the request queued behind them was never computed (``result()`` waited
+    forever)."""
+    from lc0py.backends.multi import backends
+    from lc0py.backends.multi.backends import MultiplexingBackend
+
+    mux = MultiplexingBackend(_children([GatedDevice(gated=False)]))
+    real = backends._Request
+
+    def closed_meanwhile(batch: PlanesBatch) -> object:
+        closer = threading.Thread(target=mux.close)
+        closer.start()
+        closer.join(HANG_GUARD)
+        return real(batch)
+
+    monkeypatch.setattr(backends, "_Request", closed_meanwhile)
+    with pytest.raises(Lc0pyError, match="closed"):
+        mux.evaluate_async(_batch(2, 0))

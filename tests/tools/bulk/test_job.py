@@ -249,3 +249,22 @@ def test_ctrl_c_says_how_to_resume(
     src.write_text("startpos\n")
     assert main(["bulk-eval", str(src), "-O", str(tmp_path / "o"), "-b", "random"]) == 130
     assert "run the same command again to resume" in capsys.readouterr().err
+
+
+def test_a_killed_worker_process_says_how_to_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reader or writer process killed mid-job (the OOM killer) breaks its pool: one line that
+    says how to resume, status 1, no traceback (the job itself keeps every finished chunk)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+
+    monkeypatch.setattr(J, "evaluate_file", killed)
+    src = tmp_path / "p.fen"
+    src.write_text("startpos\n")
+    assert main(["bulk-eval", str(src), "-O", str(tmp_path / "o"), "-b", "random"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "terminated abruptly" in err[0], err
+    assert "run the same command again to resume" in err[0]
