@@ -165,18 +165,34 @@ class HostBuffer:
     """Pinned (page-locked) host memory viewed as a numpy array, for async copies.
 
     ``array`` is a flat ``uint8`` view; ``view(dtype, shape)`` gives typed views of its start.
+    ``free_host`` sets ``ptr`` to 0, which also drops ``array``: a view asked of a freed buffer
+    is refused instead of reading (or letting a copy write) memory the allocator may have handed
+    to anything else. Views taken before the free still point at it: their owner must not use
+    them afterwards.
     """
 
     def __init__(self, ptr: int, nbytes: int) -> None:
-        self.ptr = ptr
         self.nbytes = nbytes
+        self.array = np.empty(0, np.uint8)
+        self.ptr = ptr
+
+    @property
+    def ptr(self) -> int:
+        """The buffer's address (0 once freed)."""
+        return self._ptr
+
+    @ptr.setter
+    def ptr(self, ptr: int) -> None:
+        self._ptr = ptr
         self.array = (
-            np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
-            if nbytes
+            np.ctypeslib.as_array((ctypes.c_uint8 * self.nbytes).from_address(ptr))
+            if ptr and self.nbytes
             else np.empty(0, np.uint8)
         )
 
     def view(self, dtype: np.dtype | type, shape: tuple[int, ...]) -> np.ndarray:
+        if not self._ptr:
+            raise ValueError("host buffer already freed")
         dt = np.dtype(dtype)
         n = math.prod(shape) * dt.itemsize  # np.prod of a tuple costs ~10 us, 4 views a batch
         if n > self.nbytes:

@@ -1,0 +1,97 @@
+"""Host memory handed to a device copy lives, unchanged, until the device has used it.
+
+Checked without a GPU on ``AsyncCopyPlatform`` (async_copies.py), whose copies run only at a
+synchronize: a temporary array dropped before then, a pinned buffer freed or rewritten while a
+copy of it is pending, or an output read from a freed buffer shows up as a problem or as NaN.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from lc0py.backends.base import PlanesBatch
+from lc0py.backends.gpu.flash_probe import FlashInputs, FlashRunner
+from lc0py.backends.gpu.network import GpuNetwork
+from lc0py.backends.gpu.options import GpuOptions
+from lc0py.backends.gpu.runner import PLANES
+from lc0py.gpu.platform import HostBuffer
+from lc0py.weights.presets import random_network
+from tests.backends.gpu.async_copies import AsyncCopyPlatform
+
+
+def _batch(rng: np.random.Generator, n: int) -> PlanesBatch:
+    masks = rng.integers(1, 2**63, size=(n, PLANES), dtype=np.uint64)
+    return PlanesBatch(masks, rng.random((n, PLANES)).astype(np.float32) + 0.5)
+
+
+def test_the_flash_probe_keeps_its_uploads_alive_until_the_device_has_read_them() -> None:
+    """``FlashRunner`` uploads a temporary (the bias as the kernel reads it): it must still be
+    there when the stream reaches the copy, not collected as ``_upload`` returns."""
+    plat = AsyncCopyPlatform()
+    run = FlashRunner(plat, FlashInputs.random(2, 4, 32, seed=11))  # type: ignore[arg-type]
+    try:
+        assert not plat.problems, plat.problems
+        assert not plat.pending
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("graphs", [True, False], ids=["graphs", "eager"])
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+@pytest.mark.parametrize("preset", ["tiny", "res-tiny"])
+def test_a_network_keeps_every_copys_host_memory_until_the_device_is_done(
+    preset: str, fp16: bool, graphs: bool
+) -> None:
+    """Weights, batches of growing size (the slots reallocated), two batches in flight, results
+    kept while later batches run: no copy's host side is freed, collected or rewritten before
+    the device gets to it, and every output read is the device's (no poison)."""
+    rng = np.random.default_rng(5)
+    plat = AsyncCopyPlatform()
+    options = GpuOptions(graphs=graphs, max_batch=4)
+    gpu = GpuNetwork(plat, random_network(preset, 4), fp16=fp16, options=options)
+    kept = []
+    try:
+        for sizes in ((3,), (5, 2), (40, 17), (300, 7), (1,)):
+            pending = [gpu.submit(_batch(rng, n)) for n in sizes]
+            kept += [p.result() for p in reversed(pending)]
+        for out in kept:
+            assert np.isfinite(out.policy).all() and np.isfinite(out.wdl).all()
+            assert np.isfinite(out.moves_left).all()
+    finally:
+        gpu.close()
+    assert not plat.problems, plat.problems
+
+
+def test_a_kept_policy_outlives_the_slots_growing_and_the_backend_closing() -> None:
+    """A result's policy views a pinned buffer of the pool: it stays allocated (and unchanged)
+    while the runner reallocates its slots and after the backend closes, and is freed once the
+    last view of it is gone."""
+    rng = np.random.default_rng(6)
+    plat = AsyncCopyPlatform()
+    gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=2))
+    out = gpu.submit(_batch(rng, 2)).result()
+    row = out.policy[1]  # a slice alone keeps the buffer
+    before = row.copy()
+    address = row.ctypes.data
+    del out
+    gpu.submit(_batch(rng, 64)).result()  # the slots and the pool grow
+    gpu.close()
+    gc.collect()
+    assert not plat.is_freed(address) and np.array_equal(row, before)
+    del row
+    gc.collect()
+    assert plat.is_freed(address)
+    assert not plat.problems, plat.problems
+
+
+def test_a_freed_host_buffer_gives_no_view() -> None:
+    backing = np.random.default_rng(9).integers(1, 255, 64, dtype=np.uint8)
+    buf = HostBuffer(int(backing.ctypes.data), 64)
+    assert buf.view(np.uint32, (16,)).nbytes == 64 and buf.array.nbytes == 64
+    buf.ptr = 0  # what free_host leaves
+    assert buf.array.nbytes == 0
+    with pytest.raises(ValueError, match="already freed"):
+        buf.view(np.uint8, (1,))
