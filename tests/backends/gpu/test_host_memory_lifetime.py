@@ -17,7 +17,8 @@ from lc0py.backends.gpu.flash_probe import FlashInputs, FlashRunner
 from lc0py.backends.gpu.network import GpuNetwork
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.runner import PLANES
-from lc0py.gpu.platform import HostBuffer
+from lc0py.errors import Lc0pyError
+from lc0py.gpu.platform import GpuError, HostBuffer
 from lc0py.weights.presets import random_network
 from tests.backends.gpu.async_copies import AsyncCopyPlatform
 
@@ -87,6 +88,51 @@ def test_a_kept_policy_outlives_the_slots_growing_and_the_backend_closing() -> N
     assert not plat.problems, plat.problems
 
 
+def test_a_batch_left_unread_at_close_gives_its_outputs_not_freed_memory() -> None:
+    """Closing with a batch in flight (a search stopped mid-batch): its result, asked for after
+    the close, is what the device wrote, never the freed (poisoned) slot."""
+    rng = np.random.default_rng(7)
+    plat = AsyncCopyPlatform()
+    gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=4))
+    want = gpu.submit(_batch(rng, 3)).result()
+    pending = gpu.submit(_batch(rng, 3))
+    gpu.close()
+    got = pending.result()
+    assert np.isfinite(got.wdl).all() and np.isfinite(got.moves_left).all()
+    np.testing.assert_array_equal(got.wdl, want.wdl)
+    np.testing.assert_array_equal(got.moves_left, want.moves_left)
+    np.testing.assert_array_equal(got.policy, want.policy)
+    assert not plat.problems, plat.problems
+
+
+def test_a_failed_submit_lets_its_upload_finish_before_the_slot_is_written_again() -> None:
+    """A forward pass that fails after its batch was enqueued for upload (a launch error) leaves
+    that copy pending: the slot's pinned planes must not be rewritten by a later batch until
+    the device has read them."""
+    rng = np.random.default_rng(8)
+
+    class FailingOnce(AsyncCopyPlatform):
+        fail = True
+
+        def launch(self, *args, **kw):  # type: ignore[no-untyped-def]
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("launch failed")
+            super().launch(*args, **kw)
+
+    plat = FailingOnce()
+    gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=4))
+    try:
+        with pytest.raises((RuntimeError, Lc0pyError)):
+            gpu.submit(_batch(rng, 3))
+        later = [gpu.submit(_batch(rng, 3)) for _ in range(2)]  # the second reuses the failed slot
+        for p in later:
+            p.result()
+    finally:
+        gpu.close()
+    assert not plat.problems, plat.problems
+
+
 def test_a_freed_host_buffer_gives_no_view() -> None:
     backing = np.random.default_rng(9).integers(1, 255, 64, dtype=np.uint8)
     buf = HostBuffer(int(backing.ctypes.data), 64)
@@ -95,3 +141,30 @@ def test_a_freed_host_buffer_gives_no_view() -> None:
     assert buf.array.nbytes == 0
     with pytest.raises(ValueError, match="already freed"):
         buf.view(np.uint8, (1,))
+
+
+def test_a_batch_that_cannot_be_read_at_close_raises_later_and_frees_its_buffer() -> None:
+    """A device error while closing: the unread batch's ``result()`` raises one clear error
+    instead of reading freed memory, and its pinned policy buffer is freed, not leaked."""
+    rng = np.random.default_rng(10)
+
+    class BrokenAtClose(AsyncCopyPlatform):
+        broken = False
+
+        def synchronize(self, stream: int | None = None) -> None:
+            super().synchronize(stream)
+            if self.broken:
+                raise GpuError("cuStreamSynchronize failed (CUDA_ERROR_LAUNCH_FAILED)")
+
+        def event_synchronize(self, event: int) -> None:
+            self.synchronize()
+
+    plat = BrokenAtClose()
+    gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=4))
+    pending = gpu.submit(_batch(rng, 3))
+    plat.broken = True
+    with pytest.raises(GpuError):
+        gpu.close()
+    with pytest.raises(GpuError, match="closed before this batch was read"):
+        pending.result()
+    assert all(freed for _, freed in plat.pinned.values())
