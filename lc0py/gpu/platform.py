@@ -30,12 +30,13 @@ the vendors import this contract, and ``lc0py.gpu.factory.create_platform`` pick
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,6 +230,26 @@ class Platform(ABC):
     def _bind_current_thread(self) -> None:
         """Vendor hook for ``bind_thread`` (nothing to do by default)."""
         return None
+
+    @contextlib.contextmanager
+    def borrowing_thread(self) -> Iterator[None]:
+        """This device current inside the block, the thread's own device again after it. For work
+        done on whatever thread runs it (a garbage-collection finalizer: the last view of a
+        pooled buffer went away), which may be driving another device (``gpu=N``) between its
+        own ``bind_thread`` and its next driver calls: those must not go to this context."""
+        previous = getattr(_bound, "platform", None)
+        self.bind_thread()
+        try:
+            yield
+        finally:
+            other = previous() if previous is not None else None
+            if other is not None and other is not self:
+                other.bind_thread()
+
+    def free_host_from_any_thread(self, buf: HostBuffer) -> None:
+        """``free_host`` on whatever thread this runs (``borrowing_thread``)."""
+        with self.borrowing_thread():
+            self.free_host(buf)
 
     # ---- memory -------------------------------------------------------------------------
     @abstractmethod

@@ -75,10 +75,10 @@ class _PinnedPool:
 
     def release(self, buf: HostBuffer) -> None:
         """Called when the last array viewing ``buf`` is collected: on whatever thread that is,
-        where another device (``gpu=N``) or none may be current, so the device is bound first."""
+        where another device (``gpu=N``) or none may be current, so the device is bound for the
+        free and that thread's own device bound again after it."""
         if self.closed or buf.nbytes != self.nbytes:
-            self.p.bind_thread()
-            self.p.free_host(buf)
+            self.p.free_host_from_any_thread(buf)
         else:
             self.free.append(buf)
 
@@ -194,8 +194,8 @@ class PendingBatch:
     def __del__(self) -> None:
         if getattr(self, "_policy", None) is not None and self._out is None:
             try:  # never read: the device may still write into it, so wait first
-                self._runner.p.bind_thread()
-                self._slot.event.synchronize()
+                with self._runner.p.borrowing_thread():  # collected on any thread
+                    self._slot.event.synchronize()
                 pool = self._runner.policy_pool
                 assert pool is not None and self._policy is not None
                 pool.release(self._policy)

@@ -168,3 +168,29 @@ def test_a_batch_that_cannot_be_read_at_close_raises_later_and_frees_its_buffer(
     with pytest.raises(GpuError, match="closed before this batch was read"):
         pending.result()
     assert all(freed for _, freed in plat.pinned.values())
+
+
+def test_a_policy_freed_on_a_thread_driving_another_device_leaves_that_device_current() -> None:
+    """The pool frees a collected policy buffer (of an outgrown size) on whatever thread drops
+    the last view: there the device bound for the free must give way to the thread's own again,
+    or its next driver calls would go to the wrong device's context."""
+    rng = np.random.default_rng(12)
+    current: list[object] = [None]
+
+    class Device(AsyncCopyPlatform):
+        def _bind_current_thread(self) -> None:
+            current[0] = self
+
+    first, second = Device(), Device()
+    gpu = GpuNetwork(first, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=2))
+    try:
+        out = gpu.submit(_batch(rng, 2)).result()
+        address = out.policy.ctypes.data
+        gpu.submit(_batch(rng, 64)).result()  # the pool now hands out larger buffers
+        second.bind_thread()
+        del out
+        gc.collect()
+        assert first.is_freed(address)  # freed, not pooled: its size is outgrown
+        assert current[0] is second
+    finally:
+        gpu.close()
