@@ -92,7 +92,7 @@ class AsyncCopyPlatform(PointerPlatform):
 
     # ---- copies ----------------------------------------------------------------------------
     def _enqueue(self, kind: str, host: np.ndarray | HostBuffer, nbytes: int) -> None:
-        ptr = VendorPlatform._host_ptr(host, nbytes)
+        ptr = VendorPlatform._host_ptr(host, nbytes, writes=kind == "d2h")
         base = self._pinned_base(ptr)
         owner = None
         if base is None:
