@@ -165,7 +165,8 @@ class PendingBatch:
         self._lock = threading.Lock()
 
     def done(self) -> bool:
-        return self._out is not None or self._slot.event.query()
+        # an abandoned batch (``abandon``) is done: its slot's event is destroyed
+        return self._out is not None or self._policy is None or self._slot.event.query()
 
     def result(self) -> NetworkOutput:
         with self._lock:

@@ -18,7 +18,7 @@ from lc0py.backends.gpu.network import GpuNetwork
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.runner import PLANES
 from lc0py.errors import Lc0pyError
-from lc0py.gpu.platform import GpuError, HostBuffer
+from lc0py.gpu.platform import Event, GpuError, HostBuffer
 from lc0py.weights.presets import random_network
 from tests.backends.gpu.async_copies import AsyncCopyPlatform
 
@@ -150,6 +150,7 @@ def test_a_batch_that_cannot_be_read_at_close_raises_later_and_frees_its_buffer(
 
     class BrokenAtClose(AsyncCopyPlatform):
         broken = False
+        destroyed: set[int]
 
         def synchronize(self, stream: int | None = None) -> None:
             super().synchronize(stream)
@@ -159,12 +160,21 @@ def test_a_batch_that_cannot_be_read_at_close_raises_later_and_frees_its_buffer(
         def event_synchronize(self, event: int) -> None:
             self.synchronize()
 
+        def event_query(self, event: int) -> bool:
+            assert event not in self.destroyed, "query of a destroyed event"
+            return True
+
+        def destroy_event(self, event: Event) -> None:
+            self.destroyed.add(event.handle)
+
     plat = BrokenAtClose()
+    plat.destroyed = set()
     gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=4))
     pending = gpu.submit(_batch(rng, 3))
     plat.broken = True
     with pytest.raises(GpuError):
         gpu.close()
+    assert pending.done()  # without asking the destroyed event
     with pytest.raises(GpuError, match="closed before this batch was read"):
         pending.result()
     assert all(freed for _, freed in plat.pinned.values())
