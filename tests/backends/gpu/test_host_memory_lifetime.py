@@ -8,6 +8,8 @@ copy of it is pending, or an output read from a freed buffer shows up as a probl
 from __future__ import annotations
 
 import gc
+import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -204,3 +206,44 @@ def test_a_policy_freed_on_a_thread_driving_another_device_leaves_that_device_cu
         assert current[0] is second
     finally:
         gpu.close()
+
+
+def test_close_waits_for_a_submit_running_on_another_thread() -> None:
+    """A finished search's evaluation thread may still be submitting when the backend closes:
+    the close must not free the pinned slots under that submit (its upload would be enqueued on
+    freed memory); the batch is then read by the close, and a submit after it is refused."""
+    rng = np.random.default_rng(13)
+
+    class HeldUpload(AsyncCopyPlatform):
+        hold = False
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside, self.go_on = threading.Event(), threading.Event()
+
+        def copy_h2d(self, dst: int, src: Any, nbytes: int, stream: int) -> None:
+            if self.hold:
+                self.hold = False
+                self.inside.set()
+                self.go_on.wait(60)
+            super().copy_h2d(dst, src, nbytes, stream)
+
+    plat = HeldUpload()
+    gpu = GpuNetwork(plat, random_network("tiny", 4), options=GpuOptions(graphs=False, max_batch=4))
+    want = gpu.submit(_batch(np.random.default_rng(14), 3)).result()
+    submitted: list[Any] = []
+    plat.hold = True
+    same = _batch(np.random.default_rng(14), 3)
+    feeder = threading.Thread(target=lambda: submitted.append(gpu.submit(same)))
+    feeder.start()
+    assert plat.inside.wait(60)
+    closer = threading.Thread(target=gpu.close)
+    closer.start()
+    closer.join(1.0)  # unlocked, the close is over by now (a slow machine only hides the bug)
+    plat.go_on.set()
+    feeder.join(60)
+    closer.join(60)
+    assert not plat.problems, plat.problems
+    np.testing.assert_array_equal(submitted[0].result().wdl, want.wdl)
+    with pytest.raises(GpuError, match="closed"):
+        gpu.submit(_batch(rng, 1))
