@@ -379,8 +379,9 @@ class CudaPlatform(VendorPlatform):
 
     def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
+            host = self._host_ptr(dst, nbytes, writes=True)
             _check(
-                self._drv.cuMemcpyDtoHAsync(self._host_ptr(dst, nbytes), src, nbytes, self._stream(stream)),
+                self._drv.cuMemcpyDtoHAsync(host, src, nbytes, self._stream(stream)),
                 "cuMemcpyDtoHAsync",
             )
 

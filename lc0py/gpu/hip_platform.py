@@ -367,8 +367,9 @@ class HipPlatform(VendorPlatform):
 
     def copy_d2h(self, dst: np.ndarray | HostBuffer, src: int, nbytes: int, stream: int) -> None:
         if nbytes:
+            host = self._host_ptr(dst, nbytes, writes=True)
             _check(
-                self._hip.hipMemcpyDtoHAsync(self._host_ptr(dst, nbytes), src, nbytes, self._stream(stream)),
+                self._hip.hipMemcpyDtoHAsync(host, src, nbytes, self._stream(stream)),
                 "hipMemcpyDtoHAsync",
                 self._hip,
             )

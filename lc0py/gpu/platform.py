@@ -30,12 +30,13 @@ the vendors import this contract, and ``lc0py.gpu.factory.create_platform`` pick
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import threading
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,18 +166,34 @@ class HostBuffer:
     """Pinned (page-locked) host memory viewed as a numpy array, for async copies.
 
     ``array`` is a flat ``uint8`` view; ``view(dtype, shape)`` gives typed views of its start.
+    ``free_host`` sets ``ptr`` to 0, which also drops ``array``: a view asked of a freed buffer
+    is refused instead of reading (or letting a copy write) memory the allocator may have handed
+    to anything else. Views taken before the free still point at it: their owner must not use
+    them afterwards.
     """
 
     def __init__(self, ptr: int, nbytes: int) -> None:
-        self.ptr = ptr
         self.nbytes = nbytes
+        self.array = np.empty(0, np.uint8)
+        self.ptr = ptr
+
+    @property
+    def ptr(self) -> int:
+        """The buffer's address (0 once freed)."""
+        return self._ptr
+
+    @ptr.setter
+    def ptr(self, ptr: int) -> None:
+        self._ptr = ptr
         self.array = (
-            np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
-            if nbytes
+            np.ctypeslib.as_array((ctypes.c_uint8 * self.nbytes).from_address(ptr))
+            if ptr and self.nbytes
             else np.empty(0, np.uint8)
         )
 
     def view(self, dtype: np.dtype | type, shape: tuple[int, ...]) -> np.ndarray:
+        if not self._ptr:
+            raise ValueError("host buffer already freed")
         dt = np.dtype(dtype)
         n = math.prod(shape) * dt.itemsize  # np.prod of a tuple costs ~10 us, 4 views a batch
         if n > self.nbytes:
@@ -213,6 +230,26 @@ class Platform(ABC):
     def _bind_current_thread(self) -> None:
         """Vendor hook for ``bind_thread`` (nothing to do by default)."""
         return None
+
+    @contextlib.contextmanager
+    def borrowing_thread(self) -> Iterator[None]:
+        """This device current inside the block, the thread's own device again after it. For work
+        done on whatever thread runs it (a garbage-collection finalizer: the last view of a
+        pooled buffer went away), which may be driving another device (``gpu=N``) between its
+        own ``bind_thread`` and its next driver calls: those must not go to this context."""
+        previous = getattr(_bound, "platform", None)
+        self.bind_thread()
+        try:
+            yield
+        finally:
+            other = previous() if previous is not None else None
+            if other is not None and other is not self:
+                other.bind_thread()
+
+    def free_host_from_any_thread(self, buf: HostBuffer) -> None:
+        """``free_host`` on whatever thread this runs (``borrowing_thread``)."""
+        with self.borrowing_thread():
+            self.free_host(buf)
 
     # ---- memory -------------------------------------------------------------------------
     @abstractmethod

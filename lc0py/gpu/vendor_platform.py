@@ -99,10 +99,12 @@ class VendorPlatform(Platform):
         return self._objs.get(stream, 0) if stream else 0
 
     @staticmethod
-    def _host_ptr(x: np.ndarray | HostBuffer, nbytes: int) -> int:
+    def _host_ptr(x: np.ndarray | HostBuffer, nbytes: int, *, writes: bool = False) -> int:
         """The address of a copy's host side, checked: ``nbytes`` must fit ``x`` and a freed
         pinned buffer is refused. A copy past the end would let the device write host memory
-        that Python may have given to any other object, silently."""
+        that Python may have given to any other object, silently. ``writes`` (a download):
+        a read-only array is refused too, as its memory may be an immutable object (an array
+        over ``bytes``) that other code shares."""
         if isinstance(x, HostBuffer):
             if not x.ptr and nbytes:
                 raise ValueError("host buffer already freed")
@@ -110,6 +112,8 @@ class VendorPlatform(Platform):
         else:
             if not x.flags["C_CONTIGUOUS"]:
                 raise ValueError("host array must be C-contiguous")
+            if writes and not x.flags["WRITEABLE"]:
+                raise ValueError("a download into a read-only host array")
             ptr, size = int(x.ctypes.data), x.nbytes
         if nbytes > size:
             raise ValueError(f"a copy of {nbytes} bytes does not fit its host buffer of {size} bytes")

@@ -93,12 +93,16 @@ class FlashRunner:
         self.cache = KernelCache(platform)
         self.stream = platform.create_stream()
         self._ptrs: list[int] = []
+        # The copies are asynchronous: their host arrays (the bias is a temporary) must live until
+        # the stream has read them, so they are held here until the synchronize below.
+        self._uploading: list[np.ndarray] = []
         self.qkv = self._upload(x.qkv)
         self.g = self._upload(uploaded_bias(x))
         self.bqkv = self._upload(x.bqkv)
         self.o_bytes = x.batch * SEQ * x.d_model * 2
         self.o = self._alloc(self.o_bytes)
-        platform.synchronize(self.stream)  # the host arrays (a temporary among them) are consumed
+        platform.synchronize(self.stream)
+        self._uploading.clear()
 
     def _alloc(self, nbytes: int) -> int:
         ptr = int(self.p.alloc(nbytes))
@@ -108,6 +112,7 @@ class FlashRunner:
     def _upload(self, a: np.ndarray) -> int:
         a = np.ascontiguousarray(a)
         ptr = self._alloc(a.nbytes)
+        self._uploading.append(a)
         self.p.copy_h2d(ptr, a, a.nbytes, self.stream)
         return ptr
 

@@ -43,7 +43,7 @@ from lc0py.backends.gpu.weights_residual import (
 )
 from lc0py.errors import UnsupportedNetError
 from lc0py.gpu.compile_cache import KernelCache
-from lc0py.gpu.platform import Platform
+from lc0py.gpu.platform import GpuError, Platform
 from lc0py.weights.network import Network
 from lc0py.weights.residual import ResidualNetwork
 
@@ -228,6 +228,7 @@ class GpuNetwork:
         if not isinstance(self.model, GpuModel):
             raise UnsupportedNetError("flash attention parameters: a residual network has no attention body")
         with self._enqueue:
+            self._open()
             self.p.bind_thread()
             self.p.synchronize(self.ops.main)
             self.runner.drop_graphs()
@@ -241,12 +242,14 @@ class GpuNetwork:
         flash = self.uses_flash if flash is None else (flash and self.uses_flash)
         use_graph = self.runner.graphs_enabled if use_graph is None else use_graph
         with self._enqueue:
+            self._open()
             self.p.bind_thread()  # the search thread feeds a backend created on another
             return self.runner.submit(batch, flash, use_graph)
 
     def prepare(self, max_batch: int) -> int:
         """``GpuRunner.prepare`` for the kernel the network runs (flash or the fallback)."""
         with self._enqueue:
+            self._open()
             self.p.bind_thread()
             return self.runner.prepare(max_batch, self.uses_flash)
 
@@ -259,12 +262,14 @@ class GpuNetwork:
         """Outputs plus per-layer intermediates (``embedding``, ``encoder{l}.attention`` as float32
         ``[B, 64, width]``), for ``lc0py verify``; no graphs, synchronises after each tap."""
         with self._enqueue:
+            self._open()
             self.p.bind_thread()
             return self.runner.evaluate_traced(batch, flash and self.uses_flash)
 
     def run_forward(self, bsz: int, flash: bool) -> None:
         """Enqueue one forward pass on the current buffers (benchmarks time the kernels alone)."""
         with self._enqueue:
+            self._open()
             self.p.bind_thread()
             self.runner.ensure(bsz)
             self.runner.forward(bsz, flash and self.uses_flash)
@@ -294,18 +299,27 @@ class GpuNetwork:
             self.p.destroy_event(end)
         return float(np.median(times))
 
-    def close(self) -> None:
+    def _open(self) -> None:
+        """Refuse work once closed (called holding ``_enqueue``): the slots and buffers are gone."""
         if self._closed:
-            return
-        self._closed = True
-        self.p.bind_thread()
-        try:
-            self.runner.close()
-        finally:
-            if self._w_base:
-                self.p.free(self._w_base)
-                self._w_base = 0
-            if self._fp8 is not None:
-                self._fp8.close()
-                self._fp8 = None
-            self.ops.close()
+            raise GpuError("GPU network already closed")
+
+    def close(self) -> None:
+        # Under the enqueue lock: a submit still running on another thread (a finished search's
+        # evaluation thread) writes the pinned slots and enqueues copies of them; freeing them
+        # under it would hand the device and that thread freed memory.
+        with self._enqueue:
+            if self._closed:
+                return
+            self._closed = True
+            self.p.bind_thread()
+            try:
+                self.runner.close()
+            finally:
+                if self._w_base:
+                    self.p.free(self._w_base)
+                    self._w_base = 0
+                if self._fp8 is not None:
+                    self._fp8.close()
+                    self._fp8 = None
+                self.ops.close()

@@ -42,7 +42,7 @@ from lc0py.backends.gpu.weights import (
     plan_buffers,
 )
 from lc0py.backends.gpu.weights_residual import ResidualShape, plan_residual_buffers
-from lc0py.gpu.platform import Event, HostBuffer, Platform
+from lc0py.gpu.platform import Event, GpuError, HostBuffer, Platform
 
 #: Positions of the planes' masks one host copy + H2D step takes (``GpuRunner._upload``): copied
 #: whole, a 1024-position batch's 0.9 MB of masks kept the device idle ~0.1 ms before its H2D
@@ -75,10 +75,10 @@ class _PinnedPool:
 
     def release(self, buf: HostBuffer) -> None:
         """Called when the last array viewing ``buf`` is collected: on whatever thread that is,
-        where another device (``gpu=N``) or none may be current, so the device is bound first."""
+        where another device (``gpu=N``) or none may be current, so the device is bound for the
+        free and that thread's own device bound again after it."""
         if self.closed or buf.nbytes != self.nbytes:
-            self.p.bind_thread()
-            self.p.free_host(buf)
+            self.p.free_host_from_any_thread(buf)
         else:
             self.free.append(buf)
 
@@ -100,6 +100,8 @@ HEADS_SPAN_MAX = 1 << 20
 def host_view(buf: HostBuffer, offset: int, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
     """A typed view of ``buf``'s bytes from ``offset`` (``HostBuffer.view`` views its start)."""
     nbytes = np.dtype(dtype).itemsize * math.prod(shape)  # np.prod of a tuple: ~10 us
+    if not buf.ptr:
+        raise ValueError("host buffer already freed")
     if offset + nbytes > buf.nbytes:
         raise ValueError(f"host buffer of {buf.nbytes} bytes cannot hold {shape} at {offset}")
     return buf.array[offset : offset + nbytes].view(dtype).reshape(shape)
@@ -163,12 +165,14 @@ class PendingBatch:
         self._lock = threading.Lock()
 
     def done(self) -> bool:
-        return self._out is not None or self._slot.event.query()
+        # an abandoned batch (``abandon``) is done: its slot's event is destroyed
+        return self._out is not None or self._policy is None or self._slot.event.query()
 
     def result(self) -> NetworkOutput:
         with self._lock:
             if self._out is None:
-                assert self._policy is not None
+                if self._policy is None:  # ``abandon``
+                    raise GpuError("GPU backend closed before this batch was read (after a device error)")
                 self._runner.p.bind_thread()
                 wait_without_gil(self._slot.event)
                 self._out = self._runner.read_outputs(self._slot, self._n, self._policy)
@@ -176,11 +180,23 @@ class PendingBatch:
                 self._slot.pending = None
             return self._out
 
+    def abandon(self) -> None:
+        """Give the policy buffer back unread (the runner is closing and could not read this
+        batch; the device has finished with it): a later ``result()`` raises instead of reading
+        the freed slot."""
+        with self._lock:
+            policy, self._policy = self._policy, None
+            self._slot.pending = None
+            if policy is not None and self._out is None:
+                pool = self._runner.policy_pool
+                assert pool is not None
+                pool.release(policy)
+
     def __del__(self) -> None:
         if getattr(self, "_policy", None) is not None and self._out is None:
             try:  # never read: the device may still write into it, so wait first
-                self._runner.p.bind_thread()
-                self._slot.event.synchronize()
+                with self._runner.p.borrowing_thread():  # collected on any thread
+                    self._slot.event.synchronize()
                 pool = self._runner.policy_pool
                 assert pool is not None and self._policy is not None
                 pool.release(self._policy)
@@ -337,11 +353,24 @@ class GpuRunner:
         self.ensure(run)
         slot = self._take_slot()
         self._upload(slot, batch, run)
-        if use_graph:
-            self.p.launch_graph(self._graph(run, flash), self.ops.main)
-        else:
-            self.forward(run, flash)
+        try:
+            if use_graph:
+                self.p.launch_graph(self._graph(run, flash), self.ops.main)
+            else:
+                self.forward(run, flash)
+        except BaseException:
+            self._drain()
+            raise
         return self._finish(slot, n)
+
+    def _drain(self) -> None:
+        """Wait for the main stream after a submit failed past its upload: no event marks that
+        copy, so the next batch in the slot would rewrite its pinned planes while the device may
+        still read them. A device error here is the one being raised already."""
+        try:
+            self.p.synchronize(self.ops.main)
+        except Exception:
+            pass
 
     def _graph(self, run: int, flash: bool) -> int:
         """The captured graph of a bucket, captured now if it is new (the buffers hold ``run``)."""
@@ -426,13 +455,31 @@ class GpuRunner:
             self.p.synchronize(self.ops.main)
             taps[name] = host.astype(np.float32)
 
-        self.forward(n, flash, tap)
+        try:
+            self.forward(n, flash, tap)
+        except BaseException:
+            self._drain()
+            raise
         return self._finish(slot, n).result(), taps
+
+    def _settle_pending(self) -> None:
+        """Read every batch still in a slot before the slots are freed: its ``result()`` may be
+        asked for after ``close`` (a search stopped mid-batch) and must not read freed pinned
+        memory. A batch that cannot be read (device error) is abandoned: its result raises."""
+        for slot in self._slots:
+            pending = slot.pending
+            if pending is None:
+                continue
+            try:
+                pending.result()
+            except Exception:
+                pending.abandon()
 
     def close(self) -> None:
         try:
             self.p.synchronize(self.ops.main)
         finally:
+            self._settle_pending()
             self.drop_graphs()
             self._free_slots()
             if self.policy_pool is not None:

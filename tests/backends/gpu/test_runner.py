@@ -225,7 +225,7 @@ def _copying_platform():  # type: ignore[no-untyped-def]
             self.h2d.append((dst, nbytes))
 
         def copy_d2h(self, dst, src, nbytes, stream):  # type: ignore[no-untyped-def]
-            ctypes.memmove(VendorPlatform._host_ptr(dst, nbytes), self.read(src, nbytes), nbytes)
+            ctypes.memmove(VendorPlatform._host_ptr(dst, nbytes, writes=True), self.read(src, nbytes), nbytes)
             self.d2h.append((src, nbytes))
 
         def write(self, ptr: int, data: bytes) -> None:
