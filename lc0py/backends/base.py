@@ -16,6 +16,7 @@ compute on the host may simply compute in ``evaluate_async`` and return a finish
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -80,6 +81,34 @@ class ReadyOutput:
 
     def done(self) -> bool:
         return True
+
+
+class SettledOutput:
+    """A batch's outputs handed over by another thread (a feeder, a child's thread): ``result()``
+    waits until ``deliver`` gave the outputs or the error in their place, then returns them or
+    raises it; ``done()`` says whether it would return at once. Safe to call from any thread,
+    any number of times."""
+
+    __slots__ = ("_error", "_out", "_ready")
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+        self._out: NetworkOutput | None = None
+        self._error: BaseException | None = None
+
+    def deliver(self, out: NetworkOutput | None, error: BaseException | None) -> None:
+        self._out, self._error = out, error
+        self._ready.set()
+
+    def done(self) -> bool:
+        return self._ready.is_set()
+
+    def result(self) -> NetworkOutput:
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
 
 
 @dataclass

@@ -33,36 +33,15 @@ import collections
 import queue
 import threading
 
-from lc0py.backends.base import Backend, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.backends.base import Backend, PendingOutput, PlanesBatch, SettledOutput
 from lc0py.errors import Lc0pyError
 
 
-class FedOutput:
-    """A batch handed to a ``Feeder``: ``result()`` waits until the feeder has read its outputs
-    (or failed) and returns them (or raises that error); ``done()`` says whether it would
-    return at once. Safe to call from any thread, any number of times."""
+class FedOutput(SettledOutput):
+    """A batch handed to a ``Feeder``: settled (``deliver``) by the feeder with its outputs or the
+    error that took their place."""
 
-    __slots__ = ("_error", "_out", "_ready")
-
-    def __init__(self) -> None:
-        self._ready = threading.Event()
-        self._out: NetworkOutput | None = None
-        self._error: BaseException | None = None
-
-    def settle(self, out: NetworkOutput | None, error: BaseException | None) -> None:
-        """(feeder) The batch's outputs, or the error that took their place."""
-        self._out, self._error = out, error
-        self._ready.set()
-
-    def done(self) -> bool:
-        return self._ready.is_set()
-
-    def result(self) -> NetworkOutput:
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out
+    __slots__ = ()
 
 
 #: A launched batch: its handle, the backend's pending result, or the error that took its place.
@@ -166,4 +145,4 @@ def _resolve(handle: FedOutput, pending: PendingOutput | None, error: BaseExcept
             out = pending.result()
         except BaseException as exc:
             error = exc
-    handle.settle(out, error)
+    handle.deliver(out, error)

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from lc0py.backends.base import POLICY_SIZE, NetworkOutput, PendingOutput, PlanesBatch
+from lc0py.backends.base import POLICY_SIZE, NetworkOutput, PendingOutput, PlanesBatch, SettledOutput
 from lc0py.errors import Lc0pyError
 
 if TYPE_CHECKING:
@@ -78,29 +78,10 @@ class PartSink(Protocol):
     def deliver(self, out: NetworkOutput | None, error: Lc0pyError | None) -> None: ...
 
 
-class OneOutput:
+class OneOutput(SettledOutput):
     """The handle of a batch that went whole to one child: its output as the child gave it."""
 
-    __slots__ = ("_error", "_out", "_ready")
-
-    def __init__(self) -> None:
-        self._ready = threading.Event()
-        self._out: NetworkOutput | None = None
-        self._error: Lc0pyError | None = None
-
-    def deliver(self, out: NetworkOutput | None, error: Lc0pyError | None) -> None:
-        self._out, self._error = out, error
-        self._ready.set()
-
-    def done(self) -> bool:
-        return self._ready.is_set()
-
-    def result(self) -> NetworkOutput:
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out
+    __slots__ = ()
 
 
 class OutputPool:
