@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 from match_vs_lc0 import OPENINGS, play_game  # noqa: E402
 
 from devtools.lc0_binary import lc0py_command, lc0py_env  # noqa: E402
+from lc0py.chess.testing import random_moves  # noqa: E402
 
 
 def openings(count: int, plies: int, seed: int) -> list[str]:
@@ -47,15 +48,7 @@ def openings(count: int, plies: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     while len(chosen) < count:
         board = chess.Board()
-        moves = []
-        for _ in range(plies):
-            legal = list(board.legal_moves)
-            if not legal:
-                break
-            move = rng.choice(legal)
-            moves.append(move.uci())
-            board.push(move)
-        line = " ".join(moves)
+        line = " ".join(random_moves(board, plies, rng))
         if board.outcome() is None and line not in seen:
             seen.add(line)
             chosen.append(line)
