@@ -76,6 +76,9 @@ def main() -> int:
     ap.add_argument("--parallel", type=int, default=1, help="pairs of engine processes")
     ap.add_argument("--pgn", default=None)
     args = ap.parse_args()
+    if not Path(args.weights).is_file():
+        print(f"match_engines: --weights {args.weights}: no such file", file=sys.stderr)
+        return 2
     if args.games < 2 or args.games % 2:
         print("match_engines: --games must be even and at least 2", file=sys.stderr)
         return 2
