@@ -3,33 +3,34 @@
 On a GPU backend the search thread used to call ``evaluate_async`` itself (host copies into pinned
 memory, H2D, graph launch, D2H, event record: ~0.1 ms a batch on the H100 host) and then
 ``result()`` (the event wait and ``read_outputs``: ~0.08 ms). With small nets the one search
-thread is the ceiling (docs/performance.md §4), so a ``Feeder`` thread (``lc0py-feed``) does both
-while the search thread gathers (the compiled gather releases the GIL): it launches every batch
-handed over as soon as it sees it, then waits for the oldest launched one and reads its outputs
-into a ``FedOutput`` that the search thread only picks up.
+thread is the ceiling (docs/performance.md §4), so a ``Feeder`` does both while the search thread
+gathers (the compiled gather releases the GIL), on two threads:
 
-One thread, FIFO: results come back in submission order. A batch handed over while the thread
-waits for the device is launched when that wait ends (the device runs the batch in flight
-meanwhile); a second thread for the waits saved the search thread less CPU on this machine's
-sim-gpu runs (scripts/bench/search_timeline.py, maia-1900, 0.25 ms: median 5.55 -> 5.30 us a node
-with two threads, 5.20 -> 4.71 with one, each against its own alternating baseline).
+- ``lc0py-feed`` launches every batch as soon as it is handed over;
+- ``lc0py-feed-wait`` waits for the launched batches in order and reads each one's outputs into the
+  ``FedOutput`` that the search thread only picks up.
 
-Over several devices (``demux``/``roundrobin``/``multiplexing`` children: ``wait_apart``) a batch
-must not wait for the previous one's result before it is launched: the one thread above would keep
-a second GPU idle while the first computes (``roundrobin`` over 2 GPUs ran at 1.00x one GPU on
-4 x H200, bench/results/2026-11-28_h200x4_8cb9719). There a second thread (``lc0py-feed-wait``)
-resolves the launched batches in order while the first only launches.
+A batch therefore reaches the device while the one before it is still awaited. A single thread
+that launched and waited in turn launched a batch handed over during a wait only when that wait
+ended, so the device idled for a launch between every two batches whenever it was the bottleneck:
+T82 on one H100 searched at 25.4k nodes/s with that feeder against 26.7k with none
+(bench/results/2026-11-28_h100_a586472_feeder, 2 alternating rounds), and ``roundrobin`` over 2 GPUs
+ran at 1.00x one GPU on 4 x H200 (bench/results/2026-11-28_h200x4_8cb9719). On the development
+machine's simulated GPU (scripts/bench/search_timeline.py, maia-1900 trees, alternating rounds) the
+two threads give: device-bound (0.8 ms + 22 us a position) 32.2k -> 34.2k nodes/s, device busy
+91 -> 97 %, level with no feeder; in between (0.4 ms + 8 us) 69.0-70.7k -> 77.7-78.6k; host-bound
+(0.25 ms + 1 us) level (medians of 6 rounds 165.2k / 165.3k), where the feeder's gain over none
+stays.
 
-An exception in ``evaluate_async`` or ``result`` is stored in that batch's ``FedOutput`` and
-raised by its ``result()`` on the search thread, as the backend's own would have been; the
-batches behind it are still launched and resolved, so waiting for them
+Results come back in submission order. An exception in ``evaluate_async`` or ``result`` is stored
+in that batch's ``FedOutput`` and raised by its ``result()`` on the search thread, as the backend's
+own would have been; the batches behind it are still launched and resolved, so waiting for them
 (``Search._drain_evaluations``) never hangs. A batch handed over after ``close`` is refused
 (``Lc0pyError``) rather than queued behind the end marker, where no thread would ever settle it.
 """
 
 from __future__ import annotations
 
-import collections
 import queue
 import threading
 
@@ -49,23 +50,20 @@ _Launched = tuple[FedOutput, PendingOutput | None, BaseException | None]
 
 
 class Feeder:
-    """One thread that launches (``evaluate_async``) and resolves (``result``) one search's
-    network batches on ``backend`` in submission order. Only it calls ``evaluate_async`` from
-    ``submit`` on until ``close``. ``wait_apart``: a second thread resolves (several devices)."""
+    """Two threads that launch (``evaluate_async``) and resolve (``result``) one search's network
+    batches on ``backend`` in submission order. Only the launcher calls ``evaluate_async`` from
+    ``submit`` on until ``close``; only the resolver calls ``result``."""
 
-    def __init__(self, backend: Backend, wait_apart: bool = False) -> None:
+    def __init__(self, backend: Backend) -> None:
         self._backend = backend
         self._closed = False
         self._closing = threading.Lock()  # ``submit`` and ``close``: nothing queued behind the end
         self._queue: queue.SimpleQueue[tuple[PlanesBatch, FedOutput] | None] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._run, name="lc0py-feed", daemon=True)]
-        self._launched: queue.SimpleQueue[_Launched | None] | None = None
-        if wait_apart:
-            self._launched = queue.SimpleQueue()
-            self._threads = [
-                threading.Thread(target=self._launch_all, name="lc0py-feed", daemon=True),
-                threading.Thread(target=self._resolve_all, name="lc0py-feed-wait", daemon=True),
-            ]
+        self._launched: queue.SimpleQueue[_Launched | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._launch_all, name="lc0py-feed", daemon=True),
+            threading.Thread(target=self._resolve_all, name="lc0py-feed-wait", daemon=True),
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -80,30 +78,8 @@ class Feeder:
             self._queue.put((planes, handle))
         return handle
 
-    def _run(self) -> None:
-        """Launch every batch queued, then resolve the oldest launched one; repeat. A batch
-        handed over while the thread waits for the device is launched when that wait ends."""
-        launched: collections.deque[_Launched] = collections.deque()
-        closing = False
-        while True:
-            if not closing:
-                try:
-                    item = self._queue.get(block=not launched)
-                except queue.Empty:  # nothing queued: resolve the oldest launched batch
-                    pass
-                else:
-                    if item is None:  # closed: resolve what was launched, then end
-                        closing = True
-                    else:
-                        launched.append(self._launch(*item))
-                    continue
-            if not launched:
-                return
-            _resolve(*launched.popleft())
-
     def _launch_all(self) -> None:
-        """(``wait_apart``) Launch every batch as it is queued; the resolver waits for them."""
-        assert self._launched is not None
+        """Launch every batch as it is queued; the resolver waits for them."""
         while True:
             item = self._queue.get()
             if item is None:
@@ -112,8 +88,7 @@ class Feeder:
             self._launched.put(self._launch(*item))
 
     def _resolve_all(self) -> None:
-        """(``wait_apart``) Resolve the launched batches in order until the launcher ends."""
-        assert self._launched is not None
+        """Resolve the launched batches in order until the launcher ends."""
         while True:
             item = self._launched.get()
             if item is None:
@@ -127,7 +102,7 @@ class Feeder:
             return handle, None, exc
 
     def close(self) -> None:
-        """End the thread(s) once every batch handed over is resolved (they are waited for)."""
+        """End the threads once every batch handed over is resolved (they are waited for)."""
         with self._closing:
             if not self._closed:
                 self._closed = True

@@ -65,8 +65,8 @@ from lc0py.search.params import SearchParams
 from lc0py.search.tablebase import TablebaseProbe
 from lc0py.search.taskpool import TaskPool
 
-#: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own thread
-#: launches and resolves the batches) rather than by the search thread itself. On the H100 host
+#: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own threads
+#: launch and resolve the batches) rather than by the search thread itself. On the H100 host
 #: (maia-1900, cuda-fp16, 2 alternating rounds, bench/results/2026-11-28_h100_3070c3c) it took the
 #: search from 57.4k to 63.5k nodes/s (search thread 17.3 -> 14.6 us of CPU a node); on the 2-core
 #: machine's simulated GPU it cost 6-11 % (one more thread hop per result on two busy cores).
@@ -434,8 +434,7 @@ class SearchWorker:
         if self.params.overlap and backend.info.asynchronous:
             if FEED_ASYNC_BACKENDS:
                 if self._feeder is None:
-                    # several devices: a batch is launched while the previous one is awaited
-                    self._feeder = Feeder(backend, wait_apart=len(getattr(backend, "children", ())) > 1)
+                    self._feeder = Feeder(backend)
                 pending = self._feeder.submit(planes)
             else:
                 pending = backend.evaluate_async(planes)

@@ -142,7 +142,7 @@ def _instrument(backend: Any) -> None:
 
         return thread
 
-    for name in ("_run",):
+    for name in ("_launch_all", "_resolve_all"):
         setattr(feeder_module.Feeder, name, counted(getattr(feeder_module.Feeder, name)))
     original = backend.evaluate_async
 
