@@ -14,7 +14,7 @@ A batch therefore reaches the device while the one before it is still awaited. A
 that launched and waited in turn launched a batch handed over during a wait only when that wait
 ended, so the device idled for a launch between every two batches whenever it was the bottleneck:
 T82 on one H100 searched at 25.4k nodes/s with that feeder against 26.7k with none
-(bench/results/2026-11-28_h100_a586472_feeder, 2 alternating rounds), and ``roundrobin`` over 2 GPUs
+(bench/results/2026-11-28_h100-feeder_a586472, 2 alternating rounds), and ``roundrobin`` over 2 GPUs
 ran at 1.00x one GPU on 4 x H200 (bench/results/2026-11-28_h200x4_8cb9719). On the development
 machine's simulated GPU (scripts/bench/search_timeline.py, maia-1900 trees, alternating rounds) the
 two threads give: device-bound (0.8 ms + 22 us a position) 32.2k -> 34.2k nodes/s, device busy
