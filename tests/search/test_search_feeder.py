@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
-from pathlib import Path
 
 import numpy as np
 import pytest
