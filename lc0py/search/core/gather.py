@@ -19,6 +19,7 @@ from lc0py.search.core.noise import apply_root_noise
 from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
 from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
 from lc0py.search.core.tasks import Staged, commit_picks
+from lc0py.search.core.unmanaged import without_refcounts
 
 KIND_REMOVED = -100  # resolve_out_of_order: a row taken out of the round (kept rows: NN, TB probe)
 S_PLAYOUTS, S_DEPTH_SUM, S_MAX_DEPTH, S_OOO, S_NN, S_REVERTED = 0, 1, 2, 3, 4, 5
@@ -224,7 +225,15 @@ def gather_minibatch(
     Task workers (``min_parallel`` > 0: lc0's ``MinimumProcessingWork``): a round with at least
     that many non-collision picks returns GATHER_SCAN; the caller stages them with
     ``tasks.scan_picks`` (in parallel) into ``staged`` and calls again, and the round goes on
-    from ``tasks.commit_picks``, as it would from ``extend_picks``."""
+    from ``tasks.commit_picks``, as it would from ``extend_picks``.
+
+    The tuples of arrays are used without numba's reference counts (``core/unmanaged.py``): the
+    loop's calls pass them whole."""
+    t = without_refcounts(t)
+    req = without_refcounts(req)
+    pos = without_refcounts(pos)
+    cache = without_refcounts(cache)
+    staged = without_refcounts(staged)
     counter = np.zeros(1, np.int64)
     reverted = np.zeros(1, np.int64)
     while True:
