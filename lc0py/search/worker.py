@@ -68,8 +68,9 @@ from lc0py.search.taskpool import TaskPool
 #: With ``overlap``, an asynchronous backend (a GPU) is fed by a ``Feeder`` (its own threads
 #: launch and resolve the batches) rather than by the search thread itself. On the H100 host
 #: (maia-1900, cuda-fp16, 2 alternating rounds, bench/results/2026-11-28_h100_3070c3c) it took the
-#: search from 57.4k to 63.5k nodes/s (search thread 17.3 -> 14.6 us of CPU a node); on the 2-core
-#: machine's simulated GPU it cost 6-11 % (one more thread hop per result on two busy cores).
+#: search from 57.4k to 63.5k nodes/s (search thread 17.3 -> 14.6 us of CPU a node). Those are the
+#: figures of the first, one-thread feeder, which also cost T82 5 % on the H100 by launching a batch
+#: only after the previous one's wait; the two-thread feeder since is measured in feeder.py.
 #: False: the old path, for A/B runs (``scripts/bench/feeder_ab.py``, ``search_timeline.py
 #: --no-feeder``).
 FEED_ASYNC_BACKENDS = True
