@@ -68,6 +68,9 @@ def main() -> None:
     if len(sys.argv) < 2:
         print("usage: perf_numba_map.py SCRIPT [ARGS...]", file=sys.stderr)
         sys.exit(2)
+    if not os.path.isfile(sys.argv[1]):
+        print(f"perf_numba_map.py: {sys.argv[1]}: no such script", file=sys.stderr)
+        sys.exit(2)
     path = f"/tmp/perf-{os.getpid()}.map"
     atexit.register(lambda: print(f"perf_numba_map: {write_map(path)} functions in {path}", file=sys.stderr))
     sys.argv = sys.argv[1:]
