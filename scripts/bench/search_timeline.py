@@ -4,7 +4,8 @@
 Wraps the worker's phases (gather, submit, wait for the result, backup) and the backend's
 ``evaluate_async``/``result`` with timestamps, runs one search per position to a node limit and
 prints the medians per batch plus how much of the wall time the device had work in flight and how
-much of the gathering happened while it did (the overlap the search is meant to get). Nothing in
+much of the gathering happened while it did (the overlap the search is meant to get), then the
+device's idle gaps during the searches and what the search thread was doing in them. Nothing in
 lc0py is changed: the wrappers are installed by this script only.
 
     python scripts/bench/search_timeline.py --backend random --delay-ms 7 --minibatch-size 256
@@ -284,7 +285,10 @@ def main() -> None:
         s = Search(tree, backend, params, SearchLimits(nodes=args.nodes, smart_pruning=False), cache)
         s.run()
         s.join()
-        dt = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        dt = t1 - t0
+        if i >= args.skip:
+            _record("search", t0, t1)
         tag = "warm-up " if i < args.skip else ""
         print(f"{tag}{s.playouts:7d} playouts {dt:6.2f} s {s.playouts / dt:7.0f} nps  batches {s.batches}")
         if i >= args.skip:
@@ -326,7 +330,50 @@ def main() -> None:
     if g_total:
         share = _overlap(gathers, flight) / g_total
         print(f"gathering while a batch is in flight: {share:.1%} of gather time")
+    _report_idle(flight)
 
+
+def _gaps(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of ``spans`` that no interval of ``cover`` (sorted, disjoint: ``_union``) covers."""
+    out: list[tuple[float, float]] = []
+    for a, b in spans:
+        t = a
+        for c, d in cover:
+            if d <= t or c >= b:
+                continue
+            if c > t:
+                out.append((t, c))
+            t = max(t, d)
+        if t < b:
+            out.append((t, b))
+    return out
+
+
+def _report_idle(flight: list[tuple[float, float]]) -> None:
+    """When no batch was in flight during a search: how long, in how many gaps, and what the search
+    thread was doing meanwhile (a gap may overlap several phases, or none: Python between them).
+    A gap ends when a batch is handed to the backend (``evaluate_async`` starts), so the feeder's
+    hand-over counts as idle and the launch itself as in flight."""
+    searches = EVENTS.get("search", [])
+    if not searches or not flight:
+        return
+    gaps = _gaps(searches, flight)
+    if not gaps:
+        print("no batch in flight during the searches: never")
+        return
+    total = sum(b - a for a, b in gaps)
+    span = sum(b - a for a, b in searches)
+    lengths = sorted(1e3 * (b - a) for a, b in gaps)
+    print(f"no batch in flight during the searches: {total:.3f} s ({total / span:.1%}) in {len(gaps)} gaps, "
+          f"median {statistics.median(lengths):.3f} ms, largest {lengths[-1]:.3f} ms")
+    starts = sum(b - a for a, b in gaps if any(a == s0 for s0, _ in searches))
+    ends = sum(b - a for a, b in gaps if any(b == s1 for _, s1 in searches))
+    print(f"  before each search's first batch: {starts:.3f} s; after its last: {ends:.3f} s")
+    for name in ("gather", "complete (apply+backup)", "after_batch (stoppers, info)",
+                 "submit (search thread)", "complete_oldest (wait+complete)"):
+        spent = _overlap(gaps, _union(EVENTS.get(name, [])))
+        if spent:
+            print(f"  the search thread in {name}: {spent:.3f} s ({spent / total:.0%} of the idle time)")
 
 if __name__ == "__main__":
     main()
