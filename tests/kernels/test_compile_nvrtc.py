@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from lc0py.backends.gpu.ops import dense_rows_config
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.gpu.compile_cache import define_options, kernel_dir, read_headers
 
@@ -86,6 +87,9 @@ OTHER = [
     ("residual.hip", {"LC0_FP16": 1}),  # residual (SE-ResNet) bodies: im2col3x3 + se_residual
     ("residual.hip", {"LC0_FP16": 0}),
     ("residual.hip", {"LC0_FP16": 1, "LC0_SE_OUTSIDE": 1}),  # the fused steps' sums / gates (se_gates)
+    # smolgen's dense layers + LayerNorm for a few rows (smolgen_rows): T82's two shapes, swish
+    ("dense_rows.hip", {**dense_rows_config(256, 2048, 7), "LC0_FP16": 1}),
+    ("dense_rows.hip", {**dense_rows_config(6144, 256, 7), "LC0_FP16": 0}),
 ]
 
 

@@ -17,6 +17,12 @@ takes it only for the batch sizes where it measured faster:
   dense2 -> LN run on the side stream beside the QKV GEMM. Those five latency-bound steps (~40 us
   a layer at batch 256 on an H100, 8 % of the pass) leave the critical path; the generator GEMM
   (it needs all multiprocessors) stays after the join.
+* ``smolgen_rows``: at a batch of a few positions smolgen's two dense layers are GEMVs (M = the
+  batch), and each with the LayerNorm after it is two latency-bound kernels (T82 on an H200: 5.1
+  + 2.7 and 3.0 + 2.7 us a layer, 16.8 us with the compress GEMM: the longest path beside the QKV
+  GEMM's 3.5 us at batch 1, docs/performance.md §1). ``kernels/dense_rows.hip`` does each dense
+  layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
+  rows (the last block to finish normalises). Batches up to ``smolgen_rows_max``.
 * ``row_halves``: the out-projection, LayerNorm, FFN and LayerNorm of a layer run on the two
   halves of the batch, software-pipelined over the two streams: the GEMMs on the main stream, each
   half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
@@ -53,6 +59,7 @@ from dataclasses import dataclass
 
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX
 from lc0py.gpu.platform import DeviceInfo
 
 #: Multiprocessors a GEMM leaves to the side-stream work beside it by default (``side_sms``): the
@@ -68,9 +75,11 @@ class Fusions:
     ln_residual: bool = False
     smolgen_branch: bool = False
     row_halves: bool = False
-    #: the largest batch ``ln_residual`` / ``smolgen_branch`` take (None: every batch)
+    smolgen_rows: bool = False
+    #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` take (None: every batch)
     ln_residual_max: int | None = None
     smolgen_branch_max: int | None = None
+    smolgen_rows_max: int | None = None
     #: the smallest batch ``row_halves`` splits
     row_halves_min: int = 2
     #: the multiprocessor target of a GEMM with side-stream work beside it (0: all)
@@ -82,21 +91,26 @@ class Fusions:
         ln = self.ln_residual and (self.ln_residual_max is None or bsz <= self.ln_residual_max)
         branch = self.smolgen_branch and (self.smolgen_branch_max is None or bsz <= self.smolgen_branch_max)
         halves = splits(self, bsz)
+        rows = self.smolgen_rows and (self.smolgen_rows_max is None or bsz <= self.smolgen_rows_max)
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,
             row_halves=halves,
+            smolgen_rows=rows,
             gemm_sms=self.gemm_sms if branch or halves else 0,
         )
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
-        on = [name for name in ("ln_residual", "smolgen_branch", "row_halves") if getattr(self, name)]
+        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "row_halves")
+        on = [name for name in names if getattr(self, name)]
         text = ", ".join(on) if on else "none"
         if self.ln_residual and self.ln_residual_max is not None:
             text += f" (ln_residual to batch {self.ln_residual_max})"
         if self.smolgen_branch and self.smolgen_branch_max is not None:
             text += f" (smolgen_branch to batch {self.smolgen_branch_max})"
+        if self.smolgen_rows and self.smolgen_rows_max is not None:
+            text += f" (smolgen_rows to batch {self.smolgen_rows_max})"
         if self.row_halves and self.row_halves_min > 2:
             text += f" (row_halves from batch {self.row_halves_min})"
         if (self.smolgen_branch or self.row_halves) and self.gemm_sms:
@@ -112,9 +126,11 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     """The fusions of ``options`` that apply to a net (``smolgen``: it has smolgen) on ``device``;
     ``can_fork``: the platform has a side stream (without one the side work runs inline, in an
     order that respects every dependency, and the GEMMs keep every multiprocessor). A switch left
-    at ``auto`` (None) applies up to its ``*_max`` batch; ``on`` to every batch."""
+    at ``auto`` (None) applies up to its ``*_max`` batch; ``on`` to every batch (``smolgen_rows``: to
+    ``DENSE_ROWS_MAX``, the most its kernel takes)."""
     ln = options.ln_residual is not False
     branch = options.smolgen_branch is not False and smolgen
+    rows = options.smolgen_rows is not False and smolgen
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
     return Fusions(
@@ -123,6 +139,9 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         row_halves=options.row_halves,
         ln_residual_max=options.ln_residual_max if ln and options.ln_residual is None else None,
         smolgen_branch_max=options.smolgen_branch_max if branch and options.smolgen_branch is None else None,
+        smolgen_rows=rows,
+        smolgen_rows_max=(options.smolgen_rows_max if options.smolgen_rows is None else DENSE_ROWS_MAX)
+        if rows else None,
         row_halves_min=options.row_halves_min,
         gemm_sms=sms,
     )

@@ -141,26 +141,41 @@ class Smolgen:
         s: NetShape,
         act: int,
         eps: tuple[float, float],
+        rows: bool = False,
     ) -> None:
+        """``rows``: some batches take the ``smolgen_rows`` fusion (its kernels are compiled now)."""
         self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
         ops.prepare_layernorm(s.hs, act)
         ops.prepare_layernorm(s.H * s.gs, act)
+        if rows:
+            ops.prepare_dense_rows(s.hs, SEQ * s.hc, act)
+            ops.prepare_dense_rows(s.H * s.gs, s.hs, act)
 
-    def forward(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
+    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, rows: bool = False) -> None:
         """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output)."""
-        self.mlp(ops, buf, bsz)
+        self.mlp(ops, buf, bsz, rows=rows)
         self.generate(ops, buf, bsz)
 
-    def mlp(self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0) -> None:
+    def mlp(
+        self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0, rows: bool = False
+    ) -> None:
         """``buf.sg_s2``: dense1 -> act/LN -> dense2 -> act/LN of the compress columns, copied out
         of ``buf.qkv``, or (``compress_w``: the compress rows ``[hc, E]`` of the fused weight) a
-        GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads."""
+        GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads.
+        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel."""
         s, w = self.s, self.w
         m = bsz * SEQ
         if compress_w:
             ops.dense(x, m, s.E, compress_w, s.hc, buf.sg_c)
         else:
             ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
+        if rows:
+            e1, e2 = self.eps
+            ops.dense_rows_layernorm(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, w.d1_b, w.ln1_g, w.ln1_b,
+                                     buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
+            ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
+                                     buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
+            return
         ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
         ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
         ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
@@ -347,7 +362,10 @@ class EncoderLayer:
             # smolgen's small steps on the side stream beside Q|K|V (N = 3D into the qkv_ld-strided
             # buffer; the compress rows follow them in qkv_w and get their own GEMM there)
             compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
-            ops.branch(SMOLGEN_BRANCH, lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w))
+            ops.branch(
+                SMOLGEN_BRANCH,
+                lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows),
+            )
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
                      sms=f.gemm_sms)
             ops.join(SMOLGEN_BRANCH)
@@ -355,7 +373,7 @@ class EncoderLayer:
         else:
             ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
             if sg is not None:
-                sg.forward(ops, buf, bsz)
+                sg.forward(ops, buf, bsz, rows=f.smolgen_rows)
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
@@ -631,7 +649,8 @@ class GpuModel:
             if lw.smolgen is not None and w.smolgen_w is not None and layer.smolgen is not None:
                 sg = layer.smolgen
                 sg_act = activation_code(net.smolgen_act)
-                smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, (sg.ln1.eps, sg.ln2.eps))
+                eps = (sg.ln1.eps, sg.ln2.eps)
+                smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows)
             ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)

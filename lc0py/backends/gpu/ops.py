@@ -22,7 +22,7 @@ from lc0py.backends.gpu.residual_kernels import (
     split_staged_grid,
     split_staged_smem,
 )
-from lc0py.backends.gpu.weights import PLANES, POLICY_OUT
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, PLANES, POLICY_OUT
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import Event, KernelArg, Platform
 
@@ -57,6 +57,32 @@ def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> 
     return cfg
 
 
+DENSE_ROWS_WARPS = 8  # warps a block of dense_rows_layernorm (one output each at a time)
+
+
+def dense_rows_config(n: int, k: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
+    """Compile defines of ``dense_rows_layernorm`` (kernels/dense_rows.hip) for ``n`` outputs of ``k``
+    inputs: a warp an output, each warp taking enough outputs for ~128 warps' worth of blocks (T82's
+    2048 -> 256: 32 blocks of one output a warp; 256 -> 6144: 128 blocks of 6)."""
+    per_warp = max(1, min(8, -(-n // (DENSE_ROWS_WARPS * 128))))
+    cfg = {
+        "LC0_DR_N": n,
+        "LC0_DR_K": k,
+        "LC0_DR_ROWS": DENSE_ROWS_MAX,
+        "LC0_DR_WARPS": DENSE_ROWS_WARPS,
+        "LC0_DR_OUT": per_warp,
+    }
+    if act is not None:
+        cfg["LC0_DR_ACT"] = act
+    return cfg
+
+
+def dense_rows_grid(cfg: dict[str, int]) -> int:
+    """Blocks of a ``dense_rows_layernorm`` launch of ``cfg``."""
+    per_block = cfg["LC0_DR_WARPS"] * cfg["LC0_DR_OUT"]
+    return -(-cfg["LC0_DR_N"] // per_block)
+
+
 class GpuOps:
     """Primitive launches in one precision (``fp16``: fp16 storage, fp32 accumulation)."""
 
@@ -81,6 +107,7 @@ class GpuOps:
         self.k_copy_cols = self.function("elementwise.hip", "copy_columns", {})
         self.k_gather = self.function("policy_map.hip", "policy_gather", {})
         self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
+        self._dense_rows: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
         self._softmax: int | None = None
 
     def function(self, source: str, kernel: str, defines: dict[str, int]) -> int:
@@ -180,6 +207,41 @@ class GpuOps:
             self.stream,
             [P(y), P(bias), P(skip), P(out), P(gamma), P(beta), I(rows), F(alpha), F(eps), I(act)],
         )
+
+    def prepare_dense_rows(self, n: int, k: int, act: int) -> None:
+        """Compile ``dense_rows_layernorm`` for ``n`` outputs of ``k`` inputs and activation ``act``
+        (at build time, as ``prepare_layernorm``)."""
+        if (n, k, act) not in self._dense_rows:
+            cfg = dense_rows_config(n, k, act, self.p.info.warp_size)
+            fn = self.function("dense_rows.hip", "dense_rows_layernorm", cfg)
+            self._dense_rows[(n, k, act)] = (fn, cfg)
+
+    def dense_rows_layernorm(
+        self,
+        x: int,
+        rows: int,
+        k: int,
+        w: int,
+        n: int,
+        bias: int,
+        gamma: int,
+        beta: int,
+        out: int,
+        eps: float,
+        act: int,
+        scratch: int,
+        counter: int,
+    ) -> None:
+        """``out[r, :] = LN(act(x[r, :] · Wᵀ + bias)) · gamma + beta`` for ``rows`` <= ``DENSE_ROWS_MAX``
+        rows in one launch (kernels/dense_rows.hip); ``scratch``: float ``[DENSE_ROWS_MAX, n]``,
+        ``counter``: a u32 that is 0 (the kernel leaves it 0)."""
+        if not 1 <= rows <= DENSE_ROWS_MAX:
+            raise ValueError(f"dense_rows_layernorm takes 1..{DENSE_ROWS_MAX} rows, not {rows}")
+        fn, cfg = self._dense_rows[(n, k, act)]
+        threads = cfg["LC0_DR_WARPS"] * self.p.info.warp_size
+        args: list[KernelArg] = [P(x), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch), P(counter)]
+        args += [I(rows), F(eps), I(act)]
+        self.p.launch(fn, (dense_rows_grid(cfg), 1, 1), (threads, 1, 1), 0, self.stream, args)
 
     def copy_columns(
         self, src: int, ld: int, col0: int, dst: int, rows: int, n: int, vectors: bool = False

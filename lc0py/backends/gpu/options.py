@@ -50,6 +50,11 @@ nothing below the backend reads option text or sets option flags on other object
                               ``side_sms`` multiprocessors), no column copy; ``auto``: batches up to
                               ``smolgen_branch_max``
 ``smolgen_branch_max`` ``128`` with ``smolgen_branch=auto``: larger batches run smolgen in line
+``smolgen_rows``    ``auto``  attention nets with smolgen, batches of a few positions: each of smolgen's
+                              two dense layers with its bias, activation and LayerNorm in one kernel
+                              (kernels/dense_rows.hip) instead of a GEMM and a LayerNorm; ``auto``:
+                              batches up to ``smolgen_rows_max``, ``on``: up to 8 (the kernel's most)
+``smolgen_rows_max`` ``8``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
@@ -73,6 +78,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from lc0py.backends.gpu.tuning import OVERRIDABLE, param_problem
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX
 from lc0py.backends.options import BackendOptions, to_bool
 from lc0py.errors import BackendOptionError
 
@@ -87,6 +93,8 @@ KNOWN_OPTIONS = (
     "ln_residual_max",
     "smolgen_branch",
     "smolgen_branch_max",
+    "smolgen_rows",
+    "smolgen_rows_max",
     "row_halves",
     "row_halves_min",
     "side_sms",
@@ -112,6 +120,9 @@ FP8_GEMM_NAMES = ("qkv", "out", "ffn1", "ffn2", "smolgen")  # fp8.FP8_GEMMS
 #: the table in fusions.py)
 LN_RESIDUAL_MAX = 512
 SMOLGEN_BRANCH_MAX = 128
+#: ``smolgen_rows=auto`` takes the fusion up to this batch (``on``: up to ``weights.DENSE_ROWS_MAX``,
+#: the most rows its kernel takes)
+SMOLGEN_ROWS_MAX = 8
 
 
 def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
@@ -215,6 +226,8 @@ class GpuOptions:
     ln_residual_max: int = LN_RESIDUAL_MAX
     smolgen_branch: bool | None = None
     smolgen_branch_max: int = SMOLGEN_BRANCH_MAX
+    smolgen_rows: bool | None = None
+    smolgen_rows_max: int = SMOLGEN_ROWS_MAX
     row_halves: bool = False
     row_halves_min: int = 2
     #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
@@ -260,6 +273,8 @@ class GpuOptions:
             ln_residual_max=take("ln_residual_max", LN_RESIDUAL_MAX, lo=1, hi=MAX_BATCH_LIMIT),
             smolgen_branch=take("smolgen_branch", None, auto_or_bool),
             smolgen_branch_max=take("smolgen_branch_max", SMOLGEN_BRANCH_MAX, lo=1, hi=MAX_BATCH_LIMIT),
+            smolgen_rows=take("smolgen_rows", None, auto_or_bool),
+            smolgen_rows_max=take("smolgen_rows_max", SMOLGEN_ROWS_MAX, lo=1, hi=DENSE_ROWS_MAX),
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),

@@ -24,7 +24,8 @@ import pytest
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions, splits
-from lc0py.backends.gpu.options import LN_RESIDUAL_MAX, SMOLGEN_BRANCH_MAX, GpuOptions
+from lc0py.backends.gpu.options import LN_RESIDUAL_MAX, SMOLGEN_BRANCH_MAX, SMOLGEN_ROWS_MAX, GpuOptions
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -36,7 +37,7 @@ H100 = DeviceInfo("nvidia", 0, "H100", "sm_90", 132, 32, 48 * 1024, 227 * 1024, 
 
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off"
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off"
 
 
 def test_fusions_default_to_auto_and_parse_as_switches() -> None:
@@ -74,6 +75,7 @@ FUSION_TEXTS = [
     "smolgen_branch=on",
     "row_halves=on",
     "ln_residual=on,smolgen_branch=on",
+    "smolgen_rows=on",
 ]
 
 
@@ -87,6 +89,10 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     f = choose_fusions(opts, smolgen, H100, can_fork)
     assert f.ln_residual is (opts.ln_residual is not False)  # any attention body; auto or on
     assert f.smolgen_branch is (opts.smolgen_branch is not False and smolgen)  # only with a smolgen
+    assert f.smolgen_rows is (opts.smolgen_rows is not False and smolgen)
+    # auto: to smolgen_rows_max; on: to the most rows the kernel takes
+    assert f.smolgen_rows_max == ((SMOLGEN_ROWS_MAX if opts.smolgen_rows is None else DENSE_ROWS_MAX)
+                                  if f.smolgen_rows else None)
     # auto keeps its batch limit, on takes every batch
     assert f.ln_residual_max == (LN_RESIDUAL_MAX if f.ln_residual and opts.ln_residual is None else None)
     assert f.smolgen_branch_max == (
@@ -101,7 +107,10 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert line.startswith("fusions: ")
     assert ("ln_residual" in line) is f.ln_residual and ("smolgen_branch" in line) is f.smolgen_branch
     assert ("row_halves" in line) is f.row_halves
-    assert ("none" in line) is (not f.ln_residual and not f.smolgen_branch and not f.row_halves)
+    assert ("smolgen_rows" in line) is f.smolgen_rows
+    assert ("none" in line) is (
+        not f.ln_residual and not f.smolgen_branch and not f.row_halves and not f.smolgen_rows
+    )
     assert ("ln_residual to batch 512" in line) is (f.ln_residual_max == 512)
     assert ("smolgen_branch to batch 128" in line) is (f.smolgen_branch_max == 128)
 
@@ -127,8 +136,10 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     f = choose_fusions(GpuOptions(), True, H100, True)
     at = f.at(bsz)
     assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
+    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
+    assert at.smolgen_rows_max is None
     on = GpuOptions.from_text("ln_residual=on,smolgen_branch=on,row_halves=on")
     got = choose_fusions(on, True, H100, True).at(bsz)
     assert (got.ln_residual, got.smolgen_branch, got.row_halves) == (True, True, bsz >= 2)
@@ -317,7 +328,10 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
     )
     gpu = GpuNetwork(plat, net, fp16=fp16, options=opts)
     try:
-        want = Fusions(ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116)
+        want = Fusions(
+            ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116,
+            smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
+        )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
     finally:
@@ -328,20 +342,25 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
 def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The fused paths launch kernels the unfused pass already builds (the LayerNorm with its skip
     input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
-    them: the same compiles with every fusion off and on."""
+    them: the same compiles with every fusion off and on. ``smolgen_rows`` (on by default, so the
+    recorded sets have it) adds its own module, the two dense layers' ``dense_rows.hip``, and no
+    other."""
     from lc0py.backends.gpu.network import GpuNetwork
     from tests.kernels.amd_backend_compiles import RecordingPlatform
 
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in (OFF, "ln_residual=on,smolgen_branch=on", ""):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off", "smolgen_rows=off", ""):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
         ).close()
         compiled.append(sorted(set(plat.compiles)))
     assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
+    added = sorted(set(compiled[3]) - set(compiled[0]))
+    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 2, added
+    assert all(source == "dense_rows.hip" for source, _ in added)
 
 
 @pytest.mark.parametrize(
@@ -419,7 +438,7 @@ def test_the_forward_pass_takes_each_batch_sizes_default_paths(bsz: int, ln: boo
 
 
 def test_defaults_above_the_limits_enqueue_exactly_the_unfused_pass() -> None:
-    """At a batch above both limits (520) the defaults run the very pass of every fusion forced
+    """At a batch above every limit (520) the defaults run the very pass of every fusion forced
     off: the same GEMMs (shapes, pointers, alpha/beta, multiprocessors, streams), the same kernel
     launches with the same arguments, the same event records and waits -- so the same outputs,
     bit for bit (tests/backends/gpu/test_gpu_fusions.py checks that on a device too)."""
@@ -430,7 +449,14 @@ def test_defaults_above_the_limits_enqueue_exactly_the_unfused_pass() -> None:
         try:
             fns = {fn: i for i, fn in enumerate(dict.fromkeys(fn for fn, _, _ in plat.launches))}
             launches = [(fns[fn], stream, ptrs) for fn, stream, ptrs in plat.launches]
-            runs.append((plat.gemms, launches, [t for t in plat.timeline if t[0] != "op"]))
+            # events by order of first use (the defaults compile smolgen_rows' kernels first, so
+            # the recording platform's handles are numbered differently)
+            order = [t for t in plat.timeline if t[0] != "op"]
+            evs = {e: i for i, e in enumerate(dict.fromkeys(
+                args[0] if kind == "record" else args[1] for kind, args in order))}
+            events = [(kind, (evs[args[0]], args[1]) if kind == "record" else (args[0], evs[args[1]]))
+                      for kind, args in order]
+            runs.append((plat.gemms, launches, events))
             assert _paths(gpu, plat) == (False, False)
         finally:
             gpu.close()
@@ -478,5 +504,63 @@ def test_each_graph_bucket_captures_its_own_paths_and_replays_them() -> None:
             masks = np.random.default_rng(n).integers(1, 2**63, size=(n, 112), dtype=np.uint64)
             gpu.submit(PlanesBatch(masks, np.ones((n, 112), np.float32)))
         assert (len(plat.gemms), len(plat.launches), len(plat.captures)) == (gemms, launches, len(buckets))
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize(("text", "bsz", "fused"), [
+    ("smolgen_rows=on", 1, True),
+    ("smolgen_rows=on", 3, True),
+    ("smolgen_rows=off", 3, False),
+    ("smolgen_rows_max=2", 3, False),  # auto, the limit moved below the batch
+    ("smolgen_rows=on,smolgen_branch=on", 4, True),  # on the side stream beside the QKV GEMM
+])
+def test_smolgen_rows_runs_each_dense_layer_with_its_layernorm_in_one_kernel(
+    text: str, bsz: int, fused: bool
+) -> None:
+    """``smolgen_rows``: per layer two ``dense_rows_layernorm`` launches (dense 1: the compress
+    columns to ``sg_s1``, dense 2: ``sg_s1`` to ``sg_s2``, each with its own weights, bias and
+    LayerNorm parameters, the shared scratch and ticket counter) take the place of the two dense
+    GEMMs and the two smolgen LayerNorms; unfused, the GEMMs and LayerNorms run as before."""
+    gpu, plat = _run(text, bsz=bsz)
+    try:
+        s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
+        layers = len(gpu.model.encoders)
+        dense = {fn for fn, _ in ops._dense_rows.values()}
+        launched = [(stream, ptrs) for fn, stream, ptrs in plat.launches if fn in dense]
+        gemms = [g for g in plat.gemms if g["c"] in (buf.sg_s1, buf.sg_s2)]
+        sg_lns = [1 for fn, _, _ in plat.launches
+                  if fn in (ops._ln[(s.hs, gpu.model.encoders[0].smolgen.act)][0],
+                            ops._ln[(s.H * s.gs, gpu.model.encoders[0].smolgen.act)][0])]
+        if not fused:
+            assert not launched and len(gemms) == 2 * layers and len(sg_lns) == 2 * layers
+            return
+        assert not gemms and not sg_lns and len(launched) == 2 * layers
+        for i, layer in enumerate(gpu.model.encoders):
+            w = layer.smolgen.w
+            for (stream, ptrs), (x, wt, b, g, be, out) in zip(
+                launched[2 * i : 2 * i + 2],
+                ((buf.sg_c, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, buf.sg_s1),
+                 (buf.sg_s1, w.d2_w, w.d2_b, w.ln2_g, w.ln2_b, buf.sg_s2)),
+                strict=True,
+            ):
+                assert ptrs[:8] == [x, wt, b, g, be, out, buf.sg_pre, buf.sg_count]
+                assert stream == (ops.side if gpu.fusions.at(bsz).smolgen_branch else ops.main)
+    finally:
+        gpu.close()
+
+
+def test_smolgen_rows_options_and_limits() -> None:
+    """``smolgen_rows_max`` is 1 to the kernel's ``DENSE_ROWS_MAX`` rows, in one line otherwise;
+    the launch refuses more rows than the kernel takes."""
+    assert GpuOptions().smolgen_rows is None and GpuOptions().smolgen_rows_max == SMOLGEN_ROWS_MAX
+    assert GpuOptions.from_text("smolgen_rows_max=1").smolgen_rows_max == 1
+    for bad in (f"smolgen_rows_max={DENSE_ROWS_MAX + 1}", "smolgen_rows_max=0"):
+        message = one_line_error(BackendOptionError, lambda bad=bad: GpuOptions.from_text(bad, "cuda-fp16"))
+        assert f"{bad} is out of range" in message, message
+    gpu, _ = _run("smolgen_rows=on", bsz=1)
+    try:
+        with pytest.raises(ValueError, match="1..8 rows"):
+            gpu.ops.dense_rows_layernorm(0, DENSE_ROWS_MAX + 1, 2048, 0, 256, 0, 0, 0, 0, 1e-3, 7, 0, 0)
     finally:
         gpu.close()

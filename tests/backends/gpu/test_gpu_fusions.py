@@ -20,11 +20,12 @@ from tests.backends.conformance import RTOL_FP16, RTOL_FP32, random_batch, relat
 pytestmark = pytest.mark.gpu
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off"
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off"
 SWITCHES = [
-    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128
+    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 8
     "ln_residual=on",
     "smolgen_branch=on",
+    "smolgen_rows=on",
     "row_halves=on",
     "ln_residual=on,smolgen_branch=on,row_halves=on,side_sms=8",
 ]
@@ -49,10 +50,11 @@ def test_fused_paths_match_the_reference(cuda_platform, case: str, text: str, fp
             assert fused.fusions.ln_residual is ("ln_residual=on" in text)
             assert fused.fusions.smolgen_branch is ("smolgen_branch=on" in text and net.has_smolgen)
             assert fused.fusions.row_halves is ("row_halves=on" in text)
+            assert fused.fusions.smolgen_rows is ("smolgen_rows=on" in text and net.has_smolgen)
         else:
             f = fused.fusions
             assert (f.ln_residual, f.ln_residual_max, f.row_halves) == (True, 512, False)
-            assert f.smolgen_branch is net.has_smolgen
+            assert f.smolgen_branch is net.has_smolgen and f.smolgen_rows is net.has_smolgen
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         batch, ref, _ = traced_reference(net)
         for flash in (True, False):
@@ -91,4 +93,33 @@ def test_defaults_above_their_limits_match_the_unfused_pass_bit_for_bit(cuda_pla
             assert np.isfinite(a).all() and np.array_equal(a, w), k
     finally:
         default.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+    """``smolgen_rows``: batches of 1 to 8 positions (each its graph bucket, padding rows included)
+    agree with the unfused network, and again on a second replay of each graph (the kernel's
+    ticket counter must be back to 0 after every launch, or the second pass never normalises)."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+
+    net = random_network("t82", 7, layers=2)
+    on = GpuOptions.from_text(f"max_batch=8,{OFF},smolgen_rows=on")
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
+    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=8,{OFF}"))
+    limit = RTOL_FP16 if fp16 else RTOL_FP32
+    try:
+        for n in range(1, 9):
+            b = random_batch(n, int(net.format.input), seed=100 + n)
+            want = plain.submit(b).result()
+            for replay in range(2):
+                got = fused.submit(b).result()
+                for k in ("policy", "wdl", "moves_left"):
+                    a = getattr(got, k)
+                    assert np.isfinite(a).all(), f"batch {n} replay {replay}: {k} not finite"
+                    err = relative_error(a, getattr(want, k))
+                    assert err <= 2 * limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
+    finally:
+        fused.close()
         plain.close()
