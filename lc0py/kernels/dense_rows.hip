@@ -5,11 +5,12 @@
 // Smolgen's two dense layers (T82: 2048 -> 256 and 256 -> 6144) run once per position, so at a
 // batch of one to a few positions they are GEMVs: cuBLAS takes 5.1 and 3.0 us for them on an H200
 // and the LayerNorm after each another 2.7 us, most of it the fixed cost of a kernel
-// (docs/performance.md §1). Here every block computes LC0_DR_WARPS * LC0_DR_OUT outputs of every
-// row (a warp per output: its lanes split K in 16-byte chunks, so a warp reads one weight row
-// coalesced and every row of x reuses it from registers), writes act(dot + bias) in fp32 to
-// `pre`, and the last block to finish -- a device-scope fence, then an atomic ticket on `counter`
-// -- normalises every row (fp32, two-pass: mean, then the centred variance) and writes `out`.
+// (docs/performance.md §1). Here each warp computes LC0_DR_OUT outputs of every row: it loads all
+// its weight chunks (its lanes split K in 16-byte chunks: coalesced rows) before any arithmetic, so
+// the kernel waits for memory about once, reads each row of x in chunks (cached after the first
+// warp), and writes act(dot + bias) in fp32 to `pre`. The last block to finish -- a device-scope
+// fence, then an atomic ticket on `counter` -- loads each row of `pre` into registers at once and
+// normalises it there (fp32, two-pass: mean, then the centred variance) into `out`.
 // It then puts the counter back to 0, so the next launch (and a CUDA graph's replay) starts from
 // it; the counter must be 0 before the first launch (the runner zeroes it when it allocates it).
 //
@@ -47,17 +48,26 @@ constexpr int OUT = LC0_DR_OUT;
 constexpr int THREADS = WARPS * WARP_SIZE;
 constexpr int VEC = (K % LC0_VEC == 0) ? LC0_VEC : 1;  // elements per chunk of a row
 constexpr int CHUNKS = K / VEC;
-constexpr int PER = (CHUNKS + WARP_SIZE - 1) / WARP_SIZE;  // chunks per lane
+constexpr int PER = (CHUNKS + WARP_SIZE - 1) / WARP_SIZE;  // chunks of a row per lane
+constexpr int PT = (N + THREADS - 1) / THREADS;  // elements of an output row per thread (last block)
 static_assert(ROWS >= 1, "at least one row");
 }  // namespace dr
 
-// One chunk (VEC elements) of a row of T as floats.
-LC0_DEVICE void dr_load(const T* p, float* out) {
-    if (dr::VEC == LC0_VEC) {
-        load_vec(p, out);
-    } else {
-        out[0] = to_f32(*p);
-    }
+// A chunk of a row kept as its raw 16 bytes until used (VEC elements; one element when K is not a
+// multiple of the vector), so every load of a warp's outputs is in flight at once.
+LC0_DEVICE uint4 dr_raw(const T* p) {
+    if (dr::VEC == LC0_VEC) return *reinterpret_cast<const uint4*>(p);
+    uint4 u = make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<T*>(&u) = *p;
+    return u;
+}
+LC0_DEVICE float dr_dot(const uint4& a, const uint4& b) {
+    const T* x = reinterpret_cast<const T*>(&a);
+    const T* y = reinterpret_cast<const T*>(&b);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < dr::VEC; ++i) s += to_f32(x[i]) * to_f32(y[i]);
+    return s;
 }
 
 // The sum of v over the block (every thread gets it); red: WARPS floats of shared memory.
@@ -81,67 +91,83 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
     __shared__ float red[WARPS];
     __shared__ u32 ticket;
     const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    const int n0 = (blockIdx.x * WARPS + warp) * OUT;
 #ifdef LC0_DR_ACT
     act = LC0_DR_ACT;
 #endif
 
-    // 1. This block's outputs for every row: act(x . w_n + bias_n) into pre (fp32).
+    // 1. This warp's OUT outputs for every row: act(x . w_n + bias_n) into pre (fp32). Every weight
+    //    chunk of the warp is loaded before any arithmetic (one wait for memory, not one an output);
+    //    each row of x is then read in chunks (from cache after the first warp).
+    if (n0 < N) {
+        uint4 wr[OUT][PER];
 #pragma unroll
-    for (int o = 0; o < OUT; ++o) {
-        const int n = (blockIdx.x * WARPS + warp) * OUT + o;
-        if (n < N) {
-            float acc[ROWS];
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) acc[r] = 0.f;
-            const T* wn = w + (long long)n * K;
+        for (int o = 0; o < OUT; ++o) {
 #pragma unroll
             for (int c = 0; c < PER; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VEC;
-                if (idx < K) {
-                    float wv[LC0_VEC];
-                    dr_load(wn + idx, wv);
-#pragma unroll
-                    for (int r = 0; r < ROWS; ++r) {
-                        if (r < rows) {
-                            float xv[LC0_VEC];
-                            dr_load(x + (long long)r * K + idx, xv);
-#pragma unroll
-                            for (int i = 0; i < VEC; ++i) acc[r] += wv[i] * xv[i];
-                        }
-                    }
-                }
+                wr[o][c] = (n0 + o < N && idx < K) ? dr_raw(w + (long long)(n0 + o) * K + idx) : make_uint4(0, 0, 0, 0);
             }
-            const float b = bias != nullptr ? to_f32(bias[n]) : 0.f;
+        }
+        for (int r = 0; r < rows; ++r) {
+            uint4 xr[PER];
 #pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-                const float s = warp_sum(acc[r]);  // every lane takes part, whatever `rows`
-                if (lane == 0 && r < rows) pre[r * N + n] = activate(s + b, act);
+            for (int c = 0; c < PER; ++c) {
+                const int idx = (lane + c * WARP_SIZE) * VEC;
+                xr[c] = idx < K ? dr_raw(x + (long long)r * K + idx) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int o = 0; o < OUT; ++o) {
+                float acc = 0.f;
+#pragma unroll
+                for (int c = 0; c < PER; ++c) acc += dr_dot(wr[o][c], xr[c]);
+                acc = warp_sum(acc);  // the whole warp takes part: rows and n0 are the warp's
+                if (lane == 0 && n0 + o < N) {
+                    const float b = bias != nullptr ? to_f32(bias[n0 + o]) : 0.f;
+                    pre[r * N + n0 + o] = activate(acc + b, act);
+                }
             }
         }
     }
 
-    // 2. The last block to get here normalises every row.
+    // 2. The last block to get here normalises every row from registers.
     lc0_fence_device();  // this block's pre values are visible before its ticket is taken
     __syncthreads();
     if (threadIdx.x == 0) ticket = lc0_atomic_add(counter, 1u);
     __syncthreads();
     if (ticket != gridDim.x - 1) return;
     lc0_fence_device();
-    const volatile float* vp = pre;  // written by other blocks: read past any cached copy
+    float g[PT], be[PT];
+#pragma unroll
+    for (int j = 0; j < PT; ++j) {
+        const int i = threadIdx.x + j * THREADS;
+        g[j] = i < N ? to_f32(gamma[i]) : 0.f;
+        be[j] = i < N ? to_f32(beta[i]) : 0.f;
+    }
     for (int r = 0; r < rows; ++r) {
+        float v[PT];
         float sum = 0.f;
-        for (int i = threadIdx.x; i < N; i += THREADS) sum += vp[r * N + i];
+#pragma unroll
+        for (int j = 0; j < PT; ++j) {  // written by other blocks: past this multiprocessor's cache
+            const int i = threadIdx.x + j * THREADS;
+            v[j] = i < N ? lc0_load_global_cg(pre + r * N + i) : 0.f;
+        }
+#pragma unroll
+        for (int j = 0; j < PT; ++j) sum += v[j];
         const float mean = dr_block_sum(sum, red) / N;
         float var = 0.f;
-        for (int i = threadIdx.x; i < N; i += THREADS) {
-            const float d = vp[r * N + i] - mean;
+#pragma unroll
+        for (int j = 0; j < PT; ++j) {
+            const int i = threadIdx.x + j * THREADS;
+            const float d = i < N ? v[j] - mean : 0.f;
             var += d * d;
         }
         var = dr_block_sum(var, red) / N;
         const float rstd = rsqrtf(var + eps);
-        for (int i = threadIdx.x; i < N; i += THREADS) {
-            const float v = (vp[r * N + i] - mean) * rstd * to_f32(gamma[i]) + to_f32(beta[i]);
-            store_f32(out + (long long)r * N + i, v);
+#pragma unroll
+        for (int j = 0; j < PT; ++j) {
+            const int i = threadIdx.x + j * THREADS;
+            if (i < N) store_f32(out + (long long)r * N + i, (v[j] - mean) * rstd * g[j] + be[j]);
         }
     }
     if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch

@@ -13,6 +13,7 @@
 //   warp_sync()                 converge the wave and order its shared-memory accesses
 //   lc0_exp2 / lc0_rsqrt / lc0_rcp  v_exp_f32 / v_rsq_f32 / v_rcp_f32 (1 ulp; inputs are never denormal here)
 //   lc0_fence_device / lc0_atomic_add  device-scope fence / atomic add on a u32 (a grid's last-block hand-off)
+//   lc0_load_global_cg          a float another block wrote (after lc0_fence_device)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy. AMD has no cp.async equivalent
 //   async_commit()              before gfx950, so this is a plain 16-byte copy through
@@ -101,6 +102,9 @@ LC0_DEVICE float lc0_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
 // atomicAdd are, with clang builtins only.
 LC0_DEVICE void lc0_fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 LC0_DEVICE u32 lc0_atomic_add(u32* p, u32 v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+// A float another block wrote: a plain load, since the agent-scope fence before it (seq_cst: an
+// acquire) already invalidated this compute unit's vector L1.
+LC0_DEVICE float lc0_load_global_cg(const float* p) { return *p; }
 LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (v_rcp_f32); 1/inf = 0
 #if __has_builtin(__builtin_amdgcn_rcpf)
     return __builtin_amdgcn_rcpf(x);

@@ -14,6 +14,7 @@
 //   warp_sync()                 converge the warp (after per-warp shared-memory writes)
 //   lc0_exp2 / lc0_rsqrt / lc0_rcp  fast special functions (ex2 / rsqrt / rcp .approx; rel err ~2^-22)
 //   lc0_fence_device / lc0_atomic_add  __threadfence / atomicAdd on a u32 (a grid's last-block hand-off)
+//   lc0_load_global_cg          a float another block wrote, read past L1 (ld.global.cg)
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy that does not wait (cp.async on
 //   async_commit()              sm_80+; a plain copy where the vendor has none); commit closes
@@ -75,6 +76,13 @@ LC0_DEVICE float lc0_rsqrt(float x) { return rsqrtf(x); }
 // hand-off of dense_rows.hip), and an atomic add on a u32 in global memory (returns the old value).
 LC0_DEVICE void lc0_fence_device() { __threadfence(); }
 LC0_DEVICE u32 lc0_atomic_add(u32* p, u32 v) { return atomicAdd(p, v); }
+// A float another block wrote, read at L2 (ld.global.cg: past this multiprocessor's L1); asm volatile
+// keeps it after the fence before it.
+LC0_DEVICE float lc0_load_global_cg(const float* p) {
+    float v;
+    asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
 LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (one MUFU.RCP); 1/inf = 0
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
