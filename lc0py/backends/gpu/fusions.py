@@ -22,7 +22,8 @@ takes it only for the batch sizes where it measured faster:
   + 2.7 and 3.0 + 2.7 us a layer, 16.8 us with the compress GEMM: the longest path beside the QKV
   GEMM's 3.5 us at batch 1, docs/performance.md §1). ``kernels/dense_rows.hip`` does each dense
   layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
-  rows (the last block to finish normalises). Batches up to ``smolgen_rows_max``.
+  rows (the last block to finish normalises). Measured faster at one position only (below: each
+  further row adds a serial pass to the kernel), so ``auto`` takes batches of one.
 * ``row_halves``: the out-projection, LayerNorm, FFN and LayerNorm of a layer run on the two
   halves of the batch, software-pipelined over the two streams: the GEMMs on the main stream, each
   half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
@@ -39,6 +40,11 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
     smolgen_branch  x1.037  x0.999  x0.968    auto: batches up to smolgen_branch_max (128)
     row_halves      x0.933  x0.986  x0.979    off unless asked for
     all three       x0.933  x0.986  x0.942
+
+    smolgen_rows (one H200, tree 24b4deb, backendbench T82 cuda-fp16, 2 alternating rounds,
+    bench/results/2026-11-28_h200-smolgen_24b4deb):
+    batch           1       2       4       8
+                    x1.048  x0.974  x0.876  x0.731    auto: batches up to smolgen_rows_max (1)
 
 The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
 each captured graph holds its own bucket's choice; both forms of a path use the same activation

@@ -54,7 +54,7 @@ nothing below the backend reads option text or sets option flags on other object
                               two dense layers with its bias, activation and LayerNorm in one kernel
                               (kernels/dense_rows.hip) instead of a GEMM and a LayerNorm; ``auto``:
                               batches up to ``smolgen_rows_max``, ``on``: up to 8 (the kernel's most)
-``smolgen_rows_max`` ``8``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
+``smolgen_rows_max`` ``1``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
@@ -121,8 +121,10 @@ FP8_GEMM_NAMES = ("qkv", "out", "ffn1", "ffn2", "smolgen")  # fp8.FP8_GEMMS
 LN_RESIDUAL_MAX = 512
 SMOLGEN_BRANCH_MAX = 128
 #: ``smolgen_rows=auto`` takes the fusion up to this batch (``on``: up to ``weights.DENSE_ROWS_MAX``,
-#: the most rows its kernel takes)
-SMOLGEN_ROWS_MAX = 8
+#: the most rows its kernel takes). One position: where it measured faster (T82 cuda-fp16, one H200,
+#: 2026-11-28, tree 24b4deb, backendbench, unfused / fused: x1.048 at 1, x0.974 at 2, x0.876 at 4,
+#: x0.731 at 8 -- its per-row work is serial; the table in fusions.py)
+SMOLGEN_ROWS_MAX = 1
 
 
 def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
