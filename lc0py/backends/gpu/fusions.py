@@ -97,7 +97,8 @@ class Fusions:
         ln = self.ln_residual and (self.ln_residual_max is None or bsz <= self.ln_residual_max)
         branch = self.smolgen_branch and (self.smolgen_branch_max is None or bsz <= self.smolgen_branch_max)
         halves = splits(self, bsz)
-        rows = self.smolgen_rows and (self.smolgen_rows_max is None or bsz <= self.smolgen_rows_max)
+        # never past the most rows its kernel takes, whatever the record says
+        rows = self.smolgen_rows and bsz <= min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,

@@ -564,3 +564,11 @@ def test_smolgen_rows_options_and_limits() -> None:
             gpu.ops.dense_rows_layernorm(0, DENSE_ROWS_MAX + 1, 2048, 0, 256, 0, 0, 0, 0, 1e-3, 7, 0, 0)
     finally:
         gpu.close()
+
+
+def test_smolgen_rows_never_takes_more_rows_than_its_kernel() -> None:
+    """A record with ``smolgen_rows`` and no limit (``Fusions`` built by hand) still gives the
+    GEMM path above ``DENSE_ROWS_MAX`` positions: the kernel refuses more rows."""
+    f = Fusions(smolgen_rows=True)
+    assert f.at(DENSE_ROWS_MAX).smolgen_rows and not f.at(DENSE_ROWS_MAX + 1).smolgen_rows
+    assert not Fusions(smolgen_rows=True, smolgen_rows_max=64).at(DENSE_ROWS_MAX + 1).smolgen_rows
