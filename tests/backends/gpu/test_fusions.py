@@ -572,3 +572,34 @@ def test_smolgen_rows_never_takes_more_rows_than_its_kernel() -> None:
     f = Fusions(smolgen_rows=True)
     assert f.at(DENSE_ROWS_MAX).smolgen_rows and not f.at(DENSE_ROWS_MAX + 1).smolgen_rows
     assert not Fusions(smolgen_rows=True, smolgen_rows_max=64).at(DENSE_ROWS_MAX + 1).smolgen_rows
+
+
+class _MemsetPlatform(CallPlatform):
+    """``CallPlatform`` that also keeps each memset, and what was enqueued before it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memsets: list[tuple[int, int, int, int]] = []  # (ptr, byte, nbytes, launches before)
+
+    def memset(self, ptr: int, byte: int, nbytes: int, stream: int) -> None:
+        self.memsets.append((ptr, byte, nbytes, len(self.launches)))
+
+
+def test_the_runner_zeroes_the_dense_rows_ticket_before_any_launch() -> None:
+    """``dense_rows_layernorm`` counts finished blocks on ``buf.sg_count`` and finds the last one
+    only if the count starts at 0; a fresh device allocation need not be zeroed, so the runner
+    zeroes the counter each time it (re)allocates the buffers, before any kernel reads it -- and
+    again after the buffers grow."""
+    plat = _MemsetPlatform()
+    gpu, _ = _run("smolgen_rows=on", bsz=1, plat=plat)
+    try:
+        buf = gpu.runner.buf
+        assert buf.sg_count and buf.sg_pre
+        zeroed = [m for m in plat.memsets if m[0] == buf.sg_count]
+        assert zeroed and zeroed[-1][1:3] == (0, 4) and zeroed[0][3] == 0
+        before = len(plat.memsets)
+        gpu.runner.ensure(64)  # larger than max_batch=4: a new arena, a new ticket
+        assert gpu.runner.buf.sg_count != buf.sg_count
+        assert [m[:3] for m in plat.memsets[before:]] == [(gpu.runner.buf.sg_count, 0, 4)]
+    finally:
+        gpu.close()
