@@ -23,6 +23,7 @@ import pytest
 
 from lc0py.backends.accuracy import relative_error
 from lc0py.backends.gpu.ops import DENSE_ROWS_MAX, dense_rows_config
+from lc0py.model.activations import activation
 from tests.kernels.emu_build import build_emulators
 
 ACT_NONE, ACT_SWISH, ACT_MISH = 3, 7, 1  # kernels/activations.h
@@ -48,14 +49,6 @@ def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     jobs = [(bid, "dense_rows_emu_main.cpp", _config(n, k, fp16, act, w))
             for bid, n, k, fp16, act, w in BUILDS]
     return build_emulators(tmp_path_factory, "dense_rows_emu", jobs, opt="-O1")
-
-
-def _act(x: np.ndarray, act: int) -> np.ndarray:
-    if act == ACT_SWISH:
-        return x / (1.0 + np.exp(-x))
-    if act == ACT_MISH:
-        return x * np.tanh(np.logaddexp(0.0, x))
-    return x
 
 
 def test_several_outputs_a_warp_in_the_config() -> None:
@@ -96,7 +89,7 @@ def test_dense_rows_layernorm_on_emulator(
         a.tofile(tmp_path / f"{name}.bin")
     eps = 1e-3
     e = {key: v.astype(np.float64) for key, v in stored.items()}
-    val = _act(e["x"] @ e["w"].T + (e["bias"] if has_bias else 0.0), act)
+    val = activation(act, e["x"] @ e["w"].T + (e["bias"] if has_bias else 0.0))
     mean = val.mean(axis=1, keepdims=True)
     var = ((val - mean) ** 2).mean(axis=1, keepdims=True)
     want = (val - mean) / np.sqrt(var + eps) * e["gamma"] + e["beta"]

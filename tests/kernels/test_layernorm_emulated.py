@@ -25,6 +25,7 @@ import pytest
 
 from lc0py.backends.accuracy import relative_error
 from lc0py.backends.gpu.ops import ln_config
+from lc0py.model.activations import activation
 from tests.kernels.emu_build import build_emulators
 
 ACT_MISH, ACT_NONE, ACT_SWISH, ACT_RELU_2 = 1, 3, 7, 8  # kernels/activations.h
@@ -64,19 +65,9 @@ def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_emulators(tmp_path_factory, "layernorm_emu", jobs, opt="-O1")
 
 
-def _act(x: np.ndarray, act: int) -> np.ndarray:
-    if act == ACT_SWISH:
-        return x / (1.0 + np.exp(-x))
-    if act == ACT_MISH:
-        return x * np.tanh(np.logaddexp(0.0, x))
-    if act == ACT_RELU_2:
-        return np.maximum(x, 0.0) ** 2
-    return x
-
-
 def _reference(e: dict[str, np.ndarray], act: int, alpha: float, eps: float) -> np.ndarray:
     val = e["y"] + e["bias"] if "bias" in e else e["y"]
-    val = _act(val, act) * alpha
+    val = activation(act, val) * alpha
     if "skip" in e:
         val = val + e["skip"]
     mean = val.mean(axis=1, keepdims=True)

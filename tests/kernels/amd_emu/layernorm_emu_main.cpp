@@ -18,7 +18,6 @@
 #include "prelude_hiprtc.h"
 #undef __shared__
 #define __shared__ static
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }  // HIP's device rsqrtf
 #include "layernorm.hip"
 // clang-format on
 

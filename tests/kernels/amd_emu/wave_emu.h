@@ -79,6 +79,7 @@ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }  // HIP's device rsqrtf
 
 
 
