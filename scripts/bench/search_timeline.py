@@ -310,6 +310,8 @@ def main() -> None:
         positions = sum(SIZES)
         print(f"network batches: {len(SIZES)}, mean size {positions / len(SIZES):.1f}, median "
               f"{statistics.median(SIZES):.0f}; {positions / wall:.0f} positions/s evaluated while searching")
+        print("rows a GPU backend pads these batches to (CUDA graph buckets; one device): "
+              f"graph_buckets=fine {_padding(SIZES, True):.1%}, coarse {_padding(SIZES, False):.1%}")
     host = sum(CPU)
     batches = len(EVENTS.get("complete (apply+backup)", [])) or 1
     print(f"search thread CPU time: {host:.2f} s = {1e6 * host / batches:.0f} us per minibatch "
@@ -331,6 +333,14 @@ def main() -> None:
         share = _overlap(gathers, flight) / g_total
         print(f"gathering while a batch is in flight: {share:.1%} of gather time")
     _report_idle(flight)
+
+
+def _padding(sizes: list[int], fine: bool) -> float:
+    """The share of the rows run that are padding when each batch runs in its graph bucket."""
+    from lc0py.backends.gpu.weights import graph_bucket
+
+    run = sum(graph_bucket(n, fine) for n in sizes)
+    return (run - sum(sizes)) / run if run else 0.0
 
 
 def _gaps(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -> list[tuple[float, float]]:

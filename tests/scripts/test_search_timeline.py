@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("chess")
-from scripts.bench.search_timeline import _gaps, _overlap, _union  # noqa: E402
+from scripts.bench.search_timeline import _gaps, _overlap, _padding, _union  # noqa: E402
 
 
 def test_gaps_are_what_no_batch_covers_inside_each_search() -> None:
@@ -19,3 +19,10 @@ def test_gaps_are_what_no_batch_covers_inside_each_search() -> None:
     assert _gaps([(6.5, 7.5)], flight) == [(6.5, 7.5)]
     # what a phase spent in the gaps
     assert _overlap([(2.5, 4.5)], gaps) == pytest.approx(1.0)
+
+
+def test_padding_is_the_share_of_run_rows_no_position_fills() -> None:
+    # fine: 17 -> 20, 43 -> 48, 8 -> 8; coarse: 17 -> 32, 43 -> 48, 8 -> 8
+    assert _padding([17, 43, 8], True) == pytest.approx((3 + 5) / (20 + 48 + 8))
+    assert _padding([17, 43, 8], False) == pytest.approx((15 + 5) / (32 + 48 + 8))
+    assert _padding([], True) == 0.0

@@ -4,6 +4,8 @@
 ``flash``           ``on``    fused flash-attention kernel; ``off`` = GEMM+softmax fallback; ``v1`` /
                               ``v2``: the one-shot / the persistent kernel (default: v2 on sm_90)
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
+``graph_buckets``   ``fine``  ``fine``: buckets exact to 8 positions, then ~1/8 apart (32 graphs to 256);
+                              ``coarse``: powers of two to 16, multiples of 16 to 256 (20 graphs)
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device index
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors

@@ -154,6 +154,7 @@ class GpuNetwork:
             graphs=options.graphs,
             max_batch=options.max_batch,
             moves_left_relu=ml_relu,
+            fine_buckets=options.graph_buckets == "fine",
         )
 
     def _build_fp8(self, network: Network, packed: Any, gemms: Any) -> Any:

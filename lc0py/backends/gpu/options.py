@@ -12,6 +12,10 @@ nothing below the backend reads option text or sets option flags on other object
                               v2 on sm_90, v1 elsewhere, or what ``lc0py tune`` saved); the same as
                               ``attn_persistent=0|1``
 ``graphs``          ``on``    replay one captured CUDA/HIP graph per batch-size bucket
+``graph_buckets``   ``fine``  the batch sizes graphs are captured for (``weights.graph_bucket``):
+                              ``fine`` exact to 8, then steps of 2 / 4 / 8 / 16 to 16 / 32 / 64 / 256
+                              (32 graphs to 256, ~5 % padded rows); ``coarse`` powers of two to 16,
+                              then multiples of 16 (20 graphs, up to 47 % padding at 17-64)
 ``max_batch``       ``256``   buffers are sized for this many positions up front (grow on demand)
 ``gpu``             ``0``     device ordinal (lc0's name), checked against the devices present
 ``verify``          ``off``   check the first batch against the numpy float64 reference, log errors
@@ -99,6 +103,7 @@ KNOWN_OPTIONS = (
     "row_halves_min",
     "side_sms",
     "graphs",
+    "graph_buckets",
     "max_batch",
     "gpu",
     "verify",
@@ -112,6 +117,7 @@ KNOWN_OPTIONS = (
 )
 MAX_BATCH_LIMIT = 65536
 PRECISIONS = ("fp32", "fp16", "fp8")
+GRAPH_BUCKETS = ("fine", "coarse")
 FP8_SCALES = ("channel", "tensor", "outer")
 FP8_GEMM_NAMES = ("qkv", "out", "ffn1", "ffn2", "smolgen")  # fp8.FP8_GEMMS
 #: ``ln_residual=auto`` / ``smolgen_branch=auto`` take the fusion up to this batch: where it measured
@@ -207,6 +213,8 @@ class GpuOptions:
 
     flash: bool = True
     graphs: bool = True
+    #: ``fine`` or ``coarse`` (``weights.graph_bucket``)
+    graph_buckets: str = "fine"
     max_batch: int = 256
     gpu: int = 0
     verify: bool = False
@@ -258,6 +266,7 @@ class GpuOptions:
         record = cls(
             flash=flash,
             graphs=take("graphs", True),
+            graph_buckets=options.take_choice("graph_buckets", "fine", GRAPH_BUCKETS),
             max_batch=take("max_batch", 256, lo=1, hi=MAX_BATCH_LIMIT),
             gpu=take("gpu", 0, lo=0),
             verify=take("verify", False),

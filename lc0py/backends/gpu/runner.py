@@ -216,10 +216,12 @@ class GpuRunner:
         graphs: bool,
         max_batch: int,
         moves_left_relu: bool,
+        fine_buckets: bool = True,
     ) -> None:
         self.ops, self.p, self.model, self.shape = ops, ops.p, model, shape
         self.np_dtype = np.float16 if ops.fp16 else np.float32
         self.graphs_enabled = graphs
+        self.fine_buckets = fine_buckets  # ``graph_buckets=fine`` (``weights.graph_bucket``)
         self.max_batch = max(1, int(max_batch))
         self.moves_left_relu = moves_left_relu
         self.buf = Buffers()
@@ -352,7 +354,7 @@ class GpuRunner:
         n = len(batch)
         if n == 0:
             raise ValueError("empty batch")
-        run = graph_bucket(n) if use_graph else n
+        run = self.bucket(n) if use_graph else n
         self.ensure(run)
         slot = self._take_slot()
         self._upload(slot, batch, run)
@@ -375,6 +377,10 @@ class GpuRunner:
         except Exception:
             pass
 
+    def bucket(self, n: int) -> int:
+        """The batch size the graph that runs ``n`` positions was captured for."""
+        return graph_bucket(n, self.fine_buckets)
+
     def _graph(self, run: int, flash: bool) -> int:
         """The captured graph of a bucket, captured now if it is new (the buffers hold ``run``)."""
         key = (run, flash)
@@ -393,17 +399,17 @@ class GpuRunner:
 
     def prepare(self, max_batch: int, flash: bool) -> int:
         """Buffers for ``max_batch`` positions and, with graphs on, the graph of every bucket up
-        to it, captured now rather than by the first batches of a search (about 20 buckets to
+        to it, captured now rather than by the first batches of a search (32 buckets to
         256, each an eager run and a capture). Returns how many graphs were captured."""
         if max_batch <= 0:
             raise ValueError("max_batch must be positive")
         if not self.graphs_enabled:
             self.ensure(max_batch)
             return 0
-        top = graph_bucket(max_batch)
+        top = self.bucket(max_batch)
         self.ensure(top)
         before = len(self._graphs)
-        for run in sorted({graph_bucket(n) for n in range(1, top + 1)}):
+        for run in sorted({self.bucket(n) for n in range(1, top + 1)}):
             self._graph(run, flash)
         self.p.synchronize(self.ops.main)
         return len(self._graphs) - before

@@ -537,16 +537,24 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
     return sizes
 
 
-def graph_bucket(batch: int) -> int:
+def graph_bucket(batch: int, fine: bool = True) -> int:
     """The batch size a CUDA graph is captured for: few graphs, little padding.
 
-    Powers of two up to 16, multiples of 16 up to 256, then multiples of 64 (at most 1/4 or 1/5
-    wasted rows, and lc0's usual batch sizes are exact).
+    ``fine`` (``graph_buckets=fine``, the default): exact up to 8, then steps of 2 to 16, 4 to 32,
+    8 to 64 and 16 to 256 (at most ~1/5 of a bucket is padding, ~1/16 on average), then multiples
+    of 64: 32 graphs up to 256. A padded row costs its full share of the pass (T82 on an H200:
+    ~0.02 ms a position over a ~0.9 ms floor), and the search's network batches are mostly 16-64
+    positions (T82 median 43, docs/performance.md §4).
+    ``coarse`` (``graph_buckets=coarse``): powers of two up to 16, multiples of 16 up to 256, then
+    multiples of 64 (20 graphs up to 256; up to 47 % padding at 17-64 positions).
     """
     if batch <= 0:
         raise ValueError("batch must be positive")
+    if batch > 256:
+        return (batch + 63) // 64 * 64
+    if fine:
+        step = min(16, 1 << max(0, (batch - 1).bit_length() - 3))
+        return (batch + step - 1) // step * step
     if batch <= 16:
         return 1 << (batch - 1).bit_length()
-    if batch <= 256:
-        return (batch + 15) // 16 * 16
-    return (batch + 63) // 64 * 64
+    return (batch + 15) // 16 * 16

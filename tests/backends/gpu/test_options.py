@@ -33,6 +33,8 @@ def test_defaults_are_the_documented_ones() -> None:
     )
     assert opts.winograd is None and opts.winograd_staged is None and opts.se_gates is None  # auto
     assert opts.winograd_split and opts.flash_overrides == {}
+    assert opts.graph_buckets == "fine"
+    assert GpuOptions.from_text("graph_buckets=coarse").graph_buckets == "coarse"
 
 
 def test_every_option_parses_once_into_a_frozen_hashable_record() -> None:
@@ -62,6 +64,7 @@ def test_every_option_parses_once_into_a_frozen_hashable_record() -> None:
         ("gpu=-1", "--backend-opts: gpu=-1 is out of range [0, "),
         ("gpu=one", "--backend-opts: gpu='one' is not an integer"),
         ("max_batch=0", "--backend-opts: max_batch=0 is out of range [1, 65536]"),
+        ("graph_buckets=tiny", "--backend-opts: graph_buckets"),
         ("attn_warps=two", "--backend-opts: attn_warps='two' is not an integer"),
         (
             "winogard=on",

@@ -147,17 +147,19 @@ def test_prepare_captures_every_bucket_once_and_submits_then_capture_nothing() -
         def begin_capture(self, stream: int) -> None:
             self.captures += 1
 
-    plat = CountingPlatform()
-    gpu = GpuNetwork(plat, random_network("tiny", 3), options=GpuOptions(graphs=True, max_batch=64))
-    want = len({graph_bucket(n) for n in range(1, 81)})  # 1, 2, 4, 8, 16, 32, 48, 64, 80
-    assert gpu.prepare(80) == want == plat.captures
-    assert gpu.prepare(80) == 0  # idempotent
-    rng = np.random.default_rng(11)
-    for n in rng.integers(1, 81, size=12):
-        masks = rng.integers(1, 2**62, size=(int(n), 112), dtype=np.uint64)
-        gpu.submit(PlanesBatch(masks, np.ones((int(n), 112), np.float32))).result()
-    assert plat.captures == want
-    gpu.close()
+    for buckets, want in (("fine", 21), ("coarse", 9)):  # fine: 1..8, 10..16 by 2, .., 64, 80
+        plat = CountingPlatform()
+        opts = GpuOptions(graphs=True, max_batch=64, graph_buckets=buckets)
+        gpu = GpuNetwork(plat, random_network("tiny", 3), options=opts)
+        assert want == len({graph_bucket(n, buckets == "fine") for n in range(1, 81)})
+        assert gpu.prepare(80) == want == plat.captures
+        assert gpu.prepare(80) == 0  # idempotent
+        rng = np.random.default_rng(11)
+        for n in rng.integers(1, 81, size=12):
+            masks = rng.integers(1, 2**62, size=(int(n), 112), dtype=np.uint64)
+            gpu.submit(PlanesBatch(masks, np.ones((int(n), 112), np.float32))).result()
+        assert plat.captures == want
+        gpu.close()
 
 
 def test_a_network_fed_from_another_thread_binds_its_device_there() -> None:

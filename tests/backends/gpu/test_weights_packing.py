@@ -146,8 +146,30 @@ def test_layout_alignment_and_buffer_plan() -> None:
 @pytest.mark.parametrize(
     ("n", "bucket"), [(1, 1), (3, 4), (16, 16), (17, 32), (100, 112), (256, 256), (257, 320), (1024, 1024)]
 )
-def test_graph_bucket(n: int, bucket: int) -> None:
-    assert graph_bucket(n) == bucket
+def test_graph_bucket_coarse(n: int, bucket: int) -> None:
+    assert graph_bucket(n, fine=False) == bucket
+
+
+@pytest.mark.parametrize(
+    ("n", "bucket"),
+    [(1, 1), (3, 3), (8, 8), (9, 10), (16, 16), (17, 20), (33, 40), (43, 48), (41, 48), (40, 40), (65, 80),
+     (100, 112), (129, 144), (256, 256), (257, 320), (1024, 1024)],
+)
+def test_graph_bucket_fine(n: int, bucket: int) -> None:
+    assert graph_bucket(n) == graph_bucket(n, fine=True) == bucket
+
+
+def test_fine_buckets_pad_less_and_never_more_than_coarse() -> None:
+    """Every fine bucket holds the batch, is no larger than the coarse one, and pads at most ~1/5
+    of its rows (the coarse rule: up to 15 of 32 at 17 positions)."""
+    for n in range(1, 1100):
+        fine, coarse = graph_bucket(n), graph_bucket(n, fine=False)
+        assert n <= fine <= coarse, n
+        assert (fine - n) / fine < 0.2 or n > 256, n
+    assert len({graph_bucket(n) for n in range(1, 257)}) == 32
+    assert len({graph_bucket(n, fine=False) for n in range(1, 257)}) == 20
+    with pytest.raises(ValueError):
+        graph_bucket(0)
 
 
 @pytest.mark.parametrize("preset", ["tiny", "t82"])
