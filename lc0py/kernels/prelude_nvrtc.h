@@ -15,6 +15,7 @@
 //   lc0_exp2 / lc0_rsqrt / lc0_rcp  fast special functions (ex2 / rsqrt / rcp .approx; rel err ~2^-22)
 //   lc0_fence_device / lc0_atomic_add  __threadfence / atomicAdd on a u32 (a grid's last-block hand-off)
 //   lc0_load_global_cg          a float another block wrote, read past L1 (ld.global.cg)
+//   lc0_load_volatile_u32       a u32 other blocks are changing (a grid barrier's spin); lc0_spin_pause
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy that does not wait (cp.async on
 //   async_commit()              sm_80+; a plain copy where the vendor has none); commit closes
@@ -83,6 +84,13 @@ LC0_DEVICE float lc0_load_global_cg(const float* p) {
     asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
     return v;
 }
+// A counter other blocks are raising, read from L2 on every call (a grid barrier's spin loop).
+LC0_DEVICE u32 lc0_load_volatile_u32(const u32* p) {
+    u32 v;
+    asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+LC0_DEVICE void lc0_spin_pause() {}
 LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (one MUFU.RCP); 1/inf = 0
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));

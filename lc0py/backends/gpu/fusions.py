@@ -24,6 +24,12 @@ takes it only for the batch sizes where it measured faster:
   layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
   rows (the last block to finish normalises). Measured faster at one position only (below: each
   further row adds a serial pass to the kernel), so ``auto`` takes batches of one.
+* ``smolgen_chain``: at a batch of a few positions the whole of smolgen's per-position network
+  (compress, dense 1 + LN, dense 2 + LN: three to four latency-bound kernels, ~16 us a layer at one
+  position on an H200) runs as one kernel whose steps are separated by grid barriers
+  (``kernels/smolgen_chain.hip``, up to ``weights.SMOLGEN_CHAIN_MAX`` positions; its grid keeps to a
+  quarter of the multiprocessors so all its blocks are resident). Where it applies it replaces
+  ``smolgen_rows``; the generator GEMM after it is unchanged.
 * ``row_halves``: the out-projection, LayerNorm, FFN and LayerNorm of a layer run on the two
   halves of the batch, software-pipelined over the two streams: the GEMMs on the main stream, each
   half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
@@ -65,7 +71,7 @@ from dataclasses import dataclass
 
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
 from lc0py.gpu.platform import DeviceInfo
 
 #: Multiprocessors a GEMM leaves to the side-stream work beside it by default (``side_sms``): the
@@ -82,10 +88,13 @@ class Fusions:
     smolgen_branch: bool = False
     row_halves: bool = False
     smolgen_rows: bool = False
-    #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` take (None: every batch)
+    smolgen_chain: bool = False
+    #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` / ``smolgen_chain``
+    #: take (None: every batch its kernel takes)
     ln_residual_max: int | None = None
     smolgen_branch_max: int | None = None
     smolgen_rows_max: int | None = None
+    smolgen_chain_max: int | None = None
     #: the smallest batch ``row_halves`` splits
     row_halves_min: int = 2
     #: the multiprocessor target of a GEMM with side-stream work beside it (0: all)
@@ -98,18 +107,22 @@ class Fusions:
         branch = self.smolgen_branch and (self.smolgen_branch_max is None or bsz <= self.smolgen_branch_max)
         halves = splits(self, bsz)
         # never past the most rows its kernel takes, whatever the record says
-        rows = self.smolgen_rows and bsz <= min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
+        chain_max = min(self.smolgen_chain_max or SMOLGEN_CHAIN_MAX, SMOLGEN_CHAIN_MAX)
+        chain = self.smolgen_chain and bsz <= chain_max
+        rows_max = min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
+        rows = not chain and self.smolgen_rows and bsz <= rows_max  # the chain replaces the rows kernels
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,
             row_halves=halves,
             smolgen_rows=rows,
+            smolgen_chain=chain,
             gemm_sms=self.gemm_sms if branch or halves else 0,
         )
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
-        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "row_halves")
+        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "smolgen_chain", "row_halves")
         on = [name for name in names if getattr(self, name)]
         text = ", ".join(on) if on else "none"
         if self.ln_residual and self.ln_residual_max is not None:
@@ -118,6 +131,8 @@ class Fusions:
             text += f" (smolgen_branch to batch {self.smolgen_branch_max})"
         if self.smolgen_rows and self.smolgen_rows_max is not None:
             text += f" (smolgen_rows to batch {self.smolgen_rows_max})"
+        if self.smolgen_chain and self.smolgen_chain_max is not None:
+            text += f" (smolgen_chain to batch {self.smolgen_chain_max})"
         if self.row_halves and self.row_halves_min > 2:
             text += f" (row_halves from batch {self.row_halves_min})"
         if (self.smolgen_branch or self.row_halves) and self.gemm_sms:
@@ -134,10 +149,11 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     ``can_fork``: the platform has a side stream (without one the side work runs inline, in an
     order that respects every dependency, and the GEMMs keep every multiprocessor). A switch left
     at ``auto`` (None) applies up to its ``*_max`` batch; ``on`` to every batch (``smolgen_rows``: to
-    ``DENSE_ROWS_MAX``, the most its kernel takes)."""
+    ``DENSE_ROWS_MAX``, ``smolgen_chain``: to ``SMOLGEN_CHAIN_MAX``, the most their kernels take)."""
     ln = options.ln_residual is not False
     branch = options.smolgen_branch is not False and smolgen
     rows = options.smolgen_rows is not False and smolgen
+    chain = options.smolgen_chain is not False and smolgen
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
     return Fusions(
@@ -149,6 +165,9 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         smolgen_rows=rows,
         smolgen_rows_max=(options.smolgen_rows_max if options.smolgen_rows is None else DENSE_ROWS_MAX)
         if rows else None,
+        smolgen_chain=chain,
+        smolgen_chain_max=(options.smolgen_chain_max if options.smolgen_chain is None else SMOLGEN_CHAIN_MAX)
+        if chain else None,
         row_halves_min=options.row_halves_min,
         gemm_sms=sms,
     )

@@ -142,29 +142,50 @@ class Smolgen:
         act: int,
         eps: tuple[float, float],
         rows: bool = False,
+        chain: bool = False,
     ) -> None:
-        """``rows``: some batches take the ``smolgen_rows`` fusion (its kernels are compiled now)."""
+        """``rows`` / ``chain``: some batches take the ``smolgen_rows`` / ``smolgen_chain`` fusion
+        (their kernels are compiled now)."""
         self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
         ops.prepare_layernorm(s.hs, act)
         ops.prepare_layernorm(s.H * s.gs, act)
         if rows:
             ops.prepare_dense_rows(s.hs, SEQ * s.hc, act)
             ops.prepare_dense_rows(s.H * s.gs, s.hs, act)
+        self.chain_shape = (SEQ, s.E, s.hc, s.hs, s.H * s.gs)
+        if chain:
+            ops.prepare_smolgen_chain(*self.chain_shape)
 
-    def forward(self, ops: GpuOps, buf: Buffers, bsz: int, rows: bool = False) -> None:
-        """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output)."""
-        self.mlp(ops, buf, bsz, rows=rows)
+    def forward(
+        self, ops: GpuOps, buf: Buffers, bsz: int, rows: bool = False, chain: bool = False, x: int = 0,
+        compress_w: int = 0,
+    ) -> None:
+        """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output),
+        or with ``chain`` from the layer input ``x`` and the compress rows ``compress_w``."""
+        if not chain:
+            x = compress_w = 0
+        self.mlp(ops, buf, bsz, x=x, compress_w=compress_w, rows=rows, chain=chain)
         self.generate(ops, buf, bsz)
 
     def mlp(
-        self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0, rows: bool = False
+        self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0, rows: bool = False,
+        chain: bool = False,
     ) -> None:
         """``buf.sg_s2``: dense1 -> act/LN -> dense2 -> act/LN of the compress columns, copied out
         of ``buf.qkv``, or (``compress_w``: the compress rows ``[hc, E]`` of the fused weight) a
         GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads.
-        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel."""
+        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel;
+        ``chain`` (``smolgen_chain``, needs ``x`` and ``compress_w``): all of it in one kernel."""
         s, w = self.s, self.w
         m = bsz * SEQ
+        if chain:
+            if not (x and compress_w):
+                raise ValueError("smolgen_chain reads the layer input and the compress rows")
+            ops.smolgen_chain(
+                x, bsz, self.chain_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, w.d2_w, w.d2_b,
+                w.ln2_g, w.ln2_b, buf.sg_s2, self.eps, self.act, buf.sg_pre, buf.sg_count,
+            )
+            return
         if compress_w:
             ops.dense(x, m, s.E, compress_w, s.hc, buf.sg_c)
         else:
@@ -364,7 +385,8 @@ class EncoderLayer:
             compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
             ops.branch(
                 SMOLGEN_BRANCH,
-                lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows),
+                lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows,
+                               chain=f.smolgen_chain),
             )
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
                      sms=f.gemm_sms)
@@ -373,7 +395,8 @@ class EncoderLayer:
         else:
             ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
             if sg is not None:
-                sg.forward(ops, buf, bsz, rows=f.smolgen_rows)
+                sg.forward(ops, buf, bsz, rows=f.smolgen_rows, chain=f.smolgen_chain, x=buf.x,
+                           compress_w=ops.off(w.qkv_w, 3 * s.D * s.E))
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
@@ -650,7 +673,8 @@ class GpuModel:
                 sg = layer.smolgen
                 sg_act = activation_code(net.smolgen_act)
                 eps = (sg.ln1.eps, sg.ln2.eps)
-                smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows)
+                smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows,
+                                  chain=fusions.smolgen_chain)
             ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)

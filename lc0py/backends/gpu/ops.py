@@ -22,7 +22,7 @@ from lc0py.backends.gpu.residual_kernels import (
     split_staged_grid,
     split_staged_smem,
 )
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, PLANES, POLICY_OUT
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, PLANES, POLICY_OUT, SMOLGEN_CHAIN_MAX
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import Event, KernelArg, Platform
 
@@ -83,6 +83,39 @@ def dense_rows_grid(cfg: dict[str, int]) -> int:
     return -(-cfg["LC0_DR_N"] // per_block)
 
 
+SMOLGEN_CHAIN_WARPS = 8  # warps a block of smolgen_chain
+
+
+def smolgen_chain_config(seq: int, e: int, hc: int, hs: int, n2: int) -> dict[str, int]:
+    """Compile defines of ``smolgen_chain`` (kernels/smolgen_chain.hip): smolgen's compress, dense
+    1 + LN and dense 2 + LN for up to ``SMOLGEN_CHAIN_MAX`` positions in one kernel."""
+    return {
+        "LC0_SC_SEQ": seq,
+        "LC0_SC_E": e,
+        "LC0_SC_HC": hc,
+        "LC0_SC_HS": hs,
+        "LC0_SC_N2": n2,
+        "LC0_SC_ROWS": SMOLGEN_CHAIN_MAX,
+        "LC0_SC_WARPS": SMOLGEN_CHAIN_WARPS,
+    }
+
+
+def smolgen_chain_shared_bytes(cfg: dict[str, int]) -> int:
+    """The kernel's dynamic shared memory (``sc::SMEM_BYTES``): the rows a step reads, the
+    reduction slots, the per-row statistics."""
+    k1 = cfg["LC0_SC_SEQ"] * cfg["LC0_SC_HC"]
+    stage = cfg["LC0_SC_ROWS"] * max(k1, cfg["LC0_SC_HS"])
+    return (stage + cfg["LC0_SC_WARPS"] + 2 * cfg["LC0_SC_ROWS"]) * 4
+
+
+def smolgen_chain_blocks(sm_count: int) -> int:
+    """Blocks of a ``smolgen_chain`` launch: they wait for each other at grid barriers, so all must
+    be resident at once. A quarter of the multiprocessors (at most 32) keeps that true with
+    several chains at once (lanes on one GPU) and the GEMM beside them, and is enough to keep
+    the weight loads of every step in flight (T82: 6 MB a layer)."""
+    return max(1, min(32, sm_count // 4))
+
+
 class GpuOps:
     """Primitive launches in one precision (``fp16``: fp16 storage, fp32 accumulation)."""
 
@@ -108,6 +141,7 @@ class GpuOps:
         self.k_gather = self.function("policy_map.hip", "policy_gather", {})
         self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
         self._dense_rows: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
+        self._smolgen_chain: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._softmax: int | None = None
 
     def function(self, source: str, kernel: str, defines: dict[str, int]) -> int:
@@ -242,6 +276,48 @@ class GpuOps:
         args: list[KernelArg] = [P(x), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch), P(counter)]
         args += [I(rows), F(eps), I(act)]
         self.p.launch(fn, (dense_rows_grid(cfg), 1, 1), (threads, 1, 1), 0, self.stream, args)
+
+    def prepare_smolgen_chain(self, seq: int, e: int, hc: int, hs: int, n2: int) -> None:
+        """Compile ``smolgen_chain`` for these widths (at build time, as ``prepare_layernorm``)."""
+        key = (seq, e, hc, hs, n2)
+        if key not in self._smolgen_chain:
+            cfg = smolgen_chain_config(seq, e, hc, hs, n2)
+            fn = self.function("smolgen_chain.hip", "smolgen_chain", cfg)
+            self._smolgen_chain[key] = (fn, cfg)
+
+    def smolgen_chain(
+        self,
+        x: int,
+        rows: int,
+        shape: tuple[int, int, int, int, int],
+        wc: int,
+        w1: int,
+        b1: int,
+        g1: int,
+        be1: int,
+        w2: int,
+        b2: int,
+        g2: int,
+        be2: int,
+        out: int,
+        eps: tuple[float, float],
+        act: int,
+        scratch: int,
+        sync: int,
+    ) -> None:
+        """smolgen's compress, dense 1 + act + LN1 and dense 2 + act + LN2 of ``rows`` <=
+        ``SMOLGEN_CHAIN_MAX`` positions in one launch (kernels/smolgen_chain.hip): ``x`` the
+        layer input ``[rows·seq, e]``, ``out`` ``[rows, n2]``; ``shape`` = (seq, e, hc, hs, n2);
+        ``scratch``: float ``[SMOLGEN_CHAIN_MAX, seq·hc + hs + n2]``, ``sync``: two u32 that are 0
+        (the kernel leaves them 0)."""
+        if not 1 <= rows <= SMOLGEN_CHAIN_MAX:
+            raise ValueError(f"smolgen_chain takes 1..{SMOLGEN_CHAIN_MAX} positions, not {rows}")
+        fn, cfg = self._smolgen_chain[shape]
+        threads = cfg["LC0_SC_WARPS"] * self.p.info.warp_size
+        args: list[KernelArg] = [P(x), P(wc), P(w1), P(b1), P(g1), P(be1), P(w2), P(b2), P(g2), P(be2)]
+        args += [P(out), P(scratch), P(sync), I(rows), F(eps[0]), F(eps[1]), I(act)]
+        blocks = smolgen_chain_blocks(self.p.info.sm_count)
+        self.p.launch(fn, (blocks, 1, 1), (threads, 1, 1), smolgen_chain_shared_bytes(cfg), self.stream, args)
 
     def copy_columns(
         self, src: int, ld: int, col0: int, dst: int, rows: int, n: int, vectors: bool = False

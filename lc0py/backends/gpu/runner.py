@@ -263,8 +263,8 @@ class GpuRunner:
             raise RuntimeError("GPU buffer plan: the planes' values must follow their masks")
         self._buf_base = self.p.alloc(total)
         self.buf = Buffers(**{name: self._buf_base + off for name, off in offsets.items()})
-        if self.buf.sg_count:  # dense_rows_layernorm's ticket starts at 0 (each launch leaves it 0)
-            self.p.memset(self.buf.sg_count, 0, 4, self.ops.main)
+        if self.buf.sg_count:  # dense_rows' ticket and smolgen_chain's barrier counters start at 0
+            self.p.memset(self.buf.sg_count, 0, 8, self.ops.main)  # (each launch leaves them 0)
             self.p.synchronize(self.ops.main)
         self._run_bufs = {}
         self.buffer_bytes = total

@@ -51,6 +51,9 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 #: The most rows (positions) one ``dense_rows_layernorm`` launch takes (kernels/dense_rows.hip, the
 #: ``smolgen_rows`` fusion): its last block normalises every row alone, and ``sg_pre`` holds this many.
 DENSE_ROWS_MAX = 8
+#: the most positions ``smolgen_chain`` (kernels/smolgen_chain.hip: smolgen's whole per-position
+#: network in one kernel) takes in a launch
+SMOLGEN_CHAIN_MAX = 4
 
 
 @dataclass(frozen=True)
@@ -473,8 +476,8 @@ class Buffers:
     sg_s1: int = 0
     sg_s2: int = 0
     sg_g: int = 0  # smolgen bias [B, H, 64, 64]
-    sg_pre: int = 0  # smolgen_rows: a dense layer's activated outputs [DENSE_ROWS_MAX, max(hs, H gs)] f32
-    sg_count: int = 0  # smolgen_rows: the dense_rows kernel's block ticket (u32, 0 between launches)
+    sg_pre: int = 0  # smolgen_rows / smolgen_chain: the kernels' fp32 scratch (dense outputs, compress)
+    sg_count: int = 0  # smolgen_rows / _chain: two u32 (ticket; barrier, exit), 0 between launches
     scores: int = 0  # fallback attention scores [B, H, 64, 64]
     cols: int = 0  # residual nets: im2col columns [B*64, 9C] of a 3x3 convolution
     conv: int = 0  # residual nets: a convolution's output [B*64, max(C, P)]
@@ -524,8 +527,10 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         sizes["sg_s1"] = batch * s.hs * elem
         sizes["sg_s2"] = batch * s.H * s.gs * elem
         sizes["sg_g"] = batch * s.H * SEQ * SEQ * elem
-        sizes["sg_pre"] = DENSE_ROWS_MAX * max(s.hs, s.H * s.gs) * 4
-        sizes["sg_count"] = 4
+        rows_scratch = DENSE_ROWS_MAX * max(s.hs, s.H * s.gs)
+        chain_scratch = SMOLGEN_CHAIN_MAX * (SEQ * s.hc + s.hs + s.H * s.gs)
+        sizes["sg_pre"] = max(rows_scratch, chain_scratch) * 4
+        sizes["sg_count"] = 8
     if fallback:
         sizes["scores"] = batch * s.H * SEQ * SEQ * elem
     if s.fp8:

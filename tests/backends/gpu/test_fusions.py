@@ -17,6 +17,7 @@ effect run with the other switches forced off (``OFF``), the per-batch tests wit
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,14 @@ import pytest
 
 from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.fusions import SIDE_SMS, Fusions, choose_fusions, splits
-from lc0py.backends.gpu.options import LN_RESIDUAL_MAX, SMOLGEN_BRANCH_MAX, SMOLGEN_ROWS_MAX, GpuOptions
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX
+from lc0py.backends.gpu.options import (
+    LN_RESIDUAL_MAX,
+    SMOLGEN_BRANCH_MAX,
+    SMOLGEN_CHAIN_MAX_AUTO,
+    SMOLGEN_ROWS_MAX,
+    GpuOptions,
+)
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -37,7 +44,7 @@ H100 = DeviceInfo("nvidia", 0, "H100", "sm_90", 132, 32, 48 * 1024, 227 * 1024, 
 
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off"
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_chain=off"
 
 
 def test_fusions_default_to_auto_and_parse_as_switches() -> None:
@@ -76,6 +83,8 @@ FUSION_TEXTS = [
     "row_halves=on",
     "ln_residual=on,smolgen_branch=on",
     "smolgen_rows=on",
+    "smolgen_chain=on",
+    "smolgen_chain=off,smolgen_rows=on",
 ]
 
 
@@ -93,6 +102,9 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     # auto: to smolgen_rows_max; on: to the most rows the kernel takes
     assert f.smolgen_rows_max == ((SMOLGEN_ROWS_MAX if opts.smolgen_rows is None else DENSE_ROWS_MAX)
                                   if f.smolgen_rows else None)
+    assert f.smolgen_chain is (opts.smolgen_chain is not False and smolgen)
+    chain_max = SMOLGEN_CHAIN_MAX_AUTO if opts.smolgen_chain is None else SMOLGEN_CHAIN_MAX
+    assert f.smolgen_chain_max == (chain_max if f.smolgen_chain else None)
     # auto keeps its batch limit, on takes every batch
     assert f.ln_residual_max == (LN_RESIDUAL_MAX if f.ln_residual and opts.ln_residual is None else None)
     assert f.smolgen_branch_max == (
@@ -108,8 +120,10 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert ("ln_residual" in line) is f.ln_residual and ("smolgen_branch" in line) is f.smolgen_branch
     assert ("row_halves" in line) is f.row_halves
     assert ("smolgen_rows" in line) is f.smolgen_rows
+    assert ("smolgen_chain" in line) is f.smolgen_chain
     assert ("none" in line) is (
         not f.ln_residual and not f.smolgen_branch and not f.row_halves and not f.smolgen_rows
+        and not f.smolgen_chain
     )
     assert ("ln_residual to batch 512" in line) is (f.ln_residual_max == 512)
     assert ("smolgen_branch to batch 128" in line) is (f.smolgen_branch_max == 128)
@@ -136,7 +150,8 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     f = choose_fusions(GpuOptions(), True, H100, True)
     at = f.at(bsz)
     assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
-    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
+    assert at.smolgen_chain is (bsz <= SMOLGEN_CHAIN_MAX_AUTO)
+    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX and not at.smolgen_chain)  # the chain replaces it
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
     assert at.smolgen_rows_max is None
@@ -331,6 +346,8 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
         want = Fusions(
             ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116,
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
+            smolgen_chain=net.has_smolgen,
+            smolgen_chain_max=SMOLGEN_CHAIN_MAX_AUTO if net.has_smolgen else None,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -342,16 +359,17 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
 def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The fused paths launch kernels the unfused pass already builds (the LayerNorm with its skip
     input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
-    them: the same compiles with every fusion off and on. ``smolgen_rows`` (on by default, so the
-    recorded sets have it) adds its own module, the two dense layers' ``dense_rows.hip``, and no
-    other."""
+    them: the same compiles with every fusion off and on. ``smolgen_rows`` and ``smolgen_chain`` (on
+    by default, so the recorded sets have them) add their own modules, the two dense layers'
+    ``dense_rows.hip`` and ``smolgen_chain.hip``, and no other."""
     from lc0py.backends.gpu.network import GpuNetwork
     from tests.kernels.amd_backend_compiles import RecordingPlatform
 
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off", "smolgen_rows=off", ""):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off,smolgen_chain=off",
+                 "smolgen_rows=off,smolgen_chain=off", ""):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
@@ -359,8 +377,8 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
         compiled.append(sorted(set(plat.compiles)))
     assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
     added = sorted(set(compiled[3]) - set(compiled[0]))
-    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 2, added
-    assert all(source == "dense_rows.hip" for source, _ in added)
+    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 3, added
+    assert sorted(source for source, _ in added) == ["dense_rows.hip", "dense_rows.hip", "smolgen_chain.hip"]
 
 
 @pytest.mark.parametrize(
@@ -412,9 +430,13 @@ def _paths(gpu: Any, plat: CallPlatform, gemms: int = 0, launches: int = 0) -> t
     assert (beta1, skips) in ((2 * layers, 0), (0, 2 * layers)), (beta1, skips)
     copies = sum(1 for fn, _, _ in launched if fn == ops.k_copy_cols)
     compress = [x for x in g if x["c"] == buf.sg_c]
-    assert copies in (0, layers) and len(compress) == layers - copies
+    chain_fns = {fn for fn, _ in ops._smolgen_chain.values()}
+    chains = [stream for fn, stream, _ in launched if fn in chain_fns]  # smolgen_chain: compress inside
+    assert copies in (0, layers) and len(chains) in (0, layers)
+    assert copies + len(compress) + len(chains) == layers
     assert all(x["stream"] == ops.side != ops.main for x in compress)
-    return beta1 == 0, copies == 0
+    branch = all(stream == ops.side for stream in chains) if chains else copies == 0
+    return beta1 == 0, branch
 
 
 @pytest.mark.parametrize(("bsz", "ln", "branch"), [(1, True, True), (128, True, True), (129, True, False),
@@ -596,10 +618,95 @@ def test_the_runner_zeroes_the_dense_rows_ticket_before_any_launch() -> None:
         buf = gpu.runner.buf
         assert buf.sg_count and buf.sg_pre
         zeroed = [m for m in plat.memsets if m[0] == buf.sg_count]
-        assert zeroed and zeroed[-1][1:3] == (0, 4) and zeroed[0][3] == 0
+        assert zeroed and zeroed[-1][1:3] == (0, 8) and zeroed[0][3] == 0  # the ticket and the chain's two
         before = len(plat.memsets)
         gpu.runner.ensure(64)  # larger than max_batch=4: a new arena, a new ticket
         assert gpu.runner.buf.sg_count != buf.sg_count
-        assert [m[:3] for m in plat.memsets[before:]] == [(gpu.runner.buf.sg_count, 0, 4)]
+        assert [m[:3] for m in plat.memsets[before:]] == [(gpu.runner.buf.sg_count, 0, 8)]
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize(("text", "bsz", "fused"), [
+    ("smolgen_chain=on,smolgen_branch=off", 1, True),  # in line: x and the compress rows, no column copy
+    ("smolgen_chain=on", 3, True),
+    ("smolgen_chain=on,smolgen_branch=on", 4, True),  # on the side stream beside the QKV GEMM
+    ("smolgen_chain=on", 5, False),  # more positions than the kernel takes
+    ("smolgen_chain=off,smolgen_rows=on", 2, False),
+    ("smolgen_chain=auto,smolgen_chain_max=2", 3, False),  # the limit below the batch
+    ("smolgen_chain=auto,smolgen_chain_max=2,smolgen_rows=on", 2, True),  # both apply: the chain only
+])
+def test_smolgen_chain_runs_smolgen_in_one_kernel(text: str, bsz: int, fused: bool) -> None:
+    """``smolgen_chain``: per layer one ``smolgen_chain`` launch -- the layer input ``x`` and the
+    compress rows of the fused QKV weight in, ``sg_s2`` out, with that layer's dense and LayerNorm
+    weights, the shared scratch and counters -- takes the place of the compress GEMM (or column
+    copy), the two dense layers and their LayerNorms (or the two ``dense_rows`` launches); the
+    generator GEMM after it reads ``sg_s2`` as before."""
+    gpu, plat = _run(text, bsz=bsz, plat=_IntPlatform())
+    try:
+        s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
+        layers = len(gpu.model.encoders)
+        chain = {fn for fn, _ in ops._smolgen_chain.values()}
+        dense = {fn for fn, _ in ops._dense_rows.values()}
+        launched = [(stream, ptrs, ints) for fn, stream, ptrs, ints in _with_ints(plat) if fn in chain]
+        rows_kernels = [1 for fn, _, _ in plat.launches if fn in dense]
+        smolgen_gemms = [g for g in plat.gemms if g["c"] in (buf.sg_c, buf.sg_s1, buf.sg_s2)]
+        copies = [1 for fn, _, _ in plat.launches if fn == ops.k_copy_cols]
+        generator = [g for g in plat.gemms if g["c"] == buf.sg_g]
+        assert len(generator) == layers and all(g["a"] == buf.sg_s2 for g in generator)
+        if not fused:
+            assert not launched
+            return
+        assert len(launched) == layers and not rows_kernels and not smolgen_gemms and not copies
+        for layer, (stream, ptrs, ints) in zip(gpu.model.encoders, launched, strict=True):
+            w, lw = layer.smolgen.w, layer.w
+            compress_w = ops.off(lw.qkv_w, 3 * s.D * s.E)
+            assert ptrs[:13] == [buf.x, compress_w, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, w.d2_w, w.d2_b, w.ln2_g,
+                                 w.ln2_b, buf.sg_s2, buf.sg_pre, buf.sg_count]
+            assert ints[0] == bsz
+            assert stream == (ops.side if gpu.fusions.at(bsz).smolgen_branch else ops.main)
+    finally:
+        gpu.close()
+
+
+class _IntPlatform(CallPlatform):
+    """``CallPlatform`` that also keeps every launch's integer arguments (from construction on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[int, int, list[int], list[int]]] = []
+
+    def launch(self, fn: int, grid: Any, block: Any, smem: int, stream: int, args: Any) -> None:
+        super().launch(fn, grid, block, smem, stream, args)
+        ints = [a.value for a in args if isinstance(a, ctypes.c_int)]
+        self.calls.append((fn, stream, self.launches[-1][2], ints))
+
+
+def _with_ints(plat: CallPlatform) -> list[tuple[int, int, list[int], list[int]]]:
+    """Every recorded launch with its integer arguments (``_IntPlatform``)."""
+    assert isinstance(plat, _IntPlatform)
+    return plat.calls
+
+
+def test_smolgen_chain_options_and_limits() -> None:
+    """``smolgen_chain_max`` is 1 to the kernel's ``SMOLGEN_CHAIN_MAX`` positions, in one line
+    otherwise; the launch refuses more positions than the kernel takes; a record without a limit
+    still stops at the kernel's most."""
+    assert GpuOptions().smolgen_chain is None and GpuOptions().smolgen_chain_max == SMOLGEN_CHAIN_MAX_AUTO
+    assert GpuOptions.from_text("smolgen_chain=on").smolgen_chain is True
+    for bad in (f"smolgen_chain_max={SMOLGEN_CHAIN_MAX + 1}", "smolgen_chain_max=0"):
+        message = one_line_error(BackendOptionError, lambda bad=bad: GpuOptions.from_text(bad, "cuda-fp16"))
+        assert f"{bad} is out of range" in message, message
+    message = one_line_error(BackendOptionError, lambda: GpuOptions.from_text("smolgen_chain=maybe", "cuda"))
+    assert "smolgen_chain='maybe' is not one of on, off, auto" in message, message
+    f = Fusions(smolgen_chain=True, smolgen_rows=True)
+    assert f.at(SMOLGEN_CHAIN_MAX).smolgen_chain and not f.at(SMOLGEN_CHAIN_MAX).smolgen_rows
+    assert not f.at(SMOLGEN_CHAIN_MAX + 1).smolgen_chain and f.at(SMOLGEN_CHAIN_MAX + 1).smolgen_rows
+    gpu, _ = _run("smolgen_chain=on", bsz=1)
+    try:
+        layer = gpu.model.encoders[0].smolgen
+        with pytest.raises(ValueError, match="1..4 positions"):
+            too_many = SMOLGEN_CHAIN_MAX + 1
+            gpu.ops.smolgen_chain(0, too_many, layer.chain_shape, *([0] * 10), (1e-3, 1e-3), 7, 0, 0)
     finally:
         gpu.close()

@@ -20,12 +20,14 @@ from tests.backends.conformance import RTOL_FP16, RTOL_FP32, random_batch, relat
 pytestmark = pytest.mark.gpu
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off"
+OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_chain=off"
 SWITCHES = [
-    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 8
+    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_chain to 1
     "ln_residual=on",
     "smolgen_branch=on",
     "smolgen_rows=on",
+    "smolgen_chain=on",
+    "smolgen_chain=on,smolgen_branch=on",
     "row_halves=on",
     "ln_residual=on,smolgen_branch=on,row_halves=on,side_sms=8",
 ]
@@ -51,10 +53,12 @@ def test_fused_paths_match_the_reference(cuda_platform, case: str, text: str, fp
             assert fused.fusions.smolgen_branch is ("smolgen_branch=on" in text and net.has_smolgen)
             assert fused.fusions.row_halves is ("row_halves=on" in text)
             assert fused.fusions.smolgen_rows is ("smolgen_rows=on" in text and net.has_smolgen)
+            assert fused.fusions.smolgen_chain is ("smolgen_chain=on" in text and net.has_smolgen)
         else:
             f = fused.fusions
             assert (f.ln_residual, f.ln_residual_max, f.row_halves) == (True, 512, False)
             assert f.smolgen_branch is net.has_smolgen and f.smolgen_rows is net.has_smolgen
+            assert f.smolgen_chain is net.has_smolgen
         limit = RTOL_FP16 if fp16 else RTOL_FP32
         batch, ref, _ = traced_reference(net)
         for flash in (True, False):
@@ -114,6 +118,47 @@ def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool) -
             b = random_batch(n, int(net.format.input), seed=100 + n)
             want = plain.submit(b).result()
             for replay in range(2):
+                got = fused.submit(b).result()
+                for k in ("policy", "wdl", "moves_left"):
+                    a = getattr(got, k)
+                    assert np.isfinite(a).all(), f"batch {n} replay {replay}: {k} not finite"
+                    err = relative_error(a, getattr(want, k))
+                    assert err <= 2 * limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
+    finally:
+        fused.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("branch", ["off", "on"])
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_smolgen_chain_at_every_row_count_and_replay(cuda_platform, fp16: bool, branch: str) -> None:  # type: ignore[no-untyped-def]
+    """``smolgen_chain``: batches of 1 to 4 positions (each its graph bucket) agree with the
+    unfused network, on the main stream and on the side stream beside the QKV GEMM, and again on
+    further replays of each graph (the grid barrier's counters must be back to 0 after every
+    launch, or the next pass's blocks would pass its barriers early or wait forever). Two
+    networks on the device at once run their chains from one thread in turn; the traced pass at 4
+    positions is checked against the float64 reference."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+
+    net = random_network("t82", 9, layers=2)
+    on = GpuOptions.from_text(f"max_batch=4,{OFF},smolgen_chain=on,smolgen_branch={branch}")
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
+    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=4,{OFF}"))
+    limit = RTOL_FP16 if fp16 else RTOL_FP32
+    try:
+        assert fused.fusions.at(4).smolgen_chain and not fused.fusions.at(5).smolgen_chain
+        batch, ref, _ = traced_reference(net, 4)  # the float64 reference, 4 positions: the chain's most
+        for flash in (True, False):
+            out, _ = fused.evaluate_traced(batch, flash=flash)
+            errs = {
+                k: relative_error(getattr(out, k), getattr(ref, k)) for k in ("policy", "wdl", "moves_left")
+            }
+            assert all(e <= limit for e in errs.values()), f"flash={flash}: {errs}"
+        for n in (1, 2, 3, 4):
+            b = random_batch(n, int(net.format.input), seed=200 + n)
+            want = plain.submit(b).result()
+            for replay in range(3):
                 got = fused.submit(b).result()
                 for k in ("policy", "wdl", "moves_left"):
                     a = getattr(got, k)

@@ -29,6 +29,7 @@
 #include <barrier>
 #include <cmath>
 #include <math.h>  // expf, fmaxf, tanhf in the global namespace, as HIP has them
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -151,6 +152,37 @@ inline void run_grid(emu_dim3 grid, int threads, const std::function<void()>& bo
     run_grid(grid, emu_dim3{(unsigned)threads, 1, 1}, body);
 }
 
+// Every block of a 1-D grid at once, each with its own `smem_bytes` of dynamic shared memory
+// (t_smem): for kernels whose blocks wait for each other (a grid barrier), which blocks run one
+// after another could never pass.
+inline thread_local unsigned char* t_smem = nullptr;
+inline void run_grid_concurrent(unsigned blocks, int threads, size_t smem_bytes, const std::function<void()>& body) {
+    if (threads % EMU_WAVE) error("block size is not a multiple of the wave size");
+    gridDim = emu_dim3{blocks, 1, 1};
+    blockDim = emu_dim3{(unsigned)threads, 1, 1};
+    std::vector<std::unique_ptr<std::barrier<>>> bars;
+    std::vector<std::unique_ptr<Wave>> waves;
+    std::vector<std::vector<unsigned char>> smem(blocks, std::vector<unsigned char>(smem_bytes + 16));
+    for (unsigned b = 0; b < blocks; ++b) {
+        bars.push_back(std::make_unique<std::barrier<>>(threads));
+        for (int w = 0; w < threads / EMU_WAVE; ++w) waves.push_back(std::make_unique<Wave>(EMU_WAVE));
+    }
+    std::vector<std::thread> th;
+    for (unsigned b = 0; b < blocks; ++b)
+        for (int t = 0; t < threads; ++t)
+            th.emplace_back([&, b, t] {
+                threadIdx = emu_dim3{(unsigned)t, 0, 0};
+                blockIdx = emu_dim3{b, 0, 0};
+                t_lane = t % EMU_WAVE;
+                t_wave = waves[b * (threads / EMU_WAVE) + t / EMU_WAVE].get();
+                t_block_bar = bars[b].get();
+                unsigned char* base = smem[b].data();
+                t_smem = base + ((16 - (reinterpret_cast<uintptr_t>(base) & 15)) & 15);
+                body();
+            });
+    for (auto& x : th) x.join();
+}
+
 // One wave: body(lane).
 inline void run_wave(const std::function<void(int)>& body) {
     run_grid(emu_dim3{1, 1, 1}, EMU_WAVE, [&body] { body(t_lane); });
@@ -180,6 +212,7 @@ inline unsigned __builtin_amdgcn_mbcnt_hi(unsigned mask, unsigned base) {
 
 inline void __builtin_amdgcn_wave_barrier() { emu::t_wave->bar.arrive_and_wait(); }
 inline void __builtin_amdgcn_fence(int, const char*) {}  // the barrier above orders memory
+inline void __builtin_amdgcn_s_sleep(int) { std::this_thread::yield(); }  // a spinning lane lets others run
 inline float __builtin_amdgcn_rsqf(float x) { return 1.0f / std::sqrt(x); }
 
 inline int __builtin_amdgcn_ds_bpermute(int addr, int v) {
