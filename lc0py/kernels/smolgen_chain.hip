@@ -85,6 +85,11 @@ constexpr int PHS = (HS / VHS + WARP_SIZE - 1) / WARP_SIZE;  // ... of a dense-2
 constexpr int C0 = 4;  // compress outputs a warp has in flight
 constexpr int G2 = 8;  // dense-2 outputs a warp has in flight
 constexpr int STAGE = ROWS * (K1 > HS ? K1 : HS);  // floats: the rows a step reads from shared memory
+// values a thread copies from scratch at once (all loads in flight before any is used: a load
+// whose value is needed before the next is issued would wait ~0.2 us for L2, one after another)
+constexpr int S1 = (ROWS * K1 + THREADS - 1) / THREADS;
+constexpr int S2 = (ROWS * HS + THREADS - 1) / THREADS;
+constexpr int S3 = (N2 + THREADS - 1) / THREADS;
 constexpr int SMEM_BYTES = (STAGE + WARPS + 2 * ROWS) * 4;
 static_assert(ROWS >= 1, "at least one row");
 }  // namespace sc
@@ -126,6 +131,22 @@ LC0_DEVICE float sc_block_sum(float v, float* red) {
 #pragma unroll
     for (int w = 0; w < sc::WARPS; ++w) total += red[w];
     return total;
+}
+
+// stage[0, n) = src[0, n) (written by other blocks: read past L1), every load in flight at once.
+template <int PER>
+LC0_DEVICE void sc_copy_in(float* stage, const float* src, int n) {
+    float v[PER];
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        const int i = threadIdx.x + j * sc::THREADS;
+        v[j] = i < n ? lc0_load_global_cg(src + i) : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < PER; ++j) {
+        const int i = threadIdx.x + j * sc::THREADS;
+        if (i < n) stage[i] = v[j];
+    }
 }
 
 // Every block has arrived at barrier `number` (1, 2, 3) and everything written before it is visible.
@@ -202,7 +223,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
     sc_grid_barrier(sync, 1);
 
     // ---- step 1: dense 1 of every row from shared memory; a weight row is read once for all rows
-    for (int i = threadIdx.x; i < rows * K1; i += THREADS) stage[i] = lc0_load_global_cg(cbuf + i);
+    sc_copy_in<S1>(stage, cbuf, rows * K1);
     __syncthreads();
     for (int n = gw; n < HS; n += tw) {
         uint4 wr[PK1];
@@ -226,7 +247,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
     sc_grid_barrier(sync, 2);
 
     // ---- step 2: LN1 in shared memory, then dense 2 (G2 outputs in flight a warp)
-    for (int i = threadIdx.x; i < rows * HS; i += THREADS) stage[i] = lc0_load_global_cg(pre1 + i);
+    sc_copy_in<S2>(stage, pre1, rows * HS);
     __syncthreads();
     for (int r = 0; r < rows; ++r) {
         float mean, rstd;
@@ -265,13 +286,29 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
     }
     sc_grid_barrier(sync, 3);
 
-    // ---- step 3: LN2 statistics of every row (all of pre2), then this block's slice of out
+    // ---- step 3: LN2 statistics of every row (all of pre2, held in registers), then this
+    //      block's slice of out
     for (int r = 0; r < rows; ++r) {
-        float mean, rstd;
-        sc_row_stats(N2, eps2, red, [&](int i) { return lc0_load_global_cg(pre2 + r * N2 + i); }, mean, rstd);
+        float v[S3];
+#pragma unroll
+        for (int j = 0; j < S3; ++j) {
+            const int i = threadIdx.x + j * THREADS;
+            v[j] = i < N2 ? lc0_load_global_cg(pre2 + r * N2 + i) : 0.f;
+        }
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < S3; ++j) sum += v[j];
+        const float mean = sc_block_sum(sum, red) / N2;
+        float var = 0.f;
+#pragma unroll
+        for (int j = 0; j < S3; ++j) {
+            const float d = threadIdx.x + j * THREADS < N2 ? v[j] - mean : 0.f;
+            var += d * d;
+        }
+        var = sc_block_sum(var, red) / N2;
         if (threadIdx.x == 0) {
             stats[2 * r] = mean;
-            stats[2 * r + 1] = rstd;
+            stats[2 * r + 1] = rsqrtf(var + eps2);
         }
     }
     __syncthreads();
