@@ -33,7 +33,8 @@
 // two paths differ by T's rounding (fp16: ~1e-3 relative), not more.
 //
 // Compile defines: LC0_SC_SEQ (tokens, 64), LC0_SC_E, LC0_SC_HC, LC0_SC_HS, LC0_SC_N2, LC0_SC_ROWS
-// (most rows a launch takes), LC0_SC_WARPS (warps a block). Dynamic shared memory:
+// (most rows a launch takes), LC0_SC_WARPS (warps a block), LC0_SC_C0 / LC0_SC_G2 (outputs a warp
+// has in flight in steps 0 and 2). Dynamic shared memory:
 // sc::SMEM_BYTES. scratch: float[LC0_SC_ROWS * (SEQ*HC + HS + N2)]; sync: two u32.
 #include "common.h"
 #include "activations.h"
@@ -82,8 +83,18 @@ constexpr int VHS = (HS % LC0_VEC == 0) ? LC0_VEC : 1;
 constexpr int PE = (E / VE + WARP_SIZE - 1) / WARP_SIZE;     // chunks of an E row per lane
 constexpr int PK1 = (K1 / VK1 + WARP_SIZE - 1) / WARP_SIZE;  // ... of a dense-1 weight row
 constexpr int PHS = (HS / VHS + WARP_SIZE - 1) / WARP_SIZE;  // ... of a dense-2 weight row
-constexpr int C0 = 4;  // compress outputs a warp has in flight
-constexpr int G2 = 8;  // dense-2 outputs a warp has in flight
+#ifndef LC0_SC_C0
+#define LC0_SC_C0 8
+#endif
+#ifndef LC0_SC_G2
+#define LC0_SC_G2 24
+#endif
+// Outputs a warp has in flight: compress outputs of one token (its row of x loaded once for them
+// when they divide HC), dense-2 outputs (T82: 24 = all of a warp's share with 32 blocks, so each
+// step's weights are read in one round of loads)
+constexpr int C0 = LC0_SC_C0;
+constexpr int G2 = LC0_SC_G2;
+constexpr bool C0_ONE_TOKEN = HC % C0 == 0;
 constexpr int STAGE = ROWS * (K1 > HS ? K1 : HS);  // floats: the rows a step reads from shared memory
 // values a thread copies from scratch at once (all loads in flight before any is used: a load
 // whose value is needed before the next is issued would wait ~0.2 us for L2, one after another)
@@ -178,6 +189,24 @@ LC0_DEVICE void sc_row_stats(int n, float eps, float* red, Get get, float& mean,
     rstd = rsqrtf(var + eps);
 }
 
+// LC0_SC_CLOCKS (scripts/bench/smolgen_chain_probe.py, NVIDIA): block 0's thread 0 writes the
+// global timer at each step's start and end to sync[2..] (u64s), so a probe can see where a launch
+// spends its time. Never defined by the backend.
+#if defined(LC0_SC_CLOCKS) && defined(LC0_NVIDIA)
+#define SC_STAMP(k)                                                                  \
+    do {                                                                             \
+        if (blockIdx.x == 0 && threadIdx.x == 0) {                                   \
+            unsigned long long t_;                                                   \
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                   \
+            reinterpret_cast<unsigned long long*>(sync + 2)[k] = t_;                 \
+        }                                                                            \
+    } while (0)
+#else
+#define SC_STAMP(k) \
+    do {            \
+    } while (0)
+#endif
+
 extern "C" __global__ void __launch_bounds__(LC0_SC_WARPS * WARP_SIZE)
 smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
               const T* LC0_RESTRICT b1, const T* LC0_RESTRICT g1, const T* LC0_RESTRICT be1,
@@ -195,10 +224,12 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
     const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     const int gw = blockIdx.x * WARPS + warp, tw = gridDim.x * WARPS;  // this warp, all warps
 
+    SC_STAMP(0);
     // ---- step 0: compress. Output o = (token row, channel j); C0 of them in flight a warp.
     const int n_c = rows * SEQ * HC;
     for (int o0 = gw * C0; o0 < n_c; o0 += tw * C0) {
-        uint4 xr[C0][PE], wr[C0][PE];
+        constexpr int XR = C0_ONE_TOKEN ? 1 : C0;  // rows of x this group reads
+        uint4 xr[XR][PE], wr[C0][PE];
 #pragma unroll
         for (int q = 0; q < C0; ++q) {
             const int o = o0 + q, tok = o / HC, j = o % HC;
@@ -206,7 +237,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
             for (int c = 0; c < PE; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VE;
                 const bool in = o < n_c && idx < E;
-                xr[q][c] = in ? sc_raw<VE>(x + (long long)tok * E + idx) : make_uint4(0, 0, 0, 0);
+                if (q < XR) xr[q][c] = in ? sc_raw<VE>(x + (long long)tok * E + idx) : make_uint4(0, 0, 0, 0);
                 wr[q][c] = in ? sc_raw<VE>(wc + (long long)j * E + idx) : make_uint4(0, 0, 0, 0);
             }
         }
@@ -214,13 +245,15 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
         for (int q = 0; q < C0; ++q) {
             float acc = 0.f;
 #pragma unroll
-            for (int c = 0; c < PE; ++c) acc += sc_dot<VE>(xr[q][c], wr[q][c]);
+            for (int c = 0; c < PE; ++c) acc += sc_dot<VE>(xr[C0_ONE_TOKEN ? 0 : q][c], wr[q][c]);
             acc = warp_sum(acc);
             const int o = o0 + q;
             if (lane == 0 && o < n_c) cbuf[(o / (SEQ * HC)) * K1 + o % (SEQ * HC)] = acc;
         }
     }
+    SC_STAMP(1);
     sc_grid_barrier(sync, 1);
+    SC_STAMP(2);
 
     // ---- step 1: dense 1 of every row from shared memory; a weight row is read once for all rows
     sc_copy_in<S1>(stage, cbuf, rows * K1);
@@ -244,7 +277,9 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
             if (lane == 0) pre1[r * HS + n] = activate(acc + bias, act);
         }
     }
+    SC_STAMP(3);
     sc_grid_barrier(sync, 2);
+    SC_STAMP(4);
 
     // ---- step 2: LN1 in shared memory, then dense 2 (G2 outputs in flight a warp)
     sc_copy_in<S2>(stage, pre1, rows * HS);
@@ -284,7 +319,9 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
             }
         }
     }
+    SC_STAMP(5);
     sc_grid_barrier(sync, 3);
+    SC_STAMP(6);
 
     // ---- step 3: LN2 statistics of every row (all of pre2, held in registers), then this
     //      block's slice of out
@@ -320,6 +357,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
         }
     }
 
+    SC_STAMP(7);
     // ---- the last block out puts the counters back to 0 (every block has passed barrier 3, so
     //      nobody reads sync[0] any more)
     __syncthreads();

@@ -94,6 +94,9 @@ OTHER = [
     # widths, and a scaled-down one whose rows are not 16-byte multiples (the scalar chunks)
     ("smolgen_chain.hip", {**smolgen_chain_config(64, 768, 32, 256, 6144), "LC0_FP16": 1}),
     ("smolgen_chain.hip", {**smolgen_chain_config(4, 36, 2, 16, 40), "LC0_FP16": 0}),
+    # the probe's build (scripts/bench/smolgen_chain_probe.py): global-timer stamps, other groupings
+    ("smolgen_chain.hip", {**smolgen_chain_config(64, 768, 32, 256, 6144), "LC0_SC_CLOCKS": 1, "LC0_SC_C0": 4,
+                           "LC0_SC_G2": 8}),
 ]
 
 

@@ -36,7 +36,10 @@ BUILDS = [
     ("small-fp32", 8, 64, 4, 32, 96, False, 32, 2),
     ("small-fp16-wave64", 8, 64, 4, 32, 96, True, 64, 2),
     ("odd-e-fp16", 4, 36, 2, 16, 40, True, 32, 2),  # E, K1 and HS not vector multiples: scalar chunks
+    ("one-token-fp16", 8, 64, 4, 32, 96, True, 32, 2),  # LC0_SC_C0=2 divides HC: x read once a group
 ]
+#: extra defines of a build (the kernel's defaults otherwise: C0 8 does not divide these HC)
+EXTRA = {"one-token-fp16": ["-DLC0_SC_C0=2", "-DLC0_SC_G2=3"]}
 
 
 def _flags(seq: int, e: int, hc: int, hs: int, n2: int, fp16: bool, wave: int, warps: int) -> list[str]:
@@ -47,7 +50,7 @@ def _flags(seq: int, e: int, hc: int, hs: int, n2: int, fp16: bool, wave: int, w
 
 @pytest.fixture(scope="module")
 def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    jobs = [(b[0], "smolgen_chain_emu_main.cpp", _flags(*b[1:])) for b in BUILDS]
+    jobs = [(b[0], "smolgen_chain_emu_main.cpp", _flags(*b[1:]) + EXTRA.get(b[0], [])) for b in BUILDS]
     return build_emulators(tmp_path_factory, "smolgen_chain_emu", jobs, opt="-O1")
 
 
@@ -74,6 +77,7 @@ CASES = [
     ("small-fp32", 3, 5, ACT_SWISH, True),
     ("small-fp16-wave64", 2, 3, ACT_NONE, False),
     ("odd-e-fp16", 3, 2, ACT_SWISH, True),
+    ("one-token-fp16", 4, 3, ACT_SWISH, True),
 ]
 
 
