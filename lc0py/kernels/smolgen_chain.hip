@@ -87,11 +87,11 @@ constexpr int PHS = (HS / VHS + WARP_SIZE - 1) / WARP_SIZE;  // ... of a dense-2
 #define LC0_SC_C0 8
 #endif
 #ifndef LC0_SC_G2
-#define LC0_SC_G2 24
+#define LC0_SC_G2 8
 #endif
 // Outputs a warp has in flight: compress outputs of one token (its row of x loaded once for them
-// when they divide HC), dense-2 outputs (T82: 24 = all of a warp's share with 32 blocks, so each
-// step's weights are read in one round of loads)
+// when they divide HC), dense-2 outputs. (All 24 of a warp's share at once with 32 blocks was no
+// faster on an H200: a multiprocessor does not keep more of its loads in flight.)
 constexpr int C0 = LC0_SC_C0;
 constexpr int G2 = LC0_SC_G2;
 constexpr bool C0_ONE_TOKEN = HC % C0 == 0;

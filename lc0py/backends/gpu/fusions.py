@@ -24,12 +24,15 @@ takes it only for the batch sizes where it measured faster:
   layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
   rows (the last block to finish normalises). Measured faster at one position only (below: each
   further row adds a serial pass to the kernel), so ``auto`` takes batches of one.
-* ``smolgen_chain``: at a batch of a few positions the whole of smolgen's per-position network
-  (compress, dense 1 + LN, dense 2 + LN: three to four latency-bound kernels, ~16 us a layer at one
-  position on an H200) runs as one kernel whose steps are separated by grid barriers
-  (``kernels/smolgen_chain.hip``, up to ``weights.SMOLGEN_CHAIN_MAX`` positions; its grid keeps to a
-  quarter of the multiprocessors so all its blocks are resident). Where it applies it replaces
-  ``smolgen_rows``; the generator GEMM after it is unchanged.
+* ``smolgen_chain`` (off unless asked for): at a batch of a few positions the whole of smolgen's
+  per-position network (compress, dense 1 + LN, dense 2 + LN: three latency-bound kernels, ~16 us
+  a layer at one position on an H200) runs as one kernel whose steps are separated by grid
+  barriers (``kernels/smolgen_chain.hip``, up to ``weights.SMOLGEN_CHAIN_MAX`` positions). Where it
+  applies it replaces ``smolgen_rows``; the generator GEMM after it is unchanged. Its grid keeps to
+  a quarter of the multiprocessors (32 blocks) so that every block is resident whatever runs
+  beside it, and with 32 multiprocessors pulling dense 2's 3 MB of weights the kernel is slower
+  than the kernels it replaces (below); with 96-128 blocks it would be slightly faster, but only a
+  cooperative launch could promise those blocks are resident together.
 * ``row_halves``: the out-projection, LayerNorm, FFN and LayerNorm of a layer run on the two
   halves of the batch, software-pipelined over the two streams: the GEMMs on the main stream, each
   half's element-wise kernels (LayerNorms, FFN bias + activation: ~70 us a layer at 256, 14 % of
@@ -51,6 +54,11 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
     bench/results/2026-11-28_h200-smolgen_24b4deb):
     batch           1       2       4       8
                     x1.048  x0.974  x0.876  x0.731    auto: batches up to smolgen_rows_max (1)
+
+    smolgen_chain against smolgen_rows at 1 and the GEMMs at 2-4 (one H200, tree 5c0ca5f, 2 rounds,
+    bench/results/2026-11-28_h200-chain_5c0ca5f): x0.821 at 1, x0.745 at 2, x0.570 at 4, so off.
+    The kernel alone (scripts/bench/smolgen_chain_probe.py, one position): 21.8 us with 32 blocks
+    (dense 2 10.2 of it), 15.7 with 96, 15.3 with 128; each grid barrier 1.1-1.6 us.
 
 The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
 each captured graph holds its own bucket's choice; both forms of a path use the same activation

@@ -59,10 +59,11 @@ nothing below the backend reads option text or sets option flags on other object
                               (kernels/dense_rows.hip) instead of a GEMM and a LayerNorm; ``auto``:
                               batches up to ``smolgen_rows_max``, ``on``: up to 8 (the kernel's most)
 ``smolgen_rows_max`` ``1``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
-``smolgen_chain``   ``auto``  attention nets with smolgen, batches of a few positions: smolgen's compress,
+``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
-                              ``auto``: batches up to ``smolgen_chain_max``, ``on``: up to 4
+                              ``on``: batches up to 4, ``auto``: up to ``smolgen_chain_max``. Off by
+                              default: slower than the kernels it replaces (fusions.py's table)
 ``smolgen_chain_max`` ``1``   with ``smolgen_chain=auto``: larger batches take the other paths (1 to 4)
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
@@ -138,7 +139,8 @@ SMOLGEN_BRANCH_MAX = 128
 #: 2026-11-28, tree 24b4deb, backendbench, unfused / fused: x1.048 at 1, x0.974 at 2, x0.876 at 4,
 #: x0.731 at 8 -- its per-row work is serial; the table in fusions.py)
 SMOLGEN_ROWS_MAX = 1
-#: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``)
+#: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
+#: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
 
 
@@ -247,7 +249,7 @@ class GpuOptions:
     smolgen_branch_max: int = SMOLGEN_BRANCH_MAX
     smolgen_rows: bool | None = None
     smolgen_rows_max: int = SMOLGEN_ROWS_MAX
-    smolgen_chain: bool | None = None
+    smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
     row_halves: bool = False
     row_halves_min: int = 2
@@ -297,7 +299,7 @@ class GpuOptions:
             smolgen_branch_max=take("smolgen_branch_max", SMOLGEN_BRANCH_MAX, lo=1, hi=MAX_BATCH_LIMIT),
             smolgen_rows=take("smolgen_rows", None, auto_or_bool),
             smolgen_rows_max=take("smolgen_rows_max", SMOLGEN_ROWS_MAX, lo=1, hi=DENSE_ROWS_MAX),
-            smolgen_chain=take("smolgen_chain", None, auto_or_bool),
+            smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),

@@ -84,6 +84,7 @@ FUSION_TEXTS = [
     "ln_residual=on,smolgen_branch=on",
     "smolgen_rows=on",
     "smolgen_chain=on",
+    "smolgen_chain=auto",
     "smolgen_chain=off,smolgen_rows=on",
 ]
 
@@ -150,8 +151,8 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     f = choose_fusions(GpuOptions(), True, H100, True)
     at = f.at(bsz)
     assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
-    assert at.smolgen_chain is (bsz <= SMOLGEN_CHAIN_MAX_AUTO)
-    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX and not at.smolgen_chain)  # the chain replaces it
+    assert not at.smolgen_chain  # off by default (fusions.py's table)
+    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
     assert at.smolgen_rows_max is None
@@ -346,8 +347,6 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
         want = Fusions(
             ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116,
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
-            smolgen_chain=net.has_smolgen,
-            smolgen_chain_max=SMOLGEN_CHAIN_MAX_AUTO if net.has_smolgen else None,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -359,17 +358,17 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
 def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The fused paths launch kernels the unfused pass already builds (the LayerNorm with its skip
     input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
-    them: the same compiles with every fusion off and on. ``smolgen_rows`` and ``smolgen_chain`` (on
-    by default, so the recorded sets have them) add their own modules, the two dense layers'
-    ``dense_rows.hip`` and ``smolgen_chain.hip``, and no other."""
+    them: the same compiles with every fusion off and on. ``smolgen_rows`` (on by default, so the
+    recorded sets have it) adds its own module, the two dense layers' ``dense_rows.hip``, and no
+    other; ``smolgen_chain`` (off by default) adds ``smolgen_chain.hip`` alone."""
     from lc0py.backends.gpu.network import GpuNetwork
     from tests.kernels.amd_backend_compiles import RecordingPlatform
 
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off,smolgen_chain=off",
-                 "smolgen_rows=off,smolgen_chain=off", ""):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off", "smolgen_rows=off", "",
+                 "smolgen_chain=on"):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
@@ -377,8 +376,10 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
         compiled.append(sorted(set(plat.compiles)))
     assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
     added = sorted(set(compiled[3]) - set(compiled[0]))
-    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 3, added
-    assert sorted(source for source, _ in added) == ["dense_rows.hip", "dense_rows.hip", "smolgen_chain.hip"]
+    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 2, added
+    assert all(source == "dense_rows.hip" for source, _ in added)
+    chain = sorted(set(compiled[4]) - set(compiled[3]))
+    assert set(compiled[3]) <= set(compiled[4]) and [source for source, _ in chain] == ["smolgen_chain.hip"]
 
 
 @pytest.mark.parametrize(
@@ -692,7 +693,8 @@ def test_smolgen_chain_options_and_limits() -> None:
     """``smolgen_chain_max`` is 1 to the kernel's ``SMOLGEN_CHAIN_MAX`` positions, in one line
     otherwise; the launch refuses more positions than the kernel takes; a record without a limit
     still stops at the kernel's most."""
-    assert GpuOptions().smolgen_chain is None and GpuOptions().smolgen_chain_max == SMOLGEN_CHAIN_MAX_AUTO
+    assert GpuOptions().smolgen_chain is False and GpuOptions().smolgen_chain_max == SMOLGEN_CHAIN_MAX_AUTO
+    assert GpuOptions.from_text("smolgen_chain=auto").smolgen_chain is None
     assert GpuOptions.from_text("smolgen_chain=on").smolgen_chain is True
     for bad in (f"smolgen_chain_max={SMOLGEN_CHAIN_MAX + 1}", "smolgen_chain_max=0"):
         message = one_line_error(BackendOptionError, lambda bad=bad: GpuOptions.from_text(bad, "cuda-fp16"))
