@@ -50,6 +50,43 @@ LC0_DEVICE float warp_max(float v) {
     return v;
 }
 
+// A chunk of a row kept as its raw 16 bytes until used: V = LC0_VEC elements (one vector load), or
+// V = 1 for rows that are not a vector multiple (one element, the rest zero). 4 registers instead
+// of 8 floats (fp16), which lets every load of a row be in flight at once without capping
+// occupancy.
+template <int V>
+LC0_DEVICE uint4 raw_chunk(const T* p) {
+    if (V == LC0_VEC) return *reinterpret_cast<const uint4*>(p);
+    uint4 u = make_uint4(0, 0, 0, 0);
+    *reinterpret_cast<T*>(&u) = *p;
+    return u;
+}
+// The dot product of two raw chunks of V elements, in fp32.
+template <int V>
+LC0_DEVICE float dot_raw_chunks(const uint4& a, const uint4& b) {
+    const T* x = reinterpret_cast<const T*>(&a);
+    const T* y = reinterpret_cast<const T*>(&b);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) s += to_f32(x[i]) * to_f32(y[i]);
+    return s;
+}
+
+// The sum of v over a block of WARPS warps (every thread gets it); red: WARPS floats of shared
+// memory. Every thread of the block must call it (two barriers).
+template <int WARPS>
+LC0_DEVICE float block_sum(float v, float* red) {
+    v = warp_sum(v);
+    const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    __syncthreads();  // red is free again (a previous call's readers are done)
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float total = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) total += red[w];
+    return total;
+}
+
 #define LC0_LOG2E 1.4426950408889634f
 
 // -inf without <math.h> (NVRTC has no INFINITY macro without headers).

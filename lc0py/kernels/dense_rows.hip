@@ -53,36 +53,6 @@ constexpr int PT = (N + THREADS - 1) / THREADS;  // elements of an output row pe
 static_assert(ROWS >= 1, "at least one row");
 }  // namespace dr
 
-// A chunk of a row kept as its raw 16 bytes until used (VEC elements; one element when K is not a
-// multiple of the vector), so every load of a warp's outputs is in flight at once.
-LC0_DEVICE uint4 dr_raw(const T* p) {
-    if (dr::VEC == LC0_VEC) return *reinterpret_cast<const uint4*>(p);
-    uint4 u = make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<T*>(&u) = *p;
-    return u;
-}
-LC0_DEVICE float dr_dot(const uint4& a, const uint4& b) {
-    const T* x = reinterpret_cast<const T*>(&a);
-    const T* y = reinterpret_cast<const T*>(&b);
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < dr::VEC; ++i) s += to_f32(x[i]) * to_f32(y[i]);
-    return s;
-}
-
-// The sum of v over the block (every thread gets it); red: WARPS floats of shared memory.
-LC0_DEVICE float dr_block_sum(float v, float* red) {
-    v = warp_sum(v);
-    const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
-    __syncthreads();  // red is free again (a previous call's readers are done)
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int w = 0; w < dr::WARPS; ++w) total += red[w];
-    return total;
-}
-
 extern "C" __global__ void __launch_bounds__(LC0_DR_WARPS * WARP_SIZE)
 dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* LC0_RESTRICT bias,
                      const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out, float* pre,
@@ -106,7 +76,7 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
 #pragma unroll
             for (int c = 0; c < PER; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VEC;
-                wr[o][c] = (n0 + o < N && idx < K) ? dr_raw(w + (long long)(n0 + o) * K + idx) : make_uint4(0, 0, 0, 0);
+                wr[o][c] = (n0 + o < N && idx < K) ? raw_chunk<VEC>(w + (long long)(n0 + o) * K + idx) : make_uint4(0, 0, 0, 0);
             }
         }
         for (int r = 0; r < rows; ++r) {
@@ -114,13 +84,13 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
 #pragma unroll
             for (int c = 0; c < PER; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VEC;
-                xr[c] = idx < K ? dr_raw(x + (long long)r * K + idx) : make_uint4(0, 0, 0, 0);
+                xr[c] = idx < K ? raw_chunk<VEC>(x + (long long)r * K + idx) : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
             for (int o = 0; o < OUT; ++o) {
                 float acc = 0.f;
 #pragma unroll
-                for (int c = 0; c < PER; ++c) acc += dr_dot(wr[o][c], xr[c]);
+                for (int c = 0; c < PER; ++c) acc += dot_raw_chunks<VEC>(wr[o][c], xr[c]);
                 acc = warp_sum(acc);  // the whole warp takes part: rows and n0 are the warp's
                 if (lane == 0 && n0 + o < N) {
                     const float b = bias != nullptr ? to_f32(bias[n0 + o]) : 0.f;
@@ -154,7 +124,7 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
         }
 #pragma unroll
         for (int j = 0; j < PT; ++j) sum += v[j];
-        const float mean = dr_block_sum(sum, red) / N;
+        const float mean = block_sum<WARPS>(sum, red) / N;
         float var = 0.f;
 #pragma unroll
         for (int j = 0; j < PT; ++j) {
@@ -162,7 +132,7 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
             const float d = i < N ? v[j] - mean : 0.f;
             var += d * d;
         }
-        var = dr_block_sum(var, red) / N;
+        var = block_sum<WARPS>(var, red) / N;
         const float rstd = rsqrtf(var + eps);
 #pragma unroll
         for (int j = 0; j < PT; ++j) {

@@ -45,14 +45,7 @@ constexpr int PER = (CHUNKS + TH - 1) / TH;
 static_assert(TH % WARP_SIZE == 0, "threads per row must be a multiple of the warp size");
 }  // namespace ln
 
-// A chunk is kept as its raw 16 bytes until used: 4 registers instead of 8 floats (fp16), which
-// is what lets every load of a row be in flight at once without capping occupancy.
-LC0_DEVICE uint4 raw_chunk(const T* p) {
-    if (ln::VEC == LC0_VEC) return *reinterpret_cast<const uint4*>(p);
-    uint4 u = make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<T*>(&u) = *p;
-    return u;
-}
+// Chunks are kept as their raw 16 bytes until used (common.h, raw_chunk).
 LC0_DEVICE void unpack(const uint4& u, float* out) {
     const T* e = reinterpret_cast<const T*>(&u);
 #pragma unroll
@@ -88,11 +81,11 @@ LC0_DEVICE void layernorm_rows(const T* y, const T* LC0_RESTRICT bias, const T* 
     for (int c = 0; c < PER; ++c) {
         const int idx = (t + c * TH) * VEC;
         if (live && idx < N) {
-            ry[c] = raw_chunk(y + base + idx);
-            if (bias != nullptr) rb[c] = raw_chunk(bias + idx);
-            if (skip != nullptr) rs[c] = raw_chunk(skip + base + idx);
-            rg[c] = raw_chunk(gamma + idx);
-            re[c] = raw_chunk(beta + idx);
+            ry[c] = raw_chunk<VEC>(y + base + idx);
+            if (bias != nullptr) rb[c] = raw_chunk<VEC>(bias + idx);
+            if (skip != nullptr) rs[c] = raw_chunk<VEC>(skip + base + idx);
+            rg[c] = raw_chunk<VEC>(gamma + idx);
+            re[c] = raw_chunk<VEC>(beta + idx);
         }
     }
     float x[PER][LC0_VEC];

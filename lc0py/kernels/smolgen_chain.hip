@@ -105,23 +105,6 @@ constexpr int SMEM_BYTES = (STAGE + WARPS + 2 * ROWS) * 4;
 static_assert(ROWS >= 1, "at least one row");
 }  // namespace sc
 
-// A chunk of a row kept as its raw 16 bytes until used (V elements).
-template <int V>
-LC0_DEVICE uint4 sc_raw(const T* p) {
-    if (V == LC0_VEC) return *reinterpret_cast<const uint4*>(p);
-    uint4 u = make_uint4(0, 0, 0, 0);
-    *reinterpret_cast<T*>(&u) = *p;
-    return u;
-}
-template <int V>
-LC0_DEVICE float sc_dot(const uint4& a, const uint4& b) {
-    const T* x = reinterpret_cast<const T*>(&a);
-    const T* y = reinterpret_cast<const T*>(&b);
-    float s = 0.f;
-#pragma unroll
-    for (int i = 0; i < V; ++i) s += to_f32(x[i]) * to_f32(y[i]);
-    return s;
-}
 template <int V>
 LC0_DEVICE float sc_dot_f32(const uint4& a, const float* y) {  // y: V floats of shared memory
     const T* x = reinterpret_cast<const T*>(&a);
@@ -129,19 +112,6 @@ LC0_DEVICE float sc_dot_f32(const uint4& a, const float* y) {  // y: V floats of
 #pragma unroll
     for (int i = 0; i < V; ++i) s += to_f32(x[i]) * y[i];
     return s;
-}
-
-// The sum of v over the block (every thread gets it); red: WARPS floats of shared memory.
-LC0_DEVICE float sc_block_sum(float v, float* red) {
-    v = warp_sum(v);
-    const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
-    __syncthreads();  // red is free again (a previous call's readers are done)
-    if (lane == 0) red[warp] = v;
-    __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int w = 0; w < sc::WARPS; ++w) total += red[w];
-    return total;
 }
 
 // stage[0, n) = src[0, n) (written by other blocks: read past L1), every load in flight at once.
@@ -179,13 +149,13 @@ template <class Get>
 LC0_DEVICE void sc_row_stats(int n, float eps, float* red, Get get, float& mean, float& rstd) {
     float sum = 0.f;
     for (int i = threadIdx.x; i < n; i += sc::THREADS) sum += get(i);
-    mean = sc_block_sum(sum, red) / n;
+    mean = block_sum<sc::WARPS>(sum, red) / n;
     float var = 0.f;
     for (int i = threadIdx.x; i < n; i += sc::THREADS) {
         const float d = get(i) - mean;
         var += d * d;
     }
-    var = sc_block_sum(var, red) / n;
+    var = block_sum<sc::WARPS>(var, red) / n;
     rstd = rsqrtf(var + eps);
 }
 
@@ -237,15 +207,15 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
             for (int c = 0; c < PE; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VE;
                 const bool in = o < n_c && idx < E;
-                if (q < XR) xr[q][c] = in ? sc_raw<VE>(x + (long long)tok * E + idx) : make_uint4(0, 0, 0, 0);
-                wr[q][c] = in ? sc_raw<VE>(wc + (long long)j * E + idx) : make_uint4(0, 0, 0, 0);
+                if (q < XR) xr[q][c] = in ? raw_chunk<VE>(x + (long long)tok * E + idx) : make_uint4(0, 0, 0, 0);
+                wr[q][c] = in ? raw_chunk<VE>(wc + (long long)j * E + idx) : make_uint4(0, 0, 0, 0);
             }
         }
 #pragma unroll
         for (int q = 0; q < C0; ++q) {
             float acc = 0.f;
 #pragma unroll
-            for (int c = 0; c < PE; ++c) acc += sc_dot<VE>(xr[C0_ONE_TOKEN ? 0 : q][c], wr[q][c]);
+            for (int c = 0; c < PE; ++c) acc += dot_raw_chunks<VE>(xr[C0_ONE_TOKEN ? 0 : q][c], wr[q][c]);
             acc = warp_sum(acc);
             const int o = o0 + q;
             if (lane == 0 && o < n_c) cbuf[(o / (SEQ * HC)) * K1 + o % (SEQ * HC)] = acc;
@@ -263,7 +233,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
 #pragma unroll
         for (int c = 0; c < PK1; ++c) {
             const int idx = (lane + c * WARP_SIZE) * VK1;
-            wr[c] = idx < K1 ? sc_raw<VK1>(w1 + (long long)n * K1 + idx) : make_uint4(0, 0, 0, 0);
+            wr[c] = idx < K1 ? raw_chunk<VK1>(w1 + (long long)n * K1 + idx) : make_uint4(0, 0, 0, 0);
         }
         const float bias = b1 != nullptr ? to_f32(b1[n]) : 0.f;
         for (int r = 0; r < rows; ++r) {
@@ -299,7 +269,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
 #pragma unroll
             for (int c = 0; c < PHS; ++c) {
                 const int idx = (lane + c * WARP_SIZE) * VHS;
-                wr[q][c] = (n0 + q < N2 && idx < HS) ? sc_raw<VHS>(w2 + (long long)(n0 + q) * HS + idx)
+                wr[q][c] = (n0 + q < N2 && idx < HS) ? raw_chunk<VHS>(w2 + (long long)(n0 + q) * HS + idx)
                                                      : make_uint4(0, 0, 0, 0);
             }
         }
@@ -335,14 +305,14 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < S3; ++j) sum += v[j];
-        const float mean = sc_block_sum(sum, red) / N2;
+        const float mean = block_sum<sc::WARPS>(sum, red) / N2;
         float var = 0.f;
 #pragma unroll
         for (int j = 0; j < S3; ++j) {
             const float d = threadIdx.x + j * THREADS < N2 ? v[j] - mean : 0.f;
             var += d * d;
         }
-        var = sc_block_sum(var, red) / N2;
+        var = block_sum<sc::WARPS>(var, red) / N2;
         if (threadIdx.x == 0) {
             stats[2 * r] = mean;
             stats[2 * r + 1] = rsqrtf(var + eps2);
