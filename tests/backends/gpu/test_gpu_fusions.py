@@ -100,6 +100,21 @@ def test_defaults_above_their_limits_match_the_unfused_pass_bit_for_bit(cuda_pla
         plain.close()
 
 
+def _replays_agree(fused, plain, net, sizes, replays: int, seed: int, limit: float) -> None:  # type: ignore[no-untyped-def]
+    """For each batch size: ``replays`` submits to ``fused`` (each a replay of the size's graph)
+    finite and within ``limit`` of one submit to ``plain`` (the unfused network)."""
+    for n in sizes:
+        b = random_batch(n, int(net.format.input), seed=seed + n)
+        want = plain.submit(b).result()
+        for replay in range(replays):
+            got = fused.submit(b).result()
+            for k in ("policy", "wdl", "moves_left"):
+                a = getattr(got, k)
+                assert np.isfinite(a).all(), f"batch {n} replay {replay}: {k} not finite"
+                err = relative_error(a, getattr(want, k))
+                assert err <= limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
+
+
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
 def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool) -> None:  # type: ignore[no-untyped-def]
     """``smolgen_rows``: batches of 1 to 8 positions (each its graph bucket, padding rows included)
@@ -114,16 +129,7 @@ def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool) -
     plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=8,{OFF}"))
     limit = RTOL_FP16 if fp16 else RTOL_FP32
     try:
-        for n in range(1, 9):
-            b = random_batch(n, int(net.format.input), seed=100 + n)
-            want = plain.submit(b).result()
-            for replay in range(2):
-                got = fused.submit(b).result()
-                for k in ("policy", "wdl", "moves_left"):
-                    a = getattr(got, k)
-                    assert np.isfinite(a).all(), f"batch {n} replay {replay}: {k} not finite"
-                    err = relative_error(a, getattr(want, k))
-                    assert err <= 2 * limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
+        _replays_agree(fused, plain, net, range(1, 9), replays=2, seed=100, limit=2 * limit)
     finally:
         fused.close()
         plain.close()
@@ -155,16 +161,7 @@ def test_smolgen_chain_at_every_row_count_and_replay(cuda_platform, fp16: bool, 
                 k: relative_error(getattr(out, k), getattr(ref, k)) for k in ("policy", "wdl", "moves_left")
             }
             assert all(e <= limit for e in errs.values()), f"flash={flash}: {errs}"
-        for n in (1, 2, 3, 4):
-            b = random_batch(n, int(net.format.input), seed=200 + n)
-            want = plain.submit(b).result()
-            for replay in range(3):
-                got = fused.submit(b).result()
-                for k in ("policy", "wdl", "moves_left"):
-                    a = getattr(got, k)
-                    assert np.isfinite(a).all(), f"batch {n} replay {replay}: {k} not finite"
-                    err = relative_error(a, getattr(want, k))
-                    assert err <= 2 * limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
+        _replays_agree(fused, plain, net, (1, 2, 3, 4), replays=3, seed=200, limit=2 * limit)
     finally:
         fused.close()
         plain.close()
