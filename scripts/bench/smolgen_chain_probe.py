@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import sys
 
 import numpy as np
 
 from lc0py.backends.gpu.ops import smolgen_chain_config, smolgen_chain_shared_bytes
+from lc0py.backends.gpu.weights import SMOLGEN_CHAIN_MAX
+from lc0py.errors import BackendUnavailable
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.factory import create_platform
 from lc0py.model.activations import activation
@@ -37,13 +40,41 @@ def _layernorm(v: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.nd
     return (v - mean) / np.sqrt(var + eps) * g + b
 
 
+def parse_configs(text: str) -> list[tuple[int, int, int]]:
+    """``C0xG2xBLOCKS,...`` -> [(c0, g2, blocks)]; a malformed entry is one ``ValueError`` line."""
+    out = []
+    for part in text.split(","):
+        fields = part.strip().split("x")
+        if len(fields) != 3 or not all(f.isdigit() and int(f) > 0 for f in fields):
+            raise ValueError(
+                f"--configs: '{part}' is not C0xG2xBLOCKS (three positive integers, e.g. 8x8x96)"
+            )
+        out.append((int(fields[0]), int(fields[1]), int(fields[2])))
+    return out
+
+
+def parse_rows(text: str) -> list[int]:
+    """``1,4`` -> [1, 4]: each 1 to ``SMOLGEN_CHAIN_MAX``; else one ``ValueError`` line."""
+    rows = []
+    for part in text.split(","):
+        if not part.strip().isdigit() or not 1 <= int(part) <= SMOLGEN_CHAIN_MAX:
+            raise ValueError(f"--rows: '{part}' is not a position count 1 to {SMOLGEN_CHAIN_MAX}")
+        rows.append(int(part))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", default="4x8x32,8x24x32,8x8x96,8x6x128")
     ap.add_argument("--rows", default="1,4")
     ap.add_argument("--reps", type=int, default=200)
     args = ap.parse_args()
-    plat = create_platform("nvidia", 0)
+    try:
+        configs, row_counts = parse_configs(args.configs), parse_rows(args.rows)
+        plat = create_platform("nvidia", 0)
+    except (ValueError, BackendUnavailable) as exc:
+        print(f"smolgen_chain_probe: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     cache = KernelCache(plat)
     stream = plat.create_stream()
     rng = np.random.default_rng(1)
@@ -74,13 +105,12 @@ def main() -> None:
     eps = (1e-3, 1e-3)
     start, end = plat.create_event(timing=True), plat.create_event(timing=True)
     print(f"{plat.info.name}, {plat.info.sm_count} SMs; T82 widths, fp16, swish; {args.reps} launches a time")
-    for text in args.configs.split(","):
-        c0, g2, blocks = (int(v) for v in text.split("x"))
+    for c0, g2, blocks in configs:
         base = {**smolgen_chain_config(SEQ, E, HC, HS, N2), "LC0_SC_C0": c0, "LC0_SC_G2": g2, "LC0_FP16": 1}
         fn = cache.function("smolgen_chain.hip", "smolgen_chain", base)
         fn_clocks = cache.function("smolgen_chain.hip", "smolgen_chain", {**base, "LC0_SC_CLOCKS": 1})
         smem = smolgen_chain_shared_bytes(base)
-        for rows in (int(r) for r in args.rows.split(",")):
+        for rows in row_counts:
             kargs = [P(dev[k]) for k in ("x", "wc", "w1", "b1", "g1", "be1", "w2", "b2", "g2", "be2")]
             kargs += [P(out), P(scratch), P(sync), I(rows), F(eps[0]), F(eps[1]), I(ACT_SWISH)]
             for _ in range(5):
