@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lc0py.backends.gpu.ops import dense_rows_config, smolgen_chain_config
+from lc0py.backends.gpu.ops import compress_rows_config, dense_rows_config, smolgen_chain_config
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.gpu.compile_cache import define_options, kernel_dir, read_headers
 
@@ -90,6 +90,10 @@ OTHER = [
     # smolgen's dense layers + LayerNorm for a few rows (smolgen_rows): T82's two shapes, swish
     ("dense_rows.hip", {**dense_rows_config(256, 2048, 7), "LC0_FP16": 1}),
     ("dense_rows.hip", {**dense_rows_config(6144, 256, 7), "LC0_FP16": 0}),
+    # smolgen's compress and dense 1 + LayerNorm split by token (smolgen_compress): T82's widths,
+    # and a scaled-down one whose rows are not 16-byte multiples (the scalar chunks)
+    ("compress_rows.hip", {**compress_rows_config(64, 768, 32, 256, 7), "LC0_FP16": 1}),
+    ("compress_rows.hip", {**compress_rows_config(8, 50, 6, 300), "LC0_FP16": 0}),
     # smolgen's whole per-position network in one kernel with grid barriers (smolgen_chain): T82's
     # widths, and a scaled-down one whose rows are not 16-byte multiples (the scalar chunks)
     ("smolgen_chain.hip", {**smolgen_chain_config(64, 768, 32, 256, 6144), "LC0_FP16": 1}),

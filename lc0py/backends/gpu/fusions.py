@@ -96,6 +96,8 @@ class Fusions:
     smolgen_branch: bool = False
     row_halves: bool = False
     smolgen_rows: bool = False
+    #: with ``smolgen_rows``: the compress and dense 1 + LN as one kernel (``compress_rows``)
+    smolgen_compress: bool = False
     smolgen_chain: bool = False
     #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` / ``smolgen_chain``
     #: take (None: every batch its kernel takes)
@@ -124,13 +126,15 @@ class Fusions:
             smolgen_branch=branch,
             row_halves=halves,
             smolgen_rows=rows,
+            smolgen_compress=rows and self.smolgen_compress,
             smolgen_chain=chain,
             gemm_sms=self.gemm_sms if branch or halves else 0,
         )
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
-        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "smolgen_chain", "row_halves")
+        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "smolgen_compress", "smolgen_chain",
+                 "row_halves")
         on = [name for name in names if getattr(self, name)]
         text = ", ".join(on) if on else "none"
         if self.ln_residual and self.ln_residual_max is not None:
@@ -173,6 +177,7 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         smolgen_rows=rows,
         smolgen_rows_max=(options.smolgen_rows_max if options.smolgen_rows is None else DENSE_ROWS_MAX)
         if rows else None,
+        smolgen_compress=rows and options.smolgen_compress,
         smolgen_chain=chain,
         smolgen_chain_max=(options.smolgen_chain_max if options.smolgen_chain is None else SMOLGEN_CHAIN_MAX)
         if chain else None,

@@ -143,14 +143,19 @@ class Smolgen:
         eps: tuple[float, float],
         rows: bool = False,
         chain: bool = False,
+        compress: bool = False,
     ) -> None:
-        """``rows`` / ``chain``: some batches take the ``smolgen_rows`` / ``smolgen_chain`` fusion
-        (their kernels are compiled now)."""
+        """``rows`` / ``chain`` / ``compress``: some batches take the ``smolgen_rows`` /
+        ``smolgen_chain`` / ``smolgen_compress`` fusion (their kernels are compiled now)."""
         self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
         ops.prepare_layernorm(s.hs, act)
         ops.prepare_layernorm(s.H * s.gs, act)
-        if rows:
+        self.compress_shape = (SEQ, s.E, s.hc, s.hs)
+        if rows and compress:  # dense 1 folded with the compress wherever the rows kernels run
+            ops.prepare_compress_rows(*self.compress_shape, act)
+        elif rows:
             ops.prepare_dense_rows(s.hs, SEQ * s.hc, act)
+        if rows:
             ops.prepare_dense_rows(s.H * s.gs, s.hs, act)
         self.chain_shape = (SEQ, s.E, s.hc, s.hs, s.H * s.gs)
         if chain:
@@ -158,26 +163,38 @@ class Smolgen:
 
     def forward(
         self, ops: GpuOps, buf: Buffers, bsz: int, rows: bool = False, chain: bool = False, x: int = 0,
-        compress_w: int = 0,
+        compress_w: int = 0, compress: bool = False,
     ) -> None:
         """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output),
-        or with ``chain`` from the layer input ``x`` and the compress rows ``compress_w``."""
-        if not chain:
+        or with ``chain`` / ``compress`` (and ``rows``) from the layer input ``x`` and the compress
+        rows ``compress_w``."""
+        if not (chain or (rows and compress)):
             x = compress_w = 0
-        self.mlp(ops, buf, bsz, x=x, compress_w=compress_w, rows=rows, chain=chain)
+        self.mlp(ops, buf, bsz, x=x, compress_w=compress_w, rows=rows, chain=chain, compress=compress)
         self.generate(ops, buf, bsz)
 
     def mlp(
         self, ops: GpuOps, buf: Buffers, bsz: int, x: int = 0, compress_w: int = 0, rows: bool = False,
-        chain: bool = False,
+        chain: bool = False, compress: bool = False,
     ) -> None:
         """``buf.sg_s2``: dense1 -> act/LN -> dense2 -> act/LN of the compress columns, copied out
         of ``buf.qkv``, or (``compress_w``: the compress rows ``[hc, E]`` of the fused weight) a
         GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads.
-        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel;
-        ``chain`` (``smolgen_chain``, needs ``x`` and ``compress_w``): all of it in one kernel."""
+        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel,
+        and with ``compress`` (``smolgen_compress``, needs ``x`` and ``compress_w``) the compress
+        and dense 1 + LN in one kernel; ``chain`` (``smolgen_chain``, needs ``x`` and
+        ``compress_w``): all of it in one kernel."""
         s, w = self.s, self.w
         m = bsz * SEQ
+        if rows and compress and not chain:
+            if not (x and compress_w):
+                raise ValueError("smolgen_compress reads the layer input and the compress rows")
+            e1, e2 = self.eps
+            ops.compress_rows_layernorm(x, bsz, self.compress_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g,
+                                        w.ln1_b, buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
+            ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
+                                     buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
+            return
         if chain:
             if not (x and compress_w):
                 raise ValueError("smolgen_chain reads the layer input and the compress rows")
@@ -386,7 +403,7 @@ class EncoderLayer:
             ops.branch(
                 SMOLGEN_BRANCH,
                 lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows,
-                               chain=f.smolgen_chain),
+                               chain=f.smolgen_chain, compress=f.smolgen_compress),
             )
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
                      sms=f.gemm_sms)
@@ -396,7 +413,7 @@ class EncoderLayer:
             ops.dense(buf.x, m, s.E, w.qkv_w, s.qkv_ld, buf.qkv)
             if sg is not None:
                 sg.forward(ops, buf, bsz, rows=f.smolgen_rows, chain=f.smolgen_chain, x=buf.x,
-                           compress_w=ops.off(w.qkv_w, 3 * s.D * s.E))
+                           compress_w=ops.off(w.qkv_w, 3 * s.D * s.E), compress=f.smolgen_compress)
         self.attention.forward(buf, w.qkv_b, bsz, flash)
         if tap is not None:
             tap(f"encoder{self.index}.attention", buf.attn, s.D)
@@ -674,7 +691,7 @@ class GpuModel:
                 sg_act = activation_code(net.smolgen_act)
                 eps = (sg.ln1.eps, sg.ln2.eps)
                 smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows,
-                                  chain=fusions.smolgen_chain)
+                                  chain=fusions.smolgen_chain, compress=fusions.smolgen_compress)
             ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)

@@ -83,6 +83,26 @@ def dense_rows_grid(cfg: dict[str, int]) -> int:
     return -(-cfg["LC0_DR_N"] // per_block)
 
 
+COMPRESS_ROWS_WARPS = 8  # warps a block of compress_rows_layernorm
+
+
+def compress_rows_config(seq: int, e: int, hc: int, n: int, act: int | None = None) -> dict[str, int]:
+    """Compile defines of ``compress_rows_layernorm`` (kernels/compress_rows.hip): smolgen's
+    compress (``e`` -> ``hc`` a token, ``seq`` tokens) and first dense layer (``seq·hc`` -> ``n``)
+    with its LayerNorm, for up to ``DENSE_ROWS_MAX`` positions; a block a token of a position."""
+    cfg = {
+        "LC0_CR_SEQ": seq,
+        "LC0_CR_E": e,
+        "LC0_CR_HC": hc,
+        "LC0_CR_N": n,
+        "LC0_CR_ROWS": DENSE_ROWS_MAX,
+        "LC0_CR_WARPS": COMPRESS_ROWS_WARPS,
+    }
+    if act is not None:
+        cfg["LC0_CR_ACT"] = act
+    return cfg
+
+
 SMOLGEN_CHAIN_WARPS = 8  # warps a block of smolgen_chain
 
 
@@ -141,6 +161,7 @@ class GpuOps:
         self.k_gather = self.function("policy_map.hip", "policy_gather", {})
         self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
         self._dense_rows: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
+        self._compress_rows: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._smolgen_chain: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._softmax: int | None = None
 
@@ -276,6 +297,45 @@ class GpuOps:
         args: list[KernelArg] = [P(x), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch), P(counter)]
         args += [I(rows), F(eps), I(act)]
         self.p.launch(fn, (dense_rows_grid(cfg), 1, 1), (threads, 1, 1), 0, self.stream, args)
+
+    def prepare_compress_rows(self, seq: int, e: int, hc: int, n: int, act: int) -> None:
+        """Compile ``compress_rows_layernorm`` for these widths and activation ``act`` (at build
+        time, as ``prepare_layernorm``)."""
+        key = (seq, e, hc, n, act)
+        if key not in self._compress_rows:
+            cfg = compress_rows_config(seq, e, hc, n, act)
+            fn = self.function("compress_rows.hip", "compress_rows_layernorm", cfg)
+            self._compress_rows[key] = (fn, cfg)
+
+    def compress_rows_layernorm(
+        self,
+        x: int,
+        rows: int,
+        shape: tuple[int, int, int, int],
+        compress_w: int,
+        w: int,
+        bias: int,
+        gamma: int,
+        beta: int,
+        out: int,
+        eps: float,
+        act: int,
+        scratch: int,
+        counters: int,
+    ) -> None:
+        """``out[r, :] = LN(act(flatten(x[r] · Wcᵀ) · Wᵀ + bias)) · gamma + beta`` for ``rows`` <=
+        ``DENSE_ROWS_MAX`` positions in one launch (kernels/compress_rows.hip). ``shape``: (seq, e,
+        hc, n); ``x``: ``[rows, seq, e]``; ``compress_w``: ``[hc, e]``; ``w``: ``[n, seq·hc]``;
+        ``scratch``: float ``[DENSE_ROWS_MAX, seq, n]``; ``counters``: ``DENSE_ROWS_MAX`` u32 that are
+        0 (the kernel leaves them 0)."""
+        if not 1 <= rows <= DENSE_ROWS_MAX:
+            raise ValueError(f"compress_rows_layernorm takes 1..{DENSE_ROWS_MAX} rows, not {rows}")
+        seq = shape[0]
+        fn, cfg = self._compress_rows[shape + (act,)]
+        threads = cfg["LC0_CR_WARPS"] * self.p.info.warp_size
+        args: list[KernelArg] = [P(x), P(compress_w), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch)]
+        args += [P(counters), F(eps), I(act)]
+        self.p.launch(fn, (rows * seq, 1, 1), (threads, 1, 1), 0, self.stream, args)
 
     def prepare_smolgen_chain(self, seq: int, e: int, hc: int, hs: int, n2: int) -> None:
         """Compile ``smolgen_chain`` for these widths (at build time, as ``prepare_layernorm``)."""

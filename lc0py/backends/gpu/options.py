@@ -59,6 +59,9 @@ nothing below the backend reads option text or sets option flags on other object
                               (kernels/dense_rows.hip) instead of a GEMM and a LayerNorm; ``auto``:
                               batches up to ``smolgen_rows_max``, ``on``: up to 8 (the kernel's most)
 ``smolgen_rows_max`` ``1``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
+``smolgen_compress`` ``on``   with ``smolgen_rows``: smolgen's compress and its first dense layer + LN in
+                              one kernel split by token (kernels/compress_rows.hip) instead of the
+                              compress GEMM and ``dense_rows``; ``off``: those two kernels
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -105,6 +108,7 @@ KNOWN_OPTIONS = (
     "smolgen_branch_max",
     "smolgen_rows",
     "smolgen_rows_max",
+    "smolgen_compress",
     "smolgen_chain",
     "smolgen_chain_max",
     "row_halves",
@@ -249,6 +253,7 @@ class GpuOptions:
     smolgen_branch_max: int = SMOLGEN_BRANCH_MAX
     smolgen_rows: bool | None = None
     smolgen_rows_max: int = SMOLGEN_ROWS_MAX
+    smolgen_compress: bool = True
     smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
     row_halves: bool = False
@@ -299,6 +304,7 @@ class GpuOptions:
             smolgen_branch_max=take("smolgen_branch_max", SMOLGEN_BRANCH_MAX, lo=1, hi=MAX_BATCH_LIMIT),
             smolgen_rows=take("smolgen_rows", None, auto_or_bool),
             smolgen_rows_max=take("smolgen_rows_max", SMOLGEN_ROWS_MAX, lo=1, hi=DENSE_ROWS_MAX),
+            smolgen_compress=take("smolgen_compress", True),
             smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
             row_halves=take("row_halves", False),

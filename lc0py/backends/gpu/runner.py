@@ -34,6 +34,7 @@ from lc0py.backends.gpu.weights import (
     PLANES,
     POLICY_OUT,
     SEQ,
+    SMOLGEN_COUNTER_BYTES,
     Buffers,
     NetShape,
     align,
@@ -263,8 +264,9 @@ class GpuRunner:
             raise RuntimeError("GPU buffer plan: the planes' values must follow their masks")
         self._buf_base = self.p.alloc(total)
         self.buf = Buffers(**{name: self._buf_base + off for name, off in offsets.items()})
-        if self.buf.sg_count:  # dense_rows' ticket and smolgen_chain's barrier counters start at 0
-            self.p.memset(self.buf.sg_count, 0, 8, self.ops.main)  # (each launch leaves them 0)
+        if self.buf.sg_count:  # the row kernels' tickets and smolgen_chain's counters start at 0
+            # (every launch leaves them 0)
+            self.p.memset(self.buf.sg_count, 0, SMOLGEN_COUNTER_BYTES, self.ops.main)
             self.p.synchronize(self.ops.main)
         self._run_bufs = {}
         self.buffer_bytes = total

@@ -51,6 +51,9 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 #: The most rows (positions) one ``dense_rows_layernorm`` launch takes (kernels/dense_rows.hip, the
 #: ``smolgen_rows`` fusion): its last block normalises every row alone, and ``sg_pre`` holds this many.
 DENSE_ROWS_MAX = 8
+#: ``sg_count``: the row kernels' u32 tickets (``compress_rows``: one a row) and ``smolgen_chain``'s
+#: two barrier counters, all 0 between launches.
+SMOLGEN_COUNTER_BYTES = 4 * DENSE_ROWS_MAX
 #: the most positions ``smolgen_chain`` (kernels/smolgen_chain.hip: smolgen's whole per-position
 #: network in one kernel) takes in a launch
 SMOLGEN_CHAIN_MAX = 4
@@ -477,7 +480,7 @@ class Buffers:
     sg_s2: int = 0
     sg_g: int = 0  # smolgen bias [B, H, 64, 64]
     sg_pre: int = 0  # smolgen_rows / smolgen_chain: the kernels' fp32 scratch (dense outputs, compress)
-    sg_count: int = 0  # smolgen_rows / _chain: two u32 (ticket; barrier, exit), 0 between launches
+    sg_count: int = 0  # smolgen_rows / _chain: u32 tickets and barrier counters, 0 between launches
     scores: int = 0  # fallback attention scores [B, H, 64, 64]
     cols: int = 0  # residual nets: im2col columns [B*64, 9C] of a 3x3 convolution
     conv: int = 0  # residual nets: a convolution's output [B*64, max(C, P)]
@@ -529,8 +532,9 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         sizes["sg_g"] = batch * s.H * SEQ * SEQ * elem
         rows_scratch = DENSE_ROWS_MAX * max(s.hs, s.H * s.gs)
         chain_scratch = SMOLGEN_CHAIN_MAX * (SEQ * s.hc + s.hs + s.H * s.gs)
-        sizes["sg_pre"] = max(rows_scratch, chain_scratch) * 4
-        sizes["sg_count"] = 8
+        compress_scratch = DENSE_ROWS_MAX * SEQ * s.hs  # compress_rows: each token's share
+        sizes["sg_pre"] = max(rows_scratch, chain_scratch, compress_scratch) * 4
+        sizes["sg_count"] = SMOLGEN_COUNTER_BYTES
     if fallback:
         sizes["scores"] = batch * s.H * SEQ * SEQ * elem
     if s.fp8:

@@ -66,7 +66,8 @@ class StreamPlatform(CallPlatform):
 def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(reads, writes) of one operation as byte ranges of the activation buffers (weights are
     read-only and left out): exact for GEMMs, LayerNorms, bias + activation and column copies;
-    ``smolgen_chain`` reads its input and writes its output, scratch and counters; an other kernel
+    ``smolgen_chain`` and ``compress_rows`` read their input and write their output, scratch and
+    counters; an other kernel
     reads and writes the whole of every buffer it is handed."""
     ops, elem = gpu.ops, gpu.ops.elem
     buf = gpu.runner.buf
@@ -107,6 +108,9 @@ def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list
         return [f for f in (field(ptrs[0]),) if f], rows(ptrs[3], ints[2], ints[3], ints[3])
     if fn in {handle for handle, _ in ops._smolgen_chain.values()}:  # x, 9 weights, out, scratch, sync
         written = [f for f in (field(p) for p in ptrs[10:13]) if f]
+        return [f for f in (field(ptrs[0]),) if f] + written, written
+    if fn in {handle for handle, _ in ops._compress_rows.values()}:  # x, 5 weights, out, scratch, counters
+        written = [f for f in (field(p) for p in ptrs[6:9]) if f]
         return [f for f in (field(ptrs[0]),) if f] + written, written
     whole = [f for f in (field(p) for p in ptrs if p) if f]
     return whole, whole

@@ -32,7 +32,7 @@ from lc0py.backends.gpu.options import (
     SMOLGEN_ROWS_MAX,
     GpuOptions,
 )
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
+from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX, SMOLGEN_COUNTER_BYTES
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -58,6 +58,8 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
     assert GpuOptions.from_text("ln_residual=auto,smolgen_branch=AUTO") == GpuOptions()
     opts = GpuOptions.from_text("ln_residual_max=64,smolgen_branch_max=1")
     assert (opts.ln_residual_max, opts.smolgen_branch_max) == (64, 1)
+    assert d.smolgen_compress is True
+    assert GpuOptions.from_text("smolgen_compress=off").smolgen_compress is False
 
 
 @pytest.mark.parametrize(
@@ -68,6 +70,7 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
         ("ln_residual_max=0", "is out of range"),
         ("smolgen_branch_max=lots", "is not an integer"),
         ("smolgen_branch_max=-3", "is out of range"),
+        ("smolgen_compress=auto", "is not on/off"),
     ],
 )
 def test_a_bad_fusion_option_is_one_line_naming_it(text: str, says: str) -> None:
@@ -86,6 +89,7 @@ FUSION_TEXTS = [
     "smolgen_chain=on",
     "smolgen_chain=auto",
     "smolgen_chain=off,smolgen_rows=on",
+    "smolgen_rows=on,smolgen_compress=off",
 ]
 
 
@@ -103,6 +107,7 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     # auto: to smolgen_rows_max; on: to the most rows the kernel takes
     assert f.smolgen_rows_max == ((SMOLGEN_ROWS_MAX if opts.smolgen_rows is None else DENSE_ROWS_MAX)
                                   if f.smolgen_rows else None)
+    assert f.smolgen_compress is (f.smolgen_rows and opts.smolgen_compress)  # a part of smolgen_rows
     assert f.smolgen_chain is (opts.smolgen_chain is not False and smolgen)
     chain_max = SMOLGEN_CHAIN_MAX_AUTO if opts.smolgen_chain is None else SMOLGEN_CHAIN_MAX
     assert f.smolgen_chain_max == (chain_max if f.smolgen_chain else None)
@@ -152,7 +157,7 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     at = f.at(bsz)
     assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
     assert not at.smolgen_chain  # off by default (fusions.py's table)
-    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
+    assert at.smolgen_rows is at.smolgen_compress is (bsz <= SMOLGEN_ROWS_MAX)
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
     assert at.smolgen_rows_max is None
@@ -347,6 +352,7 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
         want = Fusions(
             ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116,
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
+            smolgen_compress=net.has_smolgen,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -359,8 +365,9 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
     """The fused paths launch kernels the unfused pass already builds (the LayerNorm with its skip
     input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
     them: the same compiles with every fusion off and on. ``smolgen_rows`` (on by default, so the
-    recorded sets have it) adds its own module, the two dense layers' ``dense_rows.hip``, and no
-    other; ``smolgen_chain`` (off by default) adds ``smolgen_chain.hip`` alone."""
+    recorded sets have it) adds its own modules, ``compress_rows.hip`` for the compress and dense 1
+    (``smolgen_compress``) and ``dense_rows.hip`` for dense 2, and no other; ``smolgen_chain`` (off
+    by default) adds ``smolgen_chain.hip`` alone."""
     from lc0py.backends.gpu.network import GpuNetwork
     from tests.kernels.amd_backend_compiles import RecordingPlatform
 
@@ -377,7 +384,7 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
     assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
     added = sorted(set(compiled[3]) - set(compiled[0]))
     assert set(compiled[0]) <= set(compiled[3]) and len(added) == 2, added
-    assert all(source == "dense_rows.hip" for source, _ in added)
+    assert sorted(source for source, _ in added) == ["compress_rows.hip", "dense_rows.hip"]
     chain = sorted(set(compiled[4]) - set(compiled[3]))
     assert set(compiled[3]) <= set(compiled[4]) and [source for source, _ in chain] == ["smolgen_chain.hip"]
 
@@ -431,8 +438,8 @@ def _paths(gpu: Any, plat: CallPlatform, gemms: int = 0, launches: int = 0) -> t
     assert (beta1, skips) in ((2 * layers, 0), (0, 2 * layers)), (beta1, skips)
     copies = sum(1 for fn, _, _ in launched if fn == ops.k_copy_cols)
     compress = [x for x in g if x["c"] == buf.sg_c]
-    chain_fns = {fn for fn, _ in ops._smolgen_chain.values()}
-    chains = [stream for fn, stream, _ in launched if fn in chain_fns]  # smolgen_chain: compress inside
+    chain_fns = {fn for fn, _ in ops._smolgen_chain.values()} | {fn for fn, _ in ops._compress_rows.values()}
+    chains = [stream for fn, stream, _ in launched if fn in chain_fns]  # smolgen_chain / _compress inside
     assert copies in (0, layers) and len(chains) in (0, layers)
     assert copies + len(compress) + len(chains) == layers
     assert all(x["stream"] == ops.side != ops.main for x in compress)
@@ -532,11 +539,11 @@ def test_each_graph_bucket_captures_its_own_paths_and_replays_them() -> None:
 
 
 @pytest.mark.parametrize(("text", "bsz", "fused"), [
-    ("smolgen_rows=on", 1, True),
-    ("smolgen_rows=on", 3, True),
+    ("smolgen_rows=on,smolgen_compress=off", 1, True),
+    ("smolgen_rows=on,smolgen_compress=off", 3, True),
     ("smolgen_rows=off", 3, False),
     ("smolgen_rows_max=2", 3, False),  # auto, the limit moved below the batch
-    ("smolgen_rows=on,smolgen_branch=on", 4, True),  # on the side stream beside the QKV GEMM
+    ("smolgen_rows=on,smolgen_branch=on,smolgen_compress=off", 4, True),  # beside the QKV GEMM
 ])
 def test_smolgen_rows_runs_each_dense_layer_with_its_layernorm_in_one_kernel(
     text: str, bsz: int, fused: bool
@@ -573,6 +580,48 @@ def test_smolgen_rows_runs_each_dense_layer_with_its_layernorm_in_one_kernel(
         gpu.close()
 
 
+@pytest.mark.parametrize(("text", "bsz", "fused"), [
+    ("", 1, True),  # the default: smolgen_rows at one position, with the compress folded in
+    ("smolgen_rows=on", 3, True),
+    ("smolgen_rows=on,smolgen_branch=off", 2, True),  # in line: x and the compress rows, no column copy
+    ("smolgen_rows=on,smolgen_compress=off", 2, False),
+    ("smolgen_rows=off", 2, False),
+    ("", 2, False),  # smolgen_rows=auto stops at one position, and the fold with it
+])
+def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, fused: bool) -> None:
+    """``smolgen_compress`` (with ``smolgen_rows``): per layer one ``compress_rows_layernorm`` launch
+    reads the layer input and the compress rows of the fused QKV weight and writes dense 1's
+    normalised output ``sg_s1`` (its own weights, bias and LayerNorm parameters, the shared scratch
+    and counters); dense 2 stays a ``dense_rows_layernorm``. No compress GEMM and no column copy
+    into ``sg_c``. Off, or where ``smolgen_rows`` does not apply, nothing launches it."""
+    gpu, plat = _run(",".join(t for t in (text, "smolgen_branch=on" if "branch" not in text else "") if t),
+                     bsz=bsz, base="")
+    try:
+        s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
+        folded = {fn for fn, _ in ops._compress_rows.values()}
+        dense = {fn for fn, _ in ops._dense_rows.values()}
+        launched = [(stream, ptrs) for fn, stream, ptrs in plat.launches if fn in folded]
+        to_sg_c = [g for g in plat.gemms if g["c"] == buf.sg_c]
+        if not fused:
+            assert not launched
+            return
+        layers = gpu.model.encoders
+        assert len(launched) == len(layers) and not to_sg_c
+        rows = [(stream, ptrs) for fn, stream, ptrs in plat.launches if fn in dense]
+        assert len(rows) == len(layers)  # dense 2 only
+        side = gpu.fusions.at(bsz).smolgen_branch
+        for i, layer in enumerate(layers):
+            w = layer.smolgen.w
+            stream, ptrs = launched[i]
+            compress_w = ops.off(layer.w.qkv_w, 3 * s.D * s.E)
+            assert ptrs[:9] == [buf.x, compress_w, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, buf.sg_s1, buf.sg_pre,
+                                buf.sg_count]
+            assert stream == (ops.side if side else ops.main)
+            assert rows[i][1][:6] == [buf.sg_s1, w.d2_w, w.d2_b, w.ln2_g, w.ln2_b, buf.sg_s2]
+    finally:
+        gpu.close()
+
+
 def test_smolgen_rows_options_and_limits() -> None:
     """``smolgen_rows_max`` is 1 to the kernel's ``DENSE_ROWS_MAX`` rows, in one line otherwise;
     the launch refuses more rows than the kernel takes."""
@@ -585,6 +634,9 @@ def test_smolgen_rows_options_and_limits() -> None:
     try:
         with pytest.raises(ValueError, match="1..8 rows"):
             gpu.ops.dense_rows_layernorm(0, DENSE_ROWS_MAX + 1, 2048, 0, 256, 0, 0, 0, 0, 1e-3, 7, 0, 0)
+        shape = gpu.model.encoders[0].smolgen.compress_shape
+        with pytest.raises(ValueError, match="1..8 rows"):
+            gpu.ops.compress_rows_layernorm(0, DENSE_ROWS_MAX + 1, shape, 0, 0, 0, 0, 0, 0, 1e-3, 7, 0, 0)
     finally:
         gpu.close()
 
@@ -619,11 +671,12 @@ def test_the_runner_zeroes_the_dense_rows_ticket_before_any_launch() -> None:
         buf = gpu.runner.buf
         assert buf.sg_count and buf.sg_pre
         zeroed = [m for m in plat.memsets if m[0] == buf.sg_count]
-        assert zeroed and zeroed[-1][1:3] == (0, 8) and zeroed[0][3] == 0  # the ticket and the chain's two
+        # the row kernels' tickets (compress_rows: one a row) and the chain's two counters
+        assert zeroed and zeroed[-1][1:3] == (0, SMOLGEN_COUNTER_BYTES) and zeroed[0][3] == 0
         before = len(plat.memsets)
         gpu.runner.ensure(64)  # larger than max_batch=4: a new arena, a new ticket
         assert gpu.runner.buf.sg_count != buf.sg_count
-        assert [m[:3] for m in plat.memsets[before:]] == [(gpu.runner.buf.sg_count, 0, 8)]
+        assert [m[:3] for m in plat.memsets[before:]] == [(gpu.runner.buf.sg_count, 0, SMOLGEN_COUNTER_BYTES)]
     finally:
         gpu.close()
 

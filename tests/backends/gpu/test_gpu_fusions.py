@@ -25,7 +25,8 @@ SWITCHES = [
     "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 1
     "ln_residual=on",
     "smolgen_branch=on",
-    "smolgen_rows=on",
+    "smolgen_rows=on",  # with smolgen_compress (on): compress and dense 1 in one kernel
+    "smolgen_rows=on,smolgen_compress=off",
     "smolgen_chain=on",
     "smolgen_chain=on,smolgen_branch=on",
     "row_halves=on",
@@ -115,20 +116,26 @@ def _replays_agree(fused, plain, net, sizes, replays: int, seed: int, limit: flo
                 assert err <= limit, f"batch {n} replay {replay}: {k} {err:.2e} from the unfused pass"
 
 
+@pytest.mark.parametrize("variant", ["compress-inline", "compress-branch", "rows-only"])
 @pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
-def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool) -> None:  # type: ignore[no-untyped-def]
+def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool, variant: str) -> None:  # type: ignore[no-untyped-def]
     """``smolgen_rows``: batches of 1 to 8 positions (each its graph bucket, padding rows included)
-    agree with the unfused network, and again on a second replay of each graph (the kernel's
-    ticket counter must be back to 0 after every launch, or the second pass never normalises)."""
+    agree with the unfused network, and again on a second replay of each graph (the kernels'
+    ticket counters must be back to 0 after every launch, or the second pass never normalises):
+    with ``smolgen_compress`` (compress and dense 1 in one kernel, a ticket a position) in line and
+    on the side stream beside the QKV GEMM, and without it (two ``dense_rows`` kernels)."""
     from lc0py.backends.gpu.network import GpuNetwork
     from lc0py.backends.gpu.options import GpuOptions
 
     net = random_network("t82", 7, layers=2)
-    on = GpuOptions.from_text(f"max_batch=8,{OFF},smolgen_rows=on")
+    extra = {"compress-inline": "", "compress-branch": ",smolgen_branch=on",
+             "rows-only": ",smolgen_compress=off"}[variant]
+    on = GpuOptions.from_text(f"max_batch=8,{OFF},smolgen_rows=on{extra}")
     fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
     plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=8,{OFF}"))
     limit = RTOL_FP16 if fp16 else RTOL_FP32
     try:
+        assert fused.fusions.at(8).smolgen_compress is (variant != "rows-only")
         _replays_agree(fused, plain, net, range(1, 9), replays=2, seed=100, limit=2 * limit)
     finally:
         fused.close()

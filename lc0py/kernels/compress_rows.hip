@@ -1,0 +1,180 @@
+// compress_rows.hip -- smolgen's compress and its first dense layer, with that layer's bias,
+// activation and LayerNorm, for a few positions in one kernel, split by token:
+//
+//   c[r, t, :] = x[r, t, :] . Wc^T                                   (HC values a token, no bias)
+//   out[r, :]  = LN( act( sum_t c[r, t, :] . W1[:, t*HC : (t+1)*HC]^T + b1 ) ) * gamma + beta
+//
+// At a batch of one position smolgen's compress is a GEMM of 64 x 32 x 768 and its first dense
+// layer a GEMV of 2048 -> 256: two kernels (3.9 + 6.1 us on an H200, docs/performance.md §1) whose
+// time is their fixed cost, and they sit on each layer's critical path beside the 3.5 us QKV GEMM.
+// Since the dense layer is linear in the compressed values, it splits by token with no redundant
+// work: block (r, t) computes token t's HC compressed values into shared memory (each warp some of
+// them, its lanes splitting E in 16-byte chunks), then every thread the dot products of its outputs'
+// HC weights of that token with them, written in fp32 to part[r, t, :]. Every weight load of a
+// block is issued before any arithmetic, so a block waits for memory about once. The last block of
+// row r to finish -- a device-scope fence, then an atomic ticket on counter[r] -- adds the SEQ
+// shares in token order (the same sum at every launch), then bias, activation and the LayerNorm
+// (fp32, two-pass) into out, and puts counter[r] back to 0 for the next launch and a CUDA graph's
+// replay (the counters must be 0 before the first launch; the runner zeroes them).
+//
+// The GEMM path rounds the compressed values and the dense output to T; this kernel keeps both in
+// fp32, so the two differ by T's rounding (fp16: ~1e-3 relative), not more.
+//
+// Compile defines: LC0_CR_SEQ (tokens), LC0_CR_E (input width), LC0_CR_HC (compressed values a
+// token), LC0_CR_N (dense outputs), LC0_CR_ROWS (most rows a launch takes), LC0_CR_WARPS (warps a
+// block), LC0_CR_ACT (optional: the activation, fixed). Grid: rows * SEQ blocks of
+// WARPS * WARP_SIZE threads. part: float[LC0_CR_ROWS * SEQ * N]; counter: u32[LC0_CR_ROWS].
+#include "common.h"
+#include "activations.h"
+
+#ifndef LC0_CR_SEQ
+#define LC0_CR_SEQ 64
+#endif
+#ifndef LC0_CR_E
+#define LC0_CR_E 768
+#endif
+#ifndef LC0_CR_HC
+#define LC0_CR_HC 32
+#endif
+#ifndef LC0_CR_N
+#define LC0_CR_N 256
+#endif
+#ifndef LC0_CR_ROWS
+#define LC0_CR_ROWS 8
+#endif
+#ifndef LC0_CR_WARPS
+#define LC0_CR_WARPS 8
+#endif
+
+namespace cr {
+constexpr int SEQ = LC0_CR_SEQ;
+constexpr int E = LC0_CR_E;
+constexpr int HC = LC0_CR_HC;
+constexpr int N = LC0_CR_N;
+constexpr int WARPS = LC0_CR_WARPS;
+constexpr int THREADS = WARPS * WARP_SIZE;
+constexpr int EV = (E % LC0_VEC == 0) ? LC0_VEC : 1;   // elements a chunk of an input row
+constexpr int ECH = E / EV;                             // chunks of an input row
+constexpr int EPER = (ECH + WARP_SIZE - 1) / WARP_SIZE;  // of them a lane
+constexpr int CPW = (HC + WARPS - 1) / WARPS;           // compressed values a warp
+constexpr int HV = (HC % LC0_VEC == 0) ? LC0_VEC : 1;   // elements a chunk of a token's dense weights
+constexpr int HCH = HC / HV;                            // chunks of them
+constexpr int PJ = (N + THREADS - 1) / THREADS;         // dense outputs a thread
+constexpr int SUM_BATCH = 8;                            // shares loaded at once by the last block
+static_assert(SEQ % SUM_BATCH == 0, "the last block adds the shares in groups of SUM_BATCH");
+static_assert(LC0_CR_ROWS >= 1, "at least one row");
+}  // namespace cr
+
+extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
+compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
+                        const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta,
+                        T* LC0_RESTRICT out, float* part, u32* counter, float eps, int act) {
+    using namespace cr;
+    __shared__ float comp[HC];
+    __shared__ float red[WARPS];
+    __shared__ u32 ticket;
+    const int r = blockIdx.x / SEQ, t = blockIdx.x % SEQ;
+    const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+#ifdef LC0_CR_ACT
+    act = LC0_CR_ACT;
+#endif
+
+    // Every load first: this thread's dense weights of token t, its warp's compress rows and the
+    // token's input row.
+    uint4 wd[PJ][HCH];
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+#pragma unroll
+        for (int h = 0; h < HCH; ++h)
+            wd[i][h] = j < N ? raw_chunk<HV>(w1 + (long long)j * (SEQ * HC) + t * HC + h * HV) : make_uint4(0, 0, 0, 0);
+    }
+    uint4 wr[CPW][EPER];
+#pragma unroll
+    for (int o = 0; o < CPW; ++o) {
+        const int c = warp + o * WARPS;
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) {
+            const int idx = (lane + k * WARP_SIZE) * EV;
+            wr[o][k] = (c < HC && idx < E) ? raw_chunk<EV>(wc + (long long)c * E + idx) : make_uint4(0, 0, 0, 0);
+        }
+    }
+    uint4 xr[EPER];
+    const T* xt = x + ((long long)r * SEQ + t) * E;
+#pragma unroll
+    for (int k = 0; k < EPER; ++k) {
+        const int idx = (lane + k * WARP_SIZE) * EV;
+        xr[k] = idx < E ? raw_chunk<EV>(xt + idx) : make_uint4(0, 0, 0, 0);
+    }
+
+    // 1. The token's compressed values (fp32, shared memory).
+#pragma unroll
+    for (int o = 0; o < CPW; ++o) {
+        float acc = 0.f;
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) acc += dot_raw_chunks<EV>(wr[o][k], xr[k]);
+        acc = warp_sum(acc);  // the whole warp takes part
+        const int c = warp + o * WARPS;
+        if (lane == 0 && c < HC) comp[c] = acc;
+    }
+    __syncthreads();
+
+    // 2. The token's share of every dense output.
+    float* share = part + ((long long)r * SEQ + t) * N;
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        float acc = 0.f;
+#pragma unroll
+        for (int h = 0; h < HCH; ++h) {
+            const T* wv = reinterpret_cast<const T*>(&wd[i][h]);
+#pragma unroll
+            for (int e = 0; e < HV; ++e) acc += to_f32(wv[e]) * comp[h * HV + e];
+        }
+        if (j < N) share[j] = acc;
+    }
+
+    // 3. The last block of row r adds the shares, then bias, activation and LayerNorm.
+    lc0_fence_device();  // this block's share is visible before its ticket is taken
+    __syncthreads();
+    if (threadIdx.x == 0) ticket = lc0_atomic_add(counter + r, 1u);
+    __syncthreads();
+    if (ticket != SEQ - 1) return;
+    lc0_fence_device();
+    const float* row = part + (long long)r * SEQ * N;
+    float v[PJ];
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        float acc = 0.f;
+        if (j < N) {
+            for (int t0 = 0; t0 < SEQ; t0 += SUM_BATCH) {  // written by other blocks: past L1
+                float s[SUM_BATCH];
+#pragma unroll
+                for (int u = 0; u < SUM_BATCH; ++u) s[u] = lc0_load_global_cg(row + (t0 + u) * N + j);
+#pragma unroll
+                for (int u = 0; u < SUM_BATCH; ++u) acc += s[u];
+            }
+            acc = activate(acc + (bias != nullptr ? to_f32(bias[j]) : 0.f), act);
+        }
+        v[i] = acc;
+        sum += acc;
+    }
+    const float mean = block_sum<WARPS>(sum, red) / N;
+    float var = 0.f;
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        const float d = j < N ? v[i] - mean : 0.f;
+        var += d * d;
+    }
+    var = block_sum<WARPS>(var, red) / N;
+    const float rstd = rsqrtf(var + eps);
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        if (j < N) store_f32(out + (long long)r * N + j, (v[i] - mean) * rstd * to_f32(gamma[j]) + to_f32(beta[j]));
+    }
+    if (threadIdx.x == 0) counter[r] = 0u;  // ready for the next launch
+}

@@ -1,0 +1,108 @@
+"""kernels/compress_rows.hip run on the CPU wave emulator against float64 numpy.
+
+``compress_rows_layernorm`` is smolgen's compress (each token's ``E`` inputs to ``HC`` values, no
+bias) and its first dense layer (the flattened ``SEQ·HC`` values to ``N``) with bias, activation
+and LayerNorm, for a few positions in one kernel (``ops.GpuOps.compress_rows_layernorm``): a block
+a token computes that token's share of every dense output, and the last block of each position
+adds the shares and normalises. Checked here: 1 to ``DENSE_ROWS_MAX`` positions (all compiled for
+that many), the geometry ``ops.compress_rows_config`` gives, fp16 and fp32, wave32 and wave64,
+widths that are not 16-byte multiples (the scalar paths), more compressed values than warps and
+more outputs than threads, no bias, and that every position's counter is back to 0 after each
+launch (a second launch on the same buffers, as a CUDA graph's replay, gives the same output).
+
+What this cannot show: timing, NVIDIA code generation (test_compile_nvrtc.py), whether the device
+orders the other blocks' writes before the last block reads them (the GPU tests do).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lc0py.backends.accuracy import relative_error
+from lc0py.backends.gpu.ops import DENSE_ROWS_MAX, compress_rows_config
+from lc0py.model.activations import activation
+from tests.kernels.emu_build import build_emulators
+
+ACT_NONE, ACT_SWISH, ACT_MISH = 3, 7, 1  # kernels/activations.h
+
+#: (id, SEQ, E, HC, N, fp16, compile-time activation, wave size)
+BUILDS = [
+    ("t82-like-fp16-swish", 16, 96, 8, 64, True, ACT_SWISH, 32),  # T82's shape, scaled down
+    ("wide-fp32", 8, 64, 12, 300, False, None, 32),  # more outputs than threads, HC > warps
+    ("fp16-wave64", 8, 64, 8, 96, True, None, 64),
+    ("odd-fp16", 8, 50, 6, 40, True, None, 32),  # E and HC not vector multiples: the scalar paths
+]
+
+
+def _config(seq: int, e: int, hc: int, n: int, fp16: bool, act: int | None, wave: int) -> list[str]:
+    cfg = compress_rows_config(seq, e, hc, n, act)
+    flags = ["-DEMU_WMMA" if wave == 32 else "-DEMU_MFMA", f"-DLC0_FP16={int(fp16)}"]
+    return flags + [f"-D{key}={v}" for key, v in cfg.items()]
+
+
+@pytest.fixture(scope="module")
+def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    jobs = [(bid, "compress_rows_emu_main.cpp", _config(seq, e, hc, n, fp16, act, w))
+            for bid, seq, e, hc, n, fp16, act, w in BUILDS]
+    return build_emulators(tmp_path_factory, "compress_rows_emu", jobs, opt="-O1")
+
+
+def test_the_config_takes_t82s_shape() -> None:
+    """The geometry the builds rest on: T82's compress (768 -> 32 a token) and dense 1 (2048 -> 256)."""
+    cfg = compress_rows_config(64, 768, 32, 256)
+    assert (cfg["LC0_CR_SEQ"], cfg["LC0_CR_E"], cfg["LC0_CR_HC"], cfg["LC0_CR_N"]) == (64, 768, 32, 256)
+    assert cfg["LC0_CR_ROWS"] == DENSE_ROWS_MAX and "LC0_CR_ACT" not in cfg
+    assert compress_rows_config(64, 768, 32, 256, ACT_SWISH)["LC0_CR_ACT"] == ACT_SWISH
+
+
+#: (build, rows, run-time activation, bias)
+CASES = [
+    ("t82-like-fp16-swish", 1, ACT_SWISH, True),
+    ("t82-like-fp16-swish", DENSE_ROWS_MAX, ACT_SWISH, True),
+    ("wide-fp32", 3, ACT_MISH, True),
+    ("fp16-wave64", 2, ACT_NONE, False),
+    ("odd-fp16", 4, ACT_SWISH, True),
+]
+
+
+@pytest.mark.parametrize(("build", "rows", "act", "has_bias"), CASES, ids=[f"{c[0]}-r{c[1]}" for c in CASES])
+def test_compress_rows_layernorm_on_emulator(
+    emulators: dict[str, Path], tmp_path: Path, build: str, rows: int, act: int, has_bias: bool
+) -> None:
+    _, seq, e, hc, n, fp16, _, _ = next(b for b in BUILDS if b[0] == build)
+    dtype = np.float16 if fp16 else np.float32
+    rng = np.random.default_rng()  # fresh inputs every run
+    arrays = {
+        "x": rng.standard_normal((rows, seq, e)) + 0.2,
+        "wc": rng.standard_normal((hc, e)) / np.sqrt(e),
+        "w1": rng.standard_normal((n, seq * hc)) / np.sqrt(seq * hc),
+        "gamma": 1.0 + 0.2 * rng.standard_normal(n),
+        "beta": 0.1 * rng.standard_normal(n),
+    }
+    if has_bias:
+        arrays["bias"] = 0.5 * rng.standard_normal(n)
+    stored = {key: v.astype(dtype) for key, v in arrays.items()}
+    for name, a in stored.items():
+        a.tofile(tmp_path / f"{name}.bin")
+    eps = 1e-3
+    f = {key: v.astype(np.float64) for key, v in stored.items()}
+    compressed = (f["x"] @ f["wc"].T).reshape(rows, seq * hc)  # token-major, as lc0 flattens it
+    val = activation(act, compressed @ f["w1"].T + (f["bias"] if has_bias else 0.0))
+    mean = val.mean(axis=1, keepdims=True)
+    var = ((val - mean) ** 2).mean(axis=1, keepdims=True)
+    want = (val - mean) / np.sqrt(var + eps) * f["gamma"] + f["beta"]
+    run = subprocess.run(
+        [str(emulators[build]), str(rows), str(act), repr(eps), str(int(has_bias)), "2", str(tmp_path)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, f"{build}:\n{run.stdout}{run.stderr}"
+    got = np.fromfile(tmp_path / "out.bin", dtype=dtype).reshape(rows, n).astype(np.float64)
+    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements never written (or NaN)"
+    limit = 1e-2 if fp16 else 1e-4
+    worst = max(relative_error(got[r], want[r]) for r in range(rows))
+    assert worst <= limit, f"{build}, {rows} rows: worst row {worst:.2e} > {limit}"
+    assert not np.fromfile(tmp_path / "counter.bin", np.uint32).any()  # ready for the next launch
