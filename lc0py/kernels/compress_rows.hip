@@ -60,7 +60,9 @@ constexpr int CPW = (HC + WARPS - 1) / WARPS;           // compressed values a w
 constexpr int HV = (HC % LC0_VEC == 0) ? LC0_VEC : 1;   // elements a chunk of a token's dense weights
 constexpr int HCH = HC / HV;                            // chunks of them
 constexpr int PJ = (N + THREADS - 1) / THREADS;         // dense outputs a thread
-constexpr int SUM_BATCH = 8;                            // shares loaded at once by the last block
+// Shares a thread of the last block loads at once: all of them (64 for lc0's 64 tokens), so that
+// the sum waits for memory once (eight groups of eight, eight waits: 7.4 us a launch on an H200).
+constexpr int SUM_BATCH = SEQ <= 64 ? SEQ : 64;
 static_assert(SEQ % SUM_BATCH == 0, "the last block adds the shares in groups of SUM_BATCH");
 static_assert(LC0_CR_ROWS >= 1, "at least one row");
 }  // namespace cr
