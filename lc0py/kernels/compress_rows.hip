@@ -82,7 +82,7 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
 #endif
 
     // Every load first: this thread's dense weights of token t, its warp's compress rows and the
-    // token's input row.
+    // token's input row ...
     uint4 wd[PJ][HCH];
 #pragma unroll
     for (int i = 0; i < PJ; ++i) {
@@ -100,6 +100,16 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
             const int idx = (lane + k * WARP_SIZE) * EV;
             wr[o][k] = (c < HC && idx < E) ? raw_chunk<EV>(wc + (long long)c * E + idx) : make_uint4(0, 0, 0, 0);
         }
+    }
+    // ... and the last block's bias and LayerNorm parameters (only the last block uses them; loaded
+    // now, they cost no wait after the sum)
+    float b1[PJ], g1[PJ], be1[PJ];
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        b1[i] = (j < N && bias != nullptr) ? to_f32(bias[j]) : 0.f;
+        g1[i] = j < N ? to_f32(gamma[j]) : 0.f;
+        be1[i] = j < N ? to_f32(beta[j]) : 0.f;
     }
     uint4 xr[EPER];
     const T* xt = x + ((long long)r * SEQ + t) * E;
@@ -158,7 +168,7 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
 #pragma unroll
                 for (int u = 0; u < SUM_BATCH; ++u) acc += s[u];
             }
-            acc = activate(acc + (bias != nullptr ? to_f32(bias[j]) : 0.f), act);
+            acc = activate(acc + b1[i], act);
         }
         v[i] = acc;
         sum += acc;
@@ -176,7 +186,7 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
 #pragma unroll
     for (int i = 0; i < PJ; ++i) {
         const int j = threadIdx.x + i * THREADS;
-        if (j < N) store_f32(out + (long long)r * N + j, (v[i] - mean) * rstd * to_f32(gamma[j]) + to_f32(beta[j]));
+        if (j < N) store_f32(out + (long long)r * N + j, (v[i] - mean) * rstd * g1[i] + be1[i]);
     }
     if (threadIdx.x == 0) counter[r] = 0u;  // ready for the next launch
 }
