@@ -23,15 +23,6 @@ from numba.extending import intrinsic
 @intrinsic
 def without_refcounts(typingctx: Any, arrays: Any) -> Any:
     """``arrays`` (a named tuple of arrays) with no ``MemInfo`` on any of them."""
-    if isinstance(arrays, types.Array):
-        sig = arrays(arrays)
-
-        def codegen_one(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-            array = context.make_array(signature.args[0])(context, builder, args[0])
-            array.meminfo = ir.Constant(array.meminfo.type, None)
-            return array._getvalue()
-
-        return sig, codegen_one
     if not isinstance(arrays, types.BaseNamedTuple):
         return None
     if not all(isinstance(a, types.Array) for a in arrays.types):
