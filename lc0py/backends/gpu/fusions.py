@@ -24,6 +24,10 @@ takes it only for the batch sizes where it measured faster:
   layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
   rows (the last block to finish normalises). Measured faster at one position only (below: each
   further row adds a serial pass to the kernel), so ``auto`` takes batches of one.
+* ``smolgen_compress`` (with ``smolgen_rows``): smolgen's first dense layer is linear in the
+  compressed values, so the compress GEMM and dense 1 + LN split by token into one kernel
+  (``kernels/compress_rows.hip``: a block a token of each position, its share of every output; the
+  last block of each position adds the shares and normalises). Dense 2 stays ``dense_rows``.
 * ``smolgen_chain`` (off unless asked for): at a batch of a few positions the whole of smolgen's
   per-position network (compress, dense 1 + LN, dense 2 + LN: three latency-bound kernels, ~16 us
   a layer at one position on an H200) runs as one kernel whose steps are separated by grid
@@ -59,6 +63,13 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
     bench/results/2026-11-28_h200-chain_5c0ca5f): x0.821 at 1, x0.745 at 2, x0.570 at 4, so off.
     The kernel alone (scripts/bench/smolgen_chain_probe.py, one position): 21.8 us with 32 blocks
     (dense 2 10.2 of it), 15.7 with 96, 15.3 with 128; each grid barrier 1.1-1.6 us.
+
+    smolgen_compress with smolgen_rows=on (one H200, tree 64697e0, kernels of a pass by CUPTI,
+    bench/results/2026-11-28_h200-compress_64697e0): 0.779 against 0.787 ms at 1 position (the
+    kernel 7.1 us a launch), 0.972 against 1.025 ms at 4; backendbench within its noise. On with
+    smolgen_rows. smolgen_rows (with it) against the GEMMs at 2 / 4 / 8 positions (tree 9be3d45,
+    bench/results/2026-11-28_h200-rows_9be3d45): 0.854 / 0.976 / 1.237 against 0.847 / 0.872 /
+    0.924 ms, so smolgen_rows=auto stays at one position.
 
 The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
 each captured graph holds its own bucket's choice; both forms of a path use the same activation

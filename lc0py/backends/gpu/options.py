@@ -141,7 +141,8 @@ SMOLGEN_BRANCH_MAX = 128
 #: ``smolgen_rows=auto`` takes the fusion up to this batch (``on``: up to ``weights.DENSE_ROWS_MAX``,
 #: the most rows its kernel takes). One position: where it measured faster (T82 cuda-fp16, one H200,
 #: 2026-11-28, tree 24b4deb, backendbench, unfused / fused: x1.048 at 1, x0.974 at 2, x0.876 at 4,
-#: x0.731 at 8 -- its per-row work is serial; the table in fusions.py)
+#: x0.731 at 8 -- its per-row work is serial; with smolgen_compress, tree 9be3d45, kernels of a pass
+#: +0.8 / +12 / +34 % against the GEMMs at 2 / 4 / 8; the table in fusions.py)
 SMOLGEN_ROWS_MAX = 1
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
