@@ -90,7 +90,7 @@ from dataclasses import dataclass
 
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.residual_kernels import SE_BRANCH_SMS
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
+from lc0py.backends.gpu.weights import COMPRESS_ROWS_MAX, DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
 from lc0py.gpu.platform import DeviceInfo
 
 #: Multiprocessors a GEMM leaves to the side-stream work beside it by default (``side_sms``): the
@@ -107,7 +107,8 @@ class Fusions:
     smolgen_branch: bool = False
     row_halves: bool = False
     smolgen_rows: bool = False
-    #: with ``smolgen_rows``: the compress and dense 1 + LN as one kernel (``compress_rows``)
+    #: the compress and dense 1 + LN as one kernel (``compress_rows``); dense 2 then by
+    #: ``dense_rows`` where ``smolgen_rows`` applies, else its GEMM and LayerNorm
     smolgen_compress: bool = False
     smolgen_chain: bool = False
     #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` / ``smolgen_chain``
@@ -115,6 +116,7 @@ class Fusions:
     ln_residual_max: int | None = None
     smolgen_branch_max: int | None = None
     smolgen_rows_max: int | None = None
+    smolgen_compress_max: int | None = None
     smolgen_chain_max: int | None = None
     #: the smallest batch ``row_halves`` splits
     row_halves_min: int = 2
@@ -132,15 +134,28 @@ class Fusions:
         chain = self.smolgen_chain and bsz <= chain_max
         rows_max = min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
         rows = not chain and self.smolgen_rows and bsz <= rows_max  # the chain replaces the rows kernels
+        compress_max = min(self.smolgen_compress_max or COMPRESS_ROWS_MAX, COMPRESS_ROWS_MAX)
+        compress = not chain and self.smolgen_compress and bsz <= compress_max
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,
             row_halves=halves,
             smolgen_rows=rows,
-            smolgen_compress=rows and self.smolgen_compress,
+            smolgen_compress=compress,
             smolgen_chain=chain,
             gemm_sms=self.gemm_sms if branch or halves else 0,
         )
+
+    @property
+    def dense1_rows(self) -> bool:
+        """Whether some batch takes ``smolgen_rows`` without ``smolgen_compress`` (dense 1 then runs
+        as ``dense_rows``; its kernel is compiled only then)."""
+        if not self.smolgen_rows:
+            return False
+        if not self.smolgen_compress:
+            return True
+        rows_max = min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
+        return rows_max > min(self.smolgen_compress_max or COMPRESS_ROWS_MAX, COMPRESS_ROWS_MAX)
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
@@ -154,6 +169,8 @@ class Fusions:
             text += f" (smolgen_branch to batch {self.smolgen_branch_max})"
         if self.smolgen_rows and self.smolgen_rows_max is not None:
             text += f" (smolgen_rows to batch {self.smolgen_rows_max})"
+        if self.smolgen_compress and self.smolgen_compress_max is not None:
+            text += f" (smolgen_compress to batch {self.smolgen_compress_max})"
         if self.smolgen_chain and self.smolgen_chain_max is not None:
             text += f" (smolgen_chain to batch {self.smolgen_chain_max})"
         if self.row_halves and self.row_halves_min > 2:
@@ -172,10 +189,12 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     ``can_fork``: the platform has a side stream (without one the side work runs inline, in an
     order that respects every dependency, and the GEMMs keep every multiprocessor). A switch left
     at ``auto`` (None) applies up to its ``*_max`` batch; ``on`` to every batch (``smolgen_rows``: to
-    ``DENSE_ROWS_MAX``, ``smolgen_chain``: to ``SMOLGEN_CHAIN_MAX``, the most their kernels take)."""
+    ``DENSE_ROWS_MAX``, ``smolgen_compress``: to ``COMPRESS_ROWS_MAX``, ``smolgen_chain``: to
+    ``SMOLGEN_CHAIN_MAX``, the most their kernels take)."""
     ln = options.ln_residual is not False
     branch = options.smolgen_branch is not False and smolgen
     rows = options.smolgen_rows is not False and smolgen
+    compress = options.smolgen_compress is not False and smolgen
     chain = options.smolgen_chain is not False and smolgen
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
@@ -188,7 +207,9 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         smolgen_rows=rows,
         smolgen_rows_max=(options.smolgen_rows_max if options.smolgen_rows is None else DENSE_ROWS_MAX)
         if rows else None,
-        smolgen_compress=rows and options.smolgen_compress,
+        smolgen_compress=compress,
+        smolgen_compress_max=(options.smolgen_compress_max if options.smolgen_compress is None
+                              else COMPRESS_ROWS_MAX) if compress else None,
         smolgen_chain=chain,
         smolgen_chain_max=(options.smolgen_chain_max if options.smolgen_chain is None else SMOLGEN_CHAIN_MAX)
         if chain else None,

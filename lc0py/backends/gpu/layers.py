@@ -144,16 +144,19 @@ class Smolgen:
         rows: bool = False,
         chain: bool = False,
         compress: bool = False,
+        dense1_rows: bool | None = None,
     ) -> None:
         """``rows`` / ``chain`` / ``compress``: some batches take the ``smolgen_rows`` /
-        ``smolgen_chain`` / ``smolgen_compress`` fusion (their kernels are compiled now)."""
+        ``smolgen_chain`` / ``smolgen_compress`` fusion (their kernels are compiled now);
+        ``dense1_rows``: some take ``smolgen_rows`` without ``smolgen_compress`` (``Fusions.dense1_rows``;
+        None: ``rows and not compress``)."""
         self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
         ops.prepare_layernorm(s.hs, act)
         ops.prepare_layernorm(s.H * s.gs, act)
         self.compress_shape = (SEQ, s.E, s.hc, s.hs)
-        if rows and compress:  # dense 1 folded with the compress wherever the rows kernels run
+        if compress:
             ops.prepare_compress_rows(*self.compress_shape, act)
-        elif rows:
+        if rows and (dense1_rows if dense1_rows is not None else not compress):
             ops.prepare_dense_rows(s.hs, SEQ * s.hc, act)
         if rows:
             ops.prepare_dense_rows(s.H * s.gs, s.hs, act)
@@ -168,7 +171,7 @@ class Smolgen:
         """``buf.sg_g`` from the compress columns of ``buf.qkv`` (the fused projection's output),
         or with ``chain`` / ``compress`` (and ``rows``) from the layer input ``x`` and the compress
         rows ``compress_w``."""
-        if not (chain or (rows and compress)):
+        if not (chain or compress):
             x = compress_w = 0
         self.mlp(ops, buf, bsz, x=x, compress_w=compress_w, rows=rows, chain=chain, compress=compress)
         self.generate(ops, buf, bsz)
@@ -180,20 +183,24 @@ class Smolgen:
         """``buf.sg_s2``: dense1 -> act/LN -> dense2 -> act/LN of the compress columns, copied out
         of ``buf.qkv``, or (``compress_w``: the compress rows ``[hc, E]`` of the fused weight) a
         GEMM of the layer input ``x`` straight into the contiguous ``[B, 64·hc]`` dense1 reads.
-        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel,
-        and with ``compress`` (``smolgen_compress``, needs ``x`` and ``compress_w``) the compress
-        and dense 1 + LN in one kernel; ``chain`` (``smolgen_chain``, needs ``x`` and
-        ``compress_w``): all of it in one kernel."""
+        ``rows`` (the ``smolgen_rows`` fusion): each dense layer with its LayerNorm in one kernel;
+        ``compress`` (``smolgen_compress``, needs ``x`` and ``compress_w``): the compress and dense
+        1 + LN in one kernel, then dense 2 by ``dense_rows`` (``rows``) or its GEMM and LayerNorm;
+        ``chain`` (``smolgen_chain``, needs ``x`` and ``compress_w``): all of it in one kernel."""
         s, w = self.s, self.w
         m = bsz * SEQ
-        if rows and compress and not chain:
+        if compress and not chain:
             if not (x and compress_w):
                 raise ValueError("smolgen_compress reads the layer input and the compress rows")
             e1, e2 = self.eps
             ops.compress_rows_layernorm(x, bsz, self.compress_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g,
                                         w.ln1_b, buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
-            ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
-                                     buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
+            if rows:
+                ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
+                                         buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
+            else:
+                ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
+                ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, e2, self.act)
             return
         if chain:
             if not (x and compress_w):
@@ -691,7 +698,8 @@ class GpuModel:
                 sg_act = activation_code(net.smolgen_act)
                 eps = (sg.ln1.eps, sg.ln2.eps)
                 smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows,
-                                  chain=fusions.smolgen_chain, compress=fusions.smolgen_compress)
+                                  chain=fusions.smolgen_chain, compress=fusions.smolgen_compress,
+                                  dense1_rows=fusions.dense1_rows)
             ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)

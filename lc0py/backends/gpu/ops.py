@@ -22,7 +22,13 @@ from lc0py.backends.gpu.residual_kernels import (
     split_staged_grid,
     split_staged_smem,
 )
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, PLANES, POLICY_OUT, SMOLGEN_CHAIN_MAX
+from lc0py.backends.gpu.weights import (
+    COMPRESS_ROWS_MAX,
+    DENSE_ROWS_MAX,
+    PLANES,
+    POLICY_OUT,
+    SMOLGEN_CHAIN_MAX,
+)
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import Event, KernelArg, Platform
 
@@ -89,13 +95,13 @@ COMPRESS_ROWS_WARPS = 8  # warps a block of compress_rows_layernorm
 def compress_rows_config(seq: int, e: int, hc: int, n: int, act: int | None = None) -> dict[str, int]:
     """Compile defines of ``compress_rows_layernorm`` (kernels/compress_rows.hip): smolgen's
     compress (``e`` -> ``hc`` a token, ``seq`` tokens) and first dense layer (``seq·hc`` -> ``n``)
-    with its LayerNorm, for up to ``DENSE_ROWS_MAX`` positions; a block a token of a position."""
+    with its LayerNorm, for up to ``COMPRESS_ROWS_MAX`` positions; a block a token of a position."""
     cfg = {
         "LC0_CR_SEQ": seq,
         "LC0_CR_E": e,
         "LC0_CR_HC": hc,
         "LC0_CR_N": n,
-        "LC0_CR_ROWS": DENSE_ROWS_MAX,
+        "LC0_CR_ROWS": COMPRESS_ROWS_MAX,
         "LC0_CR_WARPS": COMPRESS_ROWS_WARPS,
     }
     if act is not None:
@@ -324,12 +330,12 @@ class GpuOps:
         counters: int,
     ) -> None:
         """``out[r, :] = LN(act(flatten(x[r] · Wcᵀ) · Wᵀ + bias)) · gamma + beta`` for ``rows`` <=
-        ``DENSE_ROWS_MAX`` positions in one launch (kernels/compress_rows.hip). ``shape``: (seq, e,
+        ``COMPRESS_ROWS_MAX`` positions in one launch (kernels/compress_rows.hip). ``shape``: (seq, e,
         hc, n); ``x``: ``[rows, seq, e]``; ``compress_w``: ``[hc, e]``; ``w``: ``[n, seq·hc]``;
-        ``scratch``: float ``[DENSE_ROWS_MAX, seq, n]``; ``counters``: ``DENSE_ROWS_MAX`` u32 that are
+        ``scratch``: float ``[COMPRESS_ROWS_MAX, seq, n]``; ``counters``: ``COMPRESS_ROWS_MAX`` u32 that are
         0 (the kernel leaves them 0)."""
-        if not 1 <= rows <= DENSE_ROWS_MAX:
-            raise ValueError(f"compress_rows_layernorm takes 1..{DENSE_ROWS_MAX} rows, not {rows}")
+        if not 1 <= rows <= COMPRESS_ROWS_MAX:
+            raise ValueError(f"compress_rows_layernorm takes 1..{COMPRESS_ROWS_MAX} rows, not {rows}")
         seq = shape[0]
         fn, cfg = self._compress_rows[shape + (act,)]
         threads = cfg["LC0_CR_WARPS"] * self.p.info.warp_size

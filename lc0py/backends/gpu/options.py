@@ -59,9 +59,12 @@ nothing below the backend reads option text or sets option flags on other object
                               (kernels/dense_rows.hip) instead of a GEMM and a LayerNorm; ``auto``:
                               batches up to ``smolgen_rows_max``, ``on``: up to 8 (the kernel's most)
 ``smolgen_rows_max`` ``1``    with ``smolgen_rows=auto``: larger batches take the GEMMs (1 to 8)
-``smolgen_compress`` ``on``   with ``smolgen_rows``: smolgen's compress and its first dense layer + LN in
-                              one kernel split by token (kernels/compress_rows.hip) instead of the
-                              compress GEMM and ``dense_rows``; ``off``: those two kernels
+``smolgen_compress`` ``auto`` attention nets with smolgen, batches of a few positions: smolgen's compress
+                              and its first dense layer + LN in one kernel split by token
+                              (kernels/compress_rows.hip) instead of the compress GEMM and the dense
+                              layer's GEMM and LayerNorm (or ``dense_rows``); ``auto``: batches up to
+                              ``smolgen_compress_max``, ``on``: up to 64 (the kernel's most)
+``smolgen_compress_max`` ``16`` with ``smolgen_compress=auto``: larger batches take the other paths (1 to 64)
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -91,7 +94,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from lc0py.backends.gpu.tuning import OVERRIDABLE, param_problem
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
+from lc0py.backends.gpu.weights import COMPRESS_ROWS_MAX, DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX
 from lc0py.backends.options import BackendOptions, to_bool
 from lc0py.errors import BackendOptionError
 
@@ -109,6 +112,7 @@ KNOWN_OPTIONS = (
     "smolgen_rows",
     "smolgen_rows_max",
     "smolgen_compress",
+    "smolgen_compress_max",
     "smolgen_chain",
     "smolgen_chain_max",
     "row_halves",
@@ -144,6 +148,9 @@ SMOLGEN_BRANCH_MAX = 128
 #: x0.731 at 8 -- its per-row work is serial; with smolgen_compress, tree 9be3d45, kernels of a pass
 #: +0.8 / +12 / +34 % against the GEMMs at 2 / 4 / 8; the table in fusions.py)
 SMOLGEN_ROWS_MAX = 1
+#: ``smolgen_compress=auto`` takes the fusion up to this batch (``on``: up to
+#: ``weights.COMPRESS_ROWS_MAX``; the table in fusions.py)
+SMOLGEN_COMPRESS_MAX = 16
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
@@ -254,7 +261,8 @@ class GpuOptions:
     smolgen_branch_max: int = SMOLGEN_BRANCH_MAX
     smolgen_rows: bool | None = None
     smolgen_rows_max: int = SMOLGEN_ROWS_MAX
-    smolgen_compress: bool = True
+    smolgen_compress: bool | None = None
+    smolgen_compress_max: int = SMOLGEN_COMPRESS_MAX
     smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
     row_halves: bool = False
@@ -305,7 +313,10 @@ class GpuOptions:
             smolgen_branch_max=take("smolgen_branch_max", SMOLGEN_BRANCH_MAX, lo=1, hi=MAX_BATCH_LIMIT),
             smolgen_rows=take("smolgen_rows", None, auto_or_bool),
             smolgen_rows_max=take("smolgen_rows_max", SMOLGEN_ROWS_MAX, lo=1, hi=DENSE_ROWS_MAX),
-            smolgen_compress=take("smolgen_compress", True),
+            smolgen_compress=take("smolgen_compress", None, auto_or_bool),
+            smolgen_compress_max=take(
+                "smolgen_compress_max", SMOLGEN_COMPRESS_MAX, lo=1, hi=COMPRESS_ROWS_MAX
+            ),
             smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
             row_halves=take("row_halves", False),

@@ -51,9 +51,13 @@ ALIGN = 256  # bytes: every buffer starts 256-byte aligned (16-byte vector loads
 #: The most rows (positions) one ``dense_rows_layernorm`` launch takes (kernels/dense_rows.hip, the
 #: ``smolgen_rows`` fusion): its last block normalises every row alone, and ``sg_pre`` holds this many.
 DENSE_ROWS_MAX = 8
+#: The most positions one ``compress_rows_layernorm`` launch takes (kernels/compress_rows.hip, the
+#: ``smolgen_compress`` fusion): a block a token of each, a ticket each; ``sg_pre`` holds their
+#: shares (T82: 64 KB a position).
+COMPRESS_ROWS_MAX = 64
 #: ``sg_count``: the row kernels' u32 tickets (``compress_rows``: one a row) and ``smolgen_chain``'s
 #: two barrier counters, all 0 between launches.
-SMOLGEN_COUNTER_BYTES = 4 * DENSE_ROWS_MAX
+SMOLGEN_COUNTER_BYTES = 4 * max(DENSE_ROWS_MAX, COMPRESS_ROWS_MAX)
 #: the most positions ``smolgen_chain`` (kernels/smolgen_chain.hip: smolgen's whole per-position
 #: network in one kernel) takes in a launch
 SMOLGEN_CHAIN_MAX = 4
@@ -532,7 +536,7 @@ def plan_buffers(s: NetShape, batch: int, elem: int, fallback: bool) -> dict[str
         sizes["sg_g"] = batch * s.H * SEQ * SEQ * elem
         rows_scratch = DENSE_ROWS_MAX * max(s.hs, s.H * s.gs)
         chain_scratch = SMOLGEN_CHAIN_MAX * (SEQ * s.hc + s.hs + s.H * s.gs)
-        compress_scratch = DENSE_ROWS_MAX * SEQ * s.hs  # compress_rows: each token's share
+        compress_scratch = COMPRESS_ROWS_MAX * SEQ * s.hs  # compress_rows: each token's share
         sizes["sg_pre"] = max(rows_scratch, chain_scratch, compress_scratch) * 4
         sizes["sg_count"] = SMOLGEN_COUNTER_BYTES
     if fallback:

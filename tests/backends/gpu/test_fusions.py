@@ -29,10 +29,16 @@ from lc0py.backends.gpu.options import (
     LN_RESIDUAL_MAX,
     SMOLGEN_BRANCH_MAX,
     SMOLGEN_CHAIN_MAX_AUTO,
+    SMOLGEN_COMPRESS_MAX,
     SMOLGEN_ROWS_MAX,
     GpuOptions,
 )
-from lc0py.backends.gpu.weights import DENSE_ROWS_MAX, SMOLGEN_CHAIN_MAX, SMOLGEN_COUNTER_BYTES
+from lc0py.backends.gpu.weights import (
+    COMPRESS_ROWS_MAX,
+    DENSE_ROWS_MAX,
+    SMOLGEN_CHAIN_MAX,
+    SMOLGEN_COUNTER_BYTES,
+)
 from lc0py.errors import BackendOptionError
 from lc0py.gpu.platform import DeviceInfo
 from lc0py.weights.presets import random_network
@@ -44,7 +50,10 @@ H100 = DeviceInfo("nvidia", 0, "H100", "sm_90", 132, 32, 48 * 1024, 227 * 1024, 
 
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_chain=off"
+OFF = (
+    "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_compress=off,"
+    "smolgen_chain=off"
+)
 
 
 def test_fusions_default_to_auto_and_parse_as_switches() -> None:
@@ -58,8 +67,9 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
     assert GpuOptions.from_text("ln_residual=auto,smolgen_branch=AUTO") == GpuOptions()
     opts = GpuOptions.from_text("ln_residual_max=64,smolgen_branch_max=1")
     assert (opts.ln_residual_max, opts.smolgen_branch_max) == (64, 1)
-    assert d.smolgen_compress is True
+    assert (d.smolgen_compress, d.smolgen_compress_max) == (None, SMOLGEN_COMPRESS_MAX)
     assert GpuOptions.from_text("smolgen_compress=off").smolgen_compress is False
+    assert GpuOptions.from_text("smolgen_compress_max=64").smolgen_compress_max == COMPRESS_ROWS_MAX
 
 
 @pytest.mark.parametrize(
@@ -70,7 +80,8 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
         ("ln_residual_max=0", "is out of range"),
         ("smolgen_branch_max=lots", "is not an integer"),
         ("smolgen_branch_max=-3", "is out of range"),
-        ("smolgen_compress=auto", "is not on/off"),
+        ("smolgen_compress=often", "is not one of on, off, auto"),
+        ("smolgen_compress_max=65", "is out of range"),
     ],
 )
 def test_a_bad_fusion_option_is_one_line_naming_it(text: str, says: str) -> None:
@@ -90,6 +101,7 @@ FUSION_TEXTS = [
     "smolgen_chain=auto",
     "smolgen_chain=off,smolgen_rows=on",
     "smolgen_rows=on,smolgen_compress=off",
+    "smolgen_compress=on,smolgen_rows=off",
 ]
 
 
@@ -107,7 +119,9 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     # auto: to smolgen_rows_max; on: to the most rows the kernel takes
     assert f.smolgen_rows_max == ((SMOLGEN_ROWS_MAX if opts.smolgen_rows is None else DENSE_ROWS_MAX)
                                   if f.smolgen_rows else None)
-    assert f.smolgen_compress is (f.smolgen_rows and opts.smolgen_compress)  # a part of smolgen_rows
+    assert f.smolgen_compress is (opts.smolgen_compress is not False and smolgen)
+    compress_max = SMOLGEN_COMPRESS_MAX if opts.smolgen_compress is None else COMPRESS_ROWS_MAX
+    assert f.smolgen_compress_max == (compress_max if f.smolgen_compress else None)
     assert f.smolgen_chain is (opts.smolgen_chain is not False and smolgen)
     chain_max = SMOLGEN_CHAIN_MAX_AUTO if opts.smolgen_chain is None else SMOLGEN_CHAIN_MAX
     assert f.smolgen_chain_max == (chain_max if f.smolgen_chain else None)
@@ -157,10 +171,11 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     at = f.at(bsz)
     assert (at.ln_residual, at.smolgen_branch, at.row_halves) == (ln, branch, False)
     assert not at.smolgen_chain  # off by default (fusions.py's table)
-    assert at.smolgen_rows is at.smolgen_compress is (bsz <= SMOLGEN_ROWS_MAX)
+    assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
+    assert at.smolgen_compress is (bsz <= SMOLGEN_COMPRESS_MAX)
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
-    assert at.smolgen_rows_max is None
+    assert at.smolgen_rows_max is None and at.smolgen_compress_max is None
     on = GpuOptions.from_text("ln_residual=on,smolgen_branch=on,row_halves=on")
     got = choose_fusions(on, True, H100, True).at(bsz)
     assert (got.ln_residual, got.smolgen_branch, got.row_halves) == (True, True, bsz >= 2)
@@ -353,6 +368,7 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
             ln_residual=True, smolgen_branch=net.has_smolgen, row_halves=True, gemm_sms=116,
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
             smolgen_compress=net.has_smolgen,
+            smolgen_compress_max=SMOLGEN_COMPRESS_MAX if net.has_smolgen else None,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -374,8 +390,8 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off", "smolgen_rows=off", "",
-                 "smolgen_chain=on"):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off,smolgen_compress=off",
+                 "smolgen_rows=off,smolgen_compress=off", "", "smolgen_chain=on"):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
@@ -581,19 +597,22 @@ def test_smolgen_rows_runs_each_dense_layer_with_its_layernorm_in_one_kernel(
 
 
 @pytest.mark.parametrize(("text", "bsz", "fused"), [
-    ("", 1, True),  # the default: smolgen_rows at one position, with the compress folded in
+    ("", 1, True),  # the defaults: with smolgen_rows at one position (dense 2 by dense_rows)
+    ("", 2, True),  # ... then dense 2 by its GEMM and LayerNorm, up to smolgen_compress_max
+    ("", SMOLGEN_COMPRESS_MAX, True),
+    ("", SMOLGEN_COMPRESS_MAX + 1, False),
     ("smolgen_rows=on", 3, True),
-    ("smolgen_rows=on,smolgen_branch=off", 2, True),  # in line: x and the compress rows, no column copy
+    ("smolgen_compress=on,smolgen_branch=off", 2, True),  # in line: x and the compress rows, no copy
     ("smolgen_rows=on,smolgen_compress=off", 2, False),
-    ("smolgen_rows=off", 2, False),
-    ("", 2, False),  # smolgen_rows=auto stops at one position, and the fold with it
+    ("smolgen_compress=off", 1, False),
 ])
 def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, fused: bool) -> None:
-    """``smolgen_compress`` (with ``smolgen_rows``): per layer one ``compress_rows_layernorm`` launch
-    reads the layer input and the compress rows of the fused QKV weight and writes dense 1's
-    normalised output ``sg_s1`` (its own weights, bias and LayerNorm parameters, the shared scratch
-    and counters); dense 2 stays a ``dense_rows_layernorm``. No compress GEMM and no column copy
-    into ``sg_c``. Off, or where ``smolgen_rows`` does not apply, nothing launches it."""
+    """``smolgen_compress``: per layer one ``compress_rows_layernorm`` launch reads the layer input
+    and the compress rows of the fused QKV weight and writes dense 1's normalised output ``sg_s1``
+    (its own weights, bias and LayerNorm parameters, the shared scratch and counters); dense 2 is
+    a ``dense_rows_layernorm`` where ``smolgen_rows`` applies, else its GEMM from ``sg_s1`` into
+    ``sg_s2`` (and its LayerNorm). No compress GEMM and no column copy into ``sg_c``. Off, or
+    above its limit, nothing launches it."""
     gpu, plat = _run(",".join(t for t in (text, "smolgen_branch=on" if "branch" not in text else "") if t),
                      bsz=bsz, base="")
     try:
@@ -602,22 +621,27 @@ def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, f
         dense = {fn for fn, _ in ops._dense_rows.values()}
         launched = [(stream, ptrs) for fn, stream, ptrs in plat.launches if fn in folded]
         to_sg_c = [g for g in plat.gemms if g["c"] == buf.sg_c]
+        f = gpu.fusions.at(bsz)
+        assert f.smolgen_compress is fused
         if not fused:
             assert not launched
             return
         layers = gpu.model.encoders
         assert len(launched) == len(layers) and not to_sg_c
         rows = [(stream, ptrs) for fn, stream, ptrs in plat.launches if fn in dense]
-        assert len(rows) == len(layers)  # dense 2 only
-        side = gpu.fusions.at(bsz).smolgen_branch
+        dense2 = [g for g in plat.gemms if g["c"] == buf.sg_s2]
+        assert (len(rows), len(dense2)) == ((len(layers), 0) if f.smolgen_rows else (0, len(layers)))
         for i, layer in enumerate(layers):
             w = layer.smolgen.w
             stream, ptrs = launched[i]
             compress_w = ops.off(layer.w.qkv_w, 3 * s.D * s.E)
             assert ptrs[:9] == [buf.x, compress_w, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, buf.sg_s1, buf.sg_pre,
                                 buf.sg_count]
-            assert stream == (ops.side if side else ops.main)
-            assert rows[i][1][:6] == [buf.sg_s1, w.d2_w, w.d2_b, w.ln2_g, w.ln2_b, buf.sg_s2]
+            assert stream == (ops.side if f.smolgen_branch else ops.main)
+            if f.smolgen_rows:
+                assert rows[i][1][:6] == [buf.sg_s1, w.d2_w, w.d2_b, w.ln2_g, w.ln2_b, buf.sg_s2]
+            else:
+                assert (dense2[i]["a"], dense2[i]["m"], dense2[i]["b"]) == (buf.sg_s1, bsz, w.d2_w)
     finally:
         gpu.close()
 
@@ -630,13 +654,13 @@ def test_smolgen_rows_options_and_limits() -> None:
     for bad in (f"smolgen_rows_max={DENSE_ROWS_MAX + 1}", "smolgen_rows_max=0"):
         message = one_line_error(BackendOptionError, lambda bad=bad: GpuOptions.from_text(bad, "cuda-fp16"))
         assert f"{bad} is out of range" in message, message
-    gpu, _ = _run("smolgen_rows=on", bsz=1)
+    gpu, _ = _run("smolgen_rows=on,smolgen_compress=on", bsz=1)
     try:
         with pytest.raises(ValueError, match="1..8 rows"):
             gpu.ops.dense_rows_layernorm(0, DENSE_ROWS_MAX + 1, 2048, 0, 256, 0, 0, 0, 0, 1e-3, 7, 0, 0)
         shape = gpu.model.encoders[0].smolgen.compress_shape
-        with pytest.raises(ValueError, match="1..8 rows"):
-            gpu.ops.compress_rows_layernorm(0, DENSE_ROWS_MAX + 1, shape, 0, 0, 0, 0, 0, 0, 1e-3, 7, 0, 0)
+        with pytest.raises(ValueError, match=f"1..{COMPRESS_ROWS_MAX} rows"):
+            gpu.ops.compress_rows_layernorm(0, COMPRESS_ROWS_MAX + 1, shape, 0, 0, 0, 0, 0, 0, 1e-3, 7, 0, 0)
     finally:
         gpu.close()
 

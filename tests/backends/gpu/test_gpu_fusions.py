@@ -20,13 +20,17 @@ from tests.backends.conformance import RTOL_FP16, RTOL_FP32, random_batch, relat
 pytestmark = pytest.mark.gpu
 
 #: every fusion forced off for every batch size: the unfused pass
-OFF = "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_chain=off"
+OFF = (
+    "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_compress=off,"
+    "smolgen_chain=off"
+)
 SWITCHES = [
     "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 1
     "ln_residual=on",
     "smolgen_branch=on",
-    "smolgen_rows=on",  # with smolgen_compress (on): compress and dense 1 in one kernel
-    "smolgen_rows=on,smolgen_compress=off",
+    "smolgen_rows=on",
+    "smolgen_compress=on",  # compress and dense 1 + LN in one kernel, dense 2 by its GEMM
+    "smolgen_rows=on,smolgen_compress=on",
     "smolgen_chain=on",
     "smolgen_chain=on,smolgen_branch=on",
     "row_halves=on",
@@ -128,8 +132,11 @@ def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool, v
     from lc0py.backends.gpu.options import GpuOptions
 
     net = random_network("t82", 7, layers=2)
-    extra = {"compress-inline": "", "compress-branch": ",smolgen_branch=on",
-             "rows-only": ",smolgen_compress=off"}[variant]
+    extra = {
+        "compress-inline": ",smolgen_compress=on",
+        "compress-branch": ",smolgen_compress=on,smolgen_branch=on",
+        "rows-only": "",
+    }[variant]
     on = GpuOptions.from_text(f"max_batch=8,{OFF},smolgen_rows=on{extra}")
     fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
     plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=8,{OFF}"))
@@ -137,6 +144,31 @@ def test_smolgen_rows_at_every_row_count_and_replay(cuda_platform, fp16: bool, v
     try:
         assert fused.fusions.at(8).smolgen_compress is (variant != "rows-only")
         _replays_agree(fused, plain, net, range(1, 9), replays=2, seed=100, limit=2 * limit)
+    finally:
+        fused.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("branch", ["off", "on"])
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_smolgen_compress_up_to_its_most_rows_and_replay(cuda_platform, fp16: bool, branch: str) -> None:  # type: ignore[no-untyped-def]
+    """``smolgen_compress`` without ``smolgen_rows`` (dense 2 by its GEMM and LayerNorm): batches
+    from 1 to the kernel's 64 positions (graph buckets, padding rows included) agree with the
+    unfused network over two replays of each graph (a ticket a position, each back to 0), in
+    line and on the side stream."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+    from lc0py.backends.gpu.weights import COMPRESS_ROWS_MAX
+
+    net = random_network("t82", 11, layers=2)
+    on = GpuOptions.from_text(f"max_batch=64,{OFF},smolgen_compress=on,smolgen_branch={branch}")
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
+    plain = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"max_batch=64,{OFF}"))
+    limit = RTOL_FP16 if fp16 else RTOL_FP32
+    try:
+        assert fused.fusions.at(COMPRESS_ROWS_MAX).smolgen_compress
+        assert not fused.fusions.at(COMPRESS_ROWS_MAX + 1).smolgen_compress
+        _replays_agree(fused, plain, net, (1, 2, 3, 5, 9, 16, 31, 64), replays=2, seed=300, limit=2 * limit)
     finally:
         fused.close()
         plain.close()
