@@ -4,8 +4,8 @@
 bias) and its first dense layer (the flattened ``SEQ·HC`` values to ``N``) with bias, activation
 and LayerNorm, for a few positions in one kernel (``ops.GpuOps.compress_rows_layernorm``): a block
 a token computes that token's share of every dense output, and the last block of each position
-adds the shares and normalises. Checked here: 1 to ``DENSE_ROWS_MAX`` positions (all compiled for
-that many), the geometry ``ops.compress_rows_config`` gives, fp16 and fp32, wave32 and wave64,
+adds the shares and normalises. Checked here: 1 to 9 positions (compiled for ``COMPRESS_ROWS_MAX``),
+the geometry ``ops.compress_rows_config`` gives, fp16 and fp32, wave32 and wave64,
 widths that are not 16-byte multiples (the scalar paths), more compressed values than warps and
 more outputs than threads, no bias, and that every position's counter is back to 0 after each
 launch (a second launch on the same buffers, as a CUDA graph's replay, gives the same output).
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from lc0py.backends.accuracy import relative_error
-from lc0py.backends.gpu.ops import DENSE_ROWS_MAX, compress_rows_config
+from lc0py.backends.gpu.ops import COMPRESS_ROWS_MAX, compress_rows_config
 from lc0py.model.activations import activation
 from tests.kernels.emu_build import build_emulators
 
@@ -55,14 +55,14 @@ def test_the_config_takes_t82s_shape() -> None:
     """The geometry the builds rest on: T82's compress (768 -> 32 a token) and dense 1 (2048 -> 256)."""
     cfg = compress_rows_config(64, 768, 32, 256)
     assert (cfg["LC0_CR_SEQ"], cfg["LC0_CR_E"], cfg["LC0_CR_HC"], cfg["LC0_CR_N"]) == (64, 768, 32, 256)
-    assert cfg["LC0_CR_ROWS"] == DENSE_ROWS_MAX and "LC0_CR_ACT" not in cfg
+    assert cfg["LC0_CR_ROWS"] == COMPRESS_ROWS_MAX and "LC0_CR_ACT" not in cfg
     assert compress_rows_config(64, 768, 32, 256, ACT_SWISH)["LC0_CR_ACT"] == ACT_SWISH
 
 
 #: (build, rows, run-time activation, bias)
 CASES = [
     ("t82-like-fp16-swish", 1, ACT_SWISH, True),
-    ("t82-like-fp16-swish", DENSE_ROWS_MAX, ACT_SWISH, True),
+    ("t82-like-fp16-swish", 9, ACT_SWISH, True),  # more rows than dense_rows takes
     ("wide-fp32", 3, ACT_MISH, True),
     ("fp16-wave64", 2, ACT_NONE, False),
     ("odd-fp16", 4, ACT_SWISH, True),
