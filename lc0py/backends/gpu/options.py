@@ -64,7 +64,7 @@ nothing below the backend reads option text or sets option flags on other object
                               (kernels/compress_rows.hip) instead of the compress GEMM and the dense
                               layer's GEMM and LayerNorm (or ``dense_rows``); ``auto``: batches up to
                               ``smolgen_compress_max``, ``on``: up to 64 (the kernel's most)
-``smolgen_compress_max`` ``16`` with ``smolgen_compress=auto``: larger batches take the other paths (1 to 64)
+``smolgen_compress_max`` ``8`` with ``smolgen_compress=auto``: larger batches take the other paths (1 to 64)
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -149,8 +149,10 @@ SMOLGEN_BRANCH_MAX = 128
 #: +0.8 / +12 / +34 % against the GEMMs at 2 / 4 / 8; the table in fusions.py)
 SMOLGEN_ROWS_MAX = 1
 #: ``smolgen_compress=auto`` takes the fusion up to this batch (``on``: up to
-#: ``weights.COMPRESS_ROWS_MAX``; the table in fusions.py)
-SMOLGEN_COMPRESS_MAX = 16
+#: ``weights.COMPRESS_ROWS_MAX``). Where it measured faster: T82 cuda-fp16, one H200, tree c3755b4,
+#: backendbench off / on x1.058 / 1.068 / 1.029 at 2 / 4 / 8, x0.910 at 16 (every block reads all
+#: 48 KB of compress weights, so L2 traffic grows with the batch); the table in fusions.py
+SMOLGEN_COMPRESS_MAX = 8
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
