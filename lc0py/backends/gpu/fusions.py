@@ -24,10 +24,12 @@ takes it only for the batch sizes where it measured faster:
   layer, its bias, activation and LayerNorm in one launch for up to ``weights.DENSE_ROWS_MAX``
   rows (the last block to finish normalises). Measured faster at one position only (below: each
   further row adds a serial pass to the kernel), so ``auto`` takes batches of one.
-* ``smolgen_compress`` (with ``smolgen_rows``): smolgen's first dense layer is linear in the
-  compressed values, so the compress GEMM and dense 1 + LN split by token into one kernel
-  (``kernels/compress_rows.hip``: a block a token of each position, its share of every output; the
-  last block of each position adds the shares and normalises). Dense 2 stays ``dense_rows``.
+* ``smolgen_compress``: smolgen's first dense layer is linear in the compressed values, so the
+  compress GEMM and dense 1 + LN split by token into one kernel (``kernels/compress_rows.hip``: a
+  block a token of each position, its share of every output; the last block of each position
+  adds the shares and normalises). Dense 2 then runs as ``dense_rows`` where ``smolgen_rows``
+  applies, else as its GEMM and LayerNorm. Faster up to 8 positions (below); every block reads
+  all the compress weights, so from 16 on the L2 traffic makes it slower.
 * ``smolgen_chain`` (off unless asked for): at a batch of a few positions the whole of smolgen's
   per-position network (compress, dense 1 + LN, dense 2 + LN: three latency-bound kernels, ~16 us
   a layer at one position on an H200) runs as one kernel whose steps are separated by grid
@@ -66,10 +68,14 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
 
     smolgen_compress with smolgen_rows=on (one H200, tree 64697e0, kernels of a pass by CUPTI,
     bench/results/2026-11-28_h200-compress_64697e0): 0.779 against 0.787 ms at 1 position (the
-    kernel 7.1 us a launch), 0.972 against 1.025 ms at 4; backendbench within its noise. On with
-    smolgen_rows. smolgen_rows (with it) against the GEMMs at 2 / 4 / 8 positions (tree 9be3d45,
-    bench/results/2026-11-28_h200-rows_9be3d45): 0.854 / 0.976 / 1.237 against 0.847 / 0.872 /
-    0.924 ms, so smolgen_rows=auto stays at one position.
+    kernel 7.1 us a launch), 0.972 against 1.025 ms at 4. smolgen_rows (with it) against the GEMMs
+    at 2 / 4 / 8 positions (tree 9be3d45, bench/results/2026-11-28_h200-rows_9be3d45): 0.854 /
+    0.976 / 1.237 against 0.847 / 0.872 / 0.924 ms, so smolgen_rows=auto stays at one position.
+    smolgen_compress on its own (tree c3755b4, backendbench, 2 rounds, off / on, time;
+    bench/results/2026-11-28_h200-fold_c3755b4):
+    batch           1       2       4       8       16      32      64
+                    x0.992  x1.058  x1.068  x1.029  x0.910  x0.836  x0.785
+                                                  auto: batches up to smolgen_compress_max (8)
 
 The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
 each captured graph holds its own bucket's choice; both forms of a path use the same activation
