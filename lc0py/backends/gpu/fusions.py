@@ -71,8 +71,8 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
     kernel 7.1 us a launch), 0.972 against 1.025 ms at 4. smolgen_rows (with it) against the GEMMs
     at 2 / 4 / 8 positions (tree 9be3d45, bench/results/2026-11-28_h200-rows_9be3d45): 0.854 /
     0.976 / 1.237 against 0.847 / 0.872 / 0.924 ms, so smolgen_rows=auto stays at one position.
-    smolgen_compress on its own (tree c3755b4, backendbench, 2 rounds, off / on, time;
-    bench/results/2026-11-28_h200-fold_c3755b4):
+    smolgen_compress on its own (tree 1cf4a62, backendbench, 2 rounds, off / on, time;
+    bench/results/2026-11-28_h200-fold_1cf4a62):
     batch           1       2       4       8       16      32      64
                     x0.992  x1.058  x1.068  x1.029  x0.910  x0.836  x0.785
                                                   auto: batches up to smolgen_compress_max (8)

@@ -149,7 +149,7 @@ SMOLGEN_BRANCH_MAX = 128
 #: +0.8 / +12 / +34 % against the GEMMs at 2 / 4 / 8; the table in fusions.py)
 SMOLGEN_ROWS_MAX = 1
 #: ``smolgen_compress=auto`` takes the fusion up to this batch (``on``: up to
-#: ``weights.COMPRESS_ROWS_MAX``). Where it measured faster: T82 cuda-fp16, one H200, tree c3755b4,
+#: ``weights.COMPRESS_ROWS_MAX``). Where it measured faster: T82 cuda-fp16, one H200, tree 1cf4a62,
 #: backendbench off / on x1.058 / 1.068 / 1.029 at 2 / 4 / 8, x0.910 at 16 (every block reads all
 #: 48 KB of compress weights, so L2 traffic grows with the batch); the table in fusions.py
 SMOLGEN_COMPRESS_MAX = 8
