@@ -136,11 +136,10 @@ class Fusions:
         branch = self.smolgen_branch and (self.smolgen_branch_max is None or bsz <= self.smolgen_branch_max)
         halves = splits(self, bsz)
         # never past the most rows its kernel takes, whatever the record says
-        chain_max = min(self.smolgen_chain_max or SMOLGEN_CHAIN_MAX, SMOLGEN_CHAIN_MAX)
-        chain = self.smolgen_chain and bsz <= chain_max
-        rows_max = min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
-        rows = not chain and self.smolgen_rows and bsz <= rows_max  # the chain replaces the rows kernels
-        compress_max = min(self.smolgen_compress_max or COMPRESS_ROWS_MAX, COMPRESS_ROWS_MAX)
+        chain = self.smolgen_chain and bsz <= _most(self.smolgen_chain_max, SMOLGEN_CHAIN_MAX)
+        # the chain replaces the row kernels
+        rows = not chain and self.smolgen_rows and bsz <= _most(self.smolgen_rows_max, DENSE_ROWS_MAX)
+        compress_max = _most(self.smolgen_compress_max, COMPRESS_ROWS_MAX)
         compress = not chain and self.smolgen_compress and bsz <= compress_max
         return Fusions(
             ln_residual=ln,
@@ -160,8 +159,8 @@ class Fusions:
             return False
         if not self.smolgen_compress:
             return True
-        rows_max = min(self.smolgen_rows_max or DENSE_ROWS_MAX, DENSE_ROWS_MAX)
-        return rows_max > min(self.smolgen_compress_max or COMPRESS_ROWS_MAX, COMPRESS_ROWS_MAX)
+        rows_max = _most(self.smolgen_rows_max, DENSE_ROWS_MAX)
+        return rows_max > _most(self.smolgen_compress_max, COMPRESS_ROWS_MAX)
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
@@ -202,6 +201,11 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
     rows = options.smolgen_rows is not False and smolgen
     compress = options.smolgen_compress is not False and smolgen
     chain = options.smolgen_chain is not False and smolgen
+    rows_max = _auto_limit(rows, options.smolgen_rows, options.smolgen_rows_max, DENSE_ROWS_MAX)
+    compress_max = _auto_limit(
+        compress, options.smolgen_compress, options.smolgen_compress_max, COMPRESS_ROWS_MAX
+    )
+    chain_max = _auto_limit(chain, options.smolgen_chain, options.smolgen_chain_max, SMOLGEN_CHAIN_MAX)
     beside = (branch or options.row_halves) and can_fork and options.side_sms > 0
     sms = max(1, device.sm_count - options.side_sms) if beside else 0
     return Fusions(
@@ -211,17 +215,27 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         ln_residual_max=options.ln_residual_max if ln and options.ln_residual is None else None,
         smolgen_branch_max=options.smolgen_branch_max if branch and options.smolgen_branch is None else None,
         smolgen_rows=rows,
-        smolgen_rows_max=(options.smolgen_rows_max if options.smolgen_rows is None else DENSE_ROWS_MAX)
-        if rows else None,
+        smolgen_rows_max=rows_max,
         smolgen_compress=compress,
-        smolgen_compress_max=(options.smolgen_compress_max if options.smolgen_compress is None
-                              else COMPRESS_ROWS_MAX) if compress else None,
+        smolgen_compress_max=compress_max,
         smolgen_chain=chain,
-        smolgen_chain_max=(options.smolgen_chain_max if options.smolgen_chain is None else SMOLGEN_CHAIN_MAX)
-        if chain else None,
+        smolgen_chain_max=chain_max,
         row_halves_min=options.row_halves_min,
         gemm_sms=sms,
     )
+
+
+def _most(limit: int | None, kernel_most: int) -> int:
+    """A row kernel's batch limit: the record's (None: none) but never past what the kernel takes."""
+    return min(limit or kernel_most, kernel_most)
+
+
+def _auto_limit(taken: bool, switch: bool | None, auto_max: int, kernel_most: int) -> int | None:
+    """The ``*_max`` a row kernel's switch records: its option at ``auto`` (``switch`` None), the
+    kernel's most at ``on``, None when the fusion is not taken."""
+    if not taken:
+        return None
+    return auto_max if switch is None else kernel_most
 
 
 def splits(fusions: Fusions, bsz: int) -> bool:

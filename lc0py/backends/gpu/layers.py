@@ -189,9 +189,10 @@ class Smolgen:
         ``chain`` (``smolgen_chain``, needs ``x`` and ``compress_w``): all of it in one kernel."""
         s, w = self.s, self.w
         m = bsz * SEQ
+        if (compress or chain) and not (x and compress_w):
+            fusion = "smolgen_chain" if chain else "smolgen_compress"
+            raise ValueError(f"{fusion} reads the layer input and the compress rows")
         if compress and not chain:
-            if not (x and compress_w):
-                raise ValueError("smolgen_compress reads the layer input and the compress rows")
             e1, e2 = self.eps
             ops.compress_rows_layernorm(x, bsz, self.compress_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g,
                                         w.ln1_b, buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
@@ -203,8 +204,6 @@ class Smolgen:
                 ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, e2, self.act)
             return
         if chain:
-            if not (x and compress_w):
-                raise ValueError("smolgen_chain reads the layer input and the compress rows")
             ops.smolgen_chain(
                 x, bsz, self.chain_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g, w.ln1_b, w.d2_w, w.d2_b,
                 w.ln2_g, w.ln2_b, buf.sg_s2, self.eps, self.act, buf.sg_pre, buf.sg_count,
