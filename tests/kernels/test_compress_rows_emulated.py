@@ -16,16 +16,15 @@ orders the other blocks' writes before the last block reads them (the GPU tests 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lc0py.backends.accuracy import relative_error
 from lc0py.backends.gpu.ops import COMPRESS_ROWS_MAX, compress_rows_config
 from lc0py.model.activations import activation
 from tests.kernels.emu_build import build_emulators
+from tests.kernels.row_kernel_checks import layernorm_rows, run_and_check, write_inputs
 
 ACT_NONE, ACT_SWISH, ACT_MISH = 3, 7, 1  # kernels/activations.h
 
@@ -85,24 +84,11 @@ def test_compress_rows_layernorm_on_emulator(
     }
     if has_bias:
         arrays["bias"] = 0.5 * rng.standard_normal(n)
-    stored = {key: v.astype(dtype) for key, v in arrays.items()}
-    for name, a in stored.items():
-        a.tofile(tmp_path / f"{name}.bin")
+    f = write_inputs(tmp_path, arrays, dtype)
     eps = 1e-3
-    f = {key: v.astype(np.float64) for key, v in stored.items()}
     compressed = (f["x"] @ f["wc"].T).reshape(rows, seq * hc)  # token-major, as lc0 flattens it
     val = activation(act, compressed @ f["w1"].T + (f["bias"] if has_bias else 0.0))
-    mean = val.mean(axis=1, keepdims=True)
-    var = ((val - mean) ** 2).mean(axis=1, keepdims=True)
-    want = (val - mean) / np.sqrt(var + eps) * f["gamma"] + f["beta"]
-    run = subprocess.run(
-        [str(emulators[build]), str(rows), str(act), repr(eps), str(int(has_bias)), "2", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert run.returncode == 0, f"{build}:\n{run.stdout}{run.stderr}"
-    got = np.fromfile(tmp_path / "out.bin", dtype=dtype).reshape(rows, n).astype(np.float64)
-    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements never written (or NaN)"
-    limit = 1e-2 if fp16 else 1e-4
-    worst = max(relative_error(got[r], want[r]) for r in range(rows))
-    assert worst <= limit, f"{build}, {rows} rows: worst row {worst:.2e} > {limit}"
+    want = layernorm_rows(val, f["gamma"], f["beta"], eps)
+    args = [str(emulators[build]), str(rows), str(act), repr(eps), str(int(has_bias)), "2", str(tmp_path)]
+    run_and_check(args, tmp_path, dtype, want, f"{build}, {rows} rows", fp16)
     assert not np.fromfile(tmp_path / "counter.bin", np.uint32).any()  # ready for the next launch

@@ -16,17 +16,16 @@ keeps every block of the grid resident (the GPU tests run it on one).
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lc0py.backends.accuracy import relative_error
 from lc0py.backends.gpu.ops import smolgen_chain_blocks, smolgen_chain_config, smolgen_chain_shared_bytes
 from lc0py.backends.gpu.weights import SMOLGEN_CHAIN_MAX
 from lc0py.model.activations import activation
 from tests.kernels.emu_build import build_emulators
+from tests.kernels.row_kernel_checks import layernorm_rows, run_and_check, write_inputs
 
 ACT_NONE, ACT_SWISH, ACT_MISH = 3, 7, 1  # kernels/activations.h
 
@@ -63,12 +62,6 @@ def test_launch_geometry_keeps_every_block_resident() -> None:
     assert smolgen_chain_shared_bytes(t82) <= 48 * 1024
 
 
-def _layernorm(v: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
-    mean = v.mean(axis=1, keepdims=True)
-    var = ((v - mean) ** 2).mean(axis=1, keepdims=True)
-    return (v - mean) / np.sqrt(var + eps) * g + b
-
-
 #: (build, rows, blocks, activation, bias)
 CASES = [
     ("small-fp16", 1, 3, ACT_SWISH, True),
@@ -103,24 +96,14 @@ def test_smolgen_chain_on_emulator(
     if has_bias:
         arrays["b1"] = 0.5 * rng.standard_normal(hs)
         arrays["b2"] = 0.5 * rng.standard_normal(n2)
-    stored = {key: v.astype(dtype) for key, v in arrays.items()}
-    for name, a in stored.items():
-        a.tofile(tmp_path / f"{name}.bin")
     eps1, eps2 = 1e-3, 1e-5
-    f = {key: v.astype(np.float64) for key, v in stored.items()}
+    f = write_inputs(tmp_path, arrays, dtype)
     c = (f["x"] @ f["wc"].T).reshape(rows, k1)  # token t's hc channels at t*hc.. of its position
-    s1 = _layernorm(activation(act, c @ f["w1"].T + (f["b1"] if has_bias else 0.0)), f["g1"], f["be1"], eps1)
+    d1 = activation(act, c @ f["w1"].T + (f["b1"] if has_bias else 0.0))
+    s1 = layernorm_rows(d1, f["g1"], f["be1"], eps1)
     d2 = activation(act, s1 @ f["w2"].T + (f["b2"] if has_bias else 0.0))
-    want = _layernorm(d2, f["g2"], f["be2"], eps2)
-    run = subprocess.run(
-        [str(emulators[build]), str(rows), str(blocks), str(act), repr(eps1), repr(eps2), str(int(has_bias)),
-         "2", str(tmp_path)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert run.returncode == 0, f"{build}:\n{run.stdout}{run.stderr}"
-    got = np.fromfile(tmp_path / "out.bin", dtype=dtype).reshape(rows, n2).astype(np.float64)
-    assert not np.isnan(got).any(), f"{int(np.isnan(got).sum())} elements never written (or NaN)"
-    limit = 1e-2 if fp16 else 1e-4
-    worst = max(relative_error(got[r], want[r]) for r in range(rows))
-    assert worst <= limit, f"{build}, {rows} rows, {blocks} blocks: worst row {worst:.2e} > {limit}"
+    want = layernorm_rows(d2, f["g2"], f["be2"], eps2)
+    args = [str(emulators[build]), str(rows), str(blocks), str(act), repr(eps1), repr(eps2),
+            str(int(has_bias)), "2", str(tmp_path)]
+    run_and_check(args, tmp_path, dtype, want, f"{build}, {rows} rows, {blocks} blocks", fp16)
     assert np.fromfile(tmp_path / "sync.bin", np.uint32).tolist() == [0, 0]  # ready for the next launch
