@@ -39,6 +39,22 @@ SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gate
 SE_GATES_THREADS = 128  # outputs a se_gates block takes (one a thread)
 PIPE_EVENTS = 10  # events of the cross-stream pipeline (``mark`` / ``after``): layers.RowHalves uses 10
 THREADS = 256  # threads a block of the element-wise kernels (bias, copies, gathers, Winograd, im2col)
+#: Blocks a position of ``expand_planes`` (8 squares each): a block a position was 28 dependent
+#: rounds a thread, ~5 us at batch 1 on an H200.
+EXPAND_PARTS = 8
+#: Blocks a position of ``policy_gather`` when the batch is small: one output a thread
+#: (``ceil(1858 / THREADS)``) instead of 7 dependent rounds (~15 us at batches 1-32 on an H200).
+POLICY_PARTS = 8
+#: From this many blocks the batch alone fills the device: ``policy_gather`` takes fewer parts,
+#: since each block reads the promotion weights and keys again (18 KB a position for T82).
+POLICY_BLOCKS = 512
+
+
+def policy_gather_parts(bsz: int) -> int:
+    """Blocks a position of ``policy_gather`` and ``gather_bias`` (residual nets' policy):
+    ``POLICY_PARTS`` at small batches, fewer as the batch fills ``POLICY_BLOCKS`` blocks (one from
+    512 positions)."""
+    return max(1, min(POLICY_PARTS, POLICY_BLOCKS // max(1, bsz)))
 MAX_BLOCKS = 65535  # grid cap of those kernels: each loops over what its blocks do not cover
 
 
@@ -402,14 +418,16 @@ class GpuOps:
 
     def expand_planes(self, masks: int, values: int, tokens: int, bsz: int) -> None:
         """Compact planes (uint64 masks + float values) -> dense tokens ``[B*64, 112]``."""
-        self._launch_1d(self.k_expand, bsz, [P(masks), P(values), P(tokens), I(PLANES)])
+        args: list[KernelArg] = [P(masks), P(values), P(tokens), I(PLANES)]
+        self.p.launch(self.k_expand, (bsz, EXPAND_PARTS, 1), (THREADS, 1, 1), 0, self.stream, args)
 
     def policy_gather(
         self, logits: int, keys: int, ld: int, promo: int, pd: int, gather: int, out: int, bsz: int
     ) -> None:
         """The 64×64 attention-policy logits + promotion offsets -> lc0's 1858 policy (float32)."""
         args: list[KernelArg] = [P(logits), P(keys), I(ld), P(promo), I(pd), P(gather), I(POLICY_OUT), P(out)]
-        self._launch_1d(self.k_gather, bsz, args)
+        grid = (bsz, policy_gather_parts(bsz), 1)
+        self.p.launch(self.k_gather, grid, (THREADS, 1, 1), 0, self.stream, args)
 
     # ---- residual (SE-ResNet) bodies: kernels/residual.hip, compiled only for residual nets ----
     def prepare_residual(self, step_c: int, se_outside: bool = False) -> None:
@@ -525,7 +543,8 @@ class GpuOps:
     def gather_bias(self, src: int, stride: int, gather: int, bias: int, out: int, bsz: int) -> None:
         """``out[b, k] = src[b*stride + gather[k]] + bias[k]`` as float32 ``[B, 1858]``."""
         args: list[KernelArg] = [P(src), I(stride), P(gather), P(bias), I(POLICY_OUT), P(out)]
-        self._launch_1d(self.k_gather_bias, bsz, args)
+        grid = (bsz, policy_gather_parts(bsz), 1)
+        self.p.launch(self.k_gather_bias, grid, (THREADS, 1, 1), 0, self.stream, args)
 
     def softmax_kernel(self, seq: int) -> int:
         """The fallback attention's bias + softmax kernel (one warp per row), compiled once."""

@@ -1,0 +1,128 @@
+"""The network's input and policy-output kernels on the CPU wave emulator against numpy.
+
+``expand_planes`` (kernels/elementwise.hip: compact planes to tokens), ``policy_gather`` (the
+attention policy's promotion dots and 4288 -> 1858 gather) and ``gather_bias`` (residual nets'
+policy) run on grids of (positions, parts), as ``ops.GpuOps`` launches them
+(``EXPAND_PARTS``, ``policy_gather_parts``). Checked: one to several parts a position, parts that
+leave a thread more than one output or none, the parts the backend picks at small and large
+batches, fp16 and fp32, wave32 and wave64, every output written exactly as the reference says.
+
+What this cannot show: timing, NVIDIA code generation (test_compile_nvrtc.py); the GPU tests
+compare the whole network with the float64 reference on a device.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lc0py.backends.gpu.ops import EXPAND_PARTS, POLICY_PARTS, policy_gather_parts
+from lc0py.model.tables import attention_policy_gather, conv_policy_gather
+from tests.kernels.emu_build import build_emulators
+
+POLICY, PLANES = 1858, 112
+
+#: (id, fp16, wave size)
+BUILDS = [("fp16-wave32", True, 32), ("fp32-wave32", False, 32), ("fp16-wave64", True, 64)]
+
+
+@pytest.fixture(scope="module")
+def emulators(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    jobs = []
+    for bid, fp16, wave in BUILDS:
+        flags = ["-DEMU_WMMA" if wave == 32 else "-DEMU_MFMA", f"-DLC0_FP16={int(fp16)}"]
+        jobs.append((bid, "io_kernels_emu_main.cpp", flags))
+    return build_emulators(tmp_path_factory, "io_kernels_emu", jobs, opt="-O1")
+
+
+def _run(exe: Path, *args: object) -> None:
+    run = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _stored(a: np.ndarray, fp16: bool, path: Path) -> np.ndarray:
+    """``a`` written as the kernel's T; returns the stored values in float64."""
+    kept = a.astype(np.float16 if fp16 else np.float32)
+    kept.tofile(path)
+    return kept.astype(np.float64)
+
+
+def test_the_parts_the_backend_picks() -> None:
+    assert EXPAND_PARTS * 8 == 64  # 8 squares a block
+    assert POLICY_PARTS * 256 >= POLICY  # one output a thread at small batches
+    assert [policy_gather_parts(b) for b in (1, 32, 64, 128, 256, 512, 1024)] == [8, 8, 8, 4, 2, 1, 1]
+
+
+@pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
+@pytest.mark.parametrize(("bsz", "parts"), [(1, EXPAND_PARTS), (3, 1), (2, 3), (2, 64)])
+def test_expand_planes(emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int) -> None:
+    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    rng = np.random.default_rng(bsz * 7 + parts)
+    masks = rng.integers(0, 2**63, (bsz, PLANES), dtype=np.int64).astype(np.uint64) * np.uint64(2)
+    masks[:, ::5] |= np.uint64(1)  # square 0 set on some planes, and bit 63 on others
+    masks[:, 1::7] |= np.uint64(1) << np.uint64(63)
+    values = rng.uniform(0.5, 3.0, (bsz, PLANES)).astype(np.float32)
+    masks.tofile(tmp_path / "masks.bin")
+    values.tofile(tmp_path / "values.bin")
+    _run(emulators[bid], "planes", bsz, parts, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", np.float16 if fp16 else np.float32).reshape(bsz, 64, PLANES)
+    bits = (masks[:, None, :] >> np.arange(64, dtype=np.uint64)[None, :, None]) & np.uint64(1)
+    want = np.where(bits == 1, values[:, None, :], 0.0).astype(got.dtype)
+    assert not np.isnan(got.astype(np.float32)).any()
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
+@pytest.mark.parametrize(
+    ("bsz", "parts", "pd"),
+    [(1, POLICY_PARTS, 40), (2, 1, 40), (2, 3, 40), (1, 16, 40), (2, POLICY_PARTS, 42)],
+)
+def test_policy_gather(
+    emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int, pd: int
+) -> None:
+    """``pd`` 40: the dots' 16-byte loads; 42: the scalar loop (rows not in whole vectors)."""
+    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    ld = 2 * pd + 8  # the [64, ld] rows of the backend's pol_qk (queries, then keys)
+    rng = np.random.default_rng(bsz * 11 + parts)
+    lg = _stored(rng.normal(size=(bsz, 4096)), fp16, tmp_path / "lg.bin")
+    kp_rows = rng.normal(size=(bsz, 64, ld))
+    kp = _stored(kp_rows, fp16, tmp_path / "kp.bin")
+    wpromo = _stored(rng.normal(size=(4, pd)), fp16, tmp_path / "wpromo.bin")
+    gather = attention_policy_gather().astype(np.int32)
+    gather.tofile(tmp_path / "gather.bin")
+    _run(emulators[bid], "policy", bsz, parts, pd, ld, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(bsz, POLICY).astype(np.float64)
+
+    terms = kp[:, 56:64, None, :pd] * wpromo[None, None, :, :]  # [B, 8 files, 4 pieces, pd]
+    off = terms.sum(axis=-1)
+    scale = np.abs(terms).sum(axis=-1)
+    v = np.concatenate([lg, np.zeros((bsz, 192))], axis=1)
+    tol = np.zeros((bsz, 4288))
+    p = np.arange(192)
+    i, j, r = p // 24, (p % 24) // 3, p % 3
+    v[:, 4096:] = lg[:, (48 + i) * 64 + 56 + j] + off[:, j, r] + off[:, j, 3]
+    tol[:, 4096:] = scale[:, j, r] + scale[:, j, 3]
+    want, bound = v[:, gather], 1e-5 * (tol[:, gather] + np.abs(v[:, gather]))
+    assert not np.isnan(got).any()
+    assert (np.abs(got - want) <= bound).all(), np.abs(got - want).max()
+    assert (gather >= 4096).sum() > 0  # the promotion entries were checked
+
+
+@pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
+@pytest.mark.parametrize(("bsz", "parts"), [(1, POLICY_PARTS), (3, 1), (2, 5)])
+def test_gather_bias(emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int) -> None:
+    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    stride = 73 * 64 + 16  # rows with padding past the map
+    rng = np.random.default_rng(bsz * 13 + parts)
+    src = _stored(rng.normal(size=(bsz, stride)), fp16, tmp_path / "src.bin")
+    bias = _stored(rng.normal(size=POLICY), fp16, tmp_path / "bias.bin")
+    gather = conv_policy_gather().astype(np.int32)
+    gather.tofile(tmp_path / "gather.bin")
+    _run(emulators[bid], "conv", bsz, parts, stride, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", np.float32).reshape(bsz, POLICY).astype(np.float64)
+    want = src[:, gather] + bias[None, :]
+    assert not np.isnan(got).any()
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-6)
