@@ -48,6 +48,7 @@ POLICY_PARTS = 8
 #: From this many blocks the batch alone fills the device: ``policy_gather`` takes fewer parts,
 #: since each block reads the promotion weights and keys again (18 KB a position for T82).
 POLICY_BLOCKS = 512
+MAX_BLOCKS = 65535  # grid cap of those kernels: each loops over what its blocks do not cover
 
 
 def policy_gather_parts(bsz: int) -> int:
@@ -55,7 +56,6 @@ def policy_gather_parts(bsz: int) -> int:
     ``POLICY_PARTS`` at small batches, fewer as the batch fills ``POLICY_BLOCKS`` blocks (one from
     512 positions)."""
     return max(1, min(POLICY_PARTS, POLICY_BLOCKS // max(1, bsz)))
-MAX_BLOCKS = 65535  # grid cap of those kernels: each loops over what its blocks do not cover
 
 
 def blocks_for(items: int, per_block: int = THREADS) -> int:
