@@ -27,6 +27,7 @@ POLICY, PLANES = 1858, 112
 
 #: (id, fp16, wave size)
 BUILDS = [("fp16-wave32", True, 32), ("fp32-wave32", False, 32), ("fp16-wave64", True, 64)]
+FP16 = {bid: fp16 for bid, fp16, _ in BUILDS}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_the_parts_the_backend_picks() -> None:
 @pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
 @pytest.mark.parametrize(("bsz", "parts"), [(1, EXPAND_PARTS), (3, 1), (2, 3), (2, 64)])
 def test_expand_planes(emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int) -> None:
-    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    fp16 = FP16[bid]
     rng = np.random.default_rng(bsz * 7 + parts)
     masks = rng.integers(0, 2**63, (bsz, PLANES), dtype=np.int64).astype(np.uint64) * np.uint64(2)
     masks[:, ::5] |= np.uint64(1)  # square 0 set on some planes, and bit 63 on others
@@ -84,7 +85,7 @@ def test_policy_gather(
     emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int, pd: int
 ) -> None:
     """``pd`` 40: the dots' 16-byte loads; 42: the scalar loop (rows not in whole vectors)."""
-    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    fp16 = FP16[bid]
     ld = 2 * pd + 8  # the [64, ld] rows of the backend's pol_qk (queries, then keys)
     rng = np.random.default_rng(bsz * 11 + parts)
     lg = _stored(rng.normal(size=(bsz, 4096)), fp16, tmp_path / "lg.bin")
@@ -114,7 +115,7 @@ def test_policy_gather(
 @pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
 @pytest.mark.parametrize(("bsz", "parts"), [(1, POLICY_PARTS), (3, 1), (2, 5)])
 def test_gather_bias(emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: int, parts: int) -> None:
-    fp16 = dict((b, f) for b, f, _ in BUILDS)[bid]
+    fp16 = FP16[bid]
     stride = 73 * 64 + 16  # rows with padding past the map
     rng = np.random.default_rng(bsz * 13 + parts)
     src = _stored(rng.normal(size=(bsz, stride)), fp16, tmp_path / "src.bin")
