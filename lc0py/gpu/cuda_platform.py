@@ -267,6 +267,9 @@ class _Cublas:
 
 
 # ------------------------------------------------------------------------------- platform -------
+#: The driver (``cuDriverGetVersion``) from which captured graphs keep programmatic dependent
+#: launches (``Platform.dependent_launch``)
+DEPENDENT_LAUNCH_DRIVER = 12030
 #: How a thread waiting on the device (``cuEventSynchronize``) waits: the driver's default
 #: (``auto``: spin while there are fewer active contexts than cores) or ``spin`` / ``yield`` /
 #: ``blocking``. A spinning waiter holds a core; on a host whose cores are hyperthreads that can
@@ -349,6 +352,7 @@ class CudaPlatform(VendorPlatform):
         self._arch_option, self.binary_kind = nvrtc_target(self.cc)
         self._cublas: _Cublas | None = None
         self._sm_targets: dict[int | None, int] = {}  # BLAS handle -> its SM count target (0: all)
+        self._launch_config: Any = None  # cuLaunchKernelEx's, made at the first dependent launch
 
     # ---- memory ----------------------------------------------------------------------------
     def _bind_current_thread(self) -> None:
@@ -466,10 +470,45 @@ class CudaPlatform(VendorPlatform):
             attr = self._drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _check(self._drv.cuFuncSetAttribute(self._objs[function], attr, nbytes), "cuFuncSetAttribute")
 
+    def dependent_launch_problem(self) -> str | None:
+        if self.cc < 90:
+            return super().dependent_launch_problem()
+        version = int(_check(self._drv.cuDriverGetVersion(), "cuDriverGetVersion"))
+        if version < DEPENDENT_LAUNCH_DRIVER:
+            # graphs captured from a stream keep programmatic edges from CUDA 12.3
+            have = f"{version // 1000}.{version % 1000 // 10}"
+            return f"programmatic dependent launch in graphs needs CUDA driver 12.3+ (this one: {have})"
+        return None
+
+    def _dependent_config(self, grid: Dim3, block: Dim3, shared_mem: int, stream: int) -> Any:
+        """The ``cuLaunchKernelEx`` configuration with the programmatic-serialization attribute (one
+        object, refilled for each launch)."""
+        drv = self._drv
+        cfg = self._launch_config
+        if cfg is None:
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            cfg = self._launch_config = drv.CUlaunchConfig()
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = shared_mem
+        cfg.hStream = self._stream(stream)
+        return cfg
+
     def launch(
         self, function: int, grid: Dim3, block: Dim3, shared_mem: int, stream: int, args: Sequence[KernelArg]
     ) -> None:
         ptrs = (ctypes.c_void_p * max(len(args), 1))(*[ctypes.addressof(a) for a in args])
+        if self.dependent_launch:
+            cfg = self._dependent_config(grid, block, shared_mem, stream)
+            _check(
+                self._drv.cuLaunchKernelEx(cfg, self._objs[function], ctypes.addressof(ptrs), 0),
+                "cuLaunchKernelEx",
+            )
+            return
         _check(
             self._drv.cuLaunchKernel(
                 self._objs[function],

@@ -328,6 +328,17 @@ class Platform(ABC):
     def event_elapsed_ms(self, start: int, end: int) -> float: ...
 
     # ---- run-time compilation and launches ---------------------------------------------
+    #: Launch kernels with programmatic dependent launch: each may be scheduled while the kernel
+    #: before it in the stream still runs, and waits in ``lc0_grid_dependency_sync()`` (every
+    #: kernel's first statement) for that kernel's results. Set by the network from ``pdl=``, only
+    #: where ``dependent_launch_problem`` finds none. Graphs captured with it keep the overlap.
+    dependent_launch: bool = False
+
+    def dependent_launch_problem(self) -> str | None:
+        """``None`` where ``dependent_launch`` can be on, else why not (one line)."""
+        name = self.info.name
+        return f"{name}: programmatic dependent launch needs an NVIDIA GPU of compute capability 9.0+"
+
     @abstractmethod
     def compiler_version(self) -> str:
         """E.g. ``"nvrtc-13.5"``; part of the kernel cache key."""

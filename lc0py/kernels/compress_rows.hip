@@ -71,6 +71,7 @@ extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
 compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
                         const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta,
                         T* LC0_RESTRICT out, float* part, u32* counter, float eps, int act) {
+    lc0_grid_dependency_sync();
     using namespace cr;
     __shared__ float comp[HC];
     __shared__ float red[WARPS];

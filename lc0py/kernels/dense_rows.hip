@@ -57,6 +57,7 @@ extern "C" __global__ void __launch_bounds__(LC0_DR_WARPS * WARP_SIZE)
 dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* LC0_RESTRICT bias,
                      const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out, float* pre,
                      u32* counter, int rows, float eps, int act) {
+    lc0_grid_dependency_sync();
     using namespace dr;
     __shared__ float red[WARPS];
     __shared__ u32 ticket;

@@ -8,6 +8,7 @@
 // stores coalesce.
 extern "C" __global__ void expand_planes(const u64* LC0_RESTRICT masks, const float* LC0_RESTRICT values,
                                          T* LC0_RESTRICT tokens, int planes) {
+    lc0_grid_dependency_sync();
     // blocks (position, part): part p of gridDim.y expands squares [p * 64 / parts, (p + 1) * ...)
     // (one block a position was 28 dependent rounds a thread: ~5 us at batch 1)
     const int b = blockIdx.x;
@@ -27,6 +28,7 @@ extern "C" __global__ void expand_planes(const u64* LC0_RESTRICT masks, const fl
 extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRICT sq_bias,
                                           const T* LC0_RESTRICT mult, const T* LC0_RESTRICT add,
                                           int rows, int n, int act) {
+    lc0_grid_dependency_sync();
     // 32-bit indices (rows * n < 2^31): 64-bit division/modulo costs ~10x more. 16-byte chunks
     // (n is a multiple of the vector width for every lc0 net: E = 768, 1024, ...).
     const int vec = (n % LC0_VEC == 0) ? LC0_VEC : 1;
@@ -60,6 +62,7 @@ extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRI
 
 // y[r, :] = act(y[r, :] + bias) in place, 16 bytes per thread when n allows; rows * n < 2^31.
 extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, int rows, int n, int act) {
+    lc0_grid_dependency_sync();
     if (n % LC0_VEC == 0) {
         // Two chunks per thread per step, both loaded before either is used: twice the bytes
         // in flight per thread (this pass is pure bandwidth).
@@ -95,6 +98,7 @@ extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bia
 // batch 1024, instead of a separate compress GEMM re-reading the 100 MB layer input).
 extern "C" __global__ void copy_columns(const T* LC0_RESTRICT src, int ld, int col0, T* LC0_RESTRICT dst,
                                         int rows, int n) {
+    lc0_grid_dependency_sync();
     const bool vec = (n % LC0_VEC == 0) && (ld % LC0_VEC == 0) && (col0 % LC0_VEC == 0);
     const unsigned w = vec ? LC0_VEC : 1;
     const unsigned cpr = (unsigned)n / w;

@@ -518,6 +518,7 @@ attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const f16* L
               f16* LC0_RESTRICT o, long long q_b, long long q_h, int q_s, long long k_b, long long k_h,
               int k_s, long long o_b, long long o_h, int o_s, const GT* LC0_RESTRICT g, long long g_b,
               long long g_h, int q_len, int kv_len, int heads, int group, float scale) {
+    lc0_grid_dependency_sync();
     const fa::Args a{q, k, v, o, q_b, q_h, k_b, k_h, o_b, o_h, g_b, g_h, q_s, k_s, o_s,
                      g, nullptr, nullptr, q_len, kv_len, heads, group, scale, 0};
     attention_body(a);
@@ -530,6 +531,7 @@ flash_attention_persistent_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRIC
                                int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
                                const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
                                float scale, int batch) {
+    lc0_grid_dependency_sync();
     const long long ld = ld_qkv, ss = (long long)seq * seq;
     const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
                      heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, batch};
@@ -543,6 +545,7 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                     int ld_qkv, const GT* LC0_RESTRICT g, const f16* LC0_RESTRICT bq,
                     const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
                     float scale) {
+    lc0_grid_dependency_sync();
     const long long ld = ld_qkv, ss = (long long)seq * seq;
     const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
                      heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, 0};
@@ -567,6 +570,7 @@ flash_attention_f32(const float* LC0_RESTRICT q, const float* LC0_RESTRICT k, co
                     int ld_qkv, const GT* LC0_RESTRICT g, const float* LC0_RESTRICT bq,
                     const float* LC0_RESTRICT bv, float* LC0_RESTRICT o, int ld_o, int seq, int heads,
                     float scale) {
+    lc0_grid_dependency_sync();
     using namespace fa32;
     extern __shared__ __align__(16) unsigned char smem[];
     float* qs = reinterpret_cast<float*>(smem);  // [THREADS][PQ], pre-scaled

@@ -60,6 +60,7 @@ LC0_DEVICE float fp8_tensor_amax(const float* LC0_RESTRICT partial) {
 // Launch: LC0_FP8_PARTIALS blocks of LC0_FP8_THREADS.
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
 fp8_amax(const T* LC0_RESTRICT x, unsigned chunks, float* LC0_RESTRICT partial) {
+    lc0_grid_dependency_sync();
     float m = 0.f;
     for (unsigned i = blockIdx.x * LC0_FP8_THREADS + threadIdx.x; i < chunks; i += LC0_FP8_PARTIALS * LC0_FP8_THREADS) {
         float v[LC0_VEC];
@@ -77,6 +78,7 @@ fp8_amax(const T* LC0_RESTRICT x, unsigned chunks, float* LC0_RESTRICT partial) 
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
 fp8_quantize(const T* LC0_RESTRICT x, unsigned chunks, const float* LC0_RESTRICT partial,
              fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT scale) {
+    lc0_grid_dependency_sync();
     const float amax = fp8_tensor_amax(partial);
     const float inv = amax > 0.f ? LC0_FP8_MAX / amax : 1.f;
     if (blockIdx.x == 0 && threadIdx.x == 0) *scale = amax > 0.f ? amax / LC0_FP8_MAX : 1.f;
@@ -102,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
 fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT col_scale,
              const T* LC0_RESTRICT bias, int act, float alpha, float beta, const T* res, T* out,
              float* LC0_RESTRICT partial) {
+    lc0_grid_dependency_sync();
     const unsigned cpr = n / LC0_VEC, chunks = rows * cpr;
     float m = 0.f;
     for (unsigned i = blockIdx.x * LC0_FP8_THREADS + threadIdx.x; i < chunks; i += LC0_FP8_PARTIALS * LC0_FP8_THREADS) {
@@ -142,6 +145,7 @@ fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT co
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
 fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0_RESTRICT q,
                   float* LC0_RESTRICT row_scale) {
+    lc0_grid_dependency_sync();
     const unsigned warps = LC0_FP8_THREADS / WARP_SIZE;
     const unsigned r = blockIdx.x * warps + threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     if (r >= rows) return;  // whole warps leave together
@@ -196,6 +200,7 @@ LC0_DEVICE void fp8_hidden_chunk(const T* dr, const T* bias, unsigned c, int act
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
 fp8_bias_act_rows(const T* LC0_RESTRICT d, unsigned rows, unsigned n, const T* LC0_RESTRICT bias, int act,
                   fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT row_scale) {
+    lc0_grid_dependency_sync();
     const unsigned warps = LC0_FP8_THREADS / WARP_SIZE;
     const unsigned r = blockIdx.x * warps + threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     if (r >= rows) return;  // whole warps leave together

@@ -202,6 +202,7 @@ extern "C" __global__ void __launch_bounds__(LC0_LN_THREADS * LC0_LN_ROWS)
 residual_layernorm(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
                    const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
                    float eps, int act) {
+    lc0_grid_dependency_sync();
     layernorm_rows<false>(y, bias, skip, out, gamma, beta, rows, alpha, eps, act, nullptr, nullptr);
 }
 
@@ -211,6 +212,7 @@ extern "C" __global__ void __launch_bounds__(LC0_LN_THREADS * LC0_LN_ROWS)
 residual_layernorm_fp8(const T* y, const T* LC0_RESTRICT bias, const T* skip, T* out,
                        const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, int rows, float alpha,
                        float eps, int act, fp8_t* LC0_RESTRICT q, float* LC0_RESTRICT row_scale) {
+    lc0_grid_dependency_sync();
     layernorm_rows<true>(y, bias, skip, out, gamma, beta, rows, alpha, eps, act, q, row_scale);
 }
 #endif

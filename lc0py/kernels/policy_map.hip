@@ -22,6 +22,7 @@ LC0_DEVICE int policy_source(int idx) {
 extern "C" __global__ void policy_gather(const T* LC0_RESTRICT lg, const T* LC0_RESTRICT kp, int ld_kp,
                                          const T* LC0_RESTRICT wpromo, int pd, const int* LC0_RESTRICT gather,
                                          int n_out, float* LC0_RESTRICT out) {
+    lc0_grid_dependency_sync();
     __shared__ float off[8][4];
     const int b = blockIdx.x;
     const T* lb = lg + (long long)b * 4096;
@@ -71,6 +72,7 @@ extern "C" __global__ void policy_gather(const T* LC0_RESTRICT lg, const T* LC0_
 // Blocks (position, part) as policy_gather's.
 extern "C" __global__ void gather_bias(const T* LC0_RESTRICT src, int stride, const int* LC0_RESTRICT gather,
                                        const T* LC0_RESTRICT bias, int n_out, float* LC0_RESTRICT out) {
+    lc0_grid_dependency_sync();
     const int b = blockIdx.x;
     const T* sb = src + (long long)b * stride;
     for (int k = blockIdx.y * blockDim.x + threadIdx.x; k < n_out; k += gridDim.y * blockDim.x)

@@ -15,6 +15,8 @@
 //   lc0_fence_device / lc0_atomic_add  device-scope fence / atomic add on a u32 (a grid's last-block hand-off)
 //   lc0_load_global_cg          a float another block wrote (after lc0_fence_device)
 //   lc0_load_volatile_u32       a u32 other blocks are changing (a grid barrier's spin); lc0_spin_pause
+//   lc0_grid_dependency_sync()  every kernel's first statement; NVIDIA's programmatic dependent
+//                               launch has no HIP counterpart, so here it does nothing
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
 //   async_copy16(smem, gmem)    16-byte global->shared copy. AMD has no cp.async equivalent
 //   async_commit()              before gfx950, so this is a plain 16-byte copy through
@@ -109,6 +111,8 @@ LC0_DEVICE float lc0_load_global_cg(const float* p) { return *p; }
 // A counter other blocks are raising (a grid barrier's spin loop): an acquiring atomic load.
 LC0_DEVICE u32 lc0_load_volatile_u32(const u32* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 LC0_DEVICE void lc0_spin_pause() { __builtin_amdgcn_s_sleep(1); }
+// Kernels launch in stream order here (no programmatic dependent launch; prelude_nvrtc.h).
+LC0_DEVICE void lc0_grid_dependency_sync() {}
 LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (v_rcp_f32); 1/inf = 0
 #if __has_builtin(__builtin_amdgcn_rcpf)
     return __builtin_amdgcn_rcpf(x);

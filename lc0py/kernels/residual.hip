@@ -14,6 +14,7 @@
 #include "activations.h"
 
 extern "C" __global__ void im2col3x3(const T* LC0_RESTRICT x, T* LC0_RESTRICT cols, int rows, int c) {
+    lc0_grid_dependency_sync();
     const int vec = (c % LC0_VEC == 0) ? LC0_VEC : 1;
     const unsigned cpt = (unsigned)(c / vec);  // chunks per tap
     const unsigned per_row = 9u * cpt;
@@ -44,6 +45,7 @@ extern "C" __global__ void se_residual(const T* LC0_RESTRICT y, const T* LC0_RES
                                        T* out, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                        const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int c, int se,
                                        int act) {
+    lc0_grid_dependency_sync();
     extern __shared__ float se_smem[];
     const int b = blockIdx.x;
     const size_t base = (size_t)b * 64 * c;
@@ -153,6 +155,7 @@ LC0_DEVICE void store_tile_stats(const float* q, int ty, int tx, T* st, int c) {
 
 // One thread per (position, tile, channel): channels fastest, so reads and writes coalesce.
 extern "C" __global__ void winograd_input(const T* LC0_RESTRICT x, T* LC0_RESTRICT v, int batch, int c) {
+    lc0_grid_dependency_sync();
     const unsigned tiles = (unsigned)batch * 4u;
     const unsigned total = tiles * (unsigned)c;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -176,6 +179,7 @@ extern "C" __global__ void winograd_input(const T* LC0_RESTRICT x, T* LC0_RESTRI
 // y = act(A^T M A + bias) into NHWC rows; bias == nullptr: no bias (the SE kernel adds it).
 extern "C" __global__ void winograd_output(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
                                            T* LC0_RESTRICT y, int batch, int c, int act) {
+    lc0_grid_dependency_sync();
     const unsigned tiles = (unsigned)batch * 4u;
     const unsigned total = tiles * (unsigned)c;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -351,6 +355,7 @@ winograd_output_fused(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias, const
                       T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                       const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c_arg, int se,
                       int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    lc0_grid_dependency_sync();
     LC0_SE_OUTSIDE_ONLY(stats, gates);
     const int c = steps_channels(c_arg);
     extern __shared__ float fused_smem[];
@@ -563,6 +568,7 @@ winograd_output_fused_split(const T* LC0_RESTRICT m, const T* LC0_RESTRICT bias,
                             T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                             const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c_arg, int se,
                             int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    lc0_grid_dependency_sync();
     LC0_SE_OUTSIDE_ONLY(stats, gates);
     const int c = steps_channels(c_arg);
     extern __shared__ float fused_smem[];
@@ -624,6 +630,7 @@ winograd_output_fused_split_staged(const T* LC0_RESTRICT m, const T* LC0_RESTRIC
                                    T* LC0_RESTRICT v, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT b1,
                                    const T* LC0_RESTRICT w2t, const T* LC0_RESTRICT b2, int batch, int c_arg,
                                    int se, int act, T* LC0_RESTRICT stats, const T* LC0_RESTRICT gates) {
+    lc0_grid_dependency_sync();
     LC0_SE_OUTSIDE_ONLY(stats, gates);
     const int c = steps_channels(c_arg);
     extern __shared__ uint4 staged_smem[];  // uint4: 16-byte alignment for the async copies
@@ -677,6 +684,7 @@ static_assert(LC0_SE_GATES_POS % 4 == 0, "se_gates reads a weight's positions as
 extern "C" __global__ void se_gates(const T* LC0_RESTRICT hpre, const T* LC0_RESTRICT b1f, const T* LC0_RESTRICT w2t,
                                     const T* LC0_RESTRICT b2, T* LC0_RESTRICT gates, int batch, int c, int se,
                                     int act) {
+    lc0_grid_dependency_sync();
     constexpr int POS = LC0_SE_GATES_POS, KC = LC0_SE_GATES_KC;
     extern __shared__ float gates_hidden[];
     const int b0 = blockIdx.x * POS;

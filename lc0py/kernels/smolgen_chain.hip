@@ -183,6 +183,7 @@ smolgen_chain(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RE
               const T* LC0_RESTRICT w2, const T* LC0_RESTRICT b2, const T* LC0_RESTRICT g2,
               const T* LC0_RESTRICT be2, T* LC0_RESTRICT out, float* scratch, u32* sync, int rows,
               float eps1, float eps2, int act) {
+    lc0_grid_dependency_sync();
     using namespace sc;
     LC0_SC_SHARED(smem_raw);
     float* stage = reinterpret_cast<float*>(smem_raw);

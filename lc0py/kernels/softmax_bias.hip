@@ -17,6 +17,7 @@
 
 extern "C" __global__ void softmax_bias(T* LC0_RESTRICT s, const T* LC0_RESTRICT g, long long rows, int seq,
                                         float scale) {
+    lc0_grid_dependency_sync();
     const long long row = (long long)blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
     const int lane = threadIdx.x % WARP_SIZE;
     if (row >= rows) return;  // whole warp leaves together
@@ -63,6 +64,7 @@ extern "C" __global__ void softmax_bias(T* LC0_RESTRICT s, const T* LC0_RESTRICT
 extern "C" __global__ void softmax_rows(T* LC0_RESTRICT s, const T* LC0_RESTRICT g, long long g_b,
                                         long long g_h, int heads, int q_len, int kv_len, int causal,
                                         float scale) {
+    lc0_grid_dependency_sync();
     __shared__ float red[32];
     const long long row = blockIdx.x;
     const long long bh = row / q_len;

@@ -41,7 +41,7 @@ from lc0py.backends.gpu.weights_residual import (
     pack_residual_model,
     residual_shape,
 )
-from lc0py.errors import UnsupportedNetError
+from lc0py.errors import BackendOptionError, UnsupportedNetError
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import GpuError, Platform
 from lc0py.weights.network import Network
@@ -50,6 +50,15 @@ from lc0py.weights.residual import ResidualNetwork
 __all__ = ["GpuNetwork", "PendingBatch"]
 
 DEFAULT_OPTIONS = GpuOptions()
+
+
+def dependent_launch(options: GpuOptions, platform: Platform) -> bool:
+    """Whether this network's kernels take programmatic dependent launch (``pdl=``: ``auto`` where
+    the platform has it; ``on`` where it does not is one ``BackendOptionError`` line)."""
+    problem = platform.dependent_launch_problem()
+    if options.pdl and problem:
+        raise BackendOptionError(f"--backend-opts: pdl=on: {problem}")
+    return problem is None and options.pdl is not False
 
 
 class GpuNetwork:
@@ -78,6 +87,7 @@ class GpuNetwork:
         on this platform; tests pass a recording one)."""
         self.p = platform
         platform.bind_thread()  # another device (gpu=N) may have been made current since its creation
+        platform.dependent_launch = dependent_launch(options, platform)
         self.net = network
         self.fp16 = fp16
         self.options = options

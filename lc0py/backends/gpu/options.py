@@ -75,6 +75,9 @@ nothing below the backend reads option text or sets option flags on other object
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
 ``row_halves_min``  ``2``     with ``row_halves``: smaller batches run unsplit
+``pdl``             ``auto``  launch the kernels with programmatic dependent launch (each scheduled while
+                              the one before it still runs; NVIDIA compute capability 9.0+, driver
+                              12.3+); ``auto``: on where the device has it, ``on`` elsewhere is one line
 ``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
                               (``smolgen_branch``, ``row_halves``; 0: none)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
@@ -118,6 +121,7 @@ KNOWN_OPTIONS = (
     "row_halves",
     "row_halves_min",
     "side_sms",
+    "pdl",
     "graphs",
     "graph_buckets",
     "max_batch",
@@ -271,6 +275,8 @@ class GpuOptions:
     row_halves_min: int = 2
     #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
     side_sms: int = 16
+    #: programmatic dependent launch (``Platform.dependent_launch``); ``None``: where the device has it
+    pdl: bool | None = None
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -324,6 +330,7 @@ class GpuOptions:
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),
+            pdl=take("pdl", None, auto_or_bool),
             attn=tuple(sorted(attn.items())),
         )
         options.finish(KNOWN_OPTIONS)
