@@ -90,9 +90,6 @@ OTHER = [
     # smolgen's dense layers + LayerNorm for a few rows (smolgen_rows): T82's two shapes, swish
     ("dense_rows.hip", {**dense_rows_config(256, 2048, 7), "LC0_FP16": 1}),
     ("dense_rows.hip", {**dense_rows_config(6144, 256, 7), "LC0_FP16": 0}),
-    # the small batches' GEMM with its bias + activation epilogue (gemm_rows): both tiles
-    ("gemm_rows.hip", {"LC0_GR_NT": 16}),
-    ("gemm_rows.hip", {"LC0_GR_NT": 32}),
     # smolgen's compress and dense 1 + LayerNorm split by token (smolgen_compress): T82's widths,
     # and a scaled-down one whose rows are not 16-byte multiples (the scalar chunks)
     ("compress_rows.hip", {**compress_rows_config(64, 768, 32, 256, 7), "LC0_FP16": 1}),
@@ -117,14 +114,10 @@ def test_other_kernels_compile(arch: str, source: str, defines: dict[str, int]) 
     assert len(_compile(source, defines, arch)) > 1000
 
 
-#: What a GPU before sm_80 (Volta, Turing) compiles: everything but the flash kernel and
-#: ``gemm_rows`` (no mma.sync.m16n8k16 there; ``mma_kind`` is None, and ``GpuOps.enable_gemm_rows``
-#: leaves it off). cp.async does not exist before sm_80 either, so the prelude's async copies become
-#: plain copies there.
-PRE_SM80 = [
-    case for case in OTHER
-    if case[0] != "gemm_rows.hip" and (case[0] != "layernorm.hip" or case[1]["LC0_LN_N"] == 768)
-]
+#: What a GPU before sm_80 (Volta, Turing) compiles: everything but the flash kernel (no
+#: mma.sync.m16n8k16 there; ``mma_kind`` is None). cp.async does not exist before sm_80 either, so
+#: the prelude's async copies become plain copies there.
+PRE_SM80 = [case for case in OTHER if case[0] != "layernorm.hip" or case[1]["LC0_LN_N"] == 768]
 
 
 @pytest.mark.parametrize(

@@ -96,8 +96,8 @@ class Ffn:
         ops.prepare_layernorm(n, ACT_NONE)
 
     def forward(self, ops: GpuOps, x1: int, hidden: int, out: int, m: int, ln_residual: bool = False) -> None:
-        # expand + activate (one kernel where ops.gemm_rows takes the GEMM)
-        ops.dense_bias_act(x1, m, self.n, self.w.w1, self.hidden, hidden, self.w.b1, self.act)
+        self.expand(ops, x1, hidden, m)
+        self.activate(ops, hidden, m)
         self.contract(ops, hidden, x1, out, m, ln_residual=ln_residual)
         self.normalize(ops, x1, out, m, ln_residual)
 
@@ -411,7 +411,8 @@ class EncoderLayer:
                 lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows,
                                chain=f.smolgen_chain, compress=f.smolgen_compress),
             )
-            ops.dense(buf.x, m, s.E, w.qkv_w, 3 * s.D, buf.qkv, ldo=s.qkv_ld, sms=f.gemm_sms)
+            ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
+                     sms=f.gemm_sms)
             ops.join(SMOLGEN_BRANCH)
             sg.generate(ops, buf, bsz)
         else:
@@ -709,7 +710,6 @@ class GpuModel:
         )
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None = None) -> None:
-        ops.gemm_rows_for(bsz)
         ops.expand_planes(buf.in_masks, buf.in_values, buf.tokens, bsz)
         self.embedding.forward(ops, buf, bsz)
         if tap is not None:

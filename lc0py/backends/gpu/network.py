@@ -149,8 +149,6 @@ class GpuNetwork:
             self.fusions = choose_fusions(options, shape.smolgen, platform.info, platform.can_fork)
             if self.fp8:  # the FP8 layers (fp8.py) run their own pass, none of these fusions
                 self.fusions = Fusions()
-            else:  # the GEMMs of a few positions' rows in one kernel each (ops.gemm_rows)
-                self.ops.enable_gemm_rows(options.gemm_rows_positions)
             self.model = GpuModel(
                 self.ops, self.cache, network, weights, shape, options.flash, options.flash_overrides,
                 self.fusions,

@@ -31,10 +31,8 @@ from lc0py.backends.gpu.weights import (
 )
 from lc0py.gpu.compile_cache import KernelCache
 from lc0py.gpu.platform import Event, KernelArg, Platform
-from lc0py.weights.network import Activation
 
 P, I, F, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_longlong
-ACT_NONE = int(Activation.NONE)
 
 SE_GATES_POSITIONS = 8  # kernels/residual.hip LC0_SE_GATES_POS: positions a se_gates block takes
 SE_GATES_K_CHUNK = 16  # kernels/residual.hip LC0_SE_GATES_KC: weights a se_gates thread loads at once
@@ -160,30 +158,6 @@ def smolgen_chain_blocks(sm_count: int) -> int:
     return max(1, min(32, sm_count // 4))
 
 
-GEMM_ROWS_M = 64  # kernels/gemm_rows.hip: rows a block (four warps of 16)
-GEMM_ROWS_WARPS = 4
-
-
-def gemm_rows_shared_bytes(k: int, nt: int) -> int:
-    """Dynamic shared memory of a ``gemm_rows`` block: ``nt`` rows of W and 64 of x, K padded to 16
-    plus 8 halves a row (kernels/gemm_rows.hip)."""
-    kp = -(-k // 16) * 16
-    return (GEMM_ROWS_M + nt) * (kp + 8) * 2
-
-
-def gemm_rows_tile(n: int, sm_count: int) -> int:
-    """Columns a ``gemm_rows`` block takes: 16 while the columns fit the GPU in one wave of blocks
-    (a block fills a multiprocessor's shared memory), else 32 (T82's QKV, 2304 columns)."""
-    return 16 if -(-n // 16) <= sm_count else 32
-
-
-def gemm_rows_fits(k: int, lda: int, ldo: int, shared_optin: int) -> bool:
-    """Whether ``gemm_rows`` takes a GEMM of inner size ``k``: 16-byte rows (``k``, ``lda``, ``ldo``
-    multiples of 8) and both of its tiles in shared memory at 32 columns."""
-    aligned = k % 8 == 0 and lda % 8 == 0 and ldo % 8 == 0
-    return aligned and gemm_rows_shared_bytes(k, 32) <= shared_optin
-
-
 class GpuOps:
     """Primitive launches in one precision (``fp16``: fp16 storage, fp32 accumulation)."""
 
@@ -212,11 +186,6 @@ class GpuOps:
         self._compress_rows: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._smolgen_chain: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._softmax: int | None = None
-        #: ``gemm_rows`` (``enable_gemm_rows``): the largest batch it takes (0: off), whether the pass
-        #: being enqueued takes it (``gemm_rows_for``), its kernels by tile width
-        self.gemm_rows_positions = 0
-        self._gemm_rows_now = False
-        self._gemm_rows: dict[int, int] = {}
 
     def function(self, source: str, kernel: str, defines: dict[str, int]) -> int:
         """A compiled kernel of this precision (``LC0_FP16`` set), from the on-disk cache."""
@@ -273,70 +242,9 @@ class GpuOps:
     ) -> None:
         self.p.gemm(self.stream, m, n, k, a, lda, b, ldb, c, ldc, dtype=self.dtype, **kw)  # type: ignore[arg-type]
 
-    def dense(
-        self, x: int, rows: int, n_in: int, w: int, n_out: int, out: int, ldo: int = 0, **kw: object
-    ) -> None:
-        """``out[rows, n_out] (=|+=) alpha · x[rows, n_in] · W[n_out, n_in]ᵀ`` (no bias; ``out``'s rows
-        ``ldo`` apart, default ``n_out``); by ``gemm_rows`` where it applies (``beta`` 0, a pass of
-        few positions), else the BLAS GEMM."""
-        ldo = ldo or n_out
-        if self._takes_gemm_rows(rows, n_in, ldo, kw):
-            alpha = kw.get("alpha", 1.0)
-            assert isinstance(alpha, float | int)
-            self.gemm_rows(x, n_in, w, 0, out, ldo, rows, n_out, n_in, float(alpha), ACT_NONE)
-            return
-        self.gemm(rows, n_out, n_in, x, n_in, w, n_in, out, ldo, trans_b=True, **kw)
-
-    def dense_bias_act(
-        self, x: int, rows: int, n_in: int, w: int, n_out: int, out: int, bias: int, act: int
-    ) -> None:
-        """``out = act(x · Wᵀ + bias)``: one ``gemm_rows`` where it applies, else the GEMM and
-        ``bias_act``."""
-        if self._takes_gemm_rows(rows, n_in, n_out, {}):
-            self.gemm_rows(x, n_in, w, bias, out, n_out, rows, n_out, n_in, 1.0, act)
-            return
-        self.dense(x, rows, n_in, w, n_out, out)
-        self.bias_act(out, bias, rows, n_out, act)
-
-    # ---- gemm_rows: the small batches' GEMMs (kernels/gemm_rows.hip) -----------------------------
-    def enable_gemm_rows(self, positions: int) -> None:
-        """Let ``dense`` take ``gemm_rows`` in passes of up to ``positions`` positions (fp16 on a GPU
-        with matrix cores); compiles its two tiles now, so no compile happens in a pass or a capture."""
-        if positions <= 0 or not self.fp16 or self.p.info.mma_kind is None:
-            return
-        for nt in (16, 32):
-            fn = self.function("gemm_rows.hip", "gemm_rows", {"LC0_GR_NT": nt})
-            self.p.set_max_dynamic_shared(fn, self.p.info.shared_mem_per_block_optin)
-            self._gemm_rows[nt] = fn
-        self.gemm_rows_positions = positions
-
-    def gemm_rows_for(self, bsz: int) -> None:
-        """The pass about to be enqueued has ``bsz`` positions: its GEMMs take ``gemm_rows`` if that
-        is within ``enable_gemm_rows``' limit (the forward pass calls this first)."""
-        self._gemm_rows_now = 0 < bsz <= self.gemm_rows_positions
-
-    def _takes_gemm_rows(self, rows: int, k: int, n: int, kw: dict[str, object]) -> bool:
-        """Whether ``dense`` runs as ``gemm_rows``: this pass takes it, no accumulation into the
-        output (``beta``), nothing only the BLAS call does (epilogues, batches), a shape it takes.
-        ``sms`` (a multiprocessor target for BLAS kernels) does not apply to it."""
-        if not self._gemm_rows_now or kw.get("beta", 0.0) != 0.0:
-            return False
-        if set(kw) - {"alpha", "beta", "sms"}:
-            return False
-        return gemm_rows_fits(k, k, n, self.p.info.shared_mem_per_block_optin)
-
-    def gemm_rows(
-        self, x: int, lda: int, w: int, bias: int, out: int, ldo: int, m: int, n: int, k: int, alpha: float,
-        act: int,
-    ) -> None:
-        """``out[m, n] = act(alpha · x[m, k] · W[n, k]ᵀ + bias)`` (``bias`` 0: none) in one kernel."""
-        nt = gemm_rows_tile(n, self.p.info.sm_count)
-        grid = (-(-n // nt), -(-m // GEMM_ROWS_M), 1)
-        threads = GEMM_ROWS_WARPS * self.p.info.warp_size
-        args: list[KernelArg] = [P(x), I(lda), P(w), P(bias), P(out), I(ldo)]
-        args += [I(m), I(n), I(k), F(alpha), I(act)]
-        smem = gemm_rows_shared_bytes(k, nt)
-        self.p.launch(self._gemm_rows[nt], grid, (threads, 1, 1), smem, self.stream, args)
+    def dense(self, x: int, rows: int, n_in: int, w: int, n_out: int, out: int, **kw: object) -> None:
+        """``out[rows, n_out] (=|+=) alpha · x[rows, n_in] · W[n_out, n_in]ᵀ`` (no bias)."""
+        self.gemm(rows, n_out, n_in, x, n_in, w, n_in, out, n_out, trans_b=True, **kw)
 
     def bias_act(self, y: int, bias: int, rows: int, n: int, act: int) -> None:
         """``y = act(y + bias)`` in place, bias broadcast over rows."""

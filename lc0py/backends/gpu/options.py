@@ -71,12 +71,6 @@ nothing below the backend reads option text or sets option flags on other object
                               ``on``: batches up to 4, ``auto``: up to ``smolgen_chain_max``. Off by
                               default: slower than the kernels it replaces (fusions.py's table)
 ``smolgen_chain_max`` ``1``   with ``smolgen_chain=auto``: larger batches take the other paths (1 to 4)
-``gemm_rows``       ``auto``  attention nets, fp16, batches of a few positions: each GEMM as one kernel of
-                              this package (kernels/gemm_rows.hip) instead of cuBLAS's, its weights
-                              loaded before the dependent-launch wait and FFN1's bias and activation
-                              in its epilogue; ``auto``: batches up to ``gemm_rows_max``, ``on``: up to
-                              ``GEMM_ROWS_ON_MAX`` (8)
-``gemm_rows_max``   ``1``     with ``gemm_rows=auto``: larger batches take cuBLAS (1 to 8)
 ``row_halves``      ``off``   attention nets: out-projection, LayerNorms and FFN on two halves of the
                               batch, each half's element-wise kernels on the side stream beside the
                               other half's GEMMs
@@ -124,8 +118,6 @@ KNOWN_OPTIONS = (
     "smolgen_compress_max",
     "smolgen_chain",
     "smolgen_chain_max",
-    "gemm_rows",
-    "gemm_rows_max",
     "row_halves",
     "row_halves_min",
     "side_sms",
@@ -168,9 +160,6 @@ SMOLGEN_COMPRESS_MAX = 8
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
-#: ``gemm_rows=auto`` takes the kernel up to this batch, ``on`` up to ``GEMM_ROWS_ON_MAX`` positions
-GEMM_ROWS_MAX = 1
-GEMM_ROWS_ON_MAX = 8
 
 
 def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
@@ -282,9 +271,6 @@ class GpuOptions:
     smolgen_compress_max: int = SMOLGEN_COMPRESS_MAX
     smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
-    #: ``gemm_rows``: ``None`` (auto) to ``gemm_rows_max`` positions
-    gemm_rows: bool | None = None
-    gemm_rows_max: int = GEMM_ROWS_MAX
     row_halves: bool = False
     row_halves_min: int = 2
     #: multiprocessors a GEMM leaves to side-stream work beside it (``fusions.SIDE_SMS``)
@@ -341,8 +327,6 @@ class GpuOptions:
             ),
             smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
-            gemm_rows=take("gemm_rows", None, auto_or_bool),
-            gemm_rows_max=take("gemm_rows_max", GEMM_ROWS_MAX, lo=1, hi=GEMM_ROWS_ON_MAX),
             row_halves=take("row_halves", False),
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),
@@ -356,13 +340,6 @@ class GpuOptions:
     def from_text(cls, text: str | None, backend: str = "") -> GpuOptions:
         """``GpuOptions.parse`` of a ``key=value,...`` string (scripts, tests)."""
         return cls.parse(BackendOptions.parse(text, backend))
-
-    @property
-    def gemm_rows_positions(self) -> int:
-        """The most positions a batch may have for its GEMMs to run as ``gemm_rows`` (0: never)."""
-        if self.gemm_rows is False:
-            return 0
-        return GEMM_ROWS_ON_MAX if self.gemm_rows else self.gemm_rows_max
 
     @property
     def fp8(self) -> bool:

@@ -65,8 +65,7 @@ class StreamPlatform(CallPlatform):
 
 def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(reads, writes) of one operation as byte ranges of the activation buffers (weights are
-    read-only and left out): exact for GEMMs (``gemm_rows`` too), LayerNorms, bias + activation and
-    column copies;
+    read-only and left out): exact for GEMMs, LayerNorms, bias + activation and column copies;
     ``smolgen_chain`` and ``compress_rows`` read their input and write their output, scratch and
     counters; an other kernel
     reads and writes the whole of every buffer it is handed."""
@@ -110,9 +109,6 @@ def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list
     if fn in {handle for handle, _ in ops._smolgen_chain.values()}:  # x, 9 weights, out, scratch, sync
         written = [f for f in (field(p) for p in ptrs[10:13]) if f]
         return [f for f in (field(ptrs[0]),) if f] + written, written
-    if fn in ops._gemm_rows.values():  # x, lda, w, bias, out, ldo, m, n, k, alpha, act
-        lda, ldo, m, n, k = ints[:5]
-        return rows(ptrs[0], m, lda, k), rows(ptrs[4], m, ldo, n)
     if fn in {handle for handle, _ in ops._compress_rows.values()}:  # x, 5 weights, out, scratch, counters
         written = [f for f in (field(p) for p in ptrs[6:9]) if f]
         return [f for f in (field(ptrs[0]),) if f] + written, written

@@ -52,7 +52,7 @@ H100 = DeviceInfo("nvidia", 0, "H100", "sm_90", 132, 32, 48 * 1024, 227 * 1024, 
 #: every fusion forced off for every batch size: the unfused pass
 OFF = (
     "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_compress=off,"
-    "smolgen_chain=off,gemm_rows=off"
+    "smolgen_chain=off"
 )
 
 
@@ -382,16 +382,16 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
     input is the same module), so the compile tests' recorded module sets (NVRTC and AMD) cover
     them: the same compiles with every fusion off and on. ``smolgen_rows`` (on by default, so the
     recorded sets have it) adds its own modules, ``compress_rows.hip`` for the compress and dense 1
-    (``smolgen_compress``) and ``dense_rows.hip`` for dense 2, ``gemm_rows`` (on by default) its two
-    tile widths, and no other; ``smolgen_chain`` (off by default) adds ``smolgen_chain.hip`` alone."""
+    (``smolgen_compress``) and ``dense_rows.hip`` for dense 2, and no other; ``smolgen_chain`` (off
+    by default) adds ``smolgen_chain.hip`` alone."""
     from lc0py.backends.gpu.network import GpuNetwork
     from tests.kernels.amd_backend_compiles import RecordingPlatform
 
     monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module must reach compile()
     net = random_network("t82", 2, layers=1)
     compiled = []
-    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off,smolgen_compress=off,gemm_rows=off",
-                 "smolgen_rows=off,smolgen_compress=off,gemm_rows=off", "", "smolgen_chain=on"):
+    for text in (OFF, "ln_residual=on,smolgen_branch=on,smolgen_rows=off,smolgen_compress=off",
+                 "smolgen_rows=off,smolgen_compress=off", "", "smolgen_chain=on"):
         plat = RecordingPlatform(*arch)
         GpuNetwork(
             plat, net, fp16=True, options=GpuOptions.from_text(f"graphs=off,max_batch=2,{text}")
@@ -399,10 +399,8 @@ def test_fusions_need_no_other_kernel_modules(arch: tuple[str, int], monkeypatch
         compiled.append(sorted(set(plat.compiles)))
     assert compiled[0] == compiled[1] == compiled[2] and compiled[0]
     added = sorted(set(compiled[3]) - set(compiled[0]))
-    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 4, added
-    assert sorted(source for source, _ in added) == [
-        "compress_rows.hip", "dense_rows.hip", "gemm_rows.hip", "gemm_rows.hip"
-    ]
+    assert set(compiled[0]) <= set(compiled[3]) and len(added) == 2, added
+    assert sorted(source for source, _ in added) == ["compress_rows.hip", "dense_rows.hip"]
     chain = sorted(set(compiled[4]) - set(compiled[3]))
     assert set(compiled[3]) <= set(compiled[4]) and [source for source, _ in chain] == ["smolgen_chain.hip"]
 

@@ -22,11 +22,10 @@ pytestmark = pytest.mark.gpu
 #: every fusion forced off for every batch size: the unfused pass
 OFF = (
     "ln_residual=off,smolgen_branch=off,row_halves=off,smolgen_rows=off,smolgen_compress=off,"
-    "smolgen_chain=off,gemm_rows=off"
+    "smolgen_chain=off"
 )
 SWITCHES = [
-    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 1,
-    # gemm_rows to 1
+    "",  # the defaults: ln_residual to 512 positions, smolgen_branch to 128, smolgen_rows to 1
     "ln_residual=on",
     "smolgen_branch=on",
     "smolgen_rows=on",
@@ -36,8 +35,6 @@ SWITCHES = [
     "smolgen_chain=on,smolgen_branch=on",
     "row_halves=on",
     "ln_residual=on,smolgen_branch=on,row_halves=on,side_sms=8",
-    "gemm_rows=on",  # the GEMMs of batches to 8 positions as gemm_rows (fp16; fp32 keeps cuBLAS)
-    "gemm_rows=on,ln_residual=on,smolgen_branch=on,smolgen_rows=on",
 ]
 NETS = {"t82-2layers": ("t82", dict(layers=2)), "tiny-pe_dense": ("tiny", dict(embedding="pe_dense"))}
 
