@@ -20,6 +20,11 @@
 // The GEMM path rounds the compressed values and the dense output to T; this kernel keeps both in
 // fp32, so the two differ by T's rounding (fp16: ~1e-3 relative), not more.
 //
+// A second entry, compress_rows_prenorm, takes the previous layer's FFN output before its LayerNorm
+// (with that LayerNorm's bias, skip input, gamma and beta) and normalises each token's row itself,
+// so that smolgen's chain can start beside the LayerNorm kernel instead of after it (the
+// smolgen_early fusion, lc0py/backends/gpu/fusions.py).
+//
 // Compile defines: LC0_CR_SEQ (tokens), LC0_CR_E (input width), LC0_CR_HC (compressed values a
 // token), LC0_CR_N (dense outputs), LC0_CR_ROWS (most rows a launch takes), LC0_CR_WARPS (warps a
 // block), LC0_CR_ACT (optional: the activation, fixed). Grid: rows * SEQ blocks of
@@ -67,11 +72,17 @@ static_assert(SEQ % SUM_BATCH == 0, "the last block adds the shares in groups of
 static_assert(LC0_CR_ROWS >= 1, "at least one row");
 }  // namespace cr
 
-extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
-compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
-                        const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta,
-                        T* LC0_RESTRICT out, float* part, u32* counter, float eps, int act) {
-    lc0_grid_dependency_sync();
+// The kernel body. PRENORM (compress_rows_prenorm): x is not the layer input but the previous
+// layer's FFN output before its LayerNorm; each warp forms its token's row of
+// LN(x + pre_bias + skip) * pre_gamma + pre_beta itself (fp32, two-pass, rounded to T as the
+// LayerNorm kernel stores it), so smolgen need not wait for that kernel (the smolgen_early fusion).
+template <bool PRENORM>
+LC0_DEVICE void compress_rows_body(const T* LC0_RESTRICT x, const T* LC0_RESTRICT skip,
+                                   const T* LC0_RESTRICT pre_bias, const T* LC0_RESTRICT pre_gamma,
+                                   const T* LC0_RESTRICT pre_beta, float pre_eps, const T* LC0_RESTRICT wc,
+                                   const T* LC0_RESTRICT w1, const T* LC0_RESTRICT bias,
+                                   const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out,
+                                   float* part, u32* counter, float eps, int act) {
     using namespace cr;
     __shared__ float comp[HC];
     __shared__ float red[WARPS];
@@ -113,11 +124,63 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
         be1[i] = j < N ? to_f32(beta[j]) : 0.f;
     }
     uint4 xr[EPER];
-    const T* xt = x + ((long long)r * SEQ + t) * E;
+    const long long row0 = ((long long)r * SEQ + t) * E;
 #pragma unroll
     for (int k = 0; k < EPER; ++k) {
         const int idx = (lane + k * WARP_SIZE) * EV;
-        xr[k] = idx < E ? raw_chunk<EV>(xt + idx) : make_uint4(0, 0, 0, 0);
+        xr[k] = idx < E ? raw_chunk<EV>(x + row0 + idx) : make_uint4(0, 0, 0, 0);
+    }
+    if (PRENORM) {
+        // The token's row of the LayerNorm the main stream computes beside this kernel: every
+        // lane holds EPER chunks of it, so each warp normalises the whole row on its own.
+        uint4 rs[EPER], rb[EPER], rg[EPER], re[EPER];
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) {
+            const int idx = (lane + k * WARP_SIZE) * EV;
+            const uint4 zero = make_uint4(0, 0, 0, 0);
+            rs[k] = idx < E ? raw_chunk<EV>(skip + row0 + idx) : zero;
+            rb[k] = (idx < E && pre_bias != nullptr) ? raw_chunk<EV>(pre_bias + idx) : zero;
+            rg[k] = idx < E ? raw_chunk<EV>(pre_gamma + idx) : zero;
+            re[k] = idx < E ? raw_chunk<EV>(pre_beta + idx) : zero;
+        }
+        float v[EPER][EV];
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) {
+            const int idx = (lane + k * WARP_SIZE) * EV;
+            const T* ye = reinterpret_cast<const T*>(&xr[k]);
+            const T* be = reinterpret_cast<const T*>(&rb[k]);
+            const T* se = reinterpret_cast<const T*>(&rs[k]);
+#pragma unroll
+            for (int i = 0; i < EV; ++i) {
+                // the LayerNorm kernel's order: (y + bias) + skip
+                const float val = idx < E ? (to_f32(ye[i]) + to_f32(be[i])) + to_f32(se[i]) : 0.f;
+                v[k][i] = val;
+                sum += val;
+            }
+        }
+        const float mean = warp_sum(sum) / E;
+        float var = 0.f;
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) {
+            const int idx = (lane + k * WARP_SIZE) * EV;
+#pragma unroll
+            for (int i = 0; i < EV; ++i) {
+                const float d = idx < E ? v[k][i] - mean : 0.f;
+                var += d * d;
+            }
+        }
+        const float rstd = rsqrtf(warp_sum(var) / E + pre_eps);
+#pragma unroll
+        for (int k = 0; k < EPER; ++k) {
+            const T* ge = reinterpret_cast<const T*>(&rg[k]);
+            const T* bb = reinterpret_cast<const T*>(&re[k]);
+            uint4 u = make_uint4(0, 0, 0, 0);
+            T* ue = reinterpret_cast<T*>(&u);
+#pragma unroll
+            for (int i = 0; i < EV; ++i) store_f32(&ue[i], (v[k][i] - mean) * rstd * to_f32(ge[i]) + to_f32(bb[i]));
+            xr[k] = u;  // zero past the row's end: gamma and beta are zero there
+        }
     }
 
     // 1. The token's compressed values (fp32, shared memory).
@@ -190,4 +253,27 @@ compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const
         if (j < N) store_f32(out + (long long)r * N + j, (v[i] - mean) * rstd * g1[i] + be1[i]);
     }
     if (threadIdx.x == 0) counter[r] = 0u;  // ready for the next launch
+}
+
+extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
+compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
+                        const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta,
+                        T* LC0_RESTRICT out, float* part, u32* counter, float eps, int act) {
+    lc0_grid_dependency_sync();
+    compress_rows_body<false>(x, nullptr, nullptr, nullptr, nullptr, 0.f, wc, w1, bias, gamma, beta, out, part,
+                              counter, eps, act);
+}
+
+// The same from the previous layer's FFN output y before its LayerNorm:
+//   x[r, t, :] = LN(y[r, t, :] + pre_bias + skip[r, t, :]) * pre_gamma + pre_beta   (eps pre_eps)
+// computed per token inside the kernel (pre_bias may be nullptr).
+extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
+compress_rows_prenorm(const T* LC0_RESTRICT y, const T* LC0_RESTRICT skip, const T* LC0_RESTRICT pre_bias,
+                      const T* LC0_RESTRICT pre_gamma, const T* LC0_RESTRICT pre_beta, float pre_eps,
+                      const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT bias,
+                      const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out, float* part,
+                      u32* counter, float eps, int act) {
+    lc0_grid_dependency_sync();
+    compress_rows_body<true>(y, skip, pre_bias, pre_gamma, pre_beta, pre_eps, wc, w1, bias, gamma, beta, out, part,
+                             counter, eps, act);
 }

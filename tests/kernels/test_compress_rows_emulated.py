@@ -92,3 +92,51 @@ def test_compress_rows_layernorm_on_emulator(
     args = [str(emulators[build]), str(rows), str(act), repr(eps), str(int(has_bias)), "2", str(tmp_path)]
     run_and_check(args, tmp_path, dtype, want, f"{build}, {rows} rows", fp16)
     assert not np.fromfile(tmp_path / "counter.bin", np.uint32).any()  # ready for the next launch
+
+
+#: (build, rows, run-time activation): ``compress_rows_prenorm``
+PRENORM_CASES = [
+    ("t82-like-fp16-swish", 1, ACT_SWISH),
+    ("t82-like-fp16-swish", 3, ACT_SWISH),
+    ("wide-fp32", 2, ACT_MISH),
+    ("fp16-wave64", 2, ACT_NONE),
+    ("odd-fp16", 3, ACT_SWISH),  # E not a vector multiple: the LayerNorm over scalar chunks
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "rows", "act"), PRENORM_CASES, ids=[f"{c[0]}-r{c[1]}" for c in PRENORM_CASES]
+)
+def test_compress_rows_prenorm_normalises_each_token_first(
+    emulators: dict[str, Path], tmp_path: Path, build: str, rows: int, act: int
+) -> None:
+    """``compress_rows_prenorm`` (the ``smolgen_early`` fusion): the input is the previous layer's
+    FFN output ``y`` before its LayerNorm; the kernel forms ``LN(y + b + skip)·g + be`` per token
+    itself, then compresses as ``compress_rows_layernorm`` does. The rows are given a mean far
+    from zero and a spread unlike the LayerNorm's output, so a kernel that skipped or misapplied
+    the LayerNorm fails."""
+    _, seq, e, hc, n, fp16, _, _ = next(b for b in BUILDS if b[0] == build)
+    dtype = np.float16 if fp16 else np.float32
+    rng = np.random.default_rng()  # fresh inputs every run
+    arrays = {
+        "x": 3.0 * rng.standard_normal((rows, seq, e)) + 1.5,
+        "skip": rng.standard_normal((rows, seq, e)) - 0.7,
+        "pre_bias": 0.3 * rng.standard_normal(e),
+        "pre_gamma": 1.0 + 0.3 * rng.standard_normal(e),
+        "pre_beta": 0.2 * rng.standard_normal(e),
+        "wc": rng.standard_normal((hc, e)) / np.sqrt(e),
+        "w1": rng.standard_normal((n, seq * hc)) / np.sqrt(seq * hc),
+        "gamma": 1.0 + 0.2 * rng.standard_normal(n),
+        "beta": 0.1 * rng.standard_normal(n),
+        "bias": 0.5 * rng.standard_normal(n),
+    }
+    f = write_inputs(tmp_path, arrays, dtype)
+    eps, pre_eps = 1e-3, 1e-6
+    z = (f["x"] + f["pre_bias"] + f["skip"]).reshape(rows * seq, e)
+    x = layernorm_rows(z, f["pre_gamma"], f["pre_beta"], pre_eps).reshape(rows, seq, e)
+    x = x.astype(dtype).astype(np.float64)  # the LayerNorm kernel stores x as T; so does this one
+    compressed = (x @ f["wc"].T).reshape(rows, seq * hc)
+    want = layernorm_rows(activation(act, compressed @ f["w1"].T + f["bias"]), f["gamma"], f["beta"], eps)
+    args = [str(emulators[build]), str(rows), str(act), repr(eps), "1", "2", str(tmp_path), repr(pre_eps)]
+    run_and_check(args, tmp_path, dtype, want, f"prenorm {build}, {rows} rows", fp16)
+    assert not np.fromfile(tmp_path / "counter.bin", np.uint32).any()

@@ -30,6 +30,14 @@ takes it only for the batch sizes where it measured faster:
   adds the shares and normalises). Dense 2 then runs as ``dense_rows`` where ``smolgen_rows``
   applies, else as its GEMM and LayerNorm. Faster up to 8 positions (below); every block reads
   all the compress weights, so from 16 on the L2 traffic makes it slower.
+* ``smolgen_early``: where ``smolgen_compress``, ``smolgen_branch`` and ``ln_residual`` all apply, the
+  side stream's chain of layer i + 1 forks as soon as layer i's FFN2 GEMM has written its output
+  (into ``buf.attn``, free until layer i + 1's attention), and ``compress_rows_prenorm`` forms
+  layer i's closing LayerNorm per token itself. The LayerNorm kernel, which writes the next
+  layer's input for its QKV GEMM, then runs on the main stream beside the chain instead of before
+  it: at one position the chain (~15 us a layer) is the critical path, the LayerNorm ~2.2 us of
+  it. The first layer's chain starts after the embedding as before; the net's d_model must be at
+  least its embedding width (``buf.attn`` holds the FFN output).
 * ``smolgen_chain`` (off unless asked for): at a batch of a few positions the whole of smolgen's
   per-position network (compress, dense 1 + LN, dense 2 + LN: three latency-bound kernels, ~16 us
   a layer at one position on an H200) runs as one kernel whose steps are separated by grid
@@ -116,6 +124,8 @@ class Fusions:
     #: the compress and dense 1 + LN as one kernel (``compress_rows``); dense 2 then by
     #: ``dense_rows`` where ``smolgen_rows`` applies, else its GEMM and LayerNorm
     smolgen_compress: bool = False
+    #: smolgen's chain forked from the previous layer's FFN2 output (``compress_rows_prenorm``)
+    smolgen_early: bool = False
     smolgen_chain: bool = False
     #: the largest batch ``ln_residual`` / ``smolgen_branch`` / ``smolgen_rows`` / ``smolgen_chain``
     #: take (None: every batch its kernel takes)
@@ -141,12 +151,14 @@ class Fusions:
         rows = not chain and self.smolgen_rows and bsz <= _most(self.smolgen_rows_max, DENSE_ROWS_MAX)
         compress_max = _most(self.smolgen_compress_max, COMPRESS_ROWS_MAX)
         compress = not chain and self.smolgen_compress and bsz <= compress_max
+        early = self.smolgen_early and compress and branch and ln and not halves
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,
             row_halves=halves,
             smolgen_rows=rows,
             smolgen_compress=compress,
+            smolgen_early=early,
             smolgen_chain=chain,
             gemm_sms=self.gemm_sms if branch or halves else 0,
         )
@@ -164,8 +176,8 @@ class Fusions:
 
     def describe(self) -> str:
         """One line for ``-v`` logs and the device scripts."""
-        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "smolgen_compress", "smolgen_chain",
-                 "row_halves")
+        names = ("ln_residual", "smolgen_branch", "smolgen_rows", "smolgen_compress", "smolgen_early",
+                 "smolgen_chain", "row_halves")
         on = [name for name in names if getattr(self, name)]
         text = ", ".join(on) if on else "none"
         if self.ln_residual and self.ln_residual_max is not None:
@@ -218,6 +230,7 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         smolgen_rows_max=rows_max,
         smolgen_compress=compress,
         smolgen_compress_max=compress_max,
+        smolgen_early=compress and options.smolgen_early,
         smolgen_chain=chain,
         smolgen_chain_max=chain_max,
         row_halves_min=options.row_halves_min,

@@ -120,6 +120,12 @@ class Ffn:
         else:
             ops.dense(hidden, m, self.hidden, self.w.w2, self.n, x1, alpha=self.alpha, beta=1.0, sms=sms)
 
+    def normalize_into(self, ops: GpuOps, y: int, x1: int, out: int, m: int) -> None:
+        """``out = LN(y + alpha·b2 + x1)``: ``normalize`` with ``ln_residual`` from an FFN output
+        ``y`` that is not overwritten (``smolgen_early`` reads it beside this kernel)."""
+        w = self.w
+        ops.layernorm(self.n, y, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE, skip=x1)
+
     def normalize(self, ops: GpuOps, x1: int, out: int, m: int, ln_residual: bool = False) -> None:
         """``out = LN(x1 + alpha·b2)`` (``ln_residual``: ``LN(out + alpha·b2 + x1)``, in place)."""
         w = self.w
@@ -145,9 +151,11 @@ class Smolgen:
         chain: bool = False,
         compress: bool = False,
         dense1_rows: bool | None = None,
+        early: bool = False,
     ) -> None:
         """``rows`` / ``chain`` / ``compress``: some batches take the ``smolgen_rows`` /
-        ``smolgen_chain`` / ``smolgen_compress`` fusion (their kernels are compiled now);
+        ``smolgen_chain`` / ``smolgen_compress`` fusion (their kernels are compiled now; ``early``:
+        ``compress`` with ``smolgen_early``, so the ``compress_rows_prenorm`` entry too);
         ``dense1_rows``: some take ``smolgen_rows`` without ``smolgen_compress`` (``Fusions.dense1_rows``;
         None: ``rows and not compress``)."""
         self.w, self.global_w, self.s, self.act, self.eps = w, global_w, s, act, eps
@@ -155,7 +163,7 @@ class Smolgen:
         ops.prepare_layernorm(s.H * s.gs, act)
         self.compress_shape = (SEQ, s.E, s.hc, s.hs)
         if compress:
-            ops.prepare_compress_rows(*self.compress_shape, act)
+            ops.prepare_compress_rows(*self.compress_shape, act, prenorm=early)
         if rows and (dense1_rows if dense1_rows is not None else not compress):
             ops.prepare_dense_rows(s.hs, SEQ * s.hc, act)
         if rows:
@@ -193,15 +201,9 @@ class Smolgen:
             fusion = "smolgen_chain" if chain else "smolgen_compress"
             raise ValueError(f"{fusion} reads the layer input and the compress rows")
         if compress and not chain:
-            e1, e2 = self.eps
             ops.compress_rows_layernorm(x, bsz, self.compress_shape, compress_w, w.d1_w, w.d1_b, w.ln1_g,
-                                        w.ln1_b, buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
-            if rows:
-                ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
-                                         buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
-            else:
-                ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
-                ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, e2, self.act)
+                                        w.ln1_b, buf.sg_s1, self.eps[0], self.act, buf.sg_pre, buf.sg_count)
+            self._dense2(ops, buf, bsz, rows)
             return
         if chain:
             ops.smolgen_chain(
@@ -224,6 +226,31 @@ class Smolgen:
         ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
         ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
         ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+
+    def mlp_early(
+        self, ops: GpuOps, buf: Buffers, bsz: int, y: int, skip: int, pre: tuple[int, int, int, float],
+        compress_w: int, rows: bool,
+    ) -> None:
+        """``mlp`` with ``compress`` (``smolgen_early``) from the previous layer's FFN output ``y``
+        before its closing LayerNorm ``LN(y + pre_bias + skip)`` (``pre``: bias, gamma, beta,
+        eps), which the compress kernel forms per token itself."""
+        w = self.w
+        ops.compress_rows_prenorm(y, skip, pre, bsz, self.compress_shape, compress_w, w.d1_w, w.d1_b,
+                                  w.ln1_g, w.ln1_b, buf.sg_s1, self.eps[0], self.act, buf.sg_pre,
+                                  buf.sg_count)
+        self._dense2(ops, buf, bsz, rows)
+
+    def _dense2(self, ops: GpuOps, buf: Buffers, bsz: int, rows: bool) -> None:
+        """``buf.sg_s2`` = dense 2 + act/LN of ``buf.sg_s1``: ``dense_rows`` (``rows``) or its GEMM
+        and LayerNorm."""
+        s, w = self.s, self.w
+        e2 = self.eps[1]
+        if rows:
+            ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
+                                     buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
+        else:
+            ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
+            ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, e2, self.act)
 
     def generate(self, ops: GpuOps, buf: Buffers, bsz: int) -> None:
         """``buf.sg_g [B·H, 64·64]`` = ``sg_s2 [B·H, gs]`` times the shared generator weight."""
@@ -395,7 +422,18 @@ class EncoderLayer:
     ) -> None:
         self.w, self.s, self.attention, self.smolgen, self.ffn = w, s, attention, smolgen, ffn
         self.alpha, self.eps, self.index, self.fusions = alpha, eps, index, fusions
+        #: the neighbouring layers (``GpuModel`` links them): ``smolgen_early`` forks the next
+        #: layer's smolgen chain from this layer's FFN output
+        self.prev: EncoderLayer | None = None
+        self.next: EncoderLayer | None = None
         ops.prepare_layernorm(s.E, ACT_NONE)
+
+    def forks_next(self, f: Fusions) -> bool:
+        """Whether a pass with paths ``f`` (``Fusions.at``) forks the next layer's smolgen chain
+        from this layer's FFN output (``smolgen_early``; ``buf.attn`` holds that output, so the
+        net's d_model must be at least its embedding width)."""
+        nxt = self.next
+        return f.smolgen_early and nxt is not None and nxt.smolgen is not None and self.s.D >= self.s.E
 
     def forward(self, ops: GpuOps, buf: Buffers, bsz: int, flash: bool, tap: Tap | None) -> None:
         s, w = self.s, self.w
@@ -404,13 +442,15 @@ class EncoderLayer:
         f = self.fusions.at(bsz)  # this batch size's paths (a graph bucket captures its own)
         if sg is not None and f.smolgen_branch:
             # smolgen's small steps on the side stream beside Q|K|V (N = 3D into the qkv_ld-strided
-            # buffer; the compress rows follow them in qkv_w and get their own GEMM there)
+            # buffer; the compress rows follow them in qkv_w and get their own GEMM there); with
+            # smolgen_early the previous layer has forked them already
             compress_w = ops.off(w.qkv_w, 3 * s.D * s.E)
-            ops.branch(
-                SMOLGEN_BRANCH,
-                lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows,
-                               chain=f.smolgen_chain, compress=f.smolgen_compress),
-            )
+            if self.prev is None or not self.prev.forks_next(f):
+                ops.branch(
+                    SMOLGEN_BRANCH,
+                    lambda: sg.mlp(ops, buf, bsz, x=buf.x, compress_w=compress_w, rows=f.smolgen_rows,
+                                   chain=f.smolgen_chain, compress=f.smolgen_compress),
+                )
             ops.gemm(m, 3 * s.D, s.E, buf.x, s.E, w.qkv_w, s.E, buf.qkv, s.qkv_ld, trans_b=True,
                      sms=f.gemm_sms)
             ops.join(SMOLGEN_BRANCH)
@@ -428,7 +468,32 @@ class EncoderLayer:
             return
         self._project(ops, buf.attn, buf.x, buf.x1, m, f.ln_residual)
         self._normalize(ops, buf.x, buf.x1, m, f.ln_residual)
-        self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m, f.ln_residual)
+        if self.forks_next(f):
+            self._ffn_forking_next(ops, buf, bsz, f)
+        else:
+            self.ffn.forward(ops, buf.x1, buf.ffn, buf.x, m, f.ln_residual)
+
+    def _ffn_forking_next(self, ops: GpuOps, buf: Buffers, bsz: int, f: Fusions) -> None:
+        """The FFN with ``smolgen_early``: FFN2 writes ``y`` into ``buf.attn`` (free until the next
+        layer's attention, which runs after the fork's join); the next layer's smolgen chain forks
+        there, forming ``LN(y + alpha·b2 + x1)`` per token itself, while the LayerNorm kernel writes
+        the same rows into ``buf.x`` for the next layer's QKV GEMM."""
+        ffn, nxt = self.ffn, self.next
+        assert nxt is not None and nxt.smolgen is not None
+        m = bsz * SEQ
+        y = buf.attn
+        ffn.expand(ops, buf.x1, buf.ffn, m)
+        ffn.activate(ops, buf.ffn, m)
+        ffn.contract(ops, buf.ffn, buf.x1, y, m, ln_residual=True)
+        sg, fw = nxt.smolgen, ffn.w
+        compress_w = ops.off(nxt.w.qkv_w, 3 * self.s.D * self.s.E)
+        pre = (fw.b2_alpha, fw.ln_g, fw.ln_b, ffn.eps)
+        ops.branch(
+            SMOLGEN_BRANCH,
+            lambda: sg.mlp_early(ops, buf, bsz, y=y, skip=buf.x1, pre=pre, compress_w=compress_w,
+                                 rows=f.smolgen_rows),
+        )
+        ffn.normalize_into(ops, y, buf.x1, buf.x, m)
 
     def _project(
         self, ops: GpuOps, attn: int, x: int, x1: int, m: int, ln_residual: bool, sms: int = 0
@@ -698,11 +763,13 @@ class GpuModel:
                 eps = (sg.ln1.eps, sg.ln2.eps)
                 smolgen = Smolgen(ops, lw.smolgen, w.smolgen_w, s, sg_act, eps, rows=fusions.smolgen_rows,
                                   chain=fusions.smolgen_chain, compress=fusions.smolgen_compress,
-                                  dense1_rows=fusions.dense1_rows)
+                                  dense1_rows=fusions.dense1_rows, early=fusions.smolgen_early and i > 0)
             ffn = Ffn(ops, lw.ffn, s.E, s.Fd, ffn_act, alpha, layer.ln2.eps)
             self.encoders.append(
                 EncoderLayer(ops, lw, s, self.attention, smolgen, ffn, alpha, layer.ln1.eps, i, fusions)
             )
+        for before, after in zip(self.encoders, self.encoders[1:], strict=False):
+            before.next, after.prev = after, before
         self.policy = AttentionPolicyHead(w.policy, s, act)
         self.value = ValueHead(w.value, s.E, s.Vc, s.Vh, s.v_out, act)
         self.moves_left = (

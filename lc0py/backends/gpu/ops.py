@@ -184,6 +184,8 @@ class GpuOps:
         self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
         self._dense_rows: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
         self._compress_rows: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
+        #: the same modules' ``compress_rows_prenorm`` entries (``smolgen_early``)
+        self._compress_prenorm: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._smolgen_chain: dict[tuple[int, int, int, int, int], tuple[int, dict[str, int]]] = {}
         self._softmax: int | None = None
 
@@ -320,14 +322,21 @@ class GpuOps:
         args += [I(rows), F(eps), I(act)]
         self.p.launch(fn, (dense_rows_grid(cfg), 1, 1), (threads, 1, 1), 0, self.stream, args)
 
-    def prepare_compress_rows(self, seq: int, e: int, hc: int, n: int, act: int) -> None:
+    def prepare_compress_rows(
+        self, seq: int, e: int, hc: int, n: int, act: int, prenorm: bool = False
+    ) -> None:
         """Compile ``compress_rows_layernorm`` for these widths and activation ``act`` (at build
-        time, as ``prepare_layernorm``)."""
+        time, as ``prepare_layernorm``); ``prenorm``: also look up its ``compress_rows_prenorm``
+        entry (the same module)."""
         key = (seq, e, hc, n, act)
         if key not in self._compress_rows:
             cfg = compress_rows_config(seq, e, hc, n, act)
             fn = self.function("compress_rows.hip", "compress_rows_layernorm", cfg)
             self._compress_rows[key] = (fn, cfg)
+        if prenorm and key not in self._compress_prenorm:
+            cfg = self._compress_rows[key][1]
+            fn = self.function("compress_rows.hip", "compress_rows_prenorm", cfg)
+            self._compress_prenorm[key] = (fn, cfg)
 
     def compress_rows_layernorm(
         self,
@@ -358,6 +367,38 @@ class GpuOps:
         args: list[KernelArg] = [P(x), P(compress_w), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch)]
         args += [P(counters), F(eps), I(act)]
         self.p.launch(fn, (rows * seq, 1, 1), (threads, 1, 1), 0, self.stream, args)
+
+    def compress_rows_prenorm(
+        self,
+        y: int,
+        skip: int,
+        pre: tuple[int, int, int, float],
+        rows: int,
+        shape: tuple[int, int, int, int],
+        compress_w: int,
+        w: int,
+        bias: int,
+        gamma: int,
+        beta: int,
+        out: int,
+        eps: float,
+        act: int,
+        scratch: int,
+        counters: int,
+    ) -> None:
+        """``compress_rows_layernorm`` of ``x = LN(y + pre_bias + skip) · pre_gamma + pre_beta``,
+        that LayerNorm formed per token inside the kernel (``pre``: its bias, gamma, beta and eps;
+        ``y``, ``skip``: ``[rows, seq, e]``), so it need not wait for the LayerNorm kernel that
+        writes ``x`` (kernels/compress_rows.hip, ``smolgen_early``)."""
+        if not 1 <= rows <= COMPRESS_ROWS_MAX:
+            raise ValueError(f"compress_rows_prenorm takes 1..{COMPRESS_ROWS_MAX} rows, not {rows}")
+        pre_bias, pre_gamma, pre_beta, pre_eps = pre
+        fn, cfg = self._compress_prenorm[shape + (act,)]
+        threads = cfg["LC0_CR_WARPS"] * self.p.info.warp_size
+        args: list[KernelArg] = [P(y), P(skip), P(pre_bias), P(pre_gamma), P(pre_beta), F(pre_eps)]
+        args += [P(compress_w), P(w), P(bias), P(gamma), P(beta), P(out), P(scratch), P(counters)]
+        args += [F(eps), I(act)]
+        self.p.launch(fn, (rows * shape[0], 1, 1), (threads, 1, 1), 0, self.stream, args)
 
     def prepare_smolgen_chain(self, seq: int, e: int, hc: int, hs: int, n2: int) -> None:
         """Compile ``smolgen_chain`` for these widths (at build time, as ``prepare_layernorm``)."""

@@ -65,6 +65,11 @@ nothing below the backend reads option text or sets option flags on other object
                               layer's GEMM and LayerNorm (or ``dense_rows``); ``auto``: batches up to
                               ``smolgen_compress_max``, ``on``: up to 64 (the kernel's most)
 ``smolgen_compress_max`` ``8`` with ``smolgen_compress=auto``: larger batches take the other paths (1 to 64)
+``smolgen_early``   ``on``    attention nets with smolgen, where ``smolgen_compress``, ``smolgen_branch``
+                              and ``ln_residual`` all apply: each layer's smolgen chain forks from
+                              the previous layer's FFN2 output, its compress kernel forming that
+                              layer's closing LayerNorm per token itself (``compress_rows_prenorm``),
+                              so the chain runs beside the LayerNorm kernel instead of after it
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -116,6 +121,7 @@ KNOWN_OPTIONS = (
     "smolgen_rows_max",
     "smolgen_compress",
     "smolgen_compress_max",
+    "smolgen_early",
     "smolgen_chain",
     "smolgen_chain_max",
     "row_halves",
@@ -269,6 +275,8 @@ class GpuOptions:
     smolgen_rows_max: int = SMOLGEN_ROWS_MAX
     smolgen_compress: bool | None = None
     smolgen_compress_max: int = SMOLGEN_COMPRESS_MAX
+    #: smolgen's chain forked before the previous layer's closing LayerNorm (``Fusions.smolgen_early``)
+    smolgen_early: bool = True
     smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
     row_halves: bool = False
@@ -325,6 +333,7 @@ class GpuOptions:
             smolgen_compress_max=take(
                 "smolgen_compress_max", SMOLGEN_COMPRESS_MAX, lo=1, hi=COMPRESS_ROWS_MAX
             ),
+            smolgen_early=take("smolgen_early", True),
             smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
             row_halves=take("row_halves", False),

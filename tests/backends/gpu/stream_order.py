@@ -67,7 +67,7 @@ def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list
     """(reads, writes) of one operation as byte ranges of the activation buffers (weights are
     read-only and left out): exact for GEMMs, LayerNorms, bias + activation and column copies;
     ``smolgen_chain`` and ``compress_rows`` read their input and write their output, scratch and
-    counters; an other kernel
+    counters (``compress_rows_prenorm``: its two inputs, the FFN output and the skip); an other kernel
     reads and writes the whole of every buffer it is handed."""
     ops, elem = gpu.ops, gpu.ops.elem
     buf = gpu.runner.buf
@@ -112,6 +112,9 @@ def accesses(gpu: Any, kind: str, rec: Any) -> tuple[list[tuple[int, int]], list
     if fn in {handle for handle, _ in ops._compress_rows.values()}:  # x, 5 weights, out, scratch, counters
         written = [f for f in (field(p) for p in ptrs[6:9]) if f]
         return [f for f in (field(ptrs[0]),) if f] + written, written
+    if fn in {handle for handle, _ in ops._compress_prenorm.values()}:  # y, skip, 3 + 5 weights, out, ...
+        written = [f for f in (field(p) for p in ptrs[11:14]) if f]
+        return [f for f in (field(p) for p in ptrs[:2]) if f] + written, written
     whole = [f for f in (field(p) for p in ptrs if p) if f]
     return whole, whole
 

@@ -70,6 +70,7 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
     assert (d.smolgen_compress, d.smolgen_compress_max) == (None, SMOLGEN_COMPRESS_MAX)
     assert GpuOptions.from_text("smolgen_compress=off").smolgen_compress is False
     assert GpuOptions.from_text("smolgen_compress_max=64").smolgen_compress_max == COMPRESS_ROWS_MAX
+    assert d.smolgen_early is True and GpuOptions.from_text("smolgen_early=off").smolgen_early is False
 
 
 @pytest.mark.parametrize(
@@ -82,6 +83,7 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
         ("smolgen_branch_max=-3", "is out of range"),
         ("smolgen_compress=often", "is not one of on, off, auto"),
         ("smolgen_compress_max=65", "is out of range"),
+        ("smolgen_early=auto", "is not on/off"),
     ],
 )
 def test_a_bad_fusion_option_is_one_line_naming_it(text: str, says: str) -> None:
@@ -102,6 +104,8 @@ FUSION_TEXTS = [
     "smolgen_chain=off,smolgen_rows=on",
     "smolgen_rows=on,smolgen_compress=off",
     "smolgen_compress=on,smolgen_rows=off",
+    "smolgen_early=off",
+    "smolgen_compress=off,smolgen_early=on",
 ]
 
 
@@ -122,6 +126,7 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert f.smolgen_compress is (opts.smolgen_compress is not False and smolgen)
     compress_max = SMOLGEN_COMPRESS_MAX if opts.smolgen_compress is None else COMPRESS_ROWS_MAX
     assert f.smolgen_compress_max == (compress_max if f.smolgen_compress else None)
+    assert f.smolgen_early is (f.smolgen_compress and opts.smolgen_early)  # only with the compress kernel
     assert f.smolgen_chain is (opts.smolgen_chain is not False and smolgen)
     chain_max = SMOLGEN_CHAIN_MAX_AUTO if opts.smolgen_chain is None else SMOLGEN_CHAIN_MAX
     assert f.smolgen_chain_max == (chain_max if f.smolgen_chain else None)
@@ -173,12 +178,14 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     assert not at.smolgen_chain  # off by default (fusions.py's table)
     assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
     assert at.smolgen_compress is (bsz <= SMOLGEN_COMPRESS_MAX)
+    assert at.smolgen_early is (bsz <= SMOLGEN_COMPRESS_MAX)  # where compress, branch and ln_residual are
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
     assert at.smolgen_rows_max is None and at.smolgen_compress_max is None
     on = GpuOptions.from_text("ln_residual=on,smolgen_branch=on,row_halves=on")
     got = choose_fusions(on, True, H100, True).at(bsz)
     assert (got.ln_residual, got.smolgen_branch, got.row_halves) == (True, True, bsz >= 2)
+    assert got.smolgen_early is (bsz == 1)  # the row-halves pipeline forks nothing early
     off = choose_fusions(GpuOptions.from_text(OFF), True, H100, True)
     assert off.at(bsz) == Fusions() == off
     moved = GpuOptions.from_text("ln_residual_max=63,smolgen_branch_max=1")
@@ -348,6 +355,7 @@ CASES: dict[str, dict[str, Any]] = {
     "tiny": dict(preset="tiny"),
     "tiny-pe_dense": dict(preset="tiny", embedding="pe_dense"),
     "t82-1layer": dict(preset="t82", layers=1),
+    "t82-2layers": dict(preset="t82", layers=2),  # smolgen_early: layer 1's chain forked by layer 0
 }
 
 
@@ -369,6 +377,7 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
             smolgen_compress=net.has_smolgen,
             smolgen_compress_max=SMOLGEN_COMPRESS_MAX if net.has_smolgen else None,
+            smolgen_early=net.has_smolgen,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -612,9 +621,9 @@ def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, f
     (its own weights, bias and LayerNorm parameters, the shared scratch and counters); dense 2 is
     a ``dense_rows_layernorm`` where ``smolgen_rows`` applies, else its GEMM from ``sg_s1`` into
     ``sg_s2`` (and its LayerNorm). No compress GEMM and no column copy into ``sg_c``. Off, or
-    above its limit, nothing launches it."""
-    gpu, plat = _run(",".join(t for t in (text, "smolgen_branch=on" if "branch" not in text else "") if t),
-                     bsz=bsz, base="")
+    above its limit, nothing launches it. (``smolgen_early`` off: its form, the next test.)"""
+    branch = "smolgen_branch=on" if "branch" not in text else ""
+    gpu, plat = _run(",".join(t for t in (text, branch, "smolgen_early=off") if t), bsz=bsz, base="")
     try:
         s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
         folded = {fn for fn, _ in ops._compress_rows.values()}
@@ -642,6 +651,63 @@ def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, f
                 assert rows[i][1][:6] == [buf.sg_s1, w.d2_w, w.d2_b, w.ln2_g, w.ln2_b, buf.sg_s2]
             else:
                 assert (dense2[i]["a"], dense2[i]["m"], dense2[i]["b"]) == (buf.sg_s1, bsz, w.d2_w)
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize(("text", "bsz", "early"), [
+    ("", 1, True),  # the defaults: dense 2 by dense_rows at one position ...
+    ("", 3, True),  # ... and by its GEMM and LayerNorm up to smolgen_compress_max
+    ("", SMOLGEN_COMPRESS_MAX + 1, False),
+    ("smolgen_early=off", 1, False),
+    ("smolgen_branch=off", 1, False),  # in line there is no LayerNorm to run beside
+    ("ln_residual=off", 1, False),  # the FFN2 GEMM then adds the skip in place
+    ("row_halves=on", 3, False),  # the FFN runs in halves
+    ("row_halves=on", 1, True),  # ... but a batch of one runs unsplit
+])
+def test_smolgen_early_forks_the_next_chain_from_the_ffn_output(text: str, bsz: int, early: bool) -> None:
+    """``smolgen_early``: each layer but the last writes its FFN2 output ``y`` into ``buf.attn``
+    (``alpha``-scaled, no skip), forks the next layer's smolgen chain on the side stream right
+    after that GEMM with ``compress_rows_prenorm`` (``y``, the skip ``x1``, the layer's closing
+    LayerNorm's bias, gamma and beta, then the next layer's compress rows and dense 1), and only
+    then launches its closing LayerNorm ``x = LN(y + alpha·b2 + x1)`` on the main stream. The next
+    layer forks nothing itself; the first layer's chain starts from ``x`` as before. Off, in line,
+    without ``ln_residual``, in the row-halves pipeline or above the compress limit: no fork."""
+    gpu, plat = _run(text, bsz=bsz, layers=3, base="", plat=StreamPlatform())
+    assert isinstance(plat, StreamPlatform)
+    try:
+        s, buf, ops = gpu.shape, gpu.runner.buf, gpu.ops
+        f = gpu.fusions.at(bsz)
+        assert f.smolgen_early is early
+        layers = gpu.model.encoders
+        prenorm = {fn for fn, _ in ops._compress_prenorm.values()}
+        plain = {fn for fn, _ in ops._compress_rows.values()}
+        forks = [i for i, (kind, _, rec) in enumerate(plat.ops_seen)
+                 if kind == "launch" and rec[0] in prenorm]
+        if not early:
+            assert not forks
+            assert not unordered_conflicts(gpu, plat)
+            return
+        assert len(forks) == len(layers) - 1
+        assert len([1 for kind, _, rec in plat.ops_seen if kind == "launch" and rec[0] in plain]) == 1
+        lns = {handle for handle, _ in ops._ln.values()}
+        for i, at in enumerate(forks):
+            before, after = layers[i], layers[i + 1]
+            fw = before.ffn.w
+            kind, stream, (_, ptrs, _) = plat.ops_seen[at]
+            assert stream == ops.side
+            compress_w = ops.off(after.w.qkv_w, 3 * s.D * s.E)
+            assert ptrs[:5] == [buf.attn, buf.x1, fw.b2_alpha, fw.ln_g, fw.ln_b]
+            assert ptrs[6:9] == [compress_w, after.smolgen.w.d1_w, after.smolgen.w.d1_b]
+            # the FFN2 GEMM before it wrote y there, without the skip ...
+            ffn2 = [rec for kind, _, rec in plat.ops_seen[:at] if kind == "gemm" and rec["b"] == fw.w2]
+            assert ffn2 and ffn2[-1]["c"] == buf.attn and not ffn2[-1].get("beta", 0.0)
+            # ... and the closing LayerNorm comes after the fork, on the main stream, into x
+            closing = [(st, rec) for kind, st, rec in plat.ops_seen[at:]
+                       if kind == "launch" and rec[0] in lns and rec[1][0] == buf.attn]
+            st, (_, ln_ptrs, _) = closing[0]
+            assert st == ops.main and ln_ptrs[:4] == [buf.attn, fw.b2_alpha, buf.x1, buf.x]
+        assert not unordered_conflicts(gpu, plat)
     finally:
         gpu.close()
 

@@ -31,6 +31,9 @@ SWITCHES = [
     "smolgen_rows=on",
     "smolgen_compress=on",  # compress and dense 1 + LN in one kernel, dense 2 by its GEMM
     "smolgen_rows=on,smolgen_compress=on",
+    # smolgen_early: each layer's chain forked from the previous layer's FFN output, beside its LN
+    "ln_residual=on,smolgen_branch=on,smolgen_compress=on,smolgen_early=on",
+    "ln_residual=on,smolgen_branch=on,smolgen_rows=on,smolgen_compress=on,smolgen_early=on",
     "smolgen_chain=on",
     "smolgen_chain=on,smolgen_branch=on",
     "row_halves=on",
@@ -172,6 +175,31 @@ def test_smolgen_compress_up_to_its_most_rows_and_replay(cuda_platform, fp16: bo
     finally:
         fused.close()
         plain.close()
+
+
+@pytest.mark.parametrize("rows", ["off", "on"])
+@pytest.mark.parametrize("fp16", [True, False], ids=["fp16", "fp32"])
+def test_smolgen_early_at_every_row_count_and_replay(cuda_platform, fp16: bool, rows: str) -> None:  # type: ignore[no-untyped-def]
+    """``smolgen_early`` on a 3-layer T82 (layers 1 and 2 forked from the FFN output before it),
+    batches of 1 to 8 positions and 9 (above ``smolgen_compress_max``: the plain branch), with
+    dense 2 as ``dense_rows`` and as its GEMM: within the precision of the same network with
+    the fork after the LayerNorm (``smolgen_early=off``), over two replays of each graph."""
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+
+    net = random_network("t82", 13, layers=3)
+    common = f"max_batch=16,{OFF},ln_residual=on,smolgen_branch=on,smolgen_compress=auto"
+    common += f",smolgen_rows={rows}"
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(common))
+    late = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"{common},smolgen_early=off"))
+    limit = RTOL_FP16 if fp16 else RTOL_FP32
+    try:
+        assert fused.fusions.at(8).smolgen_early and not fused.fusions.at(9).smolgen_early
+        assert not late.fusions.at(1).smolgen_early
+        _replays_agree(fused, late, net, (*range(1, 9), 9), replays=2, seed=500, limit=2 * limit)
+    finally:
+        fused.close()
+        late.close()
 
 
 @pytest.mark.parametrize("branch", ["off", "on"])
