@@ -133,6 +133,7 @@ class Fusions:
     smolgen_branch_max: int | None = None
     smolgen_rows_max: int | None = None
     smolgen_compress_max: int | None = None
+    smolgen_early_max: int | None = None
     smolgen_chain_max: int | None = None
     #: the smallest batch ``row_halves`` splits
     row_halves_min: int = 2
@@ -151,7 +152,8 @@ class Fusions:
         rows = not chain and self.smolgen_rows and bsz <= _most(self.smolgen_rows_max, DENSE_ROWS_MAX)
         compress_max = _most(self.smolgen_compress_max, COMPRESS_ROWS_MAX)
         compress = not chain and self.smolgen_compress and bsz <= compress_max
-        early = self.smolgen_early and compress and branch and ln and not halves
+        early = (self.smolgen_early and compress and branch and ln and not halves
+                 and (self.smolgen_early_max is None or bsz <= self.smolgen_early_max))
         return Fusions(
             ln_residual=ln,
             smolgen_branch=branch,
@@ -188,6 +190,8 @@ class Fusions:
             text += f" (smolgen_rows to batch {self.smolgen_rows_max})"
         if self.smolgen_compress and self.smolgen_compress_max is not None:
             text += f" (smolgen_compress to batch {self.smolgen_compress_max})"
+        if self.smolgen_early and self.smolgen_early_max is not None:
+            text += f" (smolgen_early to batch {self.smolgen_early_max})"
         if self.smolgen_chain and self.smolgen_chain_max is not None:
             text += f" (smolgen_chain to batch {self.smolgen_chain_max})"
         if self.row_halves and self.row_halves_min > 2:
@@ -230,7 +234,9 @@ def choose_fusions(options: GpuOptions, smolgen: bool, device: DeviceInfo, can_f
         smolgen_rows_max=rows_max,
         smolgen_compress=compress,
         smolgen_compress_max=compress_max,
-        smolgen_early=compress and options.smolgen_early,
+        smolgen_early=compress and options.smolgen_early is not False,
+        smolgen_early_max=(options.smolgen_early_max
+                           if compress and options.smolgen_early is None else None),
         smolgen_chain=chain,
         smolgen_chain_max=chain_max,
         row_halves_min=options.row_halves_min,

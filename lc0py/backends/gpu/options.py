@@ -65,11 +65,13 @@ nothing below the backend reads option text or sets option flags on other object
                               layer's GEMM and LayerNorm (or ``dense_rows``); ``auto``: batches up to
                               ``smolgen_compress_max``, ``on``: up to 64 (the kernel's most)
 ``smolgen_compress_max`` ``8`` with ``smolgen_compress=auto``: larger batches take the other paths (1 to 64)
-``smolgen_early``   ``on``    attention nets with smolgen, where ``smolgen_compress``, ``smolgen_branch``
+``smolgen_early``   ``auto``  attention nets with smolgen, where ``smolgen_compress``, ``smolgen_branch``
                               and ``ln_residual`` all apply: each layer's smolgen chain forks from
                               the previous layer's FFN2 output, its compress kernel forming that
                               layer's closing LayerNorm per token itself (``compress_rows_prenorm``),
-                              so the chain runs beside the LayerNorm kernel instead of after it
+                              so the chain runs beside the LayerNorm kernel instead of after it;
+                              ``auto``: batches up to ``smolgen_early_max``, ``on``: wherever those apply
+``smolgen_early_max`` ``2``   with ``smolgen_early=auto``: larger batches fork after the LayerNorm
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -122,6 +124,7 @@ KNOWN_OPTIONS = (
     "smolgen_compress",
     "smolgen_compress_max",
     "smolgen_early",
+    "smolgen_early_max",
     "smolgen_chain",
     "smolgen_chain_max",
     "row_halves",
@@ -163,6 +166,11 @@ SMOLGEN_ROWS_MAX = 1
 #: backendbench off / on x1.058 / 1.068 / 1.029 at 2 / 4 / 8, x0.910 at 16 (every block reads all
 #: 48 KB of compress weights, so L2 traffic grows with the batch); the table in fusions.py
 SMOLGEN_COMPRESS_MAX = 8
+#: ``smolgen_early=auto`` takes the fusion up to this batch (``on``: wherever ``smolgen_compress``
+#: applies). Measured, T82 cuda-fp16, one H200, tree 46ecd10, backendbench on / off x1.050 / 1.047 /
+#: 0.953 / 0.929 at 1 / 2 / 4 / 8 positions: from 4 on the compress kernel's blocks beside the
+#: LayerNorm hold the QKV GEMM back (docs/performance.md §1)
+SMOLGEN_EARLY_MAX = 2
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
@@ -276,7 +284,8 @@ class GpuOptions:
     smolgen_compress: bool | None = None
     smolgen_compress_max: int = SMOLGEN_COMPRESS_MAX
     #: smolgen's chain forked before the previous layer's closing LayerNorm (``Fusions.smolgen_early``)
-    smolgen_early: bool = True
+    smolgen_early: bool | None = None
+    smolgen_early_max: int = SMOLGEN_EARLY_MAX
     smolgen_chain: bool | None = False
     smolgen_chain_max: int = SMOLGEN_CHAIN_MAX_AUTO
     row_halves: bool = False
@@ -333,7 +342,8 @@ class GpuOptions:
             smolgen_compress_max=take(
                 "smolgen_compress_max", SMOLGEN_COMPRESS_MAX, lo=1, hi=COMPRESS_ROWS_MAX
             ),
-            smolgen_early=take("smolgen_early", True),
+            smolgen_early=take("smolgen_early", None, auto_or_bool),
+            smolgen_early_max=take("smolgen_early_max", SMOLGEN_EARLY_MAX, lo=1, hi=COMPRESS_ROWS_MAX),
             smolgen_chain=take("smolgen_chain", False, auto_or_bool),
             smolgen_chain_max=take("smolgen_chain_max", SMOLGEN_CHAIN_MAX_AUTO, lo=1, hi=SMOLGEN_CHAIN_MAX),
             row_halves=take("row_halves", False),

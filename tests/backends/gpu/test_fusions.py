@@ -30,6 +30,7 @@ from lc0py.backends.gpu.options import (
     SMOLGEN_BRANCH_MAX,
     SMOLGEN_CHAIN_MAX_AUTO,
     SMOLGEN_COMPRESS_MAX,
+    SMOLGEN_EARLY_MAX,
     SMOLGEN_ROWS_MAX,
     GpuOptions,
 )
@@ -70,7 +71,8 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
     assert (d.smolgen_compress, d.smolgen_compress_max) == (None, SMOLGEN_COMPRESS_MAX)
     assert GpuOptions.from_text("smolgen_compress=off").smolgen_compress is False
     assert GpuOptions.from_text("smolgen_compress_max=64").smolgen_compress_max == COMPRESS_ROWS_MAX
-    assert d.smolgen_early is True and GpuOptions.from_text("smolgen_early=off").smolgen_early is False
+    assert (d.smolgen_early, d.smolgen_early_max) == (None, SMOLGEN_EARLY_MAX)
+    assert GpuOptions.from_text("smolgen_early=off").smolgen_early is False
 
 
 @pytest.mark.parametrize(
@@ -83,7 +85,8 @@ def test_fusions_default_to_auto_and_parse_as_switches() -> None:
         ("smolgen_branch_max=-3", "is out of range"),
         ("smolgen_compress=often", "is not one of on, off, auto"),
         ("smolgen_compress_max=65", "is out of range"),
-        ("smolgen_early=auto", "is not on/off"),
+        ("smolgen_early=soon", "is not one of on, off, auto"),
+        ("smolgen_early_max=65", "is out of range"),
     ],
 )
 def test_a_bad_fusion_option_is_one_line_naming_it(text: str, says: str) -> None:
@@ -126,7 +129,10 @@ def test_choose_fusions_follows_the_options_the_net_and_the_device(
     assert f.smolgen_compress is (opts.smolgen_compress is not False and smolgen)
     compress_max = SMOLGEN_COMPRESS_MAX if opts.smolgen_compress is None else COMPRESS_ROWS_MAX
     assert f.smolgen_compress_max == (compress_max if f.smolgen_compress else None)
-    assert f.smolgen_early is (f.smolgen_compress and opts.smolgen_early)  # only with the compress kernel
+    # smolgen_early: only with the compress kernel; auto to smolgen_early_max
+    assert f.smolgen_early is (f.smolgen_compress and opts.smolgen_early is not False)
+    early_auto = f.smolgen_early and opts.smolgen_early is None
+    assert f.smolgen_early_max == (SMOLGEN_EARLY_MAX if early_auto else None)
     assert f.smolgen_chain is (opts.smolgen_chain is not False and smolgen)
     chain_max = SMOLGEN_CHAIN_MAX_AUTO if opts.smolgen_chain is None else SMOLGEN_CHAIN_MAX
     assert f.smolgen_chain_max == (chain_max if f.smolgen_chain else None)
@@ -178,7 +184,7 @@ def test_default_fusions_follow_the_batch_size(bsz: int, ln: bool, branch: bool)
     assert not at.smolgen_chain  # off by default (fusions.py's table)
     assert at.smolgen_rows is (bsz <= SMOLGEN_ROWS_MAX)
     assert at.smolgen_compress is (bsz <= SMOLGEN_COMPRESS_MAX)
-    assert at.smolgen_early is (bsz <= SMOLGEN_COMPRESS_MAX)  # where compress, branch and ln_residual are
+    assert at.smolgen_early is (bsz <= SMOLGEN_EARLY_MAX) and at.smolgen_early_max is None
     assert at.gemm_sms == (H100.sm_count - SIDE_SMS if branch else 0)
     assert at.at(bsz) == at and at.ln_residual_max is None and at.smolgen_branch_max is None
     assert at.smolgen_rows_max is None and at.smolgen_compress_max is None
@@ -377,7 +383,7 @@ def test_fused_forward_reads_every_weight_and_stays_in_bounds(case: str, fp16: b
             smolgen_rows=net.has_smolgen, smolgen_rows_max=SMOLGEN_ROWS_MAX if net.has_smolgen else None,
             smolgen_compress=net.has_smolgen,
             smolgen_compress_max=SMOLGEN_COMPRESS_MAX if net.has_smolgen else None,
-            smolgen_early=net.has_smolgen,
+            smolgen_early=net.has_smolgen, smolgen_early_max=SMOLGEN_EARLY_MAX if net.has_smolgen else None,
         )
         assert gpu.fusions == want
         _assert_forward_reads_every_weight_in_bounds(gpu, plat, seed=0, sizes=(1, 3))
@@ -657,8 +663,11 @@ def test_smolgen_compress_folds_the_compress_into_dense_1(text: str, bsz: int, f
 
 @pytest.mark.parametrize(("text", "bsz", "early"), [
     ("", 1, True),  # the defaults: dense 2 by dense_rows at one position ...
-    ("", 3, True),  # ... and by its GEMM and LayerNorm up to smolgen_compress_max
-    ("", SMOLGEN_COMPRESS_MAX + 1, False),
+    ("", SMOLGEN_EARLY_MAX, True),  # ... and by its GEMM and LayerNorm up to smolgen_early_max
+    ("", SMOLGEN_EARLY_MAX + 1, False),
+    ("smolgen_early=on", 3, True),  # on: wherever smolgen_compress applies
+    ("smolgen_early=on", SMOLGEN_COMPRESS_MAX + 1, False),
+    ("smolgen_early_max=3", 3, True),
     ("smolgen_early=off", 1, False),
     ("smolgen_branch=off", 1, False),  # in line there is no LayerNorm to run beside
     ("ln_residual=off", 1, False),  # the FFN2 GEMM then adds the skip in place

@@ -190,8 +190,9 @@ def test_smolgen_early_at_every_row_count_and_replay(cuda_platform, fp16: bool, 
     net = random_network("t82", 13, layers=3)
     common = f"max_batch=16,{OFF},ln_residual=on,smolgen_branch=on,smolgen_compress=auto"
     common += f",smolgen_rows={rows}"
-    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(common))
-    late = GpuNetwork(cuda_platform, net, fp16=fp16, options=GpuOptions.from_text(f"{common},smolgen_early=off"))
+    on, off = (GpuOptions.from_text(f"{common},smolgen_early={v}") for v in ("on", "off"))
+    fused = GpuNetwork(cuda_platform, net, fp16=fp16, options=on)
+    late = GpuNetwork(cuda_platform, net, fp16=fp16, options=off)
     limit = RTOL_FP16 if fp16 else RTOL_FP32
     try:
         assert fused.fusions.at(8).smolgen_early and not fused.fusions.at(9).smolgen_early
