@@ -71,7 +71,7 @@ nothing below the backend reads option text or sets option flags on other object
                               layer's closing LayerNorm per token itself (``compress_rows_prenorm``),
                               so the chain runs beside the LayerNorm kernel instead of after it;
                               ``auto``: batches up to ``smolgen_early_max``, ``on``: wherever those apply
-``smolgen_early_max`` ``2``   with ``smolgen_early=auto``: larger batches fork after the LayerNorm
+``smolgen_early_max`` ``3``   with ``smolgen_early=auto``: larger batches fork after the LayerNorm
 ``smolgen_chain``   ``off``   attention nets with smolgen, batches of a few positions: smolgen's compress,
                               dense 1 + LN and dense 2 + LN as one kernel with grid barriers
                               (kernels/smolgen_chain.hip; replaces ``smolgen_rows`` where both apply);
@@ -167,10 +167,11 @@ SMOLGEN_ROWS_MAX = 1
 #: 48 KB of compress weights, so L2 traffic grows with the batch); the table in fusions.py
 SMOLGEN_COMPRESS_MAX = 8
 #: ``smolgen_early=auto`` takes the fusion up to this batch (``on``: wherever ``smolgen_compress``
-#: applies). Measured, T82 cuda-fp16, one H200, tree 46ecd10, backendbench on / off x1.050 / 1.047 /
-#: 0.953 / 0.929 at 1 / 2 / 4 / 8 positions: from 4 on the compress kernel's blocks beside the
+#: applies). Measured, T82 cuda-fp16, one H200, tree 65be965, device time of the captured pass
+#: (scripts/bench/graph_replay.py, 8 alternated rounds), off / on: x1.059 / 1.030 / 1.014 / 0.990 /
+#: 0.920 at 1 / 2 / 3 / 4 / 8 positions: from 4 on the compress kernel's blocks beside the
 #: LayerNorm hold the QKV GEMM back (docs/performance.md §1)
-SMOLGEN_EARLY_MAX = 2
+SMOLGEN_EARLY_MAX = 3
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
