@@ -37,7 +37,9 @@ takes it only for the batch sizes where it measured faster:
   layer's input for its QKV GEMM, then runs on the main stream beside the chain instead of before
   it: at one position the chain (~15 us a layer) is the critical path, the LayerNorm ~2.2 us of
   it. The first layer's chain starts after the embedding as before; the net's d_model must be at
-  least its embedding width (``buf.attn`` holds the FFN output).
+  least its embedding width (``buf.attn`` holds the FFN output). From four positions the compress
+  kernel's blocks beside the LayerNorm hold the QKV GEMM back, so ``auto`` stops at
+  ``smolgen_early_max`` (3).
 * ``smolgen_chain`` (off unless asked for): at a batch of a few positions the whole of smolgen's
   per-position network (compress, dense 1 + LN, dense 2 + LN: three latency-bound kernels, ~16 us
   a layer at one position on an H200) runs as one kernel whose steps are separated by grid
@@ -84,6 +86,11 @@ commits the run's output under bench/results/2026-11-28_h100_2663f8d/)::
     batch           1       2       4       8       16      32      64
                     x0.992  x1.058  x1.068  x1.029  x0.910  x0.836  x0.785
                                                   auto: batches up to smolgen_compress_max (8)
+
+    smolgen_early, off -> on, device time of the captured pass (scripts/bench/graph_replay.py,
+    one H200, tree 65be965, 8 alternated rounds; bench/results/2026-11-28_h200-early_20ce32c):
+    batch           1       2       3       4       8
+                    x1.059  x1.030  x1.014  x0.990  x0.920    auto: batches up to smolgen_early_max (3)
 
 The batch size is the one the pass runs (with graphs: its bucket, ``weights.graph_bucket``), so
 each captured graph holds its own bucket's choice; both forms of a path use the same activation
