@@ -128,10 +128,10 @@ class Ffn:
 
     def normalize(self, ops: GpuOps, x1: int, out: int, m: int, ln_residual: bool = False) -> None:
         """``out = LN(x1 + alpha·b2)`` (``ln_residual``: ``LN(out + alpha·b2 + x1)``, in place)."""
-        w = self.w
         if ln_residual:
-            ops.layernorm(self.n, out, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE, skip=x1)
+            self.normalize_into(ops, out, x1, out, m)
         else:
+            w = self.w
             ops.layernorm(self.n, x1, w.b2_alpha, out, w.ln_g, w.ln_b, m, self.eps, ACT_NONE)
 
 
@@ -216,16 +216,12 @@ class Smolgen:
         else:
             ops.copy_columns(buf.qkv, s.qkv_ld, 3 * s.D, buf.sg_c, m, s.hc, vectors=True)
         if rows:
-            e1, e2 = self.eps
             ops.dense_rows_layernorm(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, w.d1_b, w.ln1_g, w.ln1_b,
-                                     buf.sg_s1, e1, self.act, buf.sg_pre, buf.sg_count)
-            ops.dense_rows_layernorm(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, w.d2_b, w.ln2_g, w.ln2_b,
-                                     buf.sg_s2, e2, self.act, buf.sg_pre, buf.sg_count)
-            return
-        ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
-        ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
-        ops.dense(buf.sg_s1, bsz, s.hs, w.d2_w, s.H * s.gs, buf.sg_s2)
-        ops.layernorm(s.H * s.gs, buf.sg_s2, w.d2_b, buf.sg_s2, w.ln2_g, w.ln2_b, bsz, self.eps[1], self.act)
+                                     buf.sg_s1, self.eps[0], self.act, buf.sg_pre, buf.sg_count)
+        else:
+            ops.dense(buf.sg_c, bsz, SEQ * s.hc, w.d1_w, s.hs, buf.sg_s1)
+            ops.layernorm(s.hs, buf.sg_s1, w.d1_b, buf.sg_s1, w.ln1_g, w.ln1_b, bsz, self.eps[0], self.act)
+        self._dense2(ops, buf, bsz, rows)
 
     def mlp_early(
         self, ops: GpuOps, buf: Buffers, bsz: int, y: int, skip: int, pre: tuple[int, int, int, float],
