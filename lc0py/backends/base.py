@@ -16,6 +16,7 @@ compute on the host may simply compute in ``evaluate_async`` and return a finish
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -46,9 +47,22 @@ class NetworkOutput:
         return self.wdl[:, 0] - self.wdl[:, 2]
 
 
+#: Up to this many rows ``wdl_from_value`` works on Python floats: a dozen numpy calls on arrays
+#: of a few rows cost ~8 us (~16 us on the GPU hosts' cores), more than T82's host path spends on
+#: anything else after the device is done with a batch of one (docs/performance.md §1).
+WDL_SCALAR_ROWS = 4
+
+
 def wdl_from_value(z: np.ndarray) -> np.ndarray:
-    """``(W, D, L) [B, 3]`` from a value head's raw output ``z``: the softmax of ``[B, 3]`` WDL
-    logits, or ``((1+q)/2, 0, (1-q)/2)`` with ``q = tanh(z)`` for a classical head's ``[B, 1]``."""
+    """``(W, D, L) [B, 3]`` from a value head's raw output ``z``: the softmax of ``[B, 3]``
+    WDL logits, or ``((1+q)/2, 0, (1-q)/2)`` with ``q = tanh(z)`` for a classical head's ``[B, 1]``.
+
+    Up to ``WDL_SCALAR_ROWS`` rows it is computed in double precision and rounded once to
+    float32 (float64 for float64 input); the numpy path below computes in ``z``'s own precision.
+    For float32 logits the two agree within an ulp or two."""
+    if len(z) <= WDL_SCALAR_ROWS:
+        dtype = np.float64 if z.dtype == np.float64 else np.float32
+        return _wdl_scalar(z.tolist(), z.shape[1] == 3, dtype)
     if z.shape[1] == 3:
         # Column by column, not z.max(axis=1) / e.sum(axis=1): numpy's reductions over a length-3
         # axis cost ~25-60 us each at 1024 rows, and this runs on every GPU batch after the device
@@ -58,6 +72,22 @@ def wdl_from_value(z: np.ndarray) -> np.ndarray:
         return e / (e[:, 0] + e[:, 1] + e[:, 2])[:, None]
     q = np.tanh(z[:, 0])
     return np.stack([(1 + q) / 2, np.zeros_like(q), (1 - q) / 2], axis=1)
+
+
+def _wdl_scalar(rows: list[list[float]], logits: bool, dtype: type) -> np.ndarray:
+    """``wdl_from_value`` of a few rows (``z.tolist()``) on Python floats."""
+    out = []
+    for row in rows:
+        if logits:
+            a, b, c = row
+            m = max(a, b, c)
+            ea, eb, ec = math.exp(a - m), math.exp(b - m), math.exp(c - m)
+            s = ea + eb + ec
+            out.append((ea / s, eb / s, ec / s))
+        else:
+            q = math.tanh(row[0])
+            out.append(((1 + q) / 2, 0.0, (1 - q) / 2))
+    return np.array(out, dtype).reshape(len(rows), 3)
 
 
 class PendingOutput(Protocol):

@@ -24,3 +24,19 @@ def test_wdl_from_scalar_value_is_tanh_split() -> None:
     q = np.tanh(z[:, 0].astype(np.float64))
     want = np.stack([(1 + q) / 2, np.zeros(3), (1 - q) / 2], axis=1)
     np.testing.assert_allclose(wdl_from_value(z), want, rtol=1e-6, atol=1e-7)
+
+
+def test_few_rows_take_the_scalar_path_and_agree_with_numpy() -> None:
+    """Batches of up to ``WDL_SCALAR_ROWS`` positions are computed on Python floats (the GPU's
+    batch-1 host path); they agree with the numpy path on the same rows, for both head kinds."""
+    from lc0py.backends.base import WDL_SCALAR_ROWS
+
+    rng = np.random.default_rng()
+    for cols in (3, 1):
+        many = (rng.standard_normal((WDL_SCALAR_ROWS + 7, cols)) * 4).astype(np.float32)
+        big = wdl_from_value(many)
+        for n in range(1, WDL_SCALAR_ROWS + 1):
+            small = wdl_from_value(many[:n])
+            assert small.dtype == np.float32 and small.shape == (n, 3)
+            np.testing.assert_allclose(small, big[:n], rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(small.sum(axis=1), 1.0, rtol=1e-6)
