@@ -149,8 +149,8 @@ def main() -> None:
         print(f"{args.weights} {args.backend} {args.backend_opts}: us a batch, medians of {args.batches}")
         print(f"{'size':>5} {'encode':>7} {'submit':>7} {'wait':>7} {'read':>7} {'total':>7} "
               f"{'device':>7} {'host+':>7}")
+        cols = [f"{p}_us" for p in PHASES[:4]] + ["total_us", "device_us", "host_over_device_us"]
         for r in rows:
-            cols = ("encode_us", "submit_us", "wait_us", "read_us", "total_us", "device_us", "host_over_device_us")
             print(f"{r['size']:5d} " + " ".join(f"{r[c]:7.1f}" for c in cols))
             if "calls_us" in r:
                 print("      inside submit: " + ", ".join(f"{k} {v:.1f}" for k, v in r["calls_us"].items()))

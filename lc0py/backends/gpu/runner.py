@@ -448,7 +448,7 @@ class GpuRunner:
         pool = self.policy_pool
         assert pool is not None
         weakref.finalize(owner, pool.release, policy_buf)
-        policy = np.frombuffer(owner, np.float32).reshape(n, POLICY_OUT)
+        policy = np.frombuffer(owner, np.float32).reshape(n, POLICY_OUT)  # type: ignore[call-overload]
         wdl = wdl_from_value(slot.value[:n].astype(np.float32))
         if s.mlh:
             mlh = slot.mlh[:n].astype(np.float32)
