@@ -155,6 +155,39 @@ def load_board(board: chess.Board, record: PositionRecord) -> None:
     board._stack.clear()
 
 
+#: Positions the network input reads: the current one and 7 before it (docs/input-encoding.md §3).
+HISTORY_WINDOW = 8
+
+
+def recent_start(board: chess.Board) -> int:
+    """The first ply of ``board``'s game that its network input can depend on (0: the root).
+
+    The encoding reads the last ``HISTORY_WINDOW`` positions and their repetition counts, and
+    lc0's repetition walk (``_repetitions``) stops at the first position with rule50 < 2, so
+    nothing before the last zeroing move at or before the 8th-last position is ever read. The
+    window starts one ply before that move, so that the move is played and its position gets
+    lc0's ep marker (a root's would come from its FEN).
+    """
+    plies = len(board.move_stack)
+    if plies <= HISTORY_WINDOW:
+        return 0
+    oldest = plies - (HISTORY_WINDOW - 1)  # ply of the 8th-last position
+    clock = position_before(board, oldest).halfmove_clock
+    return max(0, oldest - clock - 1)
+
+
+def position_before(board: chess.Board, ply: int) -> chess.Board:
+    """A new board (no move stack) at ``board``'s game position before its move ``ply`` (0: the
+    root), as ``board.root()`` makes the root: from python-chess's saved state of that ply, else
+    (a python-chess without it) through ``copy(stack=...)``, which copies every later move."""
+    states = getattr(board, "_stack", None)
+    if isinstance(states, list) and len(states) == len(board.move_stack) and hasattr(states[ply], "restore"):
+        out = type(board)(None, chess960=board.chess960)
+        states[ply].restore(out)
+        return out
+    return board.copy(stack=len(board.move_stack) - ply).root()
+
+
 class PositionHistory:
     """A game from a start position (standard or FEN) plus moves, with lc0's per-position facts.
 
@@ -199,10 +232,25 @@ class PositionHistory:
         return history
 
     @classmethod
-    def from_board(cls, board: chess.Board) -> PositionHistory:
-        """The game of ``board``: its ``root()`` and ``move_stack`` replayed (``board`` is not changed)."""
-        history = cls._from_root(board.root(), board.root().fen())
-        for move in board.move_stack:
+    def from_board(cls, board: chess.Board, *, recent_only: bool = False) -> PositionHistory:
+        """The game of ``board``: its ``root()`` and ``move_stack`` replayed (``board`` is not changed).
+
+        ``recent_only``: replay only from :func:`recent_start`, the moves the network input can
+        depend on, so that a position deep in a game costs a few dozen pushes rather than the whole
+        game (``Net.evaluate`` of boards). The encoding is identical; ``len()`` and
+        ``board.root()`` are the window's. The game's own root is still checked as ``from_board``
+        checks it.
+        """
+        root = board.root()
+        start = recent_start(board) if recent_only else 0
+        if start == 0:
+            history = cls._from_root(root, root.fen())
+        else:
+            _validate_root(root, root.fen())
+            window_root = position_before(board, start)
+            ep = window_root.ep_square if window_root.ep_square is not None else -1
+            history = cls(window_root, [_record(window_root, ep, [])])
+        for move in board.move_stack[start:]:
             history.push(move)
         return history
 
@@ -302,6 +350,15 @@ def check_side_not_to_move(fen: str, chess960: bool = False) -> None:
     if board.was_into_check():
         raise PositionError(f"bad FEN {fen!r}: the side not to move "
                             f"({'white' if board.turn == chess.BLACK else 'black'}) is in check")
+
+
+def root_problem(board: chess.Board) -> bool:
+    """Whether ``from_board`` refuses ``board`` as a game's root (``_validate_root``)."""
+    try:
+        _validate_root(board, "")
+    except PositionError:
+        return True
+    return False
 
 
 def _validate_root(board: chess.Board, fen: str) -> None:
