@@ -52,7 +52,7 @@ def _history(position: Position) -> PositionHistory:
     if isinstance(position, PositionHistory):
         return position
     if isinstance(position, chess.Board):
-        return PositionHistory.from_board(position)
+        return PositionHistory.from_board(position, recent_only=True)
     if isinstance(position, str):
         text = _fen_text(position)
         try:
@@ -76,16 +76,38 @@ def _fen_text(position: str) -> str:
 
 
 def _item(position: Position) -> Item:
-    """A position of a batch: a FEN string as a compiled record where the compiled reader reads
-    it as python-chess does, else (and boards, histories) python-chess's history."""
+    """A position of a batch: a FEN string, or a standard-chess board as the FEN and UCI moves of
+    its game from :func:`recent_start` (all its network input depends on), as a compiled record
+    where the compiled reader reads it as python-chess does; else (and Chess960 boards,
+    histories) python-chess's history."""
     from lc0py.api.records import Item, text_record
 
+    record = None
     if isinstance(position, str):
         text = _fen_text(position)
         record = b"startpos" if text in ("", "startpos") else text_record(text)
-        if record is not None:
-            return Item(record=record, fallback=lambda: _history(position))
+    elif isinstance(position, chess.Board) and not position.chess960:
+        record = _board_record(position)
+    if record is not None:
+        return Item(record=record, fallback=lambda: _history(position))
     return Item(history=_history(position))
+
+
+def _board_record(board: chess.Board) -> bytes | None:
+    """``board``'s game from :func:`recent_start` as ``position fen ... moves ...`` would give it
+    (the window's first position with its FEN ep square, as ``from_board`` reads a root), or
+    ``None`` when its root is one ``from_board`` refuses (python-chess then says why)."""
+    from lc0py.api.records import text_record
+    from lc0py.chess.history import position_before, recent_start, root_problem
+
+    start = recent_start(board)
+    if start == 0:  # the compiled reader checks the root as from_board does (else python-chess)
+        first = board.root()
+    elif root_problem(board.root()):
+        return None
+    else:
+        first = position_before(board, start)
+    return text_record(first.fen(en_passant="fen"), [m.uci() for m in board.move_stack[start:]])
 
 
 def _api_terms(message: str) -> str:

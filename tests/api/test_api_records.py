@@ -145,3 +145,82 @@ def test_mixed_inputs_keep_their_order(net: lc0py.Net) -> None:
     assert out[1].fen == board.fen() and out[2].fen == chess.STARTING_FEN
     assert list(out[1].policy) == list(net.evaluate(board).policy)
     assert np.isclose(sum(out[1].policy.values()), 1.0)
+
+
+def _long_games(seed: int) -> list[chess.Board]:
+    """Every position of a few long random games with knight shuffles (repetitions, long quiet
+    stretches: windows that start mid-game), from the start, from FENs with a rule-50 count and
+    from a FEN naming an ep square no pawn can take."""
+    import random
+
+    rng = random.Random(seed)
+    starts = [None, "r3k2r/pppq1ppp/2npbn2/2b1p3/2B1P3/2NPBN2/PPPQ1PPP/R3K2R w KQkq - 4 8",
+              "rnbqkbnr/ppp1pppp/8/3p4/8/8/PPPPPPPP/RNBQKBNR w KQkq d6 0 2"]
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"]
+    boards = []
+    for fen in starts:
+        board = chess.Board() if fen is None else chess.Board(fen)
+        for _ in range(90):
+            if rng.random() < 0.3 and all(board.is_legal(chess.Move.from_uci(u)) for u in shuffle[:1]):
+                for u in shuffle:
+                    if board.is_game_over() or not board.is_legal(chess.Move.from_uci(u)):
+                        break
+                    board.push_uci(u)
+                    boards.append(board.copy())
+            legal = list(board.legal_moves)
+            if not legal or board.is_game_over():
+                break
+            board.push(rng.choice(legal))
+            boards.append(board.copy())
+    return boards
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_boards_take_the_compiled_path_with_python_chess_numbers(net: lc0py.Net, seed: int) -> None:
+    """A standard-chess board is evaluated from the FEN and moves of its recent window
+    (``recent_start``) by the compiled reader: the same numbers as its whole game replayed through
+    python-chess, every position of long games with repetitions, castling and en passant."""
+    from lc0py.api.net import _item
+
+    boards = _long_games(seed)
+    for start, moves in random_games(seed, 20, False):
+        board = chess.Board(start)
+        for m in moves:
+            board.push_uci(m)
+        boards.append(board)
+    assert max(len(b.move_stack) for b in boards) > 60
+    items = [_item(b) for b in boards]
+    assert all(item.record is not None for item in items)  # none fell back to python-chess
+    # some windows start mid-game: records shorter than their whole games' moves
+    pairs = zip(items, boards, strict=True)
+    assert any(len(item.record or b"") < 20 + 5 * len(b.move_stack) for item, b in pairs)
+    new = net.evaluate_many(boards, batch_size=len(boards))
+    old = reference(net, [PositionHistory.from_board(b) for b in boards])
+    for a, b in zip(new, old, strict=True):
+        assert_same(a, b)
+    # every input format's planes (ep markers cut the canonical formats' history), fed to the same
+    # backend: different planes give different outputs
+    histories = [PositionHistory.from_board(b) for b in boards]
+    for fmt in (1, 2, 3, 4, 5, 132, 133):
+        result = BatchResult(items, net.backend, 1.0, fmt)
+        encoded = [h.encode(fmt) for h in histories]
+        out = net.backend.evaluate(encode_batch(encoded))
+        for i, (h, e) in enumerate(zip(histories, encoded, strict=True)):
+            want = summarise(h.board, e.transform, out.policy[i], out.wdl[i],
+                             float(out.moves_left[i]) if net.backend.info.has_moves_left else None)
+            assert_same(result.evaluation(i), want)
+
+
+def test_a_board_with_a_refused_root_goes_to_python_chess(net: lc0py.Net) -> None:
+    from lc0py.api.net import _board_record
+
+    board = chess.Board("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNP w Qkq - 0 1")  # pawn on h1
+    for uci in ("g2g3", "g7g6") + ("b1c3", "b8c6", "c3b1", "c6b8") * 3:
+        board.push_uci(uci)
+    assert _board_record(board) is None  # its window alone would read fine
+    with pytest.raises(PositionError, match="pawn on back rank"):
+        net.evaluate(board)
+    short = board.root()  # a short game: the compiled reader sees the root itself and refuses it
+    short.push_uci("g2g3")
+    with pytest.raises(PositionError, match="pawn on back rank"):
+        net.evaluate(short)
