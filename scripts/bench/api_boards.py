@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 
 import chess
 
 import lc0py
+from lc0py.errors import Lc0pyError
 
 
 def boards(games: int, plies: int, seed: int) -> list[chess.Board]:
@@ -55,7 +57,12 @@ def main() -> None:
     args = ap.parse_args()
     positions = boards(args.games, args.plies, args.seed)
     mean = sum(len(b.move_stack) for b in positions) / len(positions)
-    with lc0py.load(args.weights, backend=args.backend) as net:
+    try:
+        net = lc0py.load(args.weights, backend=args.backend)
+    except Lc0pyError as exc:  # a bad net or backend: one line, as the CLI says it
+        print(f"api_boards: {exc}", file=sys.stderr)
+        sys.exit(2)
+    with net:
         on_boards = rate(net, positions, args.repeats)
         on_fens = rate(net, [b.fen() for b in positions], args.repeats)
     print(f"{len(positions)} boards, mean {mean:.0f} plies into their games, backend {args.backend}: "

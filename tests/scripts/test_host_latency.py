@@ -36,8 +36,9 @@ def test_phases_and_vendor_calls_are_timed(monkeypatch: pytest.MonkeyPatch) -> N
     finally:
         gpu.close()
     assert row["size"] == 3 and row["opts"] == "x"
-    parts = sum(row[f"{p}_us"] for p in ("encode", "submit", "wait", "read"))
-    assert 0 < parts <= row["total_us"] * 1.5
+    # each batch's phases are parts of its total, so each phase's median is at most the total's
+    # (no bound on how long anything takes)
+    assert all(0 <= row[f"{p}_us"] <= row["total_us"] for p in ("encode", "submit", "wait", "read"))
     assert all(row[f"{p}_us"] > 0 for p in ("encode", "submit", "read"))
     calls = row["calls_us"]
     assert set(calls) == set(host_latency.TIMED_CALLS)
