@@ -11,7 +11,8 @@
 // work: block (r, t) computes token t's HC compressed values into shared memory (each warp some of
 // them, its lanes splitting E in 16-byte chunks), then every thread the dot products of its outputs'
 // HC weights of that token with them, written in fp32 to part[r, t, :]. Every weight load of a
-// block is issued before any arithmetic, so a block waits for memory about once. The last block of
+// block is issued before any arithmetic, and before the block waits for the kernel before it
+// (lc0_weights_before_wait), so a block waits for memory about once. The last block of
 // row r to finish -- a device-scope fence, then an atomic ticket on counter[r] -- adds the SEQ
 // shares in token order (the same sum at every launch), then bias, activation and the LayerNorm
 // (fp32, two-pass) into out, and puts counter[r] back to 0 for the next launch and a CUDA graph's
@@ -72,16 +73,56 @@ static_assert(SEQ % SUM_BATCH == 0, "the last block adds the shares in groups of
 static_assert(LC0_CR_ROWS >= 1, "at least one row");
 }  // namespace cr
 
-// The kernel body. PRENORM (compress_rows_prenorm): x is not the layer input but the previous
+// A block's weights, loaded by every entry before it waits for the kernel before it (no kernel
+// writes them, so with the dependent launch their DRAM latency overlaps that kernel): this thread's
+// dense weights of token t, its warp's compress rows, and the last block's bias and LayerNorm
+// parameters (only the last block uses them; loaded now, they cost no wait after the sum).
+namespace cr {
+struct Weights {
+    uint4 wd[PJ][HCH];
+    uint4 wr[CPW][EPER];
+    float b1[PJ], g1[PJ], be1[PJ];
+};
+
+LC0_DEVICE void load_weights(Weights& wts, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
+                             const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta) {
+    const int t = blockIdx.x % SEQ;
+    const int warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+#pragma unroll
+        for (int h = 0; h < HCH; ++h)
+            wts.wd[i][h] = j < N ? raw_chunk<HV>(w1 + (long long)j * (SEQ * HC) + t * HC + h * HV) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int o = 0; o < CPW; ++o) {
+        const int c = warp + o * WARPS;
+#pragma unroll
+        for (int q = 0; q < EPER; ++q) {
+            const int idx = (lane + q * WARP_SIZE) * EV;
+            wts.wr[o][q] = (c < HC && idx < E) ? raw_chunk<EV>(wc + (long long)c * E + idx) : make_uint4(0, 0, 0, 0);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < PJ; ++i) {
+        const int j = threadIdx.x + i * THREADS;
+        wts.b1[i] = (j < N && bias != nullptr) ? to_f32(bias[j]) : 0.f;
+        wts.g1[i] = j < N ? to_f32(gamma[j]) : 0.f;
+        wts.be1[i] = j < N ? to_f32(beta[j]) : 0.f;
+    }
+}
+}  // namespace cr
+
+// The kernel body, after the entry loaded the block's weights and waited. PRENORM
+// (compress_rows_prenorm): x is not the layer input but the previous
 // layer's FFN output before its LayerNorm; each warp forms its token's row of
 // LN(x + pre_bias + skip) * pre_gamma + pre_beta itself (fp32, two-pass, rounded to T as the
 // LayerNorm kernel stores it), so smolgen need not wait for that kernel (the smolgen_early fusion).
 template <bool PRENORM>
-LC0_DEVICE void compress_rows_body(const T* LC0_RESTRICT x, const T* LC0_RESTRICT skip,
+LC0_DEVICE void compress_rows_body(const cr::Weights& wts, const T* LC0_RESTRICT x, const T* LC0_RESTRICT skip,
                                    const T* LC0_RESTRICT pre_bias, const T* LC0_RESTRICT pre_gamma,
-                                   const T* LC0_RESTRICT pre_beta, float pre_eps, const T* LC0_RESTRICT wc,
-                                   const T* LC0_RESTRICT w1, const T* LC0_RESTRICT bias,
-                                   const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out,
+                                   const T* LC0_RESTRICT pre_beta, float pre_eps, T* LC0_RESTRICT out,
                                    float* part, u32* counter, float eps, int act) {
     using namespace cr;
     __shared__ float comp[HC];
@@ -92,37 +133,13 @@ LC0_DEVICE void compress_rows_body(const T* LC0_RESTRICT x, const T* LC0_RESTRIC
 #ifdef LC0_CR_ACT
     act = LC0_CR_ACT;
 #endif
+    const auto& wd = wts.wd;
+    const auto& wr = wts.wr;
+    const auto& b1 = wts.b1;
+    const auto& g1 = wts.g1;
+    const auto& be1 = wts.be1;
 
-    // Every load first: this thread's dense weights of token t, its warp's compress rows and the
-    // token's input row ...
-    uint4 wd[PJ][HCH];
-#pragma unroll
-    for (int i = 0; i < PJ; ++i) {
-        const int j = threadIdx.x + i * THREADS;
-#pragma unroll
-        for (int h = 0; h < HCH; ++h)
-            wd[i][h] = j < N ? raw_chunk<HV>(w1 + (long long)j * (SEQ * HC) + t * HC + h * HV) : make_uint4(0, 0, 0, 0);
-    }
-    uint4 wr[CPW][EPER];
-#pragma unroll
-    for (int o = 0; o < CPW; ++o) {
-        const int c = warp + o * WARPS;
-#pragma unroll
-        for (int k = 0; k < EPER; ++k) {
-            const int idx = (lane + k * WARP_SIZE) * EV;
-            wr[o][k] = (c < HC && idx < E) ? raw_chunk<EV>(wc + (long long)c * E + idx) : make_uint4(0, 0, 0, 0);
-        }
-    }
-    // ... and the last block's bias and LayerNorm parameters (only the last block uses them; loaded
-    // now, they cost no wait after the sum)
-    float b1[PJ], g1[PJ], be1[PJ];
-#pragma unroll
-    for (int i = 0; i < PJ; ++i) {
-        const int j = threadIdx.x + i * THREADS;
-        b1[i] = (j < N && bias != nullptr) ? to_f32(bias[j]) : 0.f;
-        g1[i] = j < N ? to_f32(gamma[j]) : 0.f;
-        be1[i] = j < N ? to_f32(beta[j]) : 0.f;
-    }
+    // The token's input row (its weights are in wts) ...
     uint4 xr[EPER];
     const long long row0 = ((long long)r * SEQ + t) * E;
 #pragma unroll
@@ -259,9 +276,11 @@ extern "C" __global__ void __launch_bounds__(LC0_CR_WARPS * WARP_SIZE)
 compress_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1,
                         const T* LC0_RESTRICT bias, const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta,
                         T* LC0_RESTRICT out, float* part, u32* counter, float eps, int act) {
+    lc0_weights_before_wait();
+    cr::Weights wts;
+    cr::load_weights(wts, wc, w1, bias, gamma, beta);
     lc0_grid_dependency_sync();
-    compress_rows_body<false>(x, nullptr, nullptr, nullptr, nullptr, 0.f, wc, w1, bias, gamma, beta, out, part,
-                              counter, eps, act);
+    compress_rows_body<false>(wts, x, nullptr, nullptr, nullptr, nullptr, 0.f, out, part, counter, eps, act);
 }
 
 // The same from the previous layer's FFN output y before its LayerNorm:
@@ -273,7 +292,9 @@ compress_rows_prenorm(const T* LC0_RESTRICT y, const T* LC0_RESTRICT skip, const
                       const T* LC0_RESTRICT wc, const T* LC0_RESTRICT w1, const T* LC0_RESTRICT bias,
                       const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out, float* part,
                       u32* counter, float eps, int act) {
+    lc0_weights_before_wait();
+    cr::Weights wts;
+    cr::load_weights(wts, wc, w1, bias, gamma, beta);
     lc0_grid_dependency_sync();
-    compress_rows_body<true>(y, skip, pre_bias, pre_gamma, pre_beta, pre_eps, wc, w1, bias, gamma, beta, out, part,
-                             counter, eps, act);
+    compress_rows_body<true>(wts, y, skip, pre_bias, pre_gamma, pre_beta, pre_eps, out, part, counter, eps, act);
 }

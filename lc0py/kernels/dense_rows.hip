@@ -57,7 +57,7 @@ extern "C" __global__ void __launch_bounds__(LC0_DR_WARPS * WARP_SIZE)
 dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* LC0_RESTRICT bias,
                      const T* LC0_RESTRICT gamma, const T* LC0_RESTRICT beta, T* LC0_RESTRICT out, float* pre,
                      u32* counter, int rows, float eps, int act) {
-    lc0_grid_dependency_sync();
+    lc0_weights_before_wait();
     using namespace dr;
     __shared__ float red[WARPS];
     __shared__ u32 ticket;
@@ -68,18 +68,21 @@ dense_rows_layernorm(const T* LC0_RESTRICT x, const T* LC0_RESTRICT w, const T* 
 #endif
 
     // 1. This warp's OUT outputs for every row: act(x . w_n + bias_n) into pre (fp32). Every weight
-    //    chunk of the warp is loaded before any arithmetic (one wait for memory, not one an output);
-    //    each row of x is then read in chunks (from cache after the first warp).
-    if (n0 < N) {
-        uint4 wr[OUT][PER];
+    //    chunk of the warp is loaded before any arithmetic (one wait for memory, not one an output),
+    //    and before the wait for the kernel before this one (no kernel writes the weights, so with
+    //    the dependent launch their latency overlaps its tail); each row of x is then read in
+    //    chunks (from cache after the first warp).
+    uint4 wr[OUT][PER];
 #pragma unroll
-        for (int o = 0; o < OUT; ++o) {
+    for (int o = 0; o < OUT; ++o) {
 #pragma unroll
-            for (int c = 0; c < PER; ++c) {
-                const int idx = (lane + c * WARP_SIZE) * VEC;
-                wr[o][c] = (n0 + o < N && idx < K) ? raw_chunk<VEC>(w + (long long)(n0 + o) * K + idx) : make_uint4(0, 0, 0, 0);
-            }
+        for (int c = 0; c < PER; ++c) {
+            const int idx = (lane + c * WARP_SIZE) * VEC;
+            wr[o][c] = (n0 + o < N && idx < K) ? raw_chunk<VEC>(w + (long long)(n0 + o) * K + idx) : make_uint4(0, 0, 0, 0);
         }
+    }
+    lc0_grid_dependency_sync();
+    if (n0 < N) {
         for (int r = 0; r < rows; ++r) {
             uint4 xr[PER];
 #pragma unroll

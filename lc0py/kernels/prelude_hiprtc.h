@@ -15,6 +15,9 @@
 //   lc0_fence_device / lc0_atomic_add  device-scope fence / atomic add on a u32 (a grid's last-block hand-off)
 //   lc0_load_global_cg          a float another block wrote (after lc0_fence_device)
 //   lc0_load_volatile_u32       a u32 other blocks are changing (a grid barrier's spin); lc0_spin_pause
+//   lc0_weights_before_wait()   marks a kernel that loads weights before lc0_grid_dependency_sync():
+//                               only what no kernel writes (the net's weights), never the previous
+//                               kernel's outputs and no store (tests/kernels/test_dependent_launch.py)
 //   lc0_grid_dependency_sync()  every kernel's first statement; NVIDIA's programmatic dependent
 //                               launch has no HIP counterpart, so here it does nothing
 //   LC0_DEVICE / LC0_RESTRICT   spelled the same on both vendors
@@ -120,6 +123,9 @@ LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (v_rcp_f32); 1/inf = 
     return 1.0f / x;
 #endif
 }
+// A kernel's first statement where it loads weights before its lc0_grid_dependency_sync(): does
+// nothing; it names the contract (loads of weights only, no store) for readers and the test.
+LC0_DEVICE void lc0_weights_before_wait() {}
 
 typedef unsigned lc0_u32x4 __attribute__((ext_vector_type(4)));
 LC0_DEVICE void async_copy16(void* smem, const void* gmem) {

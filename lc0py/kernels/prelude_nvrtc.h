@@ -16,6 +16,9 @@
 //   lc0_fence_device / lc0_atomic_add  __threadfence / atomicAdd on a u32 (a grid's last-block hand-off)
 //   lc0_load_global_cg          a float another block wrote, read past L1 (ld.global.cg)
 //   lc0_load_volatile_u32       a u32 other blocks are changing (a grid barrier's spin); lc0_spin_pause
+//   lc0_weights_before_wait()   marks a kernel that loads weights before lc0_grid_dependency_sync():
+//                               only what no kernel writes (the net's weights), never the previous
+//                               kernel's outputs and no store (tests/kernels/test_dependent_launch.py)
 //   lc0_grid_dependency_sync()  every kernel's first statement: waits for the kernel before it in
 //                               the stream (programmatic dependent launch, sm_90+), then lets the
 //                               next one launch; a no-op on AMD, before sm_90 and without the attribute
@@ -101,13 +104,17 @@ LC0_DEVICE void lc0_spin_pause() {}
 // until the previous grid has finished and its writes are visible; it must come before any read of
 // that grid's outputs and before any write (the previous grid may still read what we would
 // overwrite). `launch_dependents` lets the next kernel be scheduled once every block of this one
-// has started. Every __global__ function calls this first (tests/kernels/test_dependent_launch.py).
+// has started. Every __global__ function calls this first, or after loading only weights where its
+// first statement is lc0_weights_before_wait() (tests/kernels/test_dependent_launch.py).
 LC0_DEVICE void lc0_grid_dependency_sync() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// A kernel's first statement where it loads weights before its lc0_grid_dependency_sync(): does
+// nothing; it names the contract (loads of weights only, no store) for readers and the test.
+LC0_DEVICE void lc0_weights_before_wait() {}
 LC0_DEVICE float lc0_rcp(float x) {  // 1/x to about 1 ulp (one MUFU.RCP); 1/inf = 0
     float y;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
