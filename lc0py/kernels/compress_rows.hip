@@ -115,10 +115,10 @@ LC0_DEVICE void load_weights(Weights& wts, const T* LC0_RESTRICT wc, const T* LC
 }  // namespace cr
 
 // The kernel body, after the entry loaded the block's weights and waited. PRENORM
-// (compress_rows_prenorm): x is not the layer input but the previous
-// layer's FFN output before its LayerNorm; each warp forms its token's row of
-// LN(x + pre_bias + skip) * pre_gamma + pre_beta itself (fp32, two-pass, rounded to T as the
-// LayerNorm kernel stores it), so smolgen need not wait for that kernel (the smolgen_early fusion).
+// (compress_rows_prenorm): x is not the layer input but the previous layer's FFN output before its
+// LayerNorm; each warp forms its token's row of LN(x + pre_bias + skip) * pre_gamma + pre_beta
+// itself (fp32, two-pass, rounded to T as the LayerNorm kernel stores it), so smolgen need not
+// wait for that kernel (the smolgen_early fusion).
 template <bool PRENORM>
 LC0_DEVICE void compress_rows_body(const cr::Weights& wts, const T* LC0_RESTRICT x, const T* LC0_RESTRICT skip,
                                    const T* LC0_RESTRICT pre_bias, const T* LC0_RESTRICT pre_gamma,
