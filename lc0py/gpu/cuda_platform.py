@@ -27,6 +27,8 @@ import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -352,6 +354,10 @@ class CudaPlatform(VendorPlatform):
         self._arch_option, self.binary_kind = nvrtc_target(self.cc)
         self._cublas: _Cublas | None = None
         self._sm_targets: dict[int | None, int] = {}  # BLAS handle -> its SM count target (0: all)
+        self._stream_workspaces: dict[int, int] = {}  # stream -> its BLAS handle's workspace
+        self._capturing = False  # between begin_capture and end_capture (one enqueuing thread)
+        #: timed cuBLASLt algorithms for the large fp16 GEMMs (``use_gemm_algos``); None: cublasGemmEx
+        self.gemm_algos: Any = None
         self._launch_config: Any = None  # cuLaunchKernelEx's, made at the first dependent launch
 
     # ---- memory ----------------------------------------------------------------------------
@@ -536,6 +542,7 @@ class CudaPlatform(VendorPlatform):
         ws = self._blas_workspace()
         _Cublas.check(lib.cublasSetWorkspace_v2(handle, ws, BLAS_WORKSPACE), "cublasSetWorkspace")
         _Cublas.check(lib.cublasSetStream_v2(handle, stream or None), "cublasSetStream")
+        self._stream_workspaces[stream] = ws
 
     def _destroy_blas_handle(self, handle: ctypes.c_void_p) -> None:
         self._sm_targets.pop(handle.value, None)
@@ -548,6 +555,49 @@ class CudaPlatform(VendorPlatform):
             assert self._cublas is not None
             _Cublas.check(self._cublas.lib.cublasSetSmCountTarget(handle, sms), "cublasSetSmCountTarget")
             self._sm_targets[handle.value] = sms
+
+    def close(self) -> None:
+        if self.gemm_algos is not None and not self._closed:
+            self.gemm_algos.close()
+            self.gemm_algos = None
+        super().close()
+
+    def use_gemm_algos(self, min_gflop: float, folder: Path | None) -> None:
+        """Time cuBLASLt's algorithms for fp16 GEMMs of at least ``min_gflop`` GFLOP and keep the
+        fastest (``gemm_algos.LtAlgos``; the choices saved in ``folder``, ``None``: not saved)."""
+        from lc0py.gpu.gemm_algos import AlgoStore, LtAlgos
+
+        if self.gemm_algos is None:
+            store = AlgoStore(folder, LtAlgos.fingerprint(self))
+            self.gemm_algos = LtAlgos(self, store, min_gflop * 1e9)
+        else:
+            self.gemm_algos.min_flops = min_gflop * 1e9
+
+    def _tuned_gemm(
+        self,
+        handle: ctypes.c_void_p,
+        stream: int,
+        call: GemmCall,
+        dtype: str,
+        alpha: float,
+        beta: float,
+        sms: int,
+    ) -> bool:
+        algos = self.gemm_algos
+        if algos is None or dtype != "fp16" or call.batch != 1 or sms:
+            return False
+        self._set_sm_target(handle, 0)  # a target left by an earlier GEMM would skew the timing
+        return bool(
+            algos.gemm(
+                call,
+                alpha,
+                beta,
+                stream,
+                (self._stream_workspaces[stream], BLAS_WORKSPACE),
+                self._capturing,
+                lambda c: self._column_major_gemm(handle, replace(call, c=c), dtype, alpha, beta),
+            )
+        )
 
     def _column_major_gemm(
         self, handle: ctypes.c_void_p, call: GemmCall, dtype: str, alpha: float, beta: float
@@ -575,8 +625,10 @@ class CudaPlatform(VendorPlatform):
     def begin_capture(self, stream: int) -> None:
         mode = self._drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         _check(self._drv.cuStreamBeginCapture(self._stream(stream), mode), "cuStreamBeginCapture")
+        self._capturing = True
 
     def end_capture(self, stream: int) -> int:
+        self._capturing = False
         graph = _check(self._drv.cuStreamEndCapture(self._stream(stream)), "cuStreamEndCapture")
         try:
             exe = _check(self._drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")

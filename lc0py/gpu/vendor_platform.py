@@ -189,8 +189,17 @@ class VendorPlatform(Platform):
             trans_b, trans_a, n, m, k, b, ldb, stride_b, a, lda, stride_a, c, ldc, stride_c, batch
         )
         handle = self._blas_handle(stream)
+        if self._tuned_gemm(handle, stream, call, dtype, alpha, beta, sms):
+            return
         self._set_sm_target(handle, sms)
         self._column_major_gemm(handle, call, dtype, alpha, beta)
+
+    def _tuned_gemm(
+        self, handle: Any, stream: int, call: GemmCall, dtype: str, alpha: float, beta: float, sms: int
+    ) -> bool:
+        """Run ``call`` with an algorithm timed for it (``gemm_algos``) and return ``True``, or
+        ``False`` for the BLAS's own choice. Only the CUDA platform has such algorithms."""
+        return False
 
     def _set_sm_target(self, handle: Any, sms: int) -> None:
         """Keep ``handle``'s GEMMs to ``sms`` multiprocessors (0: all) where the BLAS can."""

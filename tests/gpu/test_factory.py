@@ -20,12 +20,13 @@ PACKAGE = Path(factory.__file__).parent
 MAY_IMPORT = {
     "platform": set(),
     "vendor_platform": {"platform"},
-    "cuda_platform": {"platform", "vendor_platform"},
+    "cuda_platform": {"platform", "vendor_platform", "gemm_algos"},
     "hip_platform": {"platform", "vendor_platform"},
     "factory": {"platform", "cuda_platform", "hip_platform"},
     "compile_cache": {"platform"},
     "cublaslt": {"platform"},  # cuBLASLt through ctypes (the FP8 GEMMs)
     "cublaslt_batched": {"platform", "cublaslt"},  # strided-batched FP8 GEMMs (residual FP8)
+    "gemm_algos": {"platform", "cublaslt"},  # timed cuBLASLt algorithms for the large fp16 GEMMs
     "__init__": set(),
 }
 

@@ -61,6 +61,29 @@ def dependent_launch(options: GpuOptions, platform: Platform) -> bool:
     return problem is None and options.pdl is not False
 
 
+def gemm_tuning(options: GpuOptions, platform: Platform) -> bool:
+    """Turn on the platform's timed cuBLASLt algorithms for large fp16 GEMMs (``gemm_tune=``:
+    ``auto`` where the platform has them, i.e. CUDA with cuBLASLt; ``on`` elsewhere is one line).
+    Returns whether they are on."""
+    if options.gemm_tune is False:
+        return False
+    use = getattr(platform, "use_gemm_algos", None)
+    problem = None
+    if use is None:
+        problem = f"{platform.info.name}: only the CUDA platform times cuBLASLt algorithms"
+    if use is not None:
+        from lc0py.backends.gpu.tuning import tuned_folder
+        from lc0py.errors import BackendUnavailable
+
+        try:
+            use(options.gemm_tune_min, tuned_folder())
+        except BackendUnavailable as exc:  # no cuBLASLt library
+            problem = str(exc)
+    if problem is not None and options.gemm_tune:
+        raise BackendOptionError(f"--backend-opts: gemm_tune=on: {problem}")
+    return problem is None
+
+
 class GpuNetwork:
     """One network on one GPU (see the module docstring)."""
 
@@ -88,6 +111,7 @@ class GpuNetwork:
         self.p = platform
         platform.bind_thread()  # another device (gpu=N) may have been made current since its creation
         platform.dependent_launch = dependent_launch(options, platform)
+        self.gemm_tuned = gemm_tuning(options, platform)
         self.net = network
         self.fp16 = fp16
         self.options = options

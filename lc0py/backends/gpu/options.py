@@ -87,6 +87,11 @@ nothing below the backend reads option text or sets option flags on other object
                               12.3+); ``auto``: on where the device has it, ``on`` elsewhere is one line
 ``side_sms``        ``16``    multiprocessors a GEMM leaves to side-stream work beside it
                               (``smolgen_branch``, ``row_halves``; 0: none)
+``gemm_tune``       ``auto``  fp16 GEMMs of at least ``gemm_tune_min`` GFLOP run the fastest of
+                              cuBLASLt's algorithms for their shape, timed on the device at their first
+                              eager call and kept in the tuned folder (``lc0py/gpu/gemm_algos.py``);
+                              ``auto``: on CUDA, ``on`` elsewhere is one line; ``off``: cublasGemmEx
+``gemm_tune_min``   ``4``     the smallest GEMM ``gemm_tune`` times, in GFLOP (2·m·n·k)
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``,
@@ -131,6 +136,8 @@ KNOWN_OPTIONS = (
     "row_halves_min",
     "side_sms",
     "pdl",
+    "gemm_tune",
+    "gemm_tune_min",
     "graphs",
     "graph_buckets",
     "max_batch",
@@ -175,6 +182,8 @@ SMOLGEN_EARLY_MAX = 3
 #: ``smolgen_chain=auto`` takes the fusion up to this batch (``on``: up to ``weights.SMOLGEN_CHAIN_MAX``;
 #: the default is ``off``, fusions.py)
 SMOLGEN_CHAIN_MAX_AUTO = 1
+#: ``gemm_tune_min``'s default (GFLOP), ``gemm_algos.DEFAULT_MIN_GFLOP``
+GEMM_TUNE_MIN = 4
 
 
 def fp8_gemms_value(key: str, value: str) -> tuple[str, ...]:
@@ -295,6 +304,11 @@ class GpuOptions:
     side_sms: int = 16
     #: programmatic dependent launch (``Platform.dependent_launch``); ``None``: where the device has it
     pdl: bool | None = None
+    #: timed cuBLASLt algorithms for the large fp16 GEMMs (``gpu.gemm_algos``); ``None``: where the
+    #: platform has them (CUDA)
+    gemm_tune: bool | None = None
+    #: the smallest GEMM timed, in GFLOP (2·m·n·k)
+    gemm_tune_min: int = GEMM_TUNE_MIN
     #: flash kernel parameters (``FlashParams`` fields), sorted ``(name, value)`` pairs: the
     #: explicit ``attn_*`` options, merged over a tuned winner by the backend
     attn: tuple[tuple[str, int], ...] = ()
@@ -351,6 +365,8 @@ class GpuOptions:
             row_halves_min=take("row_halves_min", 2, lo=2, hi=MAX_BATCH_LIMIT),
             side_sms=take("side_sms", 16, lo=0, hi=4096),
             pdl=take("pdl", None, auto_or_bool),
+            gemm_tune=take("gemm_tune", None, auto_or_bool),
+            gemm_tune_min=take("gemm_tune_min", GEMM_TUNE_MIN, lo=0, hi=1_000_000),
             attn=tuple(sorted(attn.items())),
         )
         options.finish(KNOWN_OPTIONS)
