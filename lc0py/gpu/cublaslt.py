@@ -117,6 +117,7 @@ def load_cublaslt() -> ctypes.CDLL:
         "cublasLtMatmulDescSetAttribute": [vp, i, vp, sz],
         "cublasLtMatrixLayoutCreate": [pvp, i, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64],
         "cublasLtMatrixLayoutDestroy": [vp],
+        "cublasLtMatrixLayoutSetAttribute": [vp, i, vp, sz],
         "cublasLtMatmulPreferenceCreate": [pvp],
         "cublasLtMatmulPreferenceDestroy": [vp],
         "cublasLtMatmulPreferenceSetAttribute": [vp, i, vp, sz],

@@ -584,7 +584,7 @@ class CudaPlatform(VendorPlatform):
         sms: int,
     ) -> bool:
         algos = self.gemm_algos
-        if algos is None or dtype != "fp16" or call.batch != 1 or sms:
+        if algos is None or dtype != "fp16" or sms:
             return False
         self._set_sm_target(handle, 0)  # a target left by an earlier GEMM would skew the timing
         return bool(

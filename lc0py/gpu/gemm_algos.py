@@ -67,6 +67,7 @@ _COMPUTE_32F = 68
 _DESC_TRANSA, _DESC_TRANSB = 3, 4
 _PREF_MAX_WORKSPACE_BYTES = 1
 _PREF_MIN_ALIGNMENT = {"a": 5, "b": 6, "c": 7, "d": 8}
+_LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6  # int32, int64 (elements)
 
 
 def alignment(ptr: int) -> int:
@@ -92,22 +93,35 @@ class LtProblem:
     align_a: int
     align_b: int
     align_c: int
+    batch: int = 1  # strided-batched (``cublasGemmStridedBatchedEx``) when > 1
+    stride_a: int = 0  # elements between the batch's matrices
+    stride_b: int = 0
+    stride_c: int = 0
 
     @property
     def flops(self) -> float:
-        return 2.0 * self.m * self.n * self.k
+        return 2.0 * self.m * self.n * self.k * self.batch
+
+    @property
+    def c_elements(self) -> int:
+        """Elements from C's first to its last (every matrix of the batch)."""
+        return self.stride_c * (self.batch - 1) + self.ldc * self.n
 
     def key(self) -> str:
         """The problem as one string (the store's key)."""
         ops = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
-        return (
+        text = (
             f"{ops} {self.m}x{self.n}x{self.k} ld {self.lda},{self.ldb},{self.ldc} "
             f"beta {int(self.accumulate)} align {self.align_a},{self.align_b},{self.align_c}"
         )
+        if self.batch > 1:
+            text += f" batch {self.batch} strides {self.stride_a},{self.stride_b},{self.stride_c}"
+        return text
 
     @classmethod
     def from_call(cls, call: Any, beta: float) -> LtProblem:
-        """From a ``vendor_platform.GemmCall`` (``batch == 1``): its first operand is A."""
+        """From a ``vendor_platform.GemmCall``: its first operand is A."""
+        batched = call.batch > 1
         return cls(
             trans_a=call.trans_first,
             trans_b=call.trans_second,
@@ -121,6 +135,10 @@ class LtProblem:
             align_a=alignment(call.first),
             align_b=alignment(call.second),
             align_c=alignment(call.c),
+            batch=call.batch,
+            stride_a=call.stride_first if batched else 0,
+            stride_b=call.stride_second if batched else 0,
+            stride_c=call.stride_c if batched else 0,
         )
 
 
@@ -269,12 +287,21 @@ class LtAlgos:
         return True
 
     # ---- building and choosing -------------------------------------------------------------
-    def _layout(self, rows: int, cols: int, ld: int) -> ctypes.c_void_p:
+    def _layout(self, rows: int, cols: int, ld: int, batch: int = 1, stride: int = 0) -> ctypes.c_void_p:
         lay = ctypes.c_void_p()
         self._check(
             self.lib.cublasLtMatrixLayoutCreate(ctypes.byref(lay), _CUDA_R_16F, rows, cols, ld),
             "cublasLtMatrixLayoutCreate",
         )
+        if batch > 1:
+            count, offset = ctypes.c_int32(batch), ctypes.c_int64(stride)
+            for attr, value in ((_LAYOUT_BATCH_COUNT, count), (_LAYOUT_STRIDED_BATCH_OFFSET, offset)):
+                status = self.lib.cublasLtMatrixLayoutSetAttribute(
+                    lay, attr, ctypes.byref(value), ctypes.sizeof(value)
+                )
+                if status != 0:
+                    self.lib.cublasLtMatrixLayoutDestroy(lay)
+                    self._check(status, "cublasLtMatrixLayoutSetAttribute")
         return lay
 
     def _describe(self, q: LtProblem) -> tuple[ctypes.c_void_p, tuple[ctypes.c_void_p, ...]]:
@@ -286,9 +313,10 @@ class LtAlgos:
             status = lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.byref(v), 4)
             self._check(status, "cublasLtMatmulDescSetAttribute")
         # stored shapes: op(A) is m x k, op(B) is k x n (column-major, leading dimension = rows)
-        a = self._layout(q.k, q.m, q.lda) if q.trans_a else self._layout(q.m, q.k, q.lda)
-        b = self._layout(q.n, q.k, q.ldb) if q.trans_b else self._layout(q.k, q.n, q.ldb)
-        c = self._layout(q.m, q.n, q.ldc)
+        nb = q.batch
+        a = self._layout(*((q.k, q.m) if q.trans_a else (q.m, q.k)), q.lda, nb, q.stride_a)
+        b = self._layout(*((q.n, q.k) if q.trans_b else (q.k, q.n)), q.ldb, nb, q.stride_b)
+        c = self._layout(q.m, q.n, q.ldc, nb, q.stride_c)
         return desc, (a, b, c)
 
     def _heuristic(self, q: LtProblem, desc: ctypes.c_void_p, layouts: Sequence[ctypes.c_void_p],
@@ -365,7 +393,7 @@ class LtAlgos:
         interleaved, the best round's mean per call. On the default stream, which cannot be
         captured, the calls are timed as issued."""
         p = self.p
-        nbytes = q.ldc * q.n * 2
+        nbytes = q.c_elements * 2
         scratch = p.alloc(nbytes)
         start, end = p.create_event(timing=True), p.create_event(timing=True)
         graphs: list[int | None] = []

@@ -20,6 +20,7 @@ PROTOTYPES = {
     "cublasLtMatmulDescSetAttribute": "PIPL",  # desc, attr, const void* buf, size_t
     "cublasLtMatrixLayoutCreate": "PILLL",  # layout*, cudaDataType, uint64 rows, uint64 cols, int64 ld
     "cublasLtMatrixLayoutDestroy": "P",
+    "cublasLtMatrixLayoutSetAttribute": "PIPL",  # layout, attr, const void* buf, size_t
     "cublasLtMatmulPreferenceCreate": "P",
     "cublasLtMatmulPreferenceDestroy": "P",
     "cublasLtMatmulPreferenceSetAttribute": "PIPL",

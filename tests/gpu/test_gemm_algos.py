@@ -69,6 +69,21 @@ def test_problem_from_a_call_keys_every_field_that_picks_an_algorithm() -> None:
     assert len(keys) == 6
 
 
+def test_batched_problem_counts_and_keys_its_batch() -> None:
+    plain = LtProblem.from_call(_call(), beta=0.0)
+    batched = LtProblem.from_call(
+        _call(batch=36, stride_first=768 * 2304, stride_second=4096 * 768, stride_c=4096 * 2304), beta=0.0
+    )
+    assert batched.flops == 36 * plain.flops
+    assert batched.c_elements == 35 * 4096 * 2304 + 2304 * 4096
+    assert plain.c_elements == 2304 * 4096
+    assert "batch 36 strides" in batched.key() and "batch" not in plain.key()
+    other = LtProblem.from_call(
+        _call(batch=36, stride_first=768 * 2304, stride_second=4096 * 768, stride_c=4096 * 2304 + 8), beta=0.0
+    )
+    assert other.key() != batched.key()
+
+
 def test_store_keeps_choices_across_instances(tmp_path: Path) -> None:
     a = AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100")
     algo = [1, 2, 3, 4, 5, 6, 7, (1 << 64) - 1]

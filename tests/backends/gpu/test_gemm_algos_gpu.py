@@ -146,3 +146,45 @@ def test_t82_on_timed_gemms_matches_the_reference(tmp_path: Path, monkeypatch: p
             gpu.close()
     finally:
         p.close()
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_timed_algorithms_batched_match_numpy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beta: float
+) -> None:
+    """Strided-batched GEMMs (the Winograd path's 36 per convolution) on timed algorithms, with
+    padding between the batch's matrices so that a stride mix-up shows."""
+    p = _platform(tmp_path, monkeypatch)
+    try:
+        stream = p.create_stream()
+        nb, m, n, k, pad = 6, 384, 200, 136, 64
+        rng = np.random.default_rng(8)
+        sa, sb, sc = m * k + pad, k * n + pad, m * n + pad
+        x = rng.standard_normal(nb * sa).astype(np.float16)
+        w = rng.standard_normal(nb * sb).astype(np.float16)
+        c0 = rng.standard_normal(nb * sc).astype(np.float16)
+        ptrs = [p.alloc(a.nbytes) for a in (x, w, c0)]
+        try:
+            for ptr, a in zip(ptrs, (x, w, c0), strict=True):
+                p.copy_h2d(ptr, a, a.nbytes, stream)
+            p.use_gemm_algos(0.0, tmp_path)
+            p.gemm(stream, m, n, k, ptrs[0], k, ptrs[1], n, ptrs[2], n, dtype="fp16", beta=beta, batch=nb,
+                   stride_a=sa, stride_b=sb, stride_c=sc)
+            out = np.empty_like(c0)
+            p.copy_d2h(out, ptrs[2], out.nbytes, stream)
+            p.synchronize(stream)
+        finally:
+            for ptr in ptrs:
+                p.free(ptr)
+        assert len(p.gemm_algos.timings) == 1 and "batch 6" in next(iter(p.gemm_algos.timings))
+        for i in range(nb):
+            xi = x[i * sa:i * sa + m * k].reshape(m, k).astype(np.float64)
+            wi = w[i * sb:i * sb + k * n].reshape(k, n).astype(np.float64)
+            ci = c0[i * sc:i * sc + m * n].reshape(m, n).astype(np.float64)
+            got = out[i * sc:i * sc + m * n].reshape(m, n)
+            assert relative_error(got, xi @ wi + beta * ci) <= 2e-3, i
+            gap = slice(i * sc + m * n, (i + 1) * sc)
+            np.testing.assert_array_equal(out[gap], c0[gap])  # the padding is never written
+        p.destroy_stream(stream)
+    finally:
+        p.close()
