@@ -118,6 +118,15 @@ def test_store_ignores_a_tampered_or_malformed_entry(tmp_path: Path) -> None:
     assert set(AlgoStore(tmp_path / "b", "dev").choices) == {"good"}
 
 
+def test_store_in_a_folder_it_cannot_make_keeps_choices_in_memory(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    store = AlgoStore(blocker / "tuned", "dev")  # cannot be created, whoever runs the test
+    store.put("p", {"algo": None})  # logged, not raised: a cache is an optimisation
+    assert store.get("p") == {"algo": None}
+    assert AlgoStore(blocker / "tuned", "dev").get("p") is None
+
+
 def test_store_without_a_folder_stays_in_memory() -> None:
     store = AlgoStore(None, "dev")
     store.put("p", {"algo": None})
