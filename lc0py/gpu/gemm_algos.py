@@ -16,9 +16,11 @@ scratch output (``CALLS`` calls captured in a graph, so that the host's cost of 
 not what is timed; ``ROUNDS`` interleaved replays, the best of each). The
 fastest is kept if it takes at most ``MARGIN`` of ``cublasGemmEx``'s time; otherwise the GEMM stays
 on ``cublasGemmEx``. Later calls, and the graphs captured after, run the choice. The choices are
-written to the tuned folder (``AlgoStore``: one verified entry per device and cuBLASLt version), so
-the next process only asks the heuristic again and finds the kept algorithm by its bytes; one it
-no longer offers is timed afresh.
+written to the tuned folder (``AlgoStore``: one verified entry per device and cuBLASLt version),
+once after each ``prepare`` and on ``close`` (``LtAlgos.flush``), so the next process only asks
+the heuristic again and finds the kept algorithm by its bytes; one it no longer offers is timed
+afresh. A GEMM kept to fewer multiprocessors (``sms``: beside side-stream work) is timed and run
+under the same target, ``cublasGemmEx``'s and the algorithms' alike.
 
 The problem is the column-major call that ``cublasGemmEx`` would get (``GemmCall``), so the same
 transposes, leading dimensions and pointers go to ``cublasLtMatmul`` (C is D: in place, as
@@ -65,6 +67,7 @@ STORE_VERSION = 1
 _CUDA_R_16F, _CUDA_R_32F = 2, 0
 _COMPUTE_32F = 68
 _DESC_TRANSA, _DESC_TRANSB = 3, 4
+_DESC_SM_COUNT_TARGET = 15  # int32
 _PREF_MAX_WORKSPACE_BYTES = 1
 _PREF_MIN_ALIGNMENT = {"a": 5, "b": 6, "c": 7, "d": 8}
 _LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6  # int32, int64 (elements)
@@ -97,6 +100,9 @@ class LtProblem:
     stride_a: int = 0  # elements between the batch's matrices
     stride_b: int = 0
     stride_c: int = 0
+    #: multiprocessors the GEMM is kept to (0: all): it runs beside side-stream work
+    #: (``cublasSetSmCountTarget`` for ``cublasGemmEx``, ``SM_COUNT_TARGET`` for cuBLASLt)
+    sms: int = 0
 
     @property
     def flops(self) -> float:
@@ -116,11 +122,13 @@ class LtProblem:
         )
         if self.batch > 1:
             text += f" batch {self.batch} strides {self.stride_a},{self.stride_b},{self.stride_c}"
+        if self.sms:
+            text += f" sms {self.sms}"
         return text
 
     @classmethod
-    def from_call(cls, call: Any, beta: float) -> LtProblem:
-        """From a ``vendor_platform.GemmCall``: its first operand is A."""
+    def from_call(cls, call: Any, beta: float, sms: int = 0) -> LtProblem:
+        """From a ``vendor_platform.GemmCall``: its first operand is A; ``sms``: its SM target."""
         batched = call.batch > 1
         return cls(
             trans_a=call.trans_first,
@@ -139,6 +147,7 @@ class LtProblem:
             stride_a=call.stride_first if batched else 0,
             stride_b=call.stride_second if batched else 0,
             stride_c=call.stride_c if batched else 0,
+            sms=sms,
         )
 
 
@@ -165,6 +174,7 @@ class AlgoStore:
         self.fingerprint = fingerprint
         self.name = "gemm-algos-" + hashlib.sha256(fingerprint.encode()).hexdigest()[:16] + ".json"
         self.choices: dict[str, dict[str, Any]] = self._read()
+        self._unsaved: set[str] = set()
 
     def _inputs(self) -> str:
         return f"gemm-algos v{STORE_VERSION} {self.fingerprint}"
@@ -190,9 +200,23 @@ class AlgoStore:
         return self.choices.get(key)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        """Keep ``entry`` and write the folder's entry again, merged with what another process
-        may have written meanwhile (the last writer wins per key; a failed write is logged)."""
+        """Keep ``entry`` in memory; ``flush`` writes it. A cold ``prepare`` times a problem per
+        GEMM shape (175 for T82 to 1024 positions), so each is not written on its own."""
         self.choices[key] = entry
+        self._unsaved.add(key)
+
+    @property
+    def dirty(self) -> bool:
+        """Whether some choice is not yet written (``flush``)."""
+        return bool(self._unsaved)
+
+    def flush(self) -> None:
+        """Write the folder's entry once with every unsaved choice, merged with what another
+        process may have written meanwhile (the last writer wins per key). A failed write is
+        logged and the choices stay for this process; nothing to write: no write."""
+        if not self._unsaved:
+            return
+        self._unsaved.clear()
         if self.folder is None:
             return
         from lc0py.storage import cache as storage_cache
@@ -265,12 +289,15 @@ class LtAlgos:
         workspace: tuple[int, int],
         capturing: bool,
         default: Callable[[int], None],
+        sms: int = 0,
     ) -> bool:
         """Run ``call`` (a ``GemmCall``, ``batch == 1``, fp16) with its kept algorithm and return
         ``True``; ``False``: the caller runs ``cublasGemmEx`` (not eligible, ``cublasGemmEx`` was
         fastest, or first seen inside a capture). ``default(c)`` runs ``cublasGemmEx`` with
-        ``c`` as C (for timing); ``workspace`` is ``(pointer, bytes)`` of the stream's own."""
-        problem = LtProblem.from_call(call, beta)
+        ``c`` as C (for timing, on a handle already kept to ``sms``); ``workspace`` is
+        ``(pointer, bytes)`` of the stream's own; ``sms``: the multiprocessors the GEMM is kept to
+        (0: all), told to the heuristic and to each algorithm it offers."""
+        problem = LtProblem.from_call(call, beta, sms)
         if not self.eligible(problem):
             return False
         key = problem.key()
@@ -312,6 +339,10 @@ class LtAlgos:
             v = ctypes.c_int(int(trans))
             status = lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.byref(v), 4)
             self._check(status, "cublasLtMatmulDescSetAttribute")
+        if q.sms:
+            target = ctypes.c_int32(q.sms)
+            status = lib.cublasLtMatmulDescSetAttribute(desc, _DESC_SM_COUNT_TARGET, ctypes.byref(target), 4)
+            self._check(status, "cublasLtMatmulDescSetAttribute(SM_COUNT_TARGET)")
         # stored shapes: op(A) is m x k, op(B) is k x n (column-major, leading dimension = rows)
         nb = q.batch
         a = self._layout(*((q.k, q.m) if q.trans_a else (q.m, q.k)), q.lda, nb, q.stride_a)
@@ -477,10 +508,16 @@ class LtAlgos:
             "cublasLtMatmul",
         )
 
+    def flush(self) -> None:
+        """Write the choices timed since the last write (``AlgoStore.flush``): after each
+        ``prepare`` and on ``close``."""
+        self.store.flush()
+
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.store.flush()
         for plan in self._plans.values():
             if plan is not None:
                 self._destroy(plan.desc, plan.layouts)

@@ -65,8 +65,10 @@ def test_problem_from_a_call_keys_every_field_that_picks_an_algorithm() -> None:
         LtProblem.from_call(_call(ldc=2336), beta=0.0).key(),
         LtProblem.from_call(_call(trans_second=True), beta=0.0).key(),
         LtProblem.from_call(_call(n=4097), beta=0.0).key(),
+        LtProblem.from_call(_call(), beta=0.0, sms=116).key(),  # kept to 116 multiprocessors
     }
-    assert len(keys) == 6
+    assert len(keys) == 7
+    assert "sms" not in q.key() and q.key() == LtProblem.from_call(_call(), beta=0.0, sms=0).key()
 
 
 def test_batched_problem_counts_and_keys_its_batch() -> None:
@@ -88,17 +90,46 @@ def test_store_keeps_choices_across_instances(tmp_path: Path) -> None:
     a = AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100")
     algo = [1, 2, 3, 4, 5, 6, 7, (1 << 64) - 1]
     a.put("problem one", {"algo": algo, "default_us": 10.0, "best_us": 8.0})
+    a.flush()
     b = AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100")
     assert b.get("problem one") == {"algo": algo, "default_us": 10.0, "best_us": 8.0}
     b.put("problem two", {"algo": None, "default_us": 5.0, "best_us": None})
+    b.flush()
     a.put("problem three", {"algo": algo})  # a's view lacks "problem two": the write merges it back
+    a.flush()
     c = AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100")
     assert set(c.choices) == {"problem one", "problem two", "problem three"}
     assert c.get("problem two") == {"algo": None, "default_us": 5.0, "best_us": None}
 
 
+def test_store_writes_once_per_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lc0py.storage import cache as storage_cache
+
+    writes: list[str] = []
+    real_store = storage_cache.EntryStore.store
+
+    def counted(self: storage_cache.EntryStore, name: str, text: object, inputs: str) -> Path | None:
+        writes.append(name)
+        return real_store(self, name, text, inputs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(storage_cache.EntryStore, "store", counted)
+    store = AlgoStore(tmp_path, "dev")
+    for i in range(5):
+        store.put(f"problem {i}", {"algo": None})
+    assert writes == [] and store.dirty  # put alone writes nothing
+    assert AlgoStore(tmp_path, "dev").get("problem 0") is None
+    store.flush()
+    assert len(writes) == 1 and not store.dirty
+    assert set(AlgoStore(tmp_path, "dev").choices) == {f"problem {i}" for i in range(5)}
+    store.flush()  # nothing new: no write
+    assert len(writes) == 1
+
+
 def test_store_of_another_device_or_library_is_separate(tmp_path: Path) -> None:
-    AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100").put("p", {"algo": None})
+    store = AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100")
+    store.put("p", {"algo": None})
+    store.flush()
+    assert AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130100").get("p") == {"algo": None}
     assert AlgoStore(tmp_path, "NVIDIA H100|sm_90|cublasLt 130100").get("p") is None
     assert AlgoStore(tmp_path, "NVIDIA H200|sm_90|cublasLt 130200").get("p") is None
 
@@ -106,6 +137,7 @@ def test_store_of_another_device_or_library_is_separate(tmp_path: Path) -> None:
 def test_store_ignores_a_tampered_or_malformed_entry(tmp_path: Path) -> None:
     store = AlgoStore(tmp_path, "dev")
     store.put("p", {"algo": [0] * 8})
+    store.flush()
     (entry,) = [f for f in tmp_path.iterdir() if f.name.endswith(".json") and ".entry." not in f.name]
     doc = json.loads(entry.read_text())
     doc["choices"]["p"]["algo"] = [9] * 8
@@ -115,6 +147,7 @@ def test_store_ignores_a_tampered_or_malformed_entry(tmp_path: Path) -> None:
     fresh = AlgoStore(tmp_path / "b", "dev")
     fresh.put("good", {"algo": None})
     fresh.put("bad", {"algo": [1, 2]})
+    fresh.flush()
     assert set(AlgoStore(tmp_path / "b", "dev").choices) == {"good"}
 
 
@@ -122,7 +155,8 @@ def test_store_in_a_folder_it_cannot_make_keeps_choices_in_memory(tmp_path: Path
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     store = AlgoStore(blocker / "tuned", "dev")  # cannot be created, whoever runs the test
-    store.put("p", {"algo": None})  # logged, not raised: a cache is an optimisation
+    store.put("p", {"algo": None})
+    store.flush()  # logged, not raised: a cache is an optimisation
     assert store.get("p") == {"algo": None}
     assert AlgoStore(blocker / "tuned", "dev").get("p") is None
 
@@ -130,7 +164,8 @@ def test_store_in_a_folder_it_cannot_make_keeps_choices_in_memory(tmp_path: Path
 def test_store_without_a_folder_stays_in_memory() -> None:
     store = AlgoStore(None, "dev")
     store.put("p", {"algo": None})
-    assert store.get("p") == {"algo": None}
+    store.flush()
+    assert store.get("p") == {"algo": None} and not store.dirty
 
 
 def test_options_parse() -> None:

@@ -71,7 +71,7 @@ def gemm_tuning(options: GpuOptions, platform: Platform) -> bool:
     problem = None
     if use is None:
         problem = f"{platform.info.name}: only the CUDA platform times cuBLASLt algorithms"
-    if use is not None:
+    else:
         from lc0py.backends.gpu.tuning import tuned_folder
         from lc0py.errors import BackendUnavailable
 
@@ -286,7 +286,10 @@ class GpuNetwork:
         with self._enqueue:
             self._open()
             self.p.bind_thread()
-            return self.runner.prepare(max_batch, self.uses_flash)
+            captured = self.runner.prepare(max_batch, self.uses_flash)
+            if self.gemm_tuned:  # the GEMM algorithms timed by this prepare's eager passes
+                self.p.gemm_algos.flush()  # type: ignore[attr-defined]
+            return captured
 
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
         return self.submit(batch, **kw).result()
@@ -351,6 +354,8 @@ class GpuNetwork:
             try:
                 self.runner.close()
             finally:
+                if self.gemm_tuned:  # choices timed since the last prepare (an eager batch)
+                    self.p.gemm_algos.flush()  # type: ignore[attr-defined]
                 if self._w_base:
                     self.p.free(self._w_base)
                     self._w_base = 0
