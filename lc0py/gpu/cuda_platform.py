@@ -584,10 +584,9 @@ class CudaPlatform(VendorPlatform):
         sms: int,
     ) -> bool:
         algos = self.gemm_algos
-        if algos is None or dtype != "fp16":
+        if algos is None or dtype != "fp16" or sms:
             return False
-        # cublasGemmEx is timed against the algorithms under the same target (0: all)
-        self._set_sm_target(handle, sms)
+        self._set_sm_target(handle, 0)  # a target left by an earlier GEMM would skew the timing
         return bool(
             algos.gemm(
                 call,
@@ -597,7 +596,6 @@ class CudaPlatform(VendorPlatform):
                 (self._stream_workspaces[stream], BLAS_WORKSPACE),
                 self._capturing,
                 lambda c: self._column_major_gemm(handle, replace(call, c=c), dtype, alpha, beta),
-                sms,
             )
         )
 

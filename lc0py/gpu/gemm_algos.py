@@ -19,8 +19,14 @@ on ``cublasGemmEx``. Later calls, and the graphs captured after, run the choice.
 written to the tuned folder (``AlgoStore``: one verified entry per device and cuBLASLt version),
 once after each ``prepare`` and on ``close`` (``LtAlgos.flush``), so the next process only asks
 the heuristic again and finds the kept algorithm by its bytes; one it no longer offers is timed
-afresh. A GEMM kept to fewer multiprocessors (``sms``: beside side-stream work) is timed and run
-under the same target, ``cublasGemmEx``'s and the algorithms' alike.
+afresh.
+
+GEMMs kept to fewer multiprocessors (``sms``: beside side-stream work, e.g. T82's QKV GEMM beside
+smolgen's branch up to 128 positions) stay on ``cublasGemmEx``. Timed and run under the same
+target (cuBLASLt's ``SM_COUNT_TARGET``), T82's took ×1.03–1.20 less time alone but the pass
+×0.971 at 64 positions and ×1.018 at 96 (one H200, 2026-11-29, graph replay,
+bench/results/2026-11-29_h200-gemmsms_114fd6b/): alone, an algorithm is not timed beside the
+side-stream work it shares the device with.
 
 The problem is the column-major call that ``cublasGemmEx`` would get (``GemmCall``), so the same
 transposes, leading dimensions and pointers go to ``cublasLtMatmul`` (C is D: in place, as
@@ -67,7 +73,6 @@ STORE_VERSION = 1
 _CUDA_R_16F, _CUDA_R_32F = 2, 0
 _COMPUTE_32F = 68
 _DESC_TRANSA, _DESC_TRANSB = 3, 4
-_DESC_SM_COUNT_TARGET = 15  # int32
 _PREF_MAX_WORKSPACE_BYTES = 1
 _PREF_MIN_ALIGNMENT = {"a": 5, "b": 6, "c": 7, "d": 8}
 _LAYOUT_BATCH_COUNT, _LAYOUT_STRIDED_BATCH_OFFSET = 5, 6  # int32, int64 (elements)
@@ -100,9 +105,6 @@ class LtProblem:
     stride_a: int = 0  # elements between the batch's matrices
     stride_b: int = 0
     stride_c: int = 0
-    #: multiprocessors the GEMM is kept to (0: all): it runs beside side-stream work
-    #: (``cublasSetSmCountTarget`` for ``cublasGemmEx``, ``SM_COUNT_TARGET`` for cuBLASLt)
-    sms: int = 0
 
     @property
     def flops(self) -> float:
@@ -122,13 +124,11 @@ class LtProblem:
         )
         if self.batch > 1:
             text += f" batch {self.batch} strides {self.stride_a},{self.stride_b},{self.stride_c}"
-        if self.sms:
-            text += f" sms {self.sms}"
         return text
 
     @classmethod
-    def from_call(cls, call: Any, beta: float, sms: int = 0) -> LtProblem:
-        """From a ``vendor_platform.GemmCall``: its first operand is A; ``sms``: its SM target."""
+    def from_call(cls, call: Any, beta: float) -> LtProblem:
+        """From a ``vendor_platform.GemmCall``: its first operand is A."""
         batched = call.batch > 1
         return cls(
             trans_a=call.trans_first,
@@ -147,7 +147,6 @@ class LtProblem:
             stride_a=call.stride_first if batched else 0,
             stride_b=call.stride_second if batched else 0,
             stride_c=call.stride_c if batched else 0,
-            sms=sms,
         )
 
 
@@ -289,15 +288,12 @@ class LtAlgos:
         workspace: tuple[int, int],
         capturing: bool,
         default: Callable[[int], None],
-        sms: int = 0,
     ) -> bool:
         """Run ``call`` (a ``GemmCall``, ``batch == 1``, fp16) with its kept algorithm and return
         ``True``; ``False``: the caller runs ``cublasGemmEx`` (not eligible, ``cublasGemmEx`` was
         fastest, or first seen inside a capture). ``default(c)`` runs ``cublasGemmEx`` with
-        ``c`` as C (for timing, on a handle already kept to ``sms``); ``workspace`` is
-        ``(pointer, bytes)`` of the stream's own; ``sms``: the multiprocessors the GEMM is kept to
-        (0: all), told to the heuristic and to each algorithm it offers."""
-        problem = LtProblem.from_call(call, beta, sms)
+        ``c`` as C (for timing); ``workspace`` is ``(pointer, bytes)`` of the stream's own."""
+        problem = LtProblem.from_call(call, beta)
         if not self.eligible(problem):
             return False
         key = problem.key()
@@ -339,10 +335,6 @@ class LtAlgos:
             v = ctypes.c_int(int(trans))
             status = lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.byref(v), 4)
             self._check(status, "cublasLtMatmulDescSetAttribute")
-        if q.sms:
-            target = ctypes.c_int32(q.sms)
-            status = lib.cublasLtMatmulDescSetAttribute(desc, _DESC_SM_COUNT_TARGET, ctypes.byref(target), 4)
-            self._check(status, "cublasLtMatmulDescSetAttribute(SM_COUNT_TARGET)")
         # stored shapes: op(A) is m x k, op(B) is k x n (column-major, leading dimension = rows)
         nb = q.batch
         a = self._layout(*((q.k, q.m) if q.trans_a else (q.m, q.k)), q.lda, nb, q.stride_a)

@@ -65,10 +65,8 @@ def test_problem_from_a_call_keys_every_field_that_picks_an_algorithm() -> None:
         LtProblem.from_call(_call(ldc=2336), beta=0.0).key(),
         LtProblem.from_call(_call(trans_second=True), beta=0.0).key(),
         LtProblem.from_call(_call(n=4097), beta=0.0).key(),
-        LtProblem.from_call(_call(), beta=0.0, sms=116).key(),  # kept to 116 multiprocessors
     }
-    assert len(keys) == 7
-    assert "sms" not in q.key() and q.key() == LtProblem.from_call(_call(), beta=0.0, sms=0).key()
+    assert len(keys) == 6
 
 
 def test_batched_problem_counts_and_keys_its_batch() -> None:
