@@ -44,6 +44,10 @@ class Variant:
         self.backend = create_backend(backend_name, weights, text)
         self.gpu = self.backend.gpu  # type: ignore[attr-defined]
         self.platform = self.backend.platform  # type: ignore[attr-defined]
+        # buffers for the largest size's graph bucket now: buffers grown later (a size whose bucket
+        # is above max_batch, e.g. 68 -> 72) would drop the graphs already captured
+        runner = self.gpu.runner
+        runner.ensure(runner.bucket(max_batch))
         self.start = self.platform.create_event(timing=True)
         self.end = self.platform.create_event(timing=True)
 
