@@ -287,8 +287,7 @@ class GpuNetwork:
             self._open()
             self.p.bind_thread()
             captured = self.runner.prepare(max_batch, self.uses_flash)
-            if self.gemm_tuned:  # the GEMM algorithms timed by this prepare's eager passes
-                self.p.gemm_algos.flush()  # type: ignore[attr-defined]
+            self._save_gemm_choices()  # the GEMM algorithms timed by this prepare's eager passes
             return captured
 
     def evaluate(self, batch: PlanesBatch, **kw: bool) -> NetworkOutput:
@@ -337,6 +336,14 @@ class GpuNetwork:
             self.p.destroy_event(end)
         return float(np.median(times))
 
+    def _save_gemm_choices(self) -> None:
+        """Write the GEMM algorithms timed so far to the tuned folder (``gemm_algos.AlgoStore``;
+        one write, nothing when none is new). A cache never fails the network: a failed write is
+        logged by the store, and a platform whose tuning is already closed has nothing to write."""
+        algos = getattr(self.p, "gemm_algos", None) if self.gemm_tuned else None
+        if algos is not None:
+            algos.flush()
+
     def _open(self) -> None:
         """Refuse work once closed (called holding ``_enqueue``): the slots and buffers are gone."""
         if self._closed:
@@ -354,8 +361,7 @@ class GpuNetwork:
             try:
                 self.runner.close()
             finally:
-                if self.gemm_tuned:  # choices timed since the last prepare (an eager batch)
-                    self.p.gemm_algos.flush()  # type: ignore[attr-defined]
+                self._save_gemm_choices()  # timed since the last prepare (an eager batch)
                 if self._w_base:
                     self.p.free(self._w_base)
                     self._w_base = 0

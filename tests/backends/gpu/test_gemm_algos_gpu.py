@@ -148,6 +148,47 @@ def test_t82_on_timed_gemms_matches_the_reference(tmp_path: Path, monkeypatch: p
         p.close()
 
 
+def test_prepare_writes_the_choices_once_and_a_new_network_times_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GpuNetwork.prepare`` writes every GEMM it timed in one store write, before ``close``; a
+    second network on a new platform finds them all and times nothing."""
+    require_nvidia_gpu()
+    monkeypatch.setenv("LC0PY_TUNED_DIR", str(tmp_path))
+    from lc0py.backends.gpu.network import GpuNetwork
+    from lc0py.backends.gpu.options import GpuOptions
+    from lc0py.gpu.cuda_platform import CudaPlatform
+    from lc0py.storage import cache as storage_cache
+
+    writes: list[str] = []
+    real_store = storage_cache.EntryStore.store
+
+    def counted(self: storage_cache.EntryStore, name: str, data: Any, inputs: str) -> Path | None:
+        if name.startswith("gemm-algos-"):
+            writes.append(name)
+        return real_store(self, name, data, inputs)
+
+    monkeypatch.setattr(storage_cache.EntryStore, "store", counted)
+    net = random_network("t82", 14, layers=2)
+    options = GpuOptions.from_text("max_batch=64,gemm_tune_min=0")
+    timed: list[dict[str, Any]] = []
+    for round_ in range(2):
+        p = CudaPlatform(0)
+        try:
+            gpu = GpuNetwork(p, net, fp16=True, options=options)
+            try:
+                gpu.prepare(64)
+                timed.append(dict(p.gemm_algos.timings))
+                if round_ == 0:
+                    assert len(timed[0]) > 1 and writes == [writes[0]]  # many timed, one write
+                    assert not p.gemm_algos.store.dirty
+            finally:
+                gpu.close()
+        finally:
+            p.close()
+    assert timed[1] == {} and len(writes) == 1  # found again; nothing new to write
+
+
 @pytest.mark.parametrize("beta", [0.0, 1.0])
 def test_timed_algorithms_batched_match_numpy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beta: float
