@@ -97,7 +97,7 @@ def _calls(share: str) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     if share == "helper":
         yield L.extend_picks, _types(
             L.extend_picks, t, root, b.picks, 0, 1, pos, cache, w._use_cache, params.two_fold_draws,
-            w.input_format, w._fill, b.kinds, b.vals, b.requests, prm, True,
+            w.input_format, w._fill, b.kinds, b.vals, b.requests, prm, True, w._extend_work,
         )
         yield L.prefetch, _types(
             L.prefetch, t, root, 0, 1, prm, pos, cache, b.requests, w.input_format, w._fill, *w._prefetch_work
@@ -110,7 +110,7 @@ def _calls(share: str) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     elif share == "engine":
         allowed = np.zeros(0, np.uint8)
         yield P.pick_nodes, _types(
-            P.pick_nodes, t, root, 0, prm, allowed, 1.0, 0, b.picks, one, one, w._vtp
+            P.pick_nodes, t, root, 0, prm, allowed, 1.0, 0, b.picks, one, one, w._vtp, w._pick_work
         )
         yield G.resolve_out_of_order, _types(
             G.resolve_out_of_order, t, root, b.picks, b.kinds, b.vals, 0, 1, params.out_of_order_eval,

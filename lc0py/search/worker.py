@@ -50,6 +50,7 @@ from lc0py.search.core.pick import (
     P_MLH,
     P_NOISE_EPS,
     P_SIZE,
+    pick_workspace,
 )
 from lc0py.search.core.rescale import (
     P_RESCALE_DIFF,
@@ -328,6 +329,9 @@ class SearchWorker:
         # a search-only run)
         self._free: list[Batch] = []
         self._vtp = np.zeros((L.MAX_PATH - 76, 256), np.int32)
+        # the pick's and the extension's scratch, once per worker rather than once a pick round
+        self._pick_work = pick_workspace(len(self._vtp))
+        self._extend_work = L.extend_workspace()
         self._executor: ThreadPoolExecutor | None = None
         self._feeder: Feeder | None = None
         self._fill = fill_code(params.history_fill)
@@ -498,6 +502,8 @@ class SearchWorker:
                 state,
                 self.stats,
                 self._vtp,
+                self._pick_work,
+                self._extend_work,
                 self._stop_flag,
                 self.root_noise,
                 self._staged,
@@ -544,7 +550,7 @@ class SearchWorker:
             L.extend_picks(
                 self.tree.arrays, root, batch.picks, int(i), int(i) + 1, self._positions, self.cache.arrays,
                 self._use_cache, self.params.two_fold_draws, self.input_format, self._fill, batch.kinds,
-                batch.vals, batch.requests, self.prm, False,
+                batch.vals, batch.requests, self.prm, False, self._extend_work,
             )
 
     def _prefetch(self, batch: Batch, limit: int) -> None:

@@ -128,6 +128,8 @@ class SplitGather:
         state: np.ndarray,
         stats: np.ndarray,
         vtp: np.ndarray,
+        pw: Any,
+        xw: L.ExtendWork,
         stop: np.ndarray,
         root_noise: np.ndarray,
         staged: Any = None,
@@ -157,7 +159,7 @@ class SplitGather:
             counter[0] = start
             reverted[0] = 0
             c0 = clock()
-            self.pick(t, root, limit, prm, allowed, remaining, best, picks, counter, reverted, vtp)
+            self.pick(t, root, limit, prm, allowed, remaining, best, picks, counter, reverted, vtp, pw)
             ns["pick"] += clock() - c0
             stats[G.S_REVERTED] += reverted[0]
             end = int(counter[0])
@@ -205,6 +207,7 @@ class SplitGather:
                 req,
                 prm,
                 prm[P_TB_PIECES] > 0,
+                xw,
             )
             ns["extend"] += clock() - c0
             c0 = clock()

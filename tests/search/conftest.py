@@ -11,7 +11,7 @@ from lc0py.backends.random_backend import RandomBackend
 from lc0py.search.core import arrays as A
 from lc0py.search.core.nncache import NNCache
 from lc0py.search.core.numeric import prior_code
-from lc0py.search.core.pick import pick_nodes
+from lc0py.search.core.pick import pick_nodes, pick_workspace
 from lc0py.search.core.tree import NodeTree, NodeView
 from lc0py.search.params import SearchParams
 from lc0py.search.search import Search, SearchCallbacks, SearchLimits
@@ -85,6 +85,7 @@ def select_edge(node: NodeView, params: SearchParams) -> int:
         count,
         np.zeros(1, np.int64),
         np.zeros((64, 256), np.int32),
+        pick_workspace(64),
     )
     chosen = [c.index for c in node.children if c is not None and c.nif != before.get(c.index, 0)]
     assert len(chosen) == 1

@@ -78,7 +78,7 @@ SEARCH = RECORD + textwrap.dedent(
     L.tb_probe_position(tree.arrays, root, root, w._positions, np.zeros(B.POS_WORDS, np.uint64))
     L.extend_picks(tree.arrays, root, batch.picks, 0, 0, w._positions, w.cache.arrays, w._use_cache,
                    w.params.two_fold_draws, w.input_format, w._fill, batch.kinds, batch.vals,
-                   batch.requests, w.prm, False)
+                   batch.requests, w.prm, False, w._extend_work)
     L.make_tablebase_terminal(tree.arrays, root, 0)
     print(json.dumps({"compiled": compiled, "best": best, "nodes": nodes}))
     """

@@ -9,7 +9,7 @@ import numpy as np
 from lc0py.search.core import arrays as A
 from lc0py.search.core.backup import backup, make_terminal
 from lc0py.search.core.numeric import prior_code
-from lc0py.search.core.pick import pick_nodes
+from lc0py.search.core.pick import pick_nodes, pick_workspace
 from lc0py.search.core.tree import NodeTree
 from lc0py.search.params import SearchParams
 from lc0py.search.worker import params_array
@@ -34,6 +34,7 @@ def _visits_sent(node, remaining: float, best_child: int, visits: int = 30) -> d
         np.zeros(1, np.int64),
         np.zeros(1, np.int64),
         np.zeros((64, 256), np.int32),
+        pick_workspace(64),
     )
     out = {}
     for c in node.children:

@@ -104,6 +104,7 @@ def _extend_path(make_search, moves_before, path, two_fold):
             L.make_requests(2),
             s.prm,
             False,
+            L.extend_workspace(),
         )
         assert G is not None
     return tree, node

@@ -13,10 +13,10 @@ import numpy as np
 from lc0py.search.core.arrays import TreeArrays
 from lc0py.search.core.backup import add_in_flight, backup_rows, cancel_collision
 from lc0py.search.core.jit import njit
-from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, Positions, Requests, extend_picks
+from lc0py.search.core.leaves import KIND_CACHE_HIT, KIND_NN, ExtendWork, Positions, Requests, extend_picks
 from lc0py.search.core.nncache import CacheArrays
 from lc0py.search.core.noise import apply_root_noise
-from lc0py.search.core.pick import P_NOISE_EPS, pick_nodes
+from lc0py.search.core.pick import P_NOISE_EPS, PickWork, pick_nodes
 from lc0py.search.core.rescale import P_TB_PIECES, rescale_leaf
 from lc0py.search.core.tasks import Staged, commit_picks
 from lc0py.search.core.unmanaged import without_refcounts
@@ -209,6 +209,8 @@ def gather_minibatch(
     state: np.ndarray,
     stats: np.ndarray,
     vtp: np.ndarray,
+    pw: PickWork,
+    xw: ExtendWork,
     stop: np.ndarray,
     root_noise: np.ndarray,
     staged: Staged,
@@ -227,13 +229,17 @@ def gather_minibatch(
     ``tasks.scan_picks`` (in parallel) into ``staged`` and calls again, and the round goes on
     from ``tasks.commit_picks``, as it would from ``extend_picks``.
 
-    The tuples of arrays are used without numba's reference counts (``core/unmanaged.py``): the
-    loop's calls pass them whole."""
+    ``pw`` and ``xw``: the scratch of ``pick_nodes`` and ``extend_picks``
+    (``pick.pick_workspace``, ``leaves.extend_workspace``), allocated once by the worker, not
+    once a round. The tuples of arrays are used without numba's reference counts
+    (``core/unmanaged.py``): the loop's calls pass them whole."""
     t = without_refcounts(t)
     req = without_refcounts(req)
     pos = without_refcounts(pos)
     cache = without_refcounts(cache)
     staged = without_refcounts(staged)
+    pw = without_refcounts(pw)
+    xw = without_refcounts(xw)
     counter = np.zeros(1, np.int64)
     reverted = np.zeros(1, np.int64)
     while True:
@@ -266,7 +272,8 @@ def gather_minibatch(
         counter[0] = start
         reverted[0] = 0
         pick_nodes(
-            t, root, limit, prm, allowed, remaining_playouts, best_root_child, picks, counter, reverted, vtp
+            t, root, limit, prm, allowed, remaining_playouts, best_root_child, picks, counter, reverted, vtp,
+            pw,
         )
         stats[S_REVERTED] += reverted[0]
         end = counter[0]
@@ -284,7 +291,7 @@ def gather_minibatch(
             # from Python (probe_tb False) then runs this same compiled signature, never a second
             # compile of extend_picks inside a timed go (prm[P_TB_PIECES] is 0 without tables)
             t, root, picks, start, end, pos, cache, use_cache, two_fold, input_format, fill, kinds, vals, req,
-            prm, prm[P_TB_PIECES] > 0,
+            prm, prm[P_TB_PIECES] > 0, xw,
         )
         _finish_round(
             t, root, picks, kinds, vals, pos, start, end, sticky, out_of_order, state, stats, root_noise, prm

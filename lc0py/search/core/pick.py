@@ -11,6 +11,8 @@ Output rows (``picks``: node, depth, multivisit, maxvisit, is_collision) in lc0'
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from lc0py.search.core.arrays import TWO_FOLD, TreeArrays, make_not_terminal, new_node
@@ -112,6 +114,19 @@ def _root_skip(
     return 0
 
 
+class PickWork(NamedTuple):
+    """``pick_nodes``' scratch (``pick_workspace``)."""
+
+    f: np.ndarray  # float32 [3 * 256]: policy, utility and score per child of the node being split
+    i: np.ndarray  # int32 [3 * 256 + 3 * max depth + 1]: visits started and child per child; last
+    # visited index, path and path child per level; skipped root edges
+
+
+def pick_workspace(max_depth: int) -> PickWork:
+    """A fresh ``PickWork`` for a ``vtp`` of ``max_depth`` levels."""
+    return PickWork(np.empty(3 * 256, np.float32), np.empty(3 * 256 + 3 * max_depth + 1, np.int32))
+
+
 @njit
 def pick_nodes(
     t: TreeArrays,
@@ -125,6 +140,7 @@ def pick_nodes(
     count: np.ndarray,
     reverted: np.ndarray,
     vtp: np.ndarray,
+    pw: PickWork,
 ) -> None:
     """Distribute ``collision_limit`` visits from ``root`` (``PickNodesToExtendTask``).
 
@@ -132,13 +148,14 @@ def pick_nodes(
     (smart pruning's estimate) and ``best_root_child`` (lc0's ``current_best_edge_``, −1: none)
     skip root moves that cannot catch up. The caller reserved room for ``collision_limit + 1``
     rows in ``picks`` and for ``collision_limit + 1`` new nodes in the tree; ``vtp`` is the
-    workspace ``[max depth, 256]`` of visits to perform per level.
+    workspace ``[max depth, 256]`` of visits to perform per level; ``pw`` the scratch of
+    ``pick_workspace(max depth)``, allocated once by the caller (an allocation inside the call is
+    an NRT allocation, ~70 ns, and a gather makes several pick rounds). Every slot is written
+    before it is read (path[plen] and vtp_last[lvl] when a level is entered), so nothing carries
+    over between calls.
     """
     max_depth = vtp.shape[0]
-    # two scratch allocations per call instead of seven (each costs an NRT allocation); every
-    # slot is written before it is read (path[plen] and vtp_last[lvl] when a level is entered)
-    fbuf = np.empty(3 * 256, np.float32)
-    ibuf = np.empty(3 * 256 + 3 * max_depth + 1, np.int32)
+    fbuf, ibuf = pw.f, pw.i
     pol = fbuf[0:256]
     util = fbuf[256:512]
     score = fbuf[512:768]
