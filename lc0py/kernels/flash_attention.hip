@@ -63,6 +63,10 @@
 //                      pass the smolgen GEMM writes the bias just before this kernel; the part it
 //                      wrote last is the part most likely still in L2, so it is read first, before
 //                      the kernel's own misses evict it (0: from position 0 up)
+//   LC0_FA_SHAPE_SEQ, LC0_FA_SHAPE_HEADS, LC0_FA_SHAPE_LD_QKV, LC0_FA_SHAPE_LD_O
+//                      (chess entries, optional, all four together) the net's sequence length,
+//                      heads and row strides as compile-time constants; the launch passes the
+//                      same numbers (see LC0_FA_SHAPE_CONSTANTS below)
 // Both entries share one body (attention_body); the defines of the chess path compile to the
 // same code as before the general entry existed. Shared memory is Q rows + STAGES x (K, V, bias
 // tile): it does not grow with the sequence length (K/V are streamed tile by tile).
@@ -166,12 +170,23 @@ static_assert(lc0mma::SCRATCH_ELEMS == LC0_FA_SCRATCH_ELEMS,
 static_assert(Q_BUFS * Q_BYTES + STAGES * STAGE_BYTES + SCRATCH_BYTES == LC0_FA_SMEM_BYTES,
               "host's shared-memory size (FlashParams.shared_bytes) differs from the kernel's layout");
 
+// The chunk loops below give thread threadIdx.x the chunks c = threadIdx.x + it * THREADS of [0, N)
+// with a compile-time trip count (every launch of these kernels has THREADS threads a block), so
+// they unroll and their index arithmetic folds; N % THREADS == 0 drops the bound test.
+template <int N>
+constexpr int chunk_iters() { return (N + THREADS - 1) / THREADS; }
+template <int N>
+LC0_DEVICE bool chunk_live(int c) { return N % THREADS == 0 || c < N; }
+
 // Stage one KV tile (keys kv0 .. kv0+KV-1) of K, V and the bias rows of this block. Rows past
 // seq are zero-filled: their logits are masked to -inf and zero V rows keep P.V finite.
 LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16* vb, long long ld,
                              const GT* gb, int q_len, int seq, int kv0, int q0, bool g_vec) {
     constexpr int CH = DEPTH / 8;  // 16-byte chunks per K/V row
-    for (int c = threadIdx.x; c < KV * CH; c += THREADS) {
+#pragma unroll
+    for (int it = 0; it < chunk_iters<KV * CH>(); ++it) {
+        const int c = (int)threadIdx.x + it * THREADS;
+        if (!chunk_live<KV * CH>(c)) break;
         const int r = c / CH, col = (c % CH) * 8;
         f16* kd = ks + r * PQ + col;
         f16* vd = vs + r * PQ + col;
@@ -187,7 +202,10 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
     constexpr int GCH = KV / GV;
     if (gb == nullptr) return;
     if (g_vec) {
-        for (int c = threadIdx.x; c < ROWS * GCH; c += THREADS) {
+#pragma unroll
+        for (int it = 0; it < chunk_iters<ROWS * GCH>(); ++it) {
+            const int c = (int)threadIdx.x + it * THREADS;
+            if (!chunk_live<ROWS * GCH>(c)) break;
             const int r = c / GCH, col = (c % GCH) * GV;
             GT* gd = gs + r * PG + col;
             if (q0 + r < q_len && kv0 + col < seq)
@@ -210,20 +228,32 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
 // memory once they have landed, by the thread that copied each chunk).
 LC0_DEVICE void load_q_tile(f16* qs, const f16* qb, long long ld, int seq, int q0) {
     constexpr int CH = DEPTH / 8;
-    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {
+#pragma unroll
+    for (int it = 0; it < chunk_iters<ROWS * CH>(); ++it) {
+        const int c = (int)threadIdx.x + it * THREADS;
+        if (!chunk_live<ROWS * CH>(c)) break;
         const int r = c / CH, col = (c % CH) * 8;
         f16* d = qs + r * PQ + col;
         if (q0 + r < seq) async_copy16(d, qb + (long long)(q0 + r) * ld + col);
         else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
     }
 }
-LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0) {
+// When THREADS is a multiple of the chunks per row, every Q chunk of a thread is in the same column,
+// so its one bias chunk (BQ_ONE: `pre`, loaded before the wait for the copies) serves them all.
+constexpr bool BQ_ONE = THREADS % (DEPTH / 8) == 0;
+LC0_DEVICE uint4 q_bias_chunk(const f16* bqh) {
+    return BQ_ONE ? *reinterpret_cast<const uint4*>(bqh + (threadIdx.x % (DEPTH / 8)) * 8) : make_uint4(0, 0, 0, 0);
+}
+LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0, uint4 pre) {
     constexpr int CH = DEPTH / 8;
-    for (int c = threadIdx.x; c < ROWS * CH; c += THREADS) {  // same chunks as load_q_tile
+#pragma unroll
+    for (int it = 0; it < chunk_iters<ROWS * CH>(); ++it) {  // same chunks as load_q_tile
+        const int c = (int)threadIdx.x + it * THREADS;
+        if (!chunk_live<ROWS * CH>(c)) break;
         const int r = c / CH, col = (c % CH) * 8;
         if (q0 + r >= seq) continue;
         uint4 u = *reinterpret_cast<const uint4*>(qs + r * PQ + col);
-        const uint4 ub = *reinterpret_cast<const uint4*>(bqh + col);
+        const uint4 ub = BQ_ONE ? pre : *reinterpret_cast<const uint4*>(bqh + col);
         f16* e = reinterpret_cast<f16*>(&u);
         const f16* eb = reinterpret_cast<const f16*>(&ub);
 #pragma unroll
@@ -269,7 +299,7 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
     const f16* LC0_RESTRICT bv = a.bv;
     const int seq = a.kv_len;  // keys
     const int q_len = a.q_len;
-    const int q0 = blockIdx.x * ROWS;
+    const int q0 = q_len <= ROWS ? 0 : (int)blockIdx.x * ROWS;  // one row block: grid x is 1
 #if LC0_FA_PERSIST
     // This block's (position, head) pairs, a balanced share of B*H (LC0_FA_INTERLEAVE above):
     // pair j of the block is bh0 + j*step, head fastest.
@@ -332,6 +362,8 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
 
     for (int i = 0; i < n_items; ++i) {
         const int j = i / n_tiles, t = i % n_tiles, b = pair_b(j), h = pair_h(j);
+        // the Q bias chunk is read now, so its latency overlaps the wait for the copies below
+        const uint4 bq_pre = (t == 0 && bq != nullptr) ? q_bias_chunk(bq + h * DEPTH) : make_uint4(0, 0, 0, 0);
         if (STAGES == 2 && i + 1 < n_items) {
             issue(i + 1);
             async_wait<1>();  // item i's group has landed (item i+1's may still be in flight)
@@ -348,7 +380,7 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
             async_wait<0>();
         }
         f16* qs = q_buf(j);
-        if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, q_len, q0);  // own chunks: no barrier needed
+        if (t == 0 && bq != nullptr) add_q_bias(qs, bq + h * DEPTH, q_len, q0, bq_pre);  // own chunks: no barrier needed
         __syncthreads();
         const f16* qw = qs + warp * 16 * PQ;
         if (t == 0) {
@@ -489,7 +521,14 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
                 for (int e = 0; e < lc0mma::C_ELEMS; ++e) {
                     const int col = dt * 16 + lc0mma::c_col(e);
                     float val = oacc[dt].x[e] * inv[lc0mma::c_slot(e)];
-                    if (bv != nullptr) val += f16_to_f32(bv[h * DEPTH + col]);
+                    if (bv != nullptr) {
+                        if (lc0mma::C_PAIRS) {  // elements e, e+1: adjacent columns, one 32-bit load
+                            const u32 two = *reinterpret_cast<const u32*>(bv + h * DEPTH + (col & ~1));
+                            val += f16_to_f32(f16{(u16)((e & 1) ? (two >> 16) : (two & 0xffffu))});
+                        } else {
+                            val += f16_to_f32(bv[h * DEPTH + col]);
+                        }
+                    }
                     ow[lc0mma::c_row(e) * PQ + col] = f32_to_f16(val);
                 }
             }
@@ -509,6 +548,26 @@ LC0_DEVICE void attention_body(const fa::Args& a) {
         if (STAGES == 1 && i + 1 < n_items) issue(i + 1);
     }
 }
+
+// The chess entries' shape as compile-time constants (LC0_FA_SHAPE_SEQ, _HEADS, _LD_QKV, _LD_O: the
+// host compiles the kernel for its net, kernels.flash_shape_defines): the arguments it launches with
+// are the same numbers, and as constants the pair -> (position, head) divisions, the strides and
+// every bound test of the copies fold away (in the persistent kernel on T82, issuing a pair's
+// copies took ~420 of the ~1,200 instructions a warp executed per pair, Nsight Compute on an
+// H200). Without them the arguments are used as passed.
+#if defined(LC0_FA_SHAPE_SEQ) && !LC0_FA_GENERAL
+#define LC0_FA_SHAPE_CONSTANTS()       \
+    do {                               \
+        seq = LC0_FA_SHAPE_SEQ;        \
+        heads = LC0_FA_SHAPE_HEADS;    \
+        ld_qkv = LC0_FA_SHAPE_LD_QKV;  \
+        ld_o = LC0_FA_SHAPE_LD_O;      \
+    } while (0)
+#else
+#define LC0_FA_SHAPE_CONSTANTS() \
+    do {                         \
+    } while (0)
+#endif
 
 #if LC0_FA_GENERAL
 // lc0py.attention: O[b, h] = softmax(Q[b, h] K[b, h/group]^T * scale + bias[b, h]) V[b, h/group],
@@ -532,6 +591,7 @@ flash_attention_persistent_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRIC
                                const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
                                float scale, int batch) {
     lc0_grid_dependency_sync();
+    LC0_FA_SHAPE_CONSTANTS();
     const long long ld = ld_qkv, ss = (long long)seq * seq;
     const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
                      heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, batch};
@@ -546,6 +606,7 @@ flash_attention_f16(const f16* LC0_RESTRICT q, const f16* LC0_RESTRICT k, const 
                     const f16* LC0_RESTRICT bv, f16* LC0_RESTRICT o, int ld_o, int seq, int heads,
                     float scale) {
     lc0_grid_dependency_sync();
+    LC0_FA_SHAPE_CONSTANTS();
     const long long ld = ld_qkv, ss = (long long)seq * seq;
     const fa::Args a{q, k, v, o, seq * ld, fa::DEPTH, seq * ld, fa::DEPTH, (long long)seq * ld_o, fa::DEPTH,
                      heads * ss, ss, ld_qkv, ld_qkv, ld_o, g, bq, bv, seq, seq, heads, 1, scale, 0};

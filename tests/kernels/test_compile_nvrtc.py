@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from lc0py.backends.gpu.kernels import AttentionKernel, flash_shape_defines
 from lc0py.backends.gpu.ops import compress_rows_config, dense_rows_config, smolgen_chain_config
 from lc0py.backends.gpu.tuning import FlashParams, default_params
 from lc0py.gpu.compile_cache import define_options, kernel_dir, read_headers
@@ -53,6 +54,14 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     cases.append(
         ("f16-d160-kv32", FlashParams(kv_tile=32, q_regs=0, stages=2).defines(160, fp16=True, bias_f32=False))
     )
+    # the net's shape compiled in (kernels.flash_shape_defines, as the backend builds the chess
+    # entries): T82's 24 x 32 heads on the persistent kernel, 12 x 64 on the one-shot kernel
+    p32, _ = default_params(32, "sm_90")
+    shape32 = flash_shape_defines(AttentionKernel.FLASH_MMA_PERSISTENT, 64, 24, 2336, 768)
+    cases.append(("f16-d32-v2-shape-default", {**p32.defines(32, True, False), **shape32}))
+    p64, _ = default_params(64, "sm_90", persistent=0)
+    shape64 = flash_shape_defines(AttentionKernel.FLASH_MMA, 64, 12, 2336, 768)
+    cases.append(("f16-d64-v1-shape", {**p64.defines(64, True, False), **shape64}))
     # lc0py.attention's general entry (attention_f16): causal or not, depths up to 256
     for depth, causal in ((64, 0), (128, 1), (256, 1)):
         gp, _ = default_params(depth, "sm_90", seq=1024, persistent=0)

@@ -99,6 +99,21 @@ def choose_attention(
     return AttentionChoice(kernel, params, why)
 
 
+def flash_shape_defines(
+    kernel: AttentionKernel, seq: int, heads: int, ld_qkv: int, ld_o: int
+) -> dict[str, int]:
+    """Compile defines that make a chess flash kernel's shape (sequence length, heads, the QKV and
+    output row strides) compile-time constants: its launches must pass the same numbers. Only the
+    fp16 chess entries take them (the SIMT and the general ``lc0py.attention`` kernels do not).
+    As constants the pair -> (position, head) divisions, the strides and the copies' bound tests
+    fold away: in the persistent kernel (T82, H200, Nsight Compute) issuing a pair's copies took
+    ~420 of the ~1,200 instructions a warp executed per (position, head) pair."""
+    if kernel not in (AttentionKernel.FLASH_MMA, AttentionKernel.FLASH_MMA_PERSISTENT):
+        return {}
+    return {"LC0_FA_SHAPE_SEQ": seq, "LC0_FA_SHAPE_HEADS": heads, "LC0_FA_SHAPE_LD_QKV": ld_qkv,
+            "LC0_FA_SHAPE_LD_O": ld_o}
+
+
 def blocks_per_sm(params: FlashParams, shared_bytes: int, shared_optin: int, vendor: str = "nvidia") -> int:
     """How many persistent blocks one multiprocessor holds: the occupancy target
     (``min_blocks``, which ``__launch_bounds__`` makes the register budget honour), capped by

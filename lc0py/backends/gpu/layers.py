@@ -36,6 +36,7 @@ from lc0py.backends.gpu.kernels import (
     blocks_per_sm,
     choose_attention,
     flash_grid,
+    flash_shape_defines,
 )
 from lc0py.backends.gpu.ops import F, GpuOps, I, P
 from lc0py.backends.gpu.weights import (
@@ -292,6 +293,8 @@ class Attention:
                 defines = ch.params.defines(
                     s.depth, ops.fp16, bias_f32=not ops.fp16, scratch_per_warp=scratch
                 )
+                # the launch in forward() passes these same numbers
+                defines.update(flash_shape_defines(ch.kernel, SEQ, s.H, s.qkv_ld, s.D))
                 self.k_flash = self.cache.function("flash_attention.hip", ch.kernel.value, defines)
                 self.smem = ch.params.shared_bytes(s.depth, ops.fp16, not ops.fp16, scratch)
                 info = ops.p.info

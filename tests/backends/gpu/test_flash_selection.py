@@ -1,15 +1,24 @@
 """Which flash kernel runs (no GPU): the persistent kernel (``flash=v2``) by default on sm_90, the
-one-shot kernel (``flash=v1``) elsewhere, either forced by ``flash=`` / ``attn_persistent``, and the
-persistent grid sized to the device."""
+one-shot kernel (``flash=v1``) elsewhere, either forced by ``flash=`` / ``attn_persistent``, the
+persistent grid sized to the device, and the net's shape compiled into the chess kernels as the
+same numbers their launches pass."""
 
 from __future__ import annotations
 
+import ast
+import ctypes
+from typing import Any
+
+import numpy as np
 import pytest
 
+from lc0py.backends.base import PlanesBatch
 from lc0py.backends.gpu.kernels import AttentionKernel, blocks_per_sm, choose_attention, flash_grid
 from lc0py.backends.gpu.options import GpuOptions
 from lc0py.backends.gpu.tuning import PARAM_LIMITS, FlashParams, default_params
 from lc0py.errors import BackendOptionError
+from lc0py.weights.presets import random_network
+from tests.backends.gpu.test_layers import PointerPlatform
 
 H100 = dict(vendor="nvidia", arch="sm_90", shared_optin=227 * 1024)
 A100 = dict(vendor="nvidia", arch="sm_80", shared_optin=163 * 1024)
@@ -120,3 +129,71 @@ def test_shared_bytes_counts_a_q_buffer_per_pair_in_flight() -> None:
     p3 = FlashParams(stages=3, persistent=1)
     assert p3.shared_bytes(32, True, False) == 3 * 64 * 40 * 2 + 3 * (2 * 64 * 40 * 2 + 64 * 72 * 2)
     assert p.defines(32, True, False)["LC0_FA_PERSIST"] == 1
+
+
+class _ModulePlatform(PointerPlatform):
+    """``PointerPlatform`` that knows which compile each kernel handle came from and keeps each
+    launch's integer arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._modules: dict[int, tuple[str, ...]] = {}
+        self.kernels: dict[int, tuple[str, tuple[str, ...]]] = {}  # handle -> (kernel, options)
+        self.int_args: list[tuple[int, list[int]]] = []
+
+    def load_module(self, binary: bytes) -> int:
+        handle = super().load_module(binary)
+        self._modules[handle] = ast.literal_eval(binary.decode())[1]
+        return handle
+
+    def get_function(self, module: int, name: str) -> int:
+        handle = super().get_function(module, name)
+        self.kernels[handle] = (name, self._modules[module])
+        return handle
+
+    def launch(self, fn: int, grid: Any, block: Any, smem: int, stream: int, args: list[Any]) -> None:
+        super().launch(fn, grid, block, smem, stream, args)
+        self.int_args.append((fn, [a.value for a in args if isinstance(a, ctypes.c_int)]))
+
+
+@pytest.mark.parametrize("flash", ["v2", "v1"])
+def test_the_flash_kernels_shape_constants_are_the_numbers_it_is_launched_with(
+    flash: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chess flash kernels are compiled with the net's sequence length, heads and row strides
+    as constants (``kernels.flash_shape_defines``), which replace the launch's arguments inside the
+    kernel: every launch must pass exactly those numbers, or the kernel would read the wrong rows."""
+    from lc0py.backends.gpu.network import GpuNetwork
+
+    monkeypatch.setenv("LC0PY_KERNEL_CACHE", "off")  # every module reaches compile()
+    plat = _ModulePlatform()
+    net = random_network("t82", 2, layers=2)
+    options = GpuOptions.from_text(f"graphs=off,max_batch=8,flash={flash}")
+    gpu = GpuNetwork(plat, net, fp16=True, options=options)
+    try:
+        masks = np.random.default_rng(5).integers(1, 2**63, size=(5, 112), dtype=np.uint64)
+        gpu.submit(PlanesBatch(masks, np.ones((5, 112), np.float32)))
+        name = "flash_attention_persistent_f16" if flash == "v2" else "flash_attention_f16"
+        flash_fns = {h for h, (kernel, _) in plat.kernels.items() if kernel == name}
+        launches = [ints for fn, ints in plat.int_args if fn in flash_fns]
+        assert len(launches) == 2  # one a layer
+        s = gpu.shape
+        for fn, ints in ((fn, ints) for fn, ints in plat.int_args if fn in flash_fns):
+            options = dict(o[2:].split("=") for o in plat.kernels[fn][1] if o.startswith("-DLC0_FA_SHAPE_"))
+            shape = {k: int(v) for k, v in options.items()}
+            assert shape == {"LC0_FA_SHAPE_SEQ": 64, "LC0_FA_SHAPE_HEADS": s.H,
+                             "LC0_FA_SHAPE_LD_QKV": s.qkv_ld, "LC0_FA_SHAPE_LD_O": s.D}
+            ld_qkv, ld_o, seq, heads = ints[:4]  # then the batch (persistent kernel)
+            assert (seq, heads, ld_qkv, ld_o) == (shape["LC0_FA_SHAPE_SEQ"], shape["LC0_FA_SHAPE_HEADS"],
+                                                  shape["LC0_FA_SHAPE_LD_QKV"], shape["LC0_FA_SHAPE_LD_O"])
+    finally:
+        gpu.close()
+
+
+def test_only_the_fp16_chess_kernels_take_shape_constants() -> None:
+    from lc0py.backends.gpu.kernels import flash_shape_defines
+
+    for kernel in (AttentionKernel.FLASH_MMA, AttentionKernel.FLASH_MMA_PERSISTENT):
+        assert flash_shape_defines(kernel, 64, 24, 2336, 768)["LC0_FA_SHAPE_LD_QKV"] == 2336
+    for kernel in (AttentionKernel.FLASH_SIMT, AttentionKernel.FALLBACK):
+        assert flash_shape_defines(kernel, 64, 24, 2336, 768) == {}
