@@ -63,6 +63,12 @@
 //                      pass the smolgen GEMM writes the bias just before this kernel; the part it
 //                      wrote last is the part most likely still in L2, so it is read first, before
 //                      the kernel's own misses evict it (0: from position 0 up)
+//   LC0_FA_COPY_ORDER  0: a Q/K/V tile's 16-byte chunks go to the threads row by row (the chunks of
+//                      a row to neighbouring lanes); 1: at head depths below 64, the 8 neighbouring
+//                      lanes take one chunk each of 8 rows. A shared-memory store of 16 bytes a lane
+//                      is served 8 lanes at a time: with the padded pitch of DEPTH + 8 elements and
+//                      4 chunks a row (d = 32), row order puts two of those 8 chunks on the same
+//                      banks, column order none. Depth >= 64 is conflict-free in row order (kept)
 //   LC0_FA_SHAPE_SEQ, LC0_FA_SHAPE_HEADS, LC0_FA_SHAPE_LD_QKV, LC0_FA_SHAPE_LD_O
 //                      (chess entries, optional, all four together) the net's sequence length,
 //                      heads and row strides as compile-time constants; the launch passes the
@@ -125,6 +131,9 @@
 #ifndef LC0_FA_DESCEND
 #define LC0_FA_DESCEND 0
 #endif
+#ifndef LC0_FA_COPY_ORDER
+#define LC0_FA_COPY_ORDER 0
+#endif
 #if LC0_FA_PERSIST && LC0_FA_GENERAL
 #error "LC0_FA_PERSIST is the chess entry's variant; the general entry (LC0_FA_GENERAL) has its own grid"
 #endif
@@ -178,6 +187,14 @@ constexpr int chunk_iters() { return (N + THREADS - 1) / THREADS; }
 template <int N>
 LC0_DEVICE bool chunk_live(int c) { return N % THREADS == 0 || c < N; }
 
+// Chunk c of a Q/K/V tile (rows x CH 16-byte chunks, rows a multiple of 8) -> its row and column
+// (LC0_FA_COPY_ORDER above): row order, or one chunk of 8 rows for 8 neighbouring c.
+constexpr int CH_QKV = DEPTH / 8;
+constexpr bool BY_COLUMN = LC0_FA_COPY_ORDER && CH_QKV < 8;
+static_assert(!BY_COLUMN || (KV % 8 == 0 && ROWS % 8 == 0), "column order needs tiles of whole 8-row groups");
+LC0_DEVICE int chunk_row(int c) { return BY_COLUMN ? (c / (8 * CH_QKV)) * 8 + c % 8 : c / CH_QKV; }
+LC0_DEVICE int chunk_col(int c) { return BY_COLUMN ? (c / 8) % CH_QKV : c % CH_QKV; }
+
 // Stage one KV tile (keys kv0 .. kv0+KV-1) of K, V and the bias rows of this block. Rows past
 // seq are zero-filled: their logits are masked to -inf and zero V rows keep P.V finite.
 LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16* vb, long long ld,
@@ -187,7 +204,7 @@ LC0_DEVICE void load_kv_tile(f16* ks, f16* vs, GT* gs, const f16* kb, const f16*
     for (int it = 0; it < chunk_iters<KV * CH>(); ++it) {
         const int c = (int)threadIdx.x + it * THREADS;
         if (!chunk_live<KV * CH>(c)) break;
-        const int r = c / CH, col = (c % CH) * 8;
+        const int r = chunk_row(c), col = chunk_col(c) * 8;
         f16* kd = ks + r * PQ + col;
         f16* vd = vs + r * PQ + col;
         if (kv0 + r < seq) {
@@ -232,17 +249,18 @@ LC0_DEVICE void load_q_tile(f16* qs, const f16* qb, long long ld, int seq, int q
     for (int it = 0; it < chunk_iters<ROWS * CH>(); ++it) {
         const int c = (int)threadIdx.x + it * THREADS;
         if (!chunk_live<ROWS * CH>(c)) break;
-        const int r = c / CH, col = (c % CH) * 8;
+        const int r = chunk_row(c), col = chunk_col(c) * 8;
         f16* d = qs + r * PQ + col;
         if (q0 + r < seq) async_copy16(d, qb + (long long)(q0 + r) * ld + col);
         else *reinterpret_cast<uint4*>(d) = make_uint4(0, 0, 0, 0);
     }
 }
-// When THREADS is a multiple of the chunks per row, every Q chunk of a thread is in the same column,
-// so its one bias chunk (BQ_ONE: `pre`, loaded before the wait for the copies) serves them all.
-constexpr bool BQ_ONE = THREADS % (DEPTH / 8) == 0;
+// When every Q chunk of a thread is in the same column (row order: THREADS a multiple of the chunks
+// per row; column order: THREADS / 8 a multiple), its one bias chunk (BQ_ONE: `pre`, loaded before
+// the wait for the copies) serves them all.
+constexpr bool BQ_ONE = BY_COLUMN ? (THREADS / 8) % CH_QKV == 0 : THREADS % CH_QKV == 0;
 LC0_DEVICE uint4 q_bias_chunk(const f16* bqh) {
-    return BQ_ONE ? *reinterpret_cast<const uint4*>(bqh + (threadIdx.x % (DEPTH / 8)) * 8) : make_uint4(0, 0, 0, 0);
+    return BQ_ONE ? *reinterpret_cast<const uint4*>(bqh + chunk_col((int)threadIdx.x) * 8) : make_uint4(0, 0, 0, 0);
 }
 LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0, uint4 pre) {
     constexpr int CH = DEPTH / 8;
@@ -250,7 +268,7 @@ LC0_DEVICE void add_q_bias(f16* qs, const f16* bqh, int seq, int q0, uint4 pre) 
     for (int it = 0; it < chunk_iters<ROWS * CH>(); ++it) {  // same chunks as load_q_tile
         const int c = (int)threadIdx.x + it * THREADS;
         if (!chunk_live<ROWS * CH>(c)) break;
-        const int r = c / CH, col = (c % CH) * 8;
+        const int r = chunk_row(c), col = chunk_col(c) * 8;
         if (q0 + r >= seq) continue;
         uint4 u = *reinterpret_cast<const uint4*>(qs + r * PQ + col);
         const uint4 ub = BQ_ONE ? pre : *reinterpret_cast<const uint4*>(bqh + col);

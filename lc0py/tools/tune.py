@@ -16,7 +16,9 @@ owns 16 query rows, so this is also the rows per softmax step, 32/64/128), occup
 1 or 2 heads per block, and the kernel itself: one-shot blocks (``flash=v1``) or persistent blocks
 walking (position, head) pairs (``flash=v2``, ``persistent=1``; its own defaults, blocks per SM
 1..8, 2/3 stages, 32-key tiles, pairs interleaved over the blocks or in contiguous ranges,
-walked up or down: only the end-to-end measurement sees the L2 effect of ``descend``).
+walked up or down: only the end-to-end measurement sees the L2 effect of ``descend``), and at
+depth 16/32 the copies' chunks handed out row by row or a column of 8 rows at a time
+(``copy_order``).
 ``--quick`` tries the default, the other kernel's default and 3 neighbours (~5), the full mode
 each axis around the default, the threads x occupancy grid, the tile x stage pairs and the
 persistent kernel's neighbourhood (>= 20).
@@ -73,11 +75,13 @@ AXES_F16: dict[str, tuple[int, ...]] = {
     "persistent": (0, 1),
     "interleave": (0, 1),
     "descend": (0, 1),
+    "copy_order": (0, 1),
 }
 #: the persistent kernel's own neighbourhood (full mode), around its default
 PERSISTENT_AXES: dict[str, tuple[int, ...]] = {
     "interleave": (0, 1),
     "descend": (0, 1),
+    "copy_order": (0, 1),
     "min_blocks": (1, 2, 3, 4, 8),
     "stages": (2, 3),
     "kv_tile": (32, 64),
@@ -93,7 +97,7 @@ def label(p: FlashParams, fp16: bool = True) -> str:
     """Short name of a candidate, e.g. ``t128 mb4 kv64 s1 q1 h1``."""
     if fp16:
         name = f"t{32 * p.warps} mb{p.min_blocks} kv{p.kv_tile} s{p.stages} q{p.q_regs} h{p.heads_per_block}"
-        return name + (" v2" if p.persistent else "")
+        return name + (" v2" if p.persistent else "") + (" c1" if p.copy_order else "")
     return f"t{p.f32_threads} mb{p.min_blocks} kv{p.kv_tile}"
 
 
@@ -109,6 +113,8 @@ def why_filtered(p: FlashParams, depth: int, fp16: bool, seq: int = SEQ) -> str 
         return f"Q in registers: {depth // 2} more registers per lane past depth 128 spill"
     if p.kv_tile * depth > 64 * 128:
         return f"kv_tile {p.kv_tile} x depth {depth}: S fragments + O accumulators exceed the registers"
+    if p.copy_order and depth >= 64:
+        return f"copy_order 1 at depth {depth}: the kernel keeps row order (already conflict-free)"
     if not p.persistent and (p.interleave, p.descend) != (FlashParams.interleave, FlashParams.descend):
         return "interleave / descend order the persistent kernel's pairs: no effect on the one-shot kernel"
     if p.persistent:  # a block walks many pairs: every stage count has work to prefetch

@@ -59,6 +59,8 @@ def _flash_cases() -> list[tuple[str, dict[str, int]]]:
     p32, _ = default_params(32, "sm_90")
     shape32 = flash_shape_defines(AttentionKernel.FLASH_MMA_PERSISTENT, 64, 24, 2336, 768)
     cases.append(("f16-d32-v2-shape-default", {**p32.defines(32, True, False), **shape32}))
+    by_column = FlashParams(**{**p32.__dict__, "copy_order": 1})  # attn_copy_order=1
+    cases.append(("f16-d32-v2-shape-bycolumn", {**by_column.defines(32, True, False), **shape32}))
     p64, _ = default_params(64, "sm_90", persistent=0)
     shape64 = flash_shape_defines(AttentionKernel.FLASH_MMA, 64, 12, 2336, 768)
     cases.append(("f16-d64-v1-shape", {**p64.defines(64, True, False), **shape64}))

@@ -45,6 +45,8 @@ CONFIGS = [
 def _flash_configs() -> list[tuple[str, list[str]]]:
     """(id, -D flags): the backend's own choice for depth 32 (one KV tile) and a depth-64 variant
     with 32-key tiles and double buffering (two tiles: the running max/sum rescale runs)."""
+    from dataclasses import replace
+
     from lc0py.backends.gpu.kernels import choose_attention, flash_shape_defines
     from lc0py.backends.gpu.tuning import FlashParams
     from lc0py.gpu.platform import mma_scratch_elems
@@ -87,8 +89,14 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
         for seq in (64, 40):
             shape = flash_shape_defines(v2.kernel, seq, 3, 3 * 3 * 32, 3 * 32)
             variants[f"d32-persist-shape{seq}"] = {**v2.params.defines(32, True, False, scratch), **shape}
+        # attn_copy_order=1: the tiles' chunks handed out a column of 8 rows at a time (d = 32), and
+        # at d = 64, where the kernel keeps row order
+        variants["d32-persist-bycolumn"] = replace(v2.params, copy_order=1).defines(32, True, False, scratch)
+        variants["d64-kv32-s2-bycolumn"] = FlashParams(kv_tile=32, stages=2, copy_order=1).defines(
+            64, True, False, scratch
+        )
         for vid, defines in variants.items():
-            if emu != "wmma" and "shape" in vid:
+            if emu != "wmma" and ("shape" in vid or "bycolumn" in vid):
                 continue  # CI time: the constants fold the same index arithmetic on every branch
             if emu == "wmma12" and vid != "d32-default":
                 continue  # CI time: gfx12 differs from gfx11 only inside mma_amd.h
@@ -98,7 +106,11 @@ def _flash_configs() -> list[tuple[str, list[str]]]:
             out.append((f"flash-{emu}-{vid}", flags))
     # mma.h's scalar branch (the oracle the hardware branches are held to) under both grids, on a
     # 32-lane wave: plain fp32 FMAs through the same body, with its 256-element a_from_c scratch
-    for vid, params in (("d32-default", FlashParams()), ("d32-persist", FlashParams(stages=2, persistent=1))):
+    for vid, params in (
+        ("d32-default", FlashParams()),
+        ("d32-persist", FlashParams(stages=2, persistent=1)),
+        ("d32-bycolumn", FlashParams(copy_order=1)),
+    ):
         defines = params.defines(32, True, False, scratch_per_warp=256)
         flags = ["-DEMU_WMMA", "-DLC0_MMA_SCALAR=1", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
         out.append((f"flash-scalar-{vid}", flags))

@@ -95,7 +95,7 @@ nothing below the backend reads option text or sets option flags on other object
 ``attn_<param>``              flash kernel parameters (``attn_warps``, ``attn_kv_tile``,
                               ``attn_stages``, ``attn_q_regs``, ``attn_min_blocks``,
                               ``attn_f32_threads``, ``attn_heads_per_block``, ``attn_persistent``,
-                              ``attn_interleave``, ``attn_descend``;
+                              ``attn_interleave``, ``attn_descend``, ``attn_copy_order``;
                               ``tuning.FlashParams``)
 =================== ========= ==============================================================
 

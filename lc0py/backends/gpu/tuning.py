@@ -47,6 +47,10 @@ class FlashParams:
     #: persistent kernel: 1 = walk the pairs from the last position down (the smolgen bias the
     #: previous GEMM wrote last, likely still in L2, is read first); 0 = from position 0 up
     descend: int = 0
+    #: f16: how a Q/K/V tile's 16-byte chunks map to threads: 0 = row by row; 1 = one chunk of 8
+    #: rows for 8 neighbouring lanes (no shared-memory bank conflicts in the copies at depth 16/32;
+    #: depth >= 64 keeps row order, already conflict-free). Opt-in until measured on a device.
+    copy_order: int = 0
 
     @property
     def rows(self) -> int:
@@ -71,6 +75,7 @@ class FlashParams:
             "LC0_FA_PERSIST": self.persistent if fp16 else 0,
             "LC0_FA_INTERLEAVE": self.interleave,
             "LC0_FA_DESCEND": self.descend,
+            "LC0_FA_COPY_ORDER": self.copy_order,
             "LC0_FA_SCRATCH_ELEMS": scratch_per_warp,
             "LC0_FA_SMEM_BYTES": self.shared_bytes(depth, fp16, bias_f32, scratch_per_warp),
         }
@@ -180,6 +185,7 @@ PARAM_LIMITS: dict[str, tuple[int, int, int]] = {
     "persistent": (0, 1, 1),
     "interleave": (0, 1, 1),
     "descend": (0, 1, 1),
+    "copy_order": (0, 1, 1),
 }
 
 

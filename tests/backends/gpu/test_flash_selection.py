@@ -77,6 +77,7 @@ def test_flash_off_is_the_fallback_for_both_kernels() -> None:
         ("flash=v2,attn_persistent=0", "ask for different kernels"),
         ("flash=v1,attn_persistent=1", "ask for different kernels"),
         ("attn_persistent=2", "attn_persistent"),
+        ("attn_copy_order=2", "attn_copy_order"),
     ],
 )
 def test_bad_flash_values_are_one_line(text: str, why: str) -> None:
@@ -129,6 +130,16 @@ def test_shared_bytes_counts_a_q_buffer_per_pair_in_flight() -> None:
     p3 = FlashParams(stages=3, persistent=1)
     assert p3.shared_bytes(32, True, False) == 3 * 64 * 40 * 2 + 3 * (2 * 64 * 40 * 2 + 64 * 72 * 2)
     assert p.defines(32, True, False)["LC0_FA_PERSIST"] == 1
+
+
+def test_copy_order_is_an_opt_in_define() -> None:
+    """``attn_copy_order=1`` reaches the kernel as ``LC0_FA_COPY_ORDER`` on top of the v2 defaults
+    (its effect on the tiles: the emulated kernel tests, ``*-bycolumn``); the default stays row order."""
+    opts = GpuOptions.from_text("attn_copy_order=1")
+    ch = choose_attention(depth=32, seq=64, fp16=True, overrides=opts.flash_overrides, **H100)
+    assert ch.kernel is V2 and ch.params is not None
+    assert ch.params.defines(32, True, False)["LC0_FA_COPY_ORDER"] == 1
+    assert default_params(32, "sm_90")[0].defines(32, True, False)["LC0_FA_COPY_ORDER"] == 0
 
 
 class _ModulePlatform(PointerPlatform):
