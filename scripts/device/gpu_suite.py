@@ -36,9 +36,8 @@ class _Collector:
 
 
 def part_ids(ids: list[str], part: int, parts: int) -> list[str]:
-    """Part ``part`` (1-based) of ``parts`` contiguous, near-equal ranges of ``ids``."""
-    if not 1 <= part <= parts:
-        raise ValueError(f"--part {part} is not in 1..{parts}")
+    """Part ``part`` (1-based, ``main`` checks it is in 1..``parts``) of ``parts`` contiguous,
+    near-equal ranges of ``ids``."""
     lo, hi = len(ids) * (part - 1) // parts, len(ids) * part // parts
     return ids[lo:hi]
 
