@@ -60,36 +60,45 @@ extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRI
     }
 }
 
-// y[r, :] = act(y[r, :] + bias) in place, 16 bytes per thread when n allows; rows * n < 2^31.
+// y[r, :] = act(y[r, :] + bias) in place; rows * n < 2^31. Rows of whole 16-byte chunks (every
+// lc0 width): threadIdx.x walks a row's chunks and threadIdx.y the rows (ops.bias_act_geometry), so a
+// thread loads its bias chunk once and needs no division; it loads LC0_BA_UNROLL rows before it
+// stores any (bytes in flight: the pass is pure bandwidth). The activation is activate_fast_n (one
+// switch a chunk, lc0_exp2/lc0_rcp, the form of lc0's CUDA kernels): the IEEE expf and division of
+// activate() were ~40 instructions a value, as much issue time as the copy takes (H200, T82's FFN).
+#ifndef LC0_BA_UNROLL
+#define LC0_BA_UNROLL 2
+#endif
 extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, int rows, int n, int act) {
     lc0_grid_dependency_sync();
     if (n % LC0_VEC == 0) {
-        // Two chunks per thread per step, both loaded before either is used: twice the bytes
-        // in flight per thread (this pass is pure bandwidth).
-        const unsigned cpr = (unsigned)n / LC0_VEC;  // chunks per row
-        const unsigned chunks = (unsigned)rows * cpr;
-        const unsigned stride = gridDim.x * blockDim.x;
-        for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += 2 * stride) {
-            const unsigned i2 = i + stride;
-            const bool two = i2 < chunks;
-            float x[2][LC0_VEC], bb[2][LC0_VEC];
-            load_vec(y + (size_t)i * LC0_VEC, x[0]);
-            if (two) load_vec(y + (size_t)i2 * LC0_VEC, x[1]);
-            load_vec(bias + (i % cpr) * LC0_VEC, bb[0]);
-            if (two) load_vec(bias + (i2 % cpr) * LC0_VEC, bb[1]);
+        const unsigned cpr = (unsigned)n / LC0_VEC;  // chunks a row
+        const unsigned c = blockIdx.x * blockDim.x + threadIdx.x;
+        if (c >= cpr) return;
+        float b[LC0_VEC];
+        load_vec(bias + c * LC0_VEC, b);
+        const unsigned step = gridDim.y * blockDim.y;
+        for (unsigned r0 = blockIdx.y * blockDim.y + threadIdx.y; r0 < (unsigned)rows; r0 += LC0_BA_UNROLL * step) {
+            float x[LC0_BA_UNROLL][LC0_VEC];
 #pragma unroll
-            for (int j = 0; j < LC0_VEC; ++j) x[0][j] = activate(x[0][j] + bb[0][j], act);
-            store_vec(y + (size_t)i * LC0_VEC, x[0]);
-            if (two) {
+            for (int u = 0; u < LC0_BA_UNROLL; ++u) {
+                const unsigned r = r0 + u * step;
+                if (r < (unsigned)rows) load_vec(y + ((size_t)r * cpr + c) * LC0_VEC, x[u]);
+            }
 #pragma unroll
-                for (int j = 0; j < LC0_VEC; ++j) x[1][j] = activate(x[1][j] + bb[1][j], act);
-                store_vec(y + (size_t)i2 * LC0_VEC, x[1]);
+            for (int u = 0; u < LC0_BA_UNROLL; ++u) {
+                const unsigned r = r0 + u * step;
+                if (r >= (unsigned)rows) break;
+#pragma unroll
+                for (int j = 0; j < LC0_VEC; ++j) x[u][j] += b[j];
+                activate_fast_n<LC0_VEC>(x[u], act);
+                store_vec(y + ((size_t)r * cpr + c) * LC0_VEC, x[u]);
             }
         }
-    } else {
+    } else {  // a 1-D grid (ops.bias_act_geometry)
         const unsigned total = (unsigned)rows * (unsigned)n;
         for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x)
-            store_f32(&y[i], activate(to_f32(y[i]) + to_f32(bias[i % (unsigned)n]), act));
+            store_f32(&y[i], activate_fast(to_f32(y[i]) + to_f32(bias[i % (unsigned)n]), act));
     }
 }
 

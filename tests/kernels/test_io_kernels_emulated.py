@@ -28,6 +28,7 @@ POLICY, PLANES = 1858, 112
 #: (id, fp16, wave size)
 BUILDS = [("fp16-wave32", True, 32), ("fp32-wave32", False, 32), ("fp16-wave64", True, 64)]
 FP16 = {bid: fp16 for bid, fp16, _ in BUILDS}
+WAVE = {bid: wave for bid, _, wave in BUILDS}
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +128,35 @@ def test_gather_bias(emulators: dict[str, Path], tmp_path: Path, bid: str, bsz: 
     want = src[:, gather] + bias[None, :]
     assert not np.isnan(got).any()
     assert np.allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+#: (rows, n, grid rows or None for the backend's): T82's FFN width, rows narrower than a warp of
+#: chunks, a width that leaves most of the last warp idle, a width not in whole chunks (the 1-D
+#: path), and a grid smaller than the rows (each thread walks several steps)
+BIAS_ACT_CASES = [(5, 1024, None), (3, 24, None), (37, 264, None), (2, 100, None), (300, 64, 1)]
+
+
+@pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
+@pytest.mark.parametrize(("rows", "n", "grid_rows"), BIAS_ACT_CASES)
+@pytest.mark.parametrize("act", [1, 3, 7, 8])
+def test_bias_act(
+    emulators: dict[str, Path], tmp_path: Path, bid: str, rows: int, n: int, grid_rows: int | None, act: int
+) -> None:
+    """``bias_act`` on ``bias_act_geometry``'s grid (or a shorter one): every element is
+    ``act(y + bias)`` of float64 within the stored type's rounding, none missed, none twice."""
+    from lc0py.backends.gpu.ops import bias_act_geometry
+    from tests.kernels.test_activations_emulated import REFERENCE
+
+    fp16, wave = FP16[bid], WAVE[bid]
+    (gx, gy, _), (tx, ty, _) = bias_act_geometry(rows, n, 8 if fp16 else 4, wave)
+    if grid_rows is not None:
+        gy = grid_rows
+    rng = np.random.default_rng(rows * 31 + n + act)
+    y = _stored(rng.normal(0.0, 3.0, (rows, n)), fp16, tmp_path / "y.bin")
+    bias = _stored(rng.normal(0.0, 1.0, n), fp16, tmp_path / "bias.bin")
+    _run(emulators[bid], "bias_act", rows, 1, n, act, gx, gy, tx, ty, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", np.float16 if fp16 else np.float32).reshape(rows, n)
+    want = REFERENCE[act](y + bias[None, :])
+    rel = 2e-3 if fp16 else 1e-5  # one rounding of the stored type, and fp32 arithmetic
+    assert not np.isnan(got.astype(np.float32)).any()
+    assert np.allclose(got.astype(np.float64), want, rtol=rel, atol=rel * 1e-2), np.abs(got - want).max()

@@ -63,6 +63,30 @@ def blocks_for(items: int, per_block: int = THREADS) -> int:
     return max(1, min((items + per_block - 1) // per_block, MAX_BLOCKS))
 
 
+#: Rows a ``bias_act`` thread loads before it stores any (kernels/elementwise.hip ``LC0_BA_UNROLL``).
+BIAS_ACT_UNROLL = 2
+
+
+def bias_act_geometry(
+    rows: int, n: int, vec: int, warp_size: int = 32
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of ``bias_act`` on ``rows`` rows of ``n``. Rows of whole ``vec``-element chunks:
+    ``threadIdx.x`` walks a row's chunks (whole warps; a row of fewer chunks than a warp gets the
+    next power of two, so a warp spans rows and still reads contiguous bytes) and ``threadIdx.y``
+    the rows, each thread ``BIAS_ACT_UNROLL`` rows a step. Other widths: a 1-D grid over the
+    elements."""
+    if n % vec:
+        return (blocks_for(rows * n), 1, 1), (THREADS, 1, 1)
+    chunks = n // vec
+    if chunks < warp_size:
+        tx = 1 << (chunks - 1).bit_length()
+    else:
+        tx = min(THREADS, -(-chunks // warp_size) * warp_size)
+    ty = max(1, THREADS // tx)
+    gy = max(1, min(-(-rows // (ty * BIAS_ACT_UNROLL)), MAX_BLOCKS))
+    return (-(-chunks // tx), gy, 1), (tx, ty, 1)
+
+
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
     16-byte chunks in registers (more threads per row rather than a long serial chain per
@@ -250,9 +274,8 @@ class GpuOps:
 
     def bias_act(self, y: int, bias: int, rows: int, n: int, act: int) -> None:
         """``y = act(y + bias)`` in place, bias broadcast over rows."""
-        total = rows * n // (self.vec if n % self.vec == 0 else 1)
-        blocks = blocks_for(total, 512)  # 2 chunks per thread (vector path)
-        self._launch_1d(self.k_bias_act, blocks, [P(y), P(bias), I(rows), I(n), I(act)])
+        grid, block = bias_act_geometry(rows, n, self.vec, self.p.info.warp_size)
+        self.p.launch(self.k_bias_act, grid, block, 0, self.stream, [P(y), P(bias), I(rows), I(n), I(act)])
 
     def prepare_layernorm(self, n: int, act: int) -> None:
         """Compile the LayerNorm kernel for rows of ``n`` with activation ``act`` (at build time, so
