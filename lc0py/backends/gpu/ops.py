@@ -90,14 +90,16 @@ def bias_act_geometry(
 def ln_config(n: int, vec: int, act: int | None = None, warp_size: int = 32) -> dict[str, int]:
     """Compile defines of ``residual_layernorm`` for rows of ``n``: each thread keeps <= 4
     16-byte chunks in registers (more threads per row rather than a long serial chain per
-    thread: a 6144-wide row with 6 chunks/thread took 38 us at 64 rows), 256-thread blocks.
-    Threads per row are a multiple of the warp (64 lanes on CDNA), as the kernel's row
-    reduction requires."""
+    thread: a 6144-wide row with 6 chunks/thread took 38 us at 64 rows). Blocks of 128 threads
+    on 32-lane warps (T82's 768-wide rows alone, H200: 4 rows a block 52.3 us against 8 rows'
+    56.3 us at 65,536 rows), 256 on 64-lane ones (not measured: no AMD card here). Threads per
+    row are a multiple of the warp (64 lanes on CDNA), as the kernel's row reduction requires."""
     chunks = n // vec if n % vec == 0 else n
     threads = warp_size
     while (chunks + threads - 1) // threads > 4 and threads < 1024:
         threads *= 2
-    cfg = {"LC0_LN_N": n, "LC0_LN_THREADS": threads, "LC0_LN_ROWS": max(1, 256 // threads)}
+    block = 128 if warp_size == 32 else 256
+    cfg = {"LC0_LN_N": n, "LC0_LN_THREADS": threads, "LC0_LN_ROWS": max(1, block // threads)}
     if act is not None:
         cfg["LC0_LN_ACT"] = act
     return cfg

@@ -78,7 +78,7 @@ def test_shared_memory_estimate_matches_kernel_layout() -> None:
 
 
 def test_ln_config_keeps_rows_in_registers() -> None:
-    assert ln_config(768, 8) == {"LC0_LN_N": 768, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 8}
+    assert ln_config(768, 8) == {"LC0_LN_N": 768, "LC0_LN_THREADS": 32, "LC0_LN_ROWS": 4}
     cfg = ln_config(6144, 8, act=7)
     assert cfg["LC0_LN_THREADS"] * 4 * 8 >= 6144 and cfg["LC0_LN_ROWS"] >= 1 and cfg["LC0_LN_ACT"] == 7
 
@@ -279,6 +279,9 @@ def test_ln_config_threads_are_whole_waves() -> None:
     assert ln_config(768, 8, warp_size=64)["LC0_LN_THREADS"] == 64
     assert ln_config(6144, 8, warp_size=64)["LC0_LN_THREADS"] % 64 == 0
     assert ln_config(768, 8, warp_size=32)["LC0_LN_THREADS"] == 32
+    # blocks: 128 threads on 32-lane warps (measured on an H200), 256 on 64-lane waves
+    assert ln_config(768, 8, warp_size=32)["LC0_LN_ROWS"] == 4
+    assert ln_config(768, 8, warp_size=64)["LC0_LN_ROWS"] == 4
 
 
 def test_bias_act_geometry_covers_every_chunk_once() -> None:
