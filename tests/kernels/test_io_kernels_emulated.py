@@ -142,13 +142,13 @@ BIAS_ACT_CASES = [(5, 1024, None), (3, 24, None), (37, 264, None), (2, 100, None
 def test_bias_act(
     emulators: dict[str, Path], tmp_path: Path, bid: str, rows: int, n: int, grid_rows: int | None, act: int
 ) -> None:
-    """``bias_act`` on ``bias_act_geometry``'s grid (or a shorter one): every element is
+    """``bias_act`` on ``rows_grid``'s grid (or a shorter one): every element is
     ``act(y + bias)`` of float64 within the stored type's rounding, none missed, none twice."""
-    from lc0py.backends.gpu.ops import bias_act_geometry
+    from lc0py.backends.gpu.ops import rows_grid
     from tests.kernels.test_activations_emulated import REFERENCE
 
     fp16, wave = FP16[bid], WAVE[bid]
-    (gx, gy, _), (tx, ty, _) = bias_act_geometry(rows, n, 8 if fp16 else 4, wave)
+    (gx, gy, _), (tx, ty, _) = rows_grid(rows, n, 8 if fp16 else 4, wave)
     if grid_rows is not None:
         gy = grid_rows
     rng = np.random.default_rng(rows * 31 + n + act)
@@ -160,3 +160,34 @@ def test_bias_act(
     rel = 2e-3 if fp16 else 1e-5  # one rounding of the stored type, and fp32 arithmetic
     assert not np.isnan(got.astype(np.float32)).any()
     assert np.allclose(got.astype(np.float64), want, rtol=rel, atol=rel * 1e-2), np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("bid", [b[0] for b in BUILDS])
+@pytest.mark.parametrize(("rows", "n", "grid_rows"), [(130, 64, None), (70, 100, None), (192, 32, 1)])
+@pytest.mark.parametrize("gated", [False, True])
+def test_embed_epilogue(
+    emulators: dict[str, Path], tmp_path: Path, bid: str, rows: int, n: int, grid_rows: int | None, gated: bool
+) -> None:
+    """``embed_epilogue`` on ``rows_grid``'s grid: ``act(y + sq_bias[square]) * mult[square] +
+    add[square]`` with the square ``row % 64`` (rows of several positions), gated or not."""
+    from lc0py.backends.gpu.ops import rows_grid
+    from tests.kernels.test_activations_emulated import REFERENCE
+
+    fp16, wave, act = FP16[bid], WAVE[bid], 1  # mish, the embedding's activation in lc0's nets
+    (gx, gy, _), (tx, ty, _) = rows_grid(rows, n, 8 if fp16 else 4, wave)
+    if grid_rows is not None:
+        gy = grid_rows
+    rng = np.random.default_rng(rows + n + gated)
+    y = _stored(rng.normal(0.0, 3.0, (rows, n)), fp16, tmp_path / "y.bin")
+    sqbias = _stored(rng.normal(0.0, 1.0, (64, n)), fp16, tmp_path / "sqbias.bin")
+    square = np.arange(rows) % 64
+    want = REFERENCE[act](y + sqbias[square])
+    if gated:
+        mult = _stored(rng.uniform(0.5, 1.5, (64, n)), fp16, tmp_path / "mult.bin")
+        add = _stored(rng.normal(0.0, 1.0, (64, n)), fp16, tmp_path / "add.bin")
+        want = want * mult[square] + add[square]
+    _run(emulators[bid], "embed", rows, int(gated), n, act, gx, gy, tx, ty, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", np.float16 if fp16 else np.float32).reshape(rows, n)
+    rel = 2e-3 if fp16 else 1e-5
+    assert not np.isnan(got.astype(np.float32)).any()
+    assert np.allclose(got.astype(np.float64), want, rtol=rel, atol=rel * 1e-1), np.abs(got - want).max()

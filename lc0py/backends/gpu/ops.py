@@ -63,17 +63,18 @@ def blocks_for(items: int, per_block: int = THREADS) -> int:
     return max(1, min((items + per_block - 1) // per_block, MAX_BLOCKS))
 
 
-#: Rows a ``bias_act`` thread loads before it stores any (kernels/elementwise.hip ``LC0_BA_UNROLL``).
-BIAS_ACT_UNROLL = 2
+#: Rows a thread of ``bias_act`` / ``embed_epilogue`` loads before it stores any
+#: (kernels/elementwise.hip ``LC0_ROWS_UNROLL``).
+ROWS_GRID_UNROLL = 2
 
 
-def bias_act_geometry(
+def rows_grid(
     rows: int, n: int, vec: int, warp_size: int = 32
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Grid and block of ``bias_act`` on ``rows`` rows of ``n``. Rows of whole ``vec``-element chunks:
+    """Grid and block of ``bias_act`` and ``embed_epilogue`` on ``rows`` rows of ``n``. Rows of whole ``vec``-element chunks:
     ``threadIdx.x`` walks a row's chunks (whole warps; a row of fewer chunks than a warp gets the
     next power of two, so a warp spans rows and still reads contiguous bytes) and ``threadIdx.y``
-    the rows, each thread ``BIAS_ACT_UNROLL`` rows a step. Other widths: a 1-D grid over the
+    the rows, each thread ``ROWS_GRID_UNROLL`` rows a step. Other widths: a 1-D grid over the
     elements."""
     if n % vec:
         return (blocks_for(rows * n), 1, 1), (THREADS, 1, 1)
@@ -83,7 +84,7 @@ def bias_act_geometry(
     else:
         tx = min(THREADS, -(-chunks // warp_size) * warp_size)
     ty = max(1, THREADS // tx)
-    gy = max(1, min(-(-rows // (ty * BIAS_ACT_UNROLL)), MAX_BLOCKS))
+    gy = max(1, min(-(-rows // (ty * ROWS_GRID_UNROLL)), MAX_BLOCKS))
     return (-(-chunks // tx), gy, 1), (tx, ty, 1)
 
 
@@ -276,7 +277,7 @@ class GpuOps:
 
     def bias_act(self, y: int, bias: int, rows: int, n: int, act: int) -> None:
         """``y = act(y + bias)`` in place, bias broadcast over rows."""
-        grid, block = bias_act_geometry(rows, n, self.vec, self.p.info.warp_size)
+        grid, block = rows_grid(rows, n, self.vec, self.p.info.warp_size)
         self.p.launch(self.k_bias_act, grid, block, 0, self.stream, [P(y), P(bias), I(rows), I(n), I(act)])
 
     def prepare_layernorm(self, n: int, act: int) -> None:
@@ -478,9 +479,9 @@ class GpuOps:
 
     def embed_epilogue(self, y: int, sqbias: int, mult: int, add: int, m: int, e: int, act: int) -> None:
         """``y = act(y + sqbias[s]) * mult[s] + add[s]`` in place (no gating where mult/add are 0)."""
-        total = m * e // self.vec
+        grid, block = rows_grid(m, e, self.vec, self.p.info.warp_size)
         args: list[KernelArg] = [P(y), P(sqbias), P(mult), P(add), I(m), I(e), I(act)]
-        self._launch_1d(self.k_embed, blocks_for(total), args)
+        self.p.launch(self.k_embed, grid, block, 0, self.stream, args)
 
     def expand_planes(self, masks: int, values: int, tokens: int, bsz: int) -> None:
         """Compact planes (uint64 masks + float values) -> dense tokens ``[B*64, 112]``."""

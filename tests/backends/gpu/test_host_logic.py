@@ -284,20 +284,20 @@ def test_ln_config_threads_are_whole_waves() -> None:
     assert ln_config(768, 8, warp_size=64)["LC0_LN_ROWS"] == 4
 
 
-def test_bias_act_geometry_covers_every_chunk_once() -> None:
-    from lc0py.backends.gpu.ops import BIAS_ACT_UNROLL, MAX_BLOCKS, THREADS, bias_act_geometry
+def test_rows_grid_covers_every_chunk_once() -> None:
+    from lc0py.backends.gpu.ops import ROWS_GRID_UNROLL, MAX_BLOCKS, THREADS, rows_grid
 
     # T82's FFN at 1024 positions: a warp reads 32 chunks of one row, each thread 2 rows a step
-    assert bias_act_geometry(65536, 1024, 8) == ((1, 65536 // (2 * BIAS_ACT_UNROLL), 1), (128, 2, 1))
+    assert rows_grid(65536, 1024, 8) == ((1, 65536 // (2 * ROWS_GRID_UNROLL), 1), (128, 2, 1))
     # fewer chunks a row than a warp has lanes: a power of two of them, warps spanning rows
-    assert bias_act_geometry(10, 24, 8) == ((1, 1, 1), (4, 64, 1))
+    assert rows_grid(10, 24, 8) == ((1, 1, 1), (4, 64, 1))
     # whole warps a block (64-lane waves: T82's 768-wide rows are 96 chunks)
-    assert bias_act_geometry(8, 768, 8, warp_size=64) == ((1, 2, 1), (128, 2, 1))
-    assert bias_act_geometry(8, 768, 8) == ((1, 2, 1), (96, 2, 1))
+    assert rows_grid(8, 768, 8, warp_size=64) == ((1, 2, 1), (128, 2, 1))
+    assert rows_grid(8, 768, 8) == ((1, 2, 1), (96, 2, 1))
     # a width not in whole chunks: 1-D over the elements
-    assert bias_act_geometry(3, 100, 8) == ((2, 1, 1), (THREADS, 1, 1))
+    assert rows_grid(3, 100, 8) == ((2, 1, 1), (THREADS, 1, 1))
     shapes = ((1, 768), (7, 264), (4096, 6144), (10**6, 64), (3, 40))
     for (rows, n), warp in itertools.product(shapes, (32, 64)):
-        (gx, gy, _), (tx, ty, _) = bias_act_geometry(rows, n, 8, warp)
+        (gx, gy, _), (tx, ty, _) = rows_grid(rows, n, 8, warp)
         assert tx * ty <= THREADS and (tx * ty) % warp == 0 and tx * gx >= n // 8 and gx * tx - n // 8 < tx
-        assert 1 <= gy <= MAX_BLOCKS and (gy == MAX_BLOCKS or gy * ty * BIAS_ACT_UNROLL >= rows)
+        assert 1 <= gy <= MAX_BLOCKS and (gy == MAX_BLOCKS or gy * ty * ROWS_GRID_UNROLL >= rows)

@@ -1,7 +1,7 @@
 // Runs the real input and policy-output kernels on the CPU wave emulator, on grids of (positions,
 // parts) as ops.GpuOps launches them: expand_planes (kernels/elementwise.hip), policy_gather and
-// gather_bias (kernels/policy_map.hip); and bias_act (kernels/elementwise.hip) on the grid and block
-// ops.bias_act_geometry gives. policy_gather's `__shared__ off[][]` becomes one static
+// gather_bias (kernels/policy_map.hip); and bias_act and embed_epilogue (kernels/elementwise.hip) on
+// the grid and block ops.rows_grid gives. policy_gather's `__shared__ off[][]` becomes one static
 // array: blocks run one after another, so it is exactly the block's shared memory.
 // Build: clang++ -std=c++20 -DEMU_WMMA|-DEMU_MFMA -DLC0_FP16=0|1 -I kernels -I tests/kernels/amd_emu
 // Usage: io_kernels_emu planes B parts dir      masks.bin u64 [B,112], values.bin f32 [B,112]
@@ -13,6 +13,9 @@
 //                                               bias.bin T [1858] -> out.bin f32 [B,1858]
 //        io_kernels_emu bias_act rows 1 n act gx gy tx ty dir
 //                                               y.bin T [rows,n], bias.bin T [n] -> out.bin T [rows,n]
+//        io_kernels_emu embed rows gated n act gx gy tx ty dir
+//                                               y.bin T [rows,n], sqbias.bin T [64,n], and when gated
+//                                               mult.bin, add.bin T [64,n] -> out.bin T [rows,n]
 // Outputs nothing wrote stay NaN.
 #include "wave_emu.h"
 // clang-format off
@@ -74,6 +77,22 @@ int main(int argc, char** argv) {
         auto y = read_array<T>(dir + "/y.bin", (size_t)rows * n);
         auto bias = read_array<T>(dir + "/bias.bin", (size_t)n);
         emu::run_grid(g, b, [&] { bias_act(y.data(), bias.data(), rows, n, act); });
+        write_array(dir + "/out.bin", y);
+    } else if (mode == "embed" && argc == 11) {
+        const int rows = (int)bsz, gated = (int)parts, n = std::atoi(argv[4]), act = std::atoi(argv[5]);
+        const emu_dim3 g{(unsigned)std::atoi(argv[6]), (unsigned)std::atoi(argv[7]), 1};
+        const emu_dim3 b{(unsigned)std::atoi(argv[8]), (unsigned)std::atoi(argv[9]), 1};
+        auto y = read_array<T>(dir + "/y.bin", (size_t)rows * n);
+        auto sqbias = read_array<T>(dir + "/sqbias.bin", (size_t)64 * n);
+        std::vector<T> mult, add;
+        if (gated) {
+            mult = read_array<T>(dir + "/mult.bin", (size_t)64 * n);
+            add = read_array<T>(dir + "/add.bin", (size_t)64 * n);
+        }
+        emu::run_grid(g, b, [&] {
+            embed_epilogue(y.data(), sqbias.data(), gated ? mult.data() : nullptr, gated ? add.data() : nullptr,
+                           rows, n, act);
+        });
         write_array(dir + "/out.bin", y);
     } else {
         std::fprintf(stderr, "bad arguments for %s\n", mode.c_str());
