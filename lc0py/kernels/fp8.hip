@@ -124,8 +124,11 @@ fp8_epilogue(const T* d, unsigned rows, unsigned n, const float* LC0_RESTRICT co
             for (int j = 0; j < LC0_VEC; ++j) r[j] = 0.f;
         }
 #pragma unroll
+        for (int j = 0; j < LC0_VEC; ++j) v[j] = v[j] * col_scale[c + j] + b[j];
+        activate_fast_n<LC0_VEC>(v, act);  // lc0's fast form, as bias_act and fp8_bias_act_rows
+#pragma unroll
         for (int j = 0; j < LC0_VEC; ++j) {
-            v[j] = f16_to_f32(f32_to_f16(alpha * activate(v[j] * col_scale[c + j] + b[j], act) + beta * r[j]));
+            v[j] = f16_to_f32(f32_to_f16(alpha * v[j] + beta * r[j]));
             m = fmaxf(m, fmaxf(v[j], -v[j]));  // of the value as stored: what fp8_quantize will read
         }
         store_vec(out + (size_t)i * LC0_VEC, v);
@@ -184,17 +187,17 @@ fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0
 #define LC0_FP8_ROW_CHUNKS 4
 #endif
 
-LC0_DEVICE float fp8_hidden(float d, float b, int act) {
-    // the epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0 (+0.f: -0 -> +0 as there)
-    return f16_to_f32(f32_to_f16(activate(d + b, act) + 0.f));
-}
-
+// The epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0 (+0.f: -0 -> +0 as there),
+// through the same activate_fast_n, so both kernels write the same codes bit for bit.
 LC0_DEVICE void fp8_hidden_chunk(const T* dr, const T* bias, unsigned c, int act, float* h) {
-    float v[LC0_VEC], b[LC0_VEC];
-    load_vec(dr + (size_t)c * LC0_VEC, v);
+    float b[LC0_VEC];
+    load_vec(dr + (size_t)c * LC0_VEC, h);
     load_vec(bias + (size_t)c * LC0_VEC, b);
 #pragma unroll
-    for (int j = 0; j < LC0_VEC; ++j) h[j] = fp8_hidden(v[j], b[j], act);
+    for (int j = 0; j < LC0_VEC; ++j) h[j] = h[j] * 1.f + b[j];
+    activate_fast_n<LC0_VEC>(h, act);
+#pragma unroll
+    for (int j = 0; j < LC0_VEC; ++j) h[j] = f16_to_f32(f32_to_f16(1.f * h[j] + 0.f * 0.f));
 }
 
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)
