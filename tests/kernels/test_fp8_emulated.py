@@ -127,9 +127,13 @@ def test_epilogue(exes: dict[str, Path], tmp_path: Path, cid: str, act: int, alp
 
 
 @pytest.mark.parametrize("cid", [c for c, _ in CONFIGS])
-def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str) -> None:
-    rng = np.random.default_rng(21)
-    rows, n = 37, 96  # rows not a multiple of the warps per block; 96 = 12 chunks over the lanes
+@pytest.mark.parametrize("n", [96, 768, 2056])
+def test_quantize_rows(exes: dict[str, Path], tmp_path: Path, cid: str, n: int) -> None:
+    """37 rows: not a multiple of the warps per block. n: 12 chunks (fewer than the lanes) and T82's
+    96 chunks, both kept in registers; 2056 = 257 chunks, more than 4 a lane on either wave size,
+    read twice."""
+    rng = np.random.default_rng(21 + n)
+    rows = 37
     x = (rng.standard_normal((rows, n)) * np.exp(rng.uniform(-4, 4, (rows, 1)))).astype(np.float16)
     x[5] = 0.0
     x.tofile(tmp_path / "x.bin")
