@@ -166,7 +166,13 @@ def test_bias_act(
 @pytest.mark.parametrize(("rows", "n", "grid_rows"), [(130, 64, None), (70, 100, None), (192, 32, 1)])
 @pytest.mark.parametrize("gated", [False, True])
 def test_embed_epilogue(
-    emulators: dict[str, Path], tmp_path: Path, bid: str, rows: int, n: int, grid_rows: int | None, gated: bool
+    emulators: dict[str, Path],
+    tmp_path: Path,
+    bid: str,
+    rows: int,
+    n: int,
+    grid_rows: int | None,
+    gated: bool,
 ) -> None:
     """``embed_epilogue`` on ``rows_grid``'s grid: ``act(y + sq_bias[square]) * mult[square] +
     add[square]`` with the square ``row % 64`` (rows of several positions), gated or not."""

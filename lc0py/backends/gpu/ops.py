@@ -71,11 +71,11 @@ ROWS_GRID_UNROLL = 2
 def rows_grid(
     rows: int, n: int, vec: int, warp_size: int = 32
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Grid and block of ``bias_act`` and ``embed_epilogue`` on ``rows`` rows of ``n``. Rows of whole ``vec``-element chunks:
-    ``threadIdx.x`` walks a row's chunks (whole warps; a row of fewer chunks than a warp gets the
-    next power of two, so a warp spans rows and still reads contiguous bytes) and ``threadIdx.y``
-    the rows, each thread ``ROWS_GRID_UNROLL`` rows a step. Other widths: a 1-D grid over the
-    elements."""
+    """Grid and block of ``bias_act`` and ``embed_epilogue`` on ``rows`` rows of ``n``. Rows of
+    whole ``vec``-element chunks: ``threadIdx.x`` walks a row's chunks (whole warps; a row of fewer
+    chunks than a warp gets the next power of two, so a warp spans rows and still reads contiguous
+    bytes) and ``threadIdx.y`` the rows, each thread ``ROWS_GRID_UNROLL`` rows a step. Other
+    widths: a 1-D grid over the elements."""
     if n % vec:
         return (blocks_for(rows * n), 1, 1), (THREADS, 1, 1)
     chunks = n // vec

@@ -285,7 +285,7 @@ def test_ln_config_threads_are_whole_waves() -> None:
 
 
 def test_rows_grid_covers_every_chunk_once() -> None:
-    from lc0py.backends.gpu.ops import ROWS_GRID_UNROLL, MAX_BLOCKS, THREADS, rows_grid
+    from lc0py.backends.gpu.ops import MAX_BLOCKS, ROWS_GRID_UNROLL, THREADS, rows_grid
 
     # T82's FFN at 1024 positions: a warp reads 32 chunks of one row, each thread 2 rows a step
     assert rows_grid(65536, 1024, 8) == ((1, 65536 // (2 * ROWS_GRID_UNROLL), 1), (128, 2, 1))
