@@ -2,7 +2,8 @@
 #include "common.h"
 #include "activations.h"
 
-// Rows a thread of the (chunk, row) grids loads before it stores any: ops.ROWS_GRID_UNROLL.
+// Rows a thread of the (chunk, row) grids loads before it stores any: GpuOps compiles this module
+// with ops.ROWS_GRID_UNROLL (the default is for the emulator tests, which use ops.rows_grid too).
 #ifndef LC0_ROWS_UNROLL
 #define LC0_ROWS_UNROLL 2
 #endif
@@ -82,9 +83,9 @@ extern "C" __global__ void embed_epilogue(T* LC0_RESTRICT y, const T* LC0_RESTRI
 // y[r, :] = act(y[r, :] + bias) in place; rows * n < 2^31. Rows of whole 16-byte chunks (every
 // lc0 width): threadIdx.x walks a row's chunks and threadIdx.y the rows (ops.rows_grid), so a
 // thread loads its bias chunk once and needs no division; it loads LC0_ROWS_UNROLL rows before it
-// stores any (bytes in flight: the pass is pure bandwidth). LC0_ROWS_UNROLL: ops.ROWS_GRID_UNROLL. The activation is activate_fast_n (one
+// stores any (bytes in flight: the pass is pure bandwidth). The activation is activate_fast_n (one
 // switch a chunk, lc0_exp2/lc0_rcp, the form of lc0's CUDA kernels): the IEEE expf and division of
-// activate() were ~40 instructions a value, as much issue time as the copy takes (H200, T82's FFN).
+// activate() were ~40 instructions a value, more issue time than the copy takes (H200, T82's FFN).
 extern "C" __global__ void bias_act(T* LC0_RESTRICT y, const T* LC0_RESTRICT bias, int rows, int n, int act) {
     lc0_grid_dependency_sync();
     if (n % LC0_VEC == 0) {

@@ -187,17 +187,18 @@ fp8_quantize_rows(const T* LC0_RESTRICT x, unsigned rows, unsigned n, fp8_t* LC0
 #define LC0_FP8_ROW_CHUNKS 4
 #endif
 
-// The epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0 (+0.f: -0 -> +0 as there),
-// through the same activate_fast_n, so both kernels write the same codes bit for bit.
+// fp8_epilogue's alpha * act(d * 1 + b) + beta * 0 with alpha 1, beta 0, which is exactly act(d + b)
+// + 0.f (the +0.f turns -0 into +0 as there), through the same activate_fast_n: both kernels write
+// the same codes bit for bit.
 LC0_DEVICE void fp8_hidden_chunk(const T* dr, const T* bias, unsigned c, int act, float* h) {
     float b[LC0_VEC];
     load_vec(dr + (size_t)c * LC0_VEC, h);
     load_vec(bias + (size_t)c * LC0_VEC, b);
 #pragma unroll
-    for (int j = 0; j < LC0_VEC; ++j) h[j] = h[j] * 1.f + b[j];
+    for (int j = 0; j < LC0_VEC; ++j) h[j] += b[j];
     activate_fast_n<LC0_VEC>(h, act);
 #pragma unroll
-    for (int j = 0; j < LC0_VEC; ++j) h[j] = f16_to_f32(f32_to_f16(1.f * h[j] + 0.f * 0.f));
+    for (int j = 0; j < LC0_VEC; ++j) h[j] = f16_to_f32(f32_to_f16(h[j] + 0.f));
 }
 
 extern "C" __global__ void __launch_bounds__(LC0_FP8_THREADS)

@@ -63,8 +63,8 @@ def blocks_for(items: int, per_block: int = THREADS) -> int:
     return max(1, min((items + per_block - 1) // per_block, MAX_BLOCKS))
 
 
-#: Rows a thread of ``bias_act`` / ``embed_epilogue`` loads before it stores any
-#: (kernels/elementwise.hip ``LC0_ROWS_UNROLL``).
+#: Rows a thread of ``bias_act`` / ``embed_epilogue`` loads before it stores any (compiled into
+#: kernels/elementwise.hip as ``LC0_ROWS_UNROLL``).
 ROWS_GRID_UNROLL = 2
 
 
@@ -203,10 +203,11 @@ class GpuOps:
             [platform.create_event() for _ in range(2 * side_branches)] if self.fork else []
         )
         self._pipe: list[Event] = [platform.create_event() for _ in range(PIPE_EVENTS)] if self.fork else []
-        self.k_expand = self.function("elementwise.hip", "expand_planes", {})
-        self.k_embed = self.function("elementwise.hip", "embed_epilogue", {})
-        self.k_bias_act = self.function("elementwise.hip", "bias_act", {})
-        self.k_copy_cols = self.function("elementwise.hip", "copy_columns", {})
+        rows_unroll = {"LC0_ROWS_UNROLL": ROWS_GRID_UNROLL}  # one module: rows_grid's step is the kernels'
+        self.k_expand = self.function("elementwise.hip", "expand_planes", rows_unroll)
+        self.k_embed = self.function("elementwise.hip", "embed_epilogue", rows_unroll)
+        self.k_bias_act = self.function("elementwise.hip", "bias_act", rows_unroll)
+        self.k_copy_cols = self.function("elementwise.hip", "copy_columns", rows_unroll)
         self.k_gather = self.function("policy_map.hip", "policy_gather", {})
         self._ln: dict[tuple[int, int], tuple[int, dict[str, int]]] = {}
         self._dense_rows: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
