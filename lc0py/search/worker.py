@@ -215,12 +215,18 @@ def minibatch_target(params: SearchParams, info: BackendInfo) -> int:
 def batches_in_flight(params: SearchParams, backend: object = None) -> int:
     """Minibatches whose visits may be in flight at once: lc0's ``Threads`` (each of its search
     threads holds one), at least two with ``SearchOverlap`` (the next one is gathered while the
-    backend computes the last), one without. ``Threads`` 0 (auto) over a multi-device backend
-    (``demux``/``roundrobin``/``multiplexing``: ``children``) keeps one more than it has children
-    in flight, so every device has a batch queued while the next is gathered."""
+    backend computes the last), one without. ``Threads`` 0 (auto) over ``roundrobin`` or
+    ``multiplexing`` (``children``) keeps one more than it has children in flight, so every device
+    has a batch queued while the next is gathered; over ``demux`` (``splits_every_batch``: each
+    batch already reaches every device) two, as on one device: a third only made the tree's
+    batches smaller (T82 over 2 H200s: mean 63.6 positions against 75.1, median 32 against 45;
+    35.2k against 32.8k nodes/s, medians of 4 alternating rounds,
+    bench/results/2026-11-29_h200x2-demuxsearch_d0b22d2)."""
     if not params.overlap:
         return 1
     if params.threads == 0:
+        if getattr(backend, "splits_every_batch", False):
+            return 2
         return max(2, len(getattr(backend, "children", ())) + 1)
     return max(2, params.threads)
 

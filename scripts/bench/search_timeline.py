@@ -214,7 +214,7 @@ def main() -> None:
     ap.add_argument("--sim-children", type=int, default=0,
                     help="sim-gpu: this many simulated devices under --sim-kind (0: one, no multi backend)")
     ap.add_argument("--sim-kind", default="demux", choices=("demux", "roundrobin"))
-    ap.add_argument("--child-feeding", default=None, choices=("resolve", "threads", "caller"),
+    ap.add_argument("--child-feeding", default=None, choices=("auto", "resolve", "threads", "caller"),
                     help="multi backends: where each child's host work runs (backends.CHILD_FEEDING)")
     ap.add_argument("--max-outstanding", type=int, default=0,
                     help="network batches handed to the backend at once (0: the search's rule, "

@@ -8,7 +8,9 @@ positions went in.
 ``demux`` and ``roundrobin`` launch each part on the caller's thread and hand it to its child's
 resolver thread (``feeding.ChildFeeder``), which waits for it and, for a batch split into parts,
 copies it into its slice of the batch's output (``feeding.JoinedOutput``): the caller never waits
-on one device while another's result is ready, and never joins outputs itself.
+on one device while another's result is ready, and never joins outputs itself. A ``demux`` batch
+of at most ``CALLER_ROWS`` positions (the search's) is launched, waited for and joined on the
+caller's thread instead, without the hand-offs (``CHILD_FEEDING``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,28 @@ from lc0py.errors import Lc0pyError
 #: Where each child's host work runs: ``"threads"``, on the child's own launcher and resolver
 #: threads (``feeding.ChildFeeder``); ``"resolve"``, the launch on the caller's thread and the
 #: wait, read-back and copy into the joined output on the child's resolver thread; ``"caller"``,
-#: all of it on the caller's thread, as before (each part launched in turn, then waited for and
-#: copied in order when ``result()`` is called). Module-level so scripts/bench/demux_profile.py
-#: can measure the three in one run (``--paths``).
-CHILD_FEEDING = "resolve"
+#: all of it on the caller's thread (each part launched in turn, then waited for and copied in
+#: order when ``result()`` is called); ``"auto"`` (the default), ``demux`` takes ``"caller"`` for
+#: a batch of at most ``CALLER_ROWS`` positions and ``"resolve"`` above, ``roundrobin``
+#: ``"resolve"``. Module-level so scripts/bench/demux_profile.py can measure each in one run
+#: (``--paths``).
+CHILD_FEEDING = "auto"
+#: (``"auto"``) A ``demux`` batch of at most this many positions is launched and joined on the
+#: caller's thread. The search's batches are that small (T82: mean ~75, median ~45), and its
+#: feeder already waits for them on a thread of its own, so the child threads' hand-offs only add
+#: latency: T82 ``benchmark`` with ``demux`` over 2 H200s, ``Threads`` 2, medians of 4 alternating
+#: rounds, 36.8k nodes/s ``"caller"`` against 35.2k ``"resolve"``; ``evaluate_async`` 0.31 against
+#: 0.52 ms a batch (bench/results/2026-11-29_h200x2-demuxsearch_d0b22d2). Larger batches
+#: (backendbench's 2 x 1024, bulk-eval's) keep ``"resolve"``: their joins are megabytes, copied on
+#: the children's threads at once.
+CALLER_ROWS = 256
+
+
+def feeding_path(rows: int, splits: bool) -> str:
+    """The ``CHILD_FEEDING`` path a batch of ``rows`` positions takes (``splits``: ``demux``)."""
+    if CHILD_FEEDING != "auto":
+        return CHILD_FEEDING
+    return "caller" if splits and rows <= CALLER_ROWS else "resolve"
 
 
 def slice_batch(batch: PlanesBatch, start: int, stop: int) -> PlanesBatch:
@@ -69,6 +89,9 @@ class MultiBackend(BackendBase):
     """What the three share: the children, ``is_cpu``, ``prepare`` and ``close``."""
 
     name = "multi"
+    #: Each batch is cut into parts for every child (``demux``), so one batch in flight already
+    #: keeps every device busy (the search's ``Threads`` 0 rule, ``worker.batches_in_flight``).
+    splits_every_batch = False
 
     def __init__(self, children: list[Child]) -> None:
         self.children = children
@@ -117,6 +140,7 @@ class DemuxBackend(MultiBackend):
     """lc0's ``demux``: each batch cut into (total ``threads``) parts, computed at once."""
 
     name = "demux"
+    splits_every_batch = True
 
     def __init__(self, children: list[Child], minimum_split_size: int = 0) -> None:
         super().__init__(children)
@@ -142,7 +166,7 @@ class DemuxBackend(MultiBackend):
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
         n = len(batch)
         size = self.part_size(n) if n else 1
-        mode = CHILD_FEEDING
+        mode = feeding_path(n, splits=True)
         if n <= size:  # one part (or none): the child's output as it is, no copy
             if mode == "caller":
                 return self._next_child().submit(batch)
@@ -176,10 +200,11 @@ class RoundRobinBackend(MultiBackend):
         self.info = merged_info(self.name, children, min(c.info.recommended_batch for c in children))
 
     def evaluate_async(self, batch: PlanesBatch) -> PendingOutput:
-        if CHILD_FEEDING == "caller":
+        mode = feeding_path(len(batch), splits=False)
+        if mode == "caller":
             return self._next_child().submit(batch)
         handle = OneOutput()
-        self._next_child().feed(batch, handle, launch_here=CHILD_FEEDING == "resolve")
+        self._next_child().feed(batch, handle, launch_here=mode == "resolve")
         return handle
 
 

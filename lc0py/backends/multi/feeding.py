@@ -8,7 +8,8 @@ pinned memory, the upload, the graph launch), then, in ``result()``, each part's
 child's oldest part, reads it back and delivers it to the part's sink: for a split batch its rows
 are copied into its slice of the batch's ``JoinedOutput`` (numpy copies without the GIL, so the
 children's copies overlap), and the batch's handle settles when its last part has. The launch
-stays on the caller's thread by default (``backends.CHILD_FEEDING = "resolve"``): it never blocks
+stays on the caller's thread (``backends.CHILD_FEEDING`` "resolve", which "auto" takes for all
+but small ``demux`` batches): it never blocks
 on a device (up to the GPU runner's two slots a child) and takes ~0.1 ms; a launcher thread per
 child as well (``"threads"``, ``ChildFeeder.put``) costs one more thread hand-off a part, which on
 the 2-core CI machine left the simulated devices idle far more (4 x 64 a batch: 25-35k nps

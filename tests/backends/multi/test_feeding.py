@@ -312,7 +312,12 @@ def test_many_batches_in_flight_equal_one_backend(kind: str, child: str) -> None
             assert not np.isnan(g.policy).any()
 
 
-def test_profile_counts_each_childs_parts() -> None:
+def test_profile_counts_each_childs_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The children's threads' profile (the resolve path: small ``demux`` batches on the "auto"
+    path never reach a child's thread)."""
+    from lc0py.backends.multi import backends
+
+    monkeypatch.setattr(backends, "CHILD_FEEDING", "resolve")
     devices = [GatedDevice(gated=False) for _ in range(2)]
     with DemuxBackend(_children(devices)) as demux:
         demux.evaluate(_batch(4, 0))
@@ -348,6 +353,36 @@ def test_the_other_feeding_modes_give_the_same_outputs_and_errors(
             assert all(f is None for f in feeders)  # no child thread was started
         else:  # a launcher thread of the child's own
             assert all(f is not None and f._launcher is not None for f in feeders)
+
+
+def test_auto_feeding_joins_small_demux_batches_on_the_caller_and_large_on_the_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default path: a ``demux`` batch of at most ``CALLER_ROWS`` positions is launched and
+    joined on the caller's thread (no child thread), a larger one on the children's resolver
+    threads; batches of both sizes, interleaved, come back whole and in order. ``roundrobin``
+    keeps ``resolve``."""
+    from lc0py.backends.multi import backends
+
+    assert backends.CHILD_FEEDING == "auto"
+    monkeypatch.setattr(backends, "CALLER_ROWS", 20)
+    assert backends.feeding_path(20, splits=True) == "caller"
+    assert backends.feeding_path(21, splits=True) == "resolve"
+    assert backends.feeding_path(5, splits=False) == "resolve"
+    devices = [GatedDevice(gated=False) for _ in range(2)]
+    children = _children(devices)
+    with DemuxBackend(children) as demux:
+        small = [_batch(12 + k, k) for k in range(3)]
+        for batch, handle in zip(small, [demux.evaluate_async(b) for b in small], strict=True):
+            assert not isinstance(handle, JoinedOutput)
+            _same(handle.result(), batch)
+        assert all(c._feeder is None for c in children)  # nothing handed to a child's thread
+        mixed = [_batch(n, 10 + n) for n in (13, 40, 7, 33, 20, 21)]
+        handles = [demux.evaluate_async(b) for b in mixed]
+        assert [isinstance(h, JoinedOutput) for h in handles] == [False, True, False, True, False, True]
+        for batch, handle in zip(mixed, handles, strict=True):
+            _same(handle.result(), batch)
+        assert all(c._feeder is not None for c in children)
 
 
 class _BrokenSink:
