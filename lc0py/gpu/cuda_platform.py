@@ -662,3 +662,11 @@ def probe() -> str | None:
     except Exception as exc:
         return f"no NVIDIA driver/GPU found ({exc})"
     return None
+
+
+def device_count() -> int:
+    """NVIDIA GPUs this process can use (0 without a driver, a device or cuda-python)."""
+    if probe() is not None:
+        return 0
+    status, count = _driver().cuDeviceGetCount()
+    return int(count) if int(status) == 0 else 0
