@@ -30,7 +30,8 @@ DELIBERATE: dict[str, str] = {
 # backend; what that value is, in each engine (written into the table's last column).
 EFFECTIVE: dict[str, str] = {
     "Threads": "0 = the backend's choice, in both engines: CPU backends 1 search thread (lc0 blas/eigen; "
-    "lc0py numpy, onnx-cpu), GPU backends 2 (lc0 cuda; lc0py GPU and random: 2 minibatches in flight)",
+    "lc0py numpy, onnx-cpu), GPU backends 2 (lc0 cuda; lc0py GPU and random: 2 minibatches in flight); "
+    "lc0py over `roundrobin` / `multiplexing` children + 1 minibatches in flight, over `demux` 2",
     "MinibatchSize": "0 = the backend's recommended size: lc0 eigen/blas 7, cuda 2 x SMs; lc0py numpy 7, "
     "onnx-cpu 32, GPU and random 256",
 }
