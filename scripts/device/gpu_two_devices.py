@@ -45,13 +45,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder for two_devices.json")
     args = ap.parse_args()
-    from cuda.bindings import driver
+    from lc0py.gpu.cuda_platform import device_count, probe
 
-    (status,) = driver.cuInit(0)
-    status, count = driver.cuDeviceGetCount()
-    if int(status) != 0:
-        raise SystemExit(f"cuDeviceGetCount failed ({status})")
-    count = int(count)
+    count = device_count()
+    if count == 0:
+        raise SystemExit(f"no usable NVIDIA GPU: {probe() or '0 devices'}")
     report: dict[str, Any] = {"devices": count, "checks": {}}
     checks = report["checks"]
     rng = np.random.default_rng(27)
